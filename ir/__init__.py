@@ -1,0 +1,28 @@
+"""parity's intermediate representation: types, the op table, graphs, the interpreter.
+
+Example::
+
+    >>> import numpy as np
+    >>> from parity import ir
+    >>> b = ir.GraphBuilder("f")
+    >>> x = b.input(ir.f32[2])
+    >>> g = b.build([b.tanh(x)])
+    >>> ir.evaluate(g, [np.zeros(2, np.float32)])[0].tolist()
+    [0.0, 0.0]
+"""
+
+from .builder import GraphBuilder
+from .dtypes import DType, bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u32
+from .errors import ParityError, ParseError, TypeRuleError, UnsupportedOpError, VerifyError
+from .graph import Graph, Node, SourceLoc, Value
+from .interpreter import evaluate
+from .opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
+from .ops import OP_TABLE, composites, primitives
+from .types import Symbol, TensorType
+
+__all__ = [
+    "Accuracy", "AttrKind", "AttrSpec", "DType", "Graph", "GraphBuilder", "Group", "Kind", "Node",
+    "OP_TABLE", "OpDef", "ParityError", "ParseError", "SourceLoc", "Symbol", "TensorType",
+    "TypeRuleError", "UnsupportedOpError", "Value", "VerifyError", "bf16", "bool_", "composites",
+    "evaluate", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "primitives", "u8", "u32",
+]

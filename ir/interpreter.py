@@ -1,0 +1,163 @@
+"""The reference interpreter: NumPy (+ ml_dtypes) semantics of every op. It is the spec.
+
+Float ops are computed in float64 and rounded once to the output dtype. In oracle mode
+the rounding is skipped, so a whole graph is evaluated in float64 (integers stay exact):
+that is the oracle every backend is measured against.
+
+Example::
+
+    >>> import numpy as np
+    >>> from parity.ir import GraphBuilder, f32, evaluate
+    >>> b = GraphBuilder()
+    >>> x = b.input(f32[2])
+    >>> g = b.build([b.exp(x)])
+    >>> evaluate(g, [np.array([0.0, 1.0], np.float32)])[0]
+    array([1.       , 2.7182817], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .dtypes import DType
+from .errors import ParityError
+from .graph import Graph, Node, Value
+from .opdef import Kind, RefContext
+from .types import Symbol, TensorType
+
+
+class InterpreterError(ParityError):
+    pass
+
+
+def evaluate(graph: Graph, inputs: Sequence[Any], *, oracle: bool = False) -> list[np.ndarray]:
+    """Run ``graph`` on NumPy inputs; return NumPy outputs.
+
+    In native mode outputs have the graph's output dtypes. In oracle mode float outputs
+    are float64 (never rounded to the narrower dtype).
+    """
+    if len(inputs) != len(graph.inputs):
+        raise InterpreterError(f"graph @{graph.name} takes {len(graph.inputs)} inputs, got {len(inputs)}")
+    bindings: dict[str, int] = {}
+    env: dict[Value, np.ndarray] = {}
+    for i, (value, array) in enumerate(zip(graph.inputs, inputs)):
+        array = np.asarray(array)
+        _bind_shape(value.type, array.shape, bindings, f"input {i}")
+        expected = value.type.dtype.numpy
+        if array.dtype != expected:
+            if oracle and value.type.dtype.is_float and array.dtype.kind == "f":
+                pass
+            else:
+                raise InterpreterError(
+                    f"input {i} of @{graph.name} has dtype {array.dtype}, expected {value.type.dtype.short}"
+                )
+        env[value] = _carry(array, value.type.dtype, oracle)
+    for node in graph.nodes:
+        args = [env[v] for v in node.inputs]
+        results = evaluate_node(node.op, args, node.attrs, [v.type for v in node.inputs],
+                                [v.type for v in node.outputs], oracle=oracle, bindings=bindings, node=node)
+        for value, result in zip(node.outputs, results):
+            env[value] = result
+    return [env[v] for v in graph.outputs]
+
+
+def evaluate_node(
+    op: str,
+    args: Sequence[np.ndarray],
+    attrs: Mapping[str, Any],
+    in_types: Sequence[TensorType],
+    out_types: Sequence[TensorType],
+    *,
+    oracle: bool = False,
+    bindings: dict[str, int] | None = None,
+    node: Node | None = None,
+) -> list[np.ndarray]:
+    """Evaluate one op on already-carried arrays (see :func:`evaluate`)."""
+    from .ops import OP_TABLE
+
+    opdef = OP_TABLE[op]
+    bindings = {} if bindings is None else bindings
+    in_types = tuple(_resolve(t, bindings) for t in in_types)
+    for i, (t, a) in enumerate(zip(in_types, args)):
+        _bind_shape(t, a.shape, bindings, f"operand {i} of {op}")
+    in_types = tuple(_resolve(t, bindings) for t in in_types)
+    out_types = tuple(_resolve(t, bindings) for t in out_types)
+    if opdef.kind is Kind.COMPOSITE:
+        return _evaluate_composite(opdef, args, attrs, in_types, oracle)
+    ctx = RefContext(attrs=_resolve_attrs(attrs, bindings), in_types=in_types, out_types=out_types, oracle=oracle)
+    wide = [_widen(a, t.dtype) for a, t in zip(args, in_types)]
+    try:
+        raw = opdef.reference(ctx, *wide)
+    except ParityError:
+        raise
+    except Exception as exc:  # a reference bug must name the op it happened in
+        where = f" at {node.loc}" if node is not None and node.loc else ""
+        raise InterpreterError(f"reference implementation of {op}{where} failed: {exc!r}") from exc
+    results = raw if isinstance(raw, tuple) else (raw,)
+    out = []
+    for i, (result, t) in enumerate(zip(results, out_types)):
+        result = np.asarray(result)
+        if result.shape != t.shape:
+            raise InterpreterError(f"reference of {op} returned shape {result.shape} for result {i}, type says {t}")
+        out.append(_round(result, t.dtype, oracle))
+    return out
+
+
+def _evaluate_composite(opdef, args, attrs, in_types, oracle) -> list[np.ndarray]:
+    from .builder import GraphBuilder
+
+    b = GraphBuilder(opdef.name)
+    params = [b.input(t) for t in in_types]
+    results = opdef.decompose(b, attrs, *params)
+    results = results if isinstance(results, tuple) else (results,)
+    return evaluate(b.build(list(results)), args, oracle=oracle)
+
+
+def _carry(array: np.ndarray, dtype: DType, oracle: bool) -> np.ndarray:
+    if oracle and dtype.is_float:
+        return array.astype(np.float64)
+    return array.astype(dtype.numpy, copy=False)
+
+
+def _widen(array: np.ndarray, dtype: DType) -> np.ndarray:
+    return array.astype(np.float64, copy=False) if dtype.is_float else array
+
+
+def _round(result: np.ndarray, dtype: DType, oracle: bool) -> np.ndarray:
+    if dtype.is_float:
+        return result.astype(np.float64 if oracle else dtype.numpy)
+    if result.dtype != dtype.numpy:
+        return result.astype(dtype.numpy)
+    return result
+
+
+def _bind_shape(t: TensorType, shape: tuple[int, ...], bindings: dict[str, int], what: str) -> None:
+    if len(shape) != t.rank:
+        raise InterpreterError(f"{what} has shape {shape}, expected {t}")
+    for dim, size in zip(t.shape, shape):
+        if isinstance(dim, Symbol):
+            bound = bindings.setdefault(dim.name, size)
+            if bound != size:
+                raise InterpreterError(f"{what}: dimension {dim} is {size} here but {bound} elsewhere")
+        elif dim != size:
+            raise InterpreterError(f"{what} has shape {shape}, expected {t}")
+
+
+def _resolve(t: TensorType, bindings: Mapping[str, int]) -> TensorType:
+    if t.is_static:
+        return t
+    return t.with_shape(bindings.get(d.name, d) if isinstance(d, Symbol) else d for d in t.shape)
+
+
+def _resolve_attrs(attrs: Mapping[str, Any], bindings: Mapping[str, int]) -> Mapping[str, Any]:
+    def resolve(v):
+        if isinstance(v, Symbol):
+            return bindings.get(v.name, v)
+        if isinstance(v, tuple):
+            return tuple(resolve(x) for x in v)
+        return v
+
+    return {k: resolve(v) for k, v in attrs.items()}

@@ -1,0 +1,239 @@
+"""What an op *is*: the record every entry of the op table fills in.
+
+One :class:`OpDef` holds everything about an op — operands, attributes, type rule,
+kind, property groups, accuracy class, reference implementation (primitives) or
+decomposition (composites). Nothing about an op is written anywhere else.
+
+Example::
+
+    >>> from parity.ir.ops import OP_TABLE
+    >>> OP_TABLE["exp"].kind.value, sorted(g.value for g in OP_TABLE["exp"].groups)
+    ('primitive', ['elementwise'])
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .dtypes import DType
+from .errors import TypeRuleError
+from .types import Symbol, TensorType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .builder import GraphBuilder
+    from .graph import Value
+
+
+class Kind(enum.Enum):
+    PRIMITIVE = "primitive"  # every backend must implement it; has a reference
+    COMPOSITE = "composite"  # has a decomposition into primitives; backends may claim it
+
+
+class Group(enum.Enum):
+    """Property groups that drive passes, lowering tables and tolerances."""
+
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    SHAPE = "shape"  # moves data without computing (reshape, slice, transpose, ...)
+    EXACT = "exact"  # result must be bit-exact against the oracle
+    COMPARISON = "comparison"
+    INDEXING = "indexing"  # gather/scatter/dynamic slices
+    SCAN = "scan"
+    CONTRACTION = "contraction"  # dot_general, convolution
+    RANDOM = "random"
+    NORMALIZATION = "normalization"
+    ACTIVATION = "activation"
+    LOSS = "loss"
+
+
+class Accuracy(enum.Enum):
+    """Accuracy class: which bound of the numerical contract applies (docs/conformance.md)."""
+
+    EXACT = "exact"
+    CORRECTLY_ROUNDED = "correctly_rounded"
+    TRANSCENDENTAL = "transcendental"
+    ACCUMULATION = "accumulation"
+    COMPOSITE = "composite"  # the bound of its decomposition, propagated
+
+
+class AttrKind(enum.Enum):
+    INT = "int"
+    INTS = "ints"  # tuple[int, ...]
+    SHAPE = "shape"  # tuple[int | Symbol, ...]
+    PAIRS = "pairs"  # tuple[tuple[int, int], ...], e.g. convolution padding
+    FLOAT = "float"
+    BOOL = "bool"
+    STR = "str"
+    DTYPE = "dtype"
+    ARRAY = "array"  # np.ndarray (the constant op's value)
+
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    name: str
+    kind: AttrKind
+    default: Any = REQUIRED
+    choices: tuple[str, ...] | None = None  # for STR attributes
+    doc: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class RefContext:
+    """What a reference implementation sees besides its operands.
+
+    Float operands arrive as float64 arrays (the interpreter computes every float op in
+    float64 and rounds once to the output dtype, or not at all in oracle mode); integer
+    and bool operands arrive in their own dtype. ``in_types``/``out_types`` are the
+    node's declared types with symbols resolved.
+    """
+
+    attrs: Mapping[str, Any]
+    in_types: tuple[TensorType, ...]
+    out_types: tuple[TensorType, ...]
+    oracle: bool = False
+
+
+InferFn = Callable[[Sequence[TensorType], Mapping[str, Any]], Sequence[TensorType]]
+ReferenceFn = Callable[..., Any]
+DecomposeFn = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """One entry of the op table.
+
+    ``operands`` names the operands in order; a single name starting with ``*`` makes
+    the op variadic (``("*inputs",)`` for concatenate). ``dtypes`` lists the dtypes the
+    op accepts for its first operand (conformance sweeps them). ``infer`` returns the
+    result types or raises :class:`TypeRuleError`. Primitives set ``reference``:
+    ``reference(ctx, *arrays) -> array | tuple[array, ...]``. Composites set
+    ``decompose``: ``decompose(builder, attrs, *values) -> Value | tuple[Value, ...]``.
+    """
+
+    name: str
+    kind: Kind
+    operands: tuple[str, ...]
+    infer: InferFn
+    dtypes: tuple[DType, ...]
+    accuracy: Accuracy
+    attrs: tuple[AttrSpec, ...] = ()
+    groups: frozenset[Group] = frozenset()
+    reference: ReferenceFn | None = None
+    decompose: DecomposeFn | None = None
+    num_results: int = 1
+    doc: str = ""
+    # Semantics a backend may legitimately differ on; conformance does not compare them.
+    implementation_defined: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        if self.kind is Kind.PRIMITIVE and self.reference is None:
+            raise ValueError(f"primitive {self.name} needs a reference implementation")
+        if self.kind is Kind.COMPOSITE and self.decompose is None:
+            raise ValueError(f"composite {self.name} needs a decomposition")
+
+    @property
+    def is_variadic(self) -> bool:
+        return len(self.operands) == 1 and self.operands[0].startswith("*")
+
+    @property
+    def attr_specs(self) -> dict[str, AttrSpec]:
+        return {spec.name: spec for spec in self.attrs}
+
+    def normalize_attrs(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
+        """Fill defaults, check names and kinds, and make every value hashable and canonical."""
+        specs = self.attr_specs
+        unknown = sorted(set(attrs) - set(specs))
+        if unknown:
+            known = ", ".join(specs) or "none"
+            raise TypeRuleError(self.name, f"unknown attribute(s) {unknown}; this op takes: {known}")
+        out = {}
+        for spec in self.attrs:
+            if spec.name in attrs:
+                out[spec.name] = _coerce_attr(self.name, spec, attrs[spec.name])
+            elif spec.required:
+                raise TypeRuleError(self.name, "missing required attribute", spec.name)
+            else:
+                out[spec.name] = spec.default
+        return out
+
+    def check_operand_count(self, n: int) -> None:
+        if self.is_variadic:
+            if n < 1:
+                raise TypeRuleError(self.name, "takes at least one operand, got none")
+        elif n != len(self.operands):
+            names = ", ".join(self.operands)
+            raise TypeRuleError(self.name, f"takes {len(self.operands)} operand(s) ({names}), got {n}")
+
+    def result_types(self, in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
+        """Check operands and (already normalized) attributes; return the result types."""
+        self.check_operand_count(len(in_types))
+        out = tuple(self.infer(tuple(in_types), attrs))
+        if len(out) != self.num_results:
+            raise AssertionError(f"type rule of {self.name} returned {len(out)} types, expected {self.num_results}")
+        return out
+
+
+def _coerce_attr(op: str, spec: AttrSpec, value: Any) -> Any:
+    kind = spec.kind
+    try:
+        if kind is AttrKind.INT:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError
+            return int(value)
+        if kind is AttrKind.INTS:
+            return tuple(_as_int(v) for v in value)
+        if kind is AttrKind.SHAPE:
+            return tuple(v if isinstance(v, Symbol) else _as_int(v) for v in value)
+        if kind is AttrKind.PAIRS:
+            pairs = tuple((_as_int(a), _as_int(b)) for a, b in value)
+            return pairs
+        if kind is AttrKind.FLOAT:
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError
+            return float(value)
+        if kind is AttrKind.BOOL:
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError
+            return bool(value)
+        if kind is AttrKind.STR:
+            if not isinstance(value, str):
+                raise TypeError
+            if spec.choices is not None and value not in spec.choices:
+                raise TypeRuleError(op, f"must be one of {list(spec.choices)}, got {value!r}", spec.name)
+            return value
+        if kind is AttrKind.DTYPE:
+            if isinstance(value, str):
+                return DType.from_short(value)
+            if not isinstance(value, DType):
+                raise TypeError
+            return value
+        if kind is AttrKind.ARRAY:
+            if not isinstance(value, np.ndarray):
+                raise TypeError
+            DType.from_numpy(value.dtype)  # rejects dtypes the IR does not have
+            array = np.ascontiguousarray(value)
+            array.setflags(write=False)
+            return array
+    except TypeRuleError:
+        raise
+    except (TypeError, ValueError):
+        pass
+    raise TypeRuleError(op, f"expected a value of kind {kind.value}, got {value!r}", spec.name)
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError
+    return int(value)

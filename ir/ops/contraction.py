@@ -1,0 +1,3 @@
+"""Ops of the contraction family. (Being written; see docs/ir.md for the catalogue.)"""
+
+OPS = ()

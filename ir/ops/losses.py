@@ -1,0 +1,3 @@
+"""Ops of the losses family. (Being written; see docs/ir.md for the catalogue.)"""
+
+OPS = ()

@@ -1,0 +1,3 @@
+"""Ops of the statistics family. (Being written; see docs/ir.md for the catalogue.)"""
+
+OPS = ()
