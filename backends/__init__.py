@@ -1,0 +1,16 @@
+"""Backends: the protocol, the registry, and the built-in backends.
+
+Example::
+
+    >>> from parity.backends import get_backend, backend_names
+    >>> "reference" in backend_names()
+    True
+"""
+
+from .base import Backend, ClaimStatus, Deviation, Executable, OpClaim
+from .registry import BackendNotFound, backend_names, get_backend, register_backend, unregister_backend
+
+__all__ = [
+    "Backend", "BackendNotFound", "ClaimStatus", "Deviation", "Executable", "OpClaim",
+    "backend_names", "get_backend", "register_backend", "unregister_backend",
+]

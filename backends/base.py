@@ -1,0 +1,109 @@
+"""The Backend protocol: what a backend declares and what it must do.
+
+A backend declares its name, the devices it can run on, the ops it claims (every
+primitive it implements, and any composite it implements natively) with the dtypes per
+op, and its known deviations as data. ``compile(graph, device)`` returns an
+:class:`Executable`. Composites the backend does not claim reach it already expanded by
+the decompose pass, so a backend that claims every primitive runs every op.
+
+Example (a complete, if slow, backend)::
+
+    >>> from parity.backends.base import Backend, OpClaim
+    >>> from parity.ir import evaluate, primitives
+    >>> class NumpyBackend(Backend):
+    ...     name = "numpy"
+    ...     devices = ("cpu",)
+    ...     def claims(self):
+    ...         return {op.name: OpClaim(frozenset(op.dtypes)) for op in primitives()}
+    ...     def compile(self, graph, device):
+    ...         return lambda *arrays: evaluate(graph, arrays)
+    >>> NumpyBackend().claim_status("softmax")
+    'decomposed'
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.dtypes import DType
+from ..ir.graph import Graph
+from ..ir.opdef import Kind
+from ..ir.ops import OP_TABLE
+
+Executable = Callable[..., Sequence[Any]]
+
+
+class ClaimStatus(enum.Enum):
+    NATIVE = "native"  # lowered by the backend's own rule
+    EXTERN = "extern"  # the backend calls a library kernel for it (e.g. cuDNN conv)
+    DECOMPOSED = "decomposed"  # a composite the backend runs through its decomposition
+    UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True)
+class OpClaim:
+    """A backend's claim on one op: the dtypes it supports, and whether it is extern."""
+
+    dtypes: frozenset[DType]
+    extern: bool = False
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A known, measured difference from the spec, published in the conformance matrix.
+
+    ``max_error`` is what was measured (e.g. "5 ulp" or "flushes to 0 below -15.8").
+    """
+
+    op: str
+    reason: str
+    max_error: str
+    dtype: DType | None = None
+    device: str | None = None
+
+
+class Backend(abc.ABC):
+    """Subclass this (or duck-type it) to add a backend; register it by entry point."""
+
+    name: str = ""
+    devices: tuple[str, ...] = ()
+    deviations: tuple[Deviation, ...] = ()
+
+    @abc.abstractmethod
+    def claims(self) -> Mapping[str, OpClaim]:
+        """op name → claim. Must cover every primitive the backend runs."""
+
+    @abc.abstractmethod
+    def compile(self, graph: Graph, device: str) -> Executable:
+        """Return a callable taking the graph's inputs as arrays and returning its outputs."""
+
+    def available_devices(self) -> tuple[str, ...]:
+        """Devices present on this machine (a subset of ``devices``)."""
+        return tuple(d for d in self.devices if d == "cpu")
+
+    def claim_status(self, op: str) -> str:
+        """native / extern / decomposed / unsupported, derived from the claims alone."""
+        claims = self.claims()
+        claim = claims.get(op)
+        if claim is not None:
+            return (ClaimStatus.EXTERN if claim.extern else ClaimStatus.NATIVE).value
+        opdef = OP_TABLE[op]
+        if opdef.kind is Kind.COMPOSITE and all(p.name in claims for p in _primitives()):
+            return ClaimStatus.DECOMPOSED.value
+        if opdef.kind is Kind.COMPOSITE:
+            # A partial backend: decomposition runs only if every primitive it reaches is
+            # claimed; that depends on the operands, so conformance decides per case.
+            return ClaimStatus.DECOMPOSED.value + "?"
+        return ClaimStatus.UNSUPPORTED.value
+
+    def supports(self, op: str, dtype: DType | None = None) -> bool:
+        claim = self.claims().get(op)
+        return claim is not None and (dtype is None or dtype in claim.dtypes)
+
+
+def _primitives():
+    return [op for op in OP_TABLE.values() if op.kind is Kind.PRIMITIVE]

@@ -1,0 +1,62 @@
+"""The ``parity`` command line.
+
+Example::
+
+    $ parity ops              # op × backend table
+    $ parity ops --json       # the same as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="parity", description="parity: one IR, many backends.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ops = commands.add_parser("ops", help="print the op × backend support table")
+    ops.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ops.add_argument("--backend", action="append", help="only these backends (repeatable)")
+    ops.set_defaults(run=_run_ops)
+
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+def _run_ops(args) -> int:
+    from .backends.registry import backend_names
+    from .op_matrix import op_matrix
+
+    names = args.backend or backend_names()
+    rows = op_matrix(names)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    styles = {"native": "green", "extern": "cyan", "decomposed": "yellow", "unsupported": "red"}
+    table = Table(title="parity ops: how each backend runs each op")
+    for column in ("op", "kind", "accuracy", *names):
+        table.add_column(column)
+    for row in rows:
+        cells = []
+        for name in names:
+            status = row["backends"][name]
+            style = styles.get(status.rstrip("?"), "dim")
+            cells.append(f"[{style}]{status}[/{style}]")
+        table.add_row(row["name"], row["kind"], row["accuracy"], *cells)
+    console = Console()
+    console.print(table)
+    n_prim = sum(r["kind"] == "primitive" for r in rows)
+    console.print(f"{len(rows)} ops: {n_prim} primitives, {len(rows) - n_prim} composites")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
