@@ -1,82 +1,144 @@
 """Elementwise unary primitives: one operand, result of the same shape.
 
-Each row of ``_FLOAT_MATH`` is one op: its NumPy reference (evaluated in float64 and
-rounded once to the output dtype by the interpreter) and accuracy class.
+Each row of ``_ROWS`` is one op: its NumPy reference, the dtypes it accepts, its
+accuracy class and its result dtype (``None``: the operand's). Float operands arrive as
+float64 and the interpreter rounds the result once to the output dtype; integer and bool
+operands arrive in their own dtype, so integer ``neg``/``abs`` wrap like two's complement.
+
+Example::
+
+    >>> import numpy as np
+    >>> from parity.ir import GraphBuilder, evaluate, i8
+    >>> b = GraphBuilder()
+    >>> x = b.input(i8[2])
+    >>> evaluate(b.build([b.abs(x)]), [np.array([-5, -128], np.int8)])[0].tolist()
+    [5, -128]
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from ..dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, DType
+from ..dtypes import FLOAT_DTYPES, INT_DTYPES, DType
 from ..opdef import Accuracy, Group, Kind, OpDef
 from .rules import unary
 
-_SIGNED_INTS = (DType.int8, DType.int16, DType.int32, DType.int64)
-_NUMERIC = INT_DTYPES + FLOAT_DTYPES
+_SIGNED = (DType.int8, DType.int16, DType.int32, DType.int64) + FLOAT_DTYPES
+_BITS = INT_DTYPES + (DType.bool,)
+_BOOL = (DType.bool,)
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def _with_errstate(fn):
-    def reference(ctx, x):
-        with np.errstate(all="ignore"):  # domain errors produce NaN/inf by IEEE rules
-            return fn(x)
+def _rsqrt(x):
+    return 1.0 / np.sqrt(x)
+
+
+def _reciprocal(x):
+    return 1.0 / x
+
+
+def _sign(x):
+    # np.sign turns -0.0 into 0.0; zeros (and ints) keep themselves, NaN stays NaN.
+    return np.where(x == 0, x, np.sign(x))
+
+
+def _logistic(x):
+    # Two branches so neither overflows nor cancels: for x < 0, e**x / (1 + e**x) keeps the
+    # relative accuracy of tiny results (0.5 * tanh(x/2) + 0.5 rounds them to 0).
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+class _Row(NamedTuple):
+    fn: object
+    dtypes: tuple[DType, ...]
+    accuracy: Accuracy
+    doc: str
+    result: DType | None = None  # None: the operand's dtype
+
+
+_T, _E, _CR = Accuracy.TRANSCENDENTAL, Accuracy.EXACT, Accuracy.CORRECTLY_ROUNDED
+_F = FLOAT_DTYPES
+
+_ROWS = {
+    "neg": _Row(np.negative, _SIGNED, _E, "-x; ints wrap (neg(INT_MIN) = INT_MIN)"),
+    "abs": _Row(np.abs, _SIGNED, _E, "|x|; ints wrap (abs(INT_MIN) = INT_MIN)"),
+    "sign": _Row(_sign, _SIGNED, _E, "-1, 0 or 1; sign(-0.0) = -0.0, sign(nan) = nan"),
+    "exp": _Row(np.exp, _F, _T, "e**x"),
+    "exp2": _Row(np.exp2, _F, _T, "2**x"),
+    "expm1": _Row(np.expm1, _F, _T, "e**x - 1, accurate near 0"),
+    "log": _Row(np.log, _F, _T, "natural log; log(0) = -inf, log(x<0) = nan"),
+    "log2": _Row(np.log2, _F, _T, "base-2 log"),
+    "log1p": _Row(np.log1p, _F, _T, "log(1 + x), accurate near 0"),
+    "sqrt": _Row(np.sqrt, _F, _CR, "square root; sqrt(-0.0) = -0.0"),
+    "rsqrt": _Row(_rsqrt, _F, _T, "1 / sqrt(x); rsqrt(-0.0) = -inf"),
+    "reciprocal": _Row(_reciprocal, _F, _CR, "1 / x; reciprocal(-0.0) = -inf"),
+    "sin": _Row(np.sin, _F, _T, "sine"),
+    "cos": _Row(np.cos, _F, _T, "cosine"),
+    "tan": _Row(np.tan, _F, _T, "tangent"),
+    "asin": _Row(np.arcsin, _F, _T, "arc sine"),
+    "acos": _Row(np.arccos, _F, _T, "arc cosine"),
+    "atan": _Row(np.arctan, _F, _T, "arc tangent"),
+    "sinh": _Row(np.sinh, _F, _T, "hyperbolic sine"),
+    "cosh": _Row(np.cosh, _F, _T, "hyperbolic cosine"),
+    "tanh": _Row(np.tanh, _F, _T, "hyperbolic tangent"),
+    "asinh": _Row(np.arcsinh, _F, _T, "inverse hyperbolic sine"),
+    "acosh": _Row(np.arccosh, _F, _T, "inverse hyperbolic cosine"),
+    "atanh": _Row(np.arctanh, _F, _T, "inverse hyperbolic tangent"),
+    "erf": _Row(_erf, _F, _T, "error function"),
+    "logistic": _Row(_logistic, _F, _T, "1 / (1 + e**-x), relatively accurate for large |x|"),
+    "floor": _Row(np.floor, _F, _E, "round toward -inf"),
+    "ceil": _Row(np.ceil, _F, _E, "round toward +inf"),
+    "round": _Row(np.rint, _F, _E, "round half to even (2.5 -> 2.0, -0.5 -> -0.0)"),
+    "trunc": _Row(np.trunc, _F, _E, "round toward zero"),
+    "is_nan": _Row(np.isnan, _F, _E, "x is NaN", DType.bool),
+    "is_inf": _Row(np.isinf, _F, _E, "x is +inf or -inf", DType.bool),
+    "is_finite": _Row(np.isfinite, _F, _E, "x is neither NaN nor ±inf", DType.bool),
+    "logical_not": _Row(np.logical_not, _BOOL, _E, "not x"),
+    "bitwise_not": _Row(np.invert, _BITS, _E, "~x, every bit flipped (logical not for bool)"),
+}
+
+
+def ieee_reference(fn):
+    """Wrap an elementwise NumPy function as a reference (``reference(ctx, *operands)``).
+
+    NumPy's floating-point warnings are off: NaN/inf from domain errors and overflow are
+    IEEE results, and integer wraparound is the IR's semantics.
+    """
+
+    def reference(ctx, *operands):
+        with np.errstate(all="ignore"):
+            return fn(*operands)
 
     return reference
 
 
-def _expm1_stable(x):
-    return np.expm1(x)
+def elementwise_groups(accuracy: Accuracy, comparison: bool = False) -> frozenset[Group]:
+    """ELEMENTWISE, plus EXACT for exact ops and COMPARISON for predicates."""
+    groups = {Group.ELEMENTWISE}
+    if accuracy is Accuracy.EXACT:
+        groups.add(Group.EXACT)
+    if comparison:
+        groups.add(Group.COMPARISON)
+    return frozenset(groups)
 
 
-# name -> (reference on float64 arrays, accuracy, doc)
-_FLOAT_MATH = {
-    "exp": (np.exp, Accuracy.TRANSCENDENTAL, "e**x"),
-    "exp2": (np.exp2, Accuracy.TRANSCENDENTAL, "2**x"),
-    "expm1": (np.expm1, Accuracy.TRANSCENDENTAL, "e**x - 1, accurate near 0"),
-    "log": (np.log, Accuracy.TRANSCENDENTAL, "natural log; log(0) = -inf, log(x<0) = nan"),
-    "log2": (np.log2, Accuracy.TRANSCENDENTAL, "base-2 log"),
-    "log1p": (np.log1p, Accuracy.TRANSCENDENTAL, "log(1 + x), accurate near 0"),
-    "sqrt": (np.sqrt, Accuracy.CORRECTLY_ROUNDED, "square root; sqrt(-0.0) = -0.0"),
-    "rsqrt": (lambda x: 1.0 / np.sqrt(x), Accuracy.TRANSCENDENTAL, "1 / sqrt(x)"),
-    "sin": (np.sin, Accuracy.TRANSCENDENTAL, "sine"),
-    "cos": (np.cos, Accuracy.TRANSCENDENTAL, "cosine"),
-    "tan": (np.tan, Accuracy.TRANSCENDENTAL, "tangent"),
-    "asin": (np.arcsin, Accuracy.TRANSCENDENTAL, "arc sine"),
-    "acos": (np.arccos, Accuracy.TRANSCENDENTAL, "arc cosine"),
-    "atan": (np.arctan, Accuracy.TRANSCENDENTAL, "arc tangent"),
-    "sinh": (np.sinh, Accuracy.TRANSCENDENTAL, "hyperbolic sine"),
-    "cosh": (np.cosh, Accuracy.TRANSCENDENTAL, "hyperbolic cosine"),
-    "tanh": (np.tanh, Accuracy.TRANSCENDENTAL, "hyperbolic tangent"),
-    "asinh": (np.arcsinh, Accuracy.TRANSCENDENTAL, "inverse hyperbolic sine"),
-    "acosh": (np.arccosh, Accuracy.TRANSCENDENTAL, "inverse hyperbolic cosine"),
-    "atanh": (np.arctanh, Accuracy.TRANSCENDENTAL, "inverse hyperbolic tangent"),
-    "erf": (_erf, Accuracy.TRANSCENDENTAL, "error function"),
-    "logistic": (lambda x: 0.5 * np.tanh(0.5 * x) + 0.5, Accuracy.TRANSCENDENTAL,
-                 "1 / (1 + e**-x), without overflow for large |x|"),
-    "floor": (np.floor, Accuracy.EXACT, "round toward -inf"),
-    "ceil": (np.ceil, Accuracy.EXACT, "round toward +inf"),
-    "round": (np.round, Accuracy.EXACT, "round half to even (2.5 -> 2.0, -0.5 -> -0.0)"),
-    "trunc": (np.trunc, Accuracy.EXACT, "round toward zero"),
-}
-
-
-def _float_op(name: str, fn, accuracy: Accuracy, doc: str) -> OpDef:
-    groups = {Group.ELEMENTWISE} | ({Group.EXACT} if accuracy is Accuracy.EXACT else set())
+def _unary_op(name: str, row: _Row) -> OpDef:
     return OpDef(
         name=name,
         kind=Kind.PRIMITIVE,
         operands=("x",),
-        infer=unary(name, FLOAT_DTYPES),
-        dtypes=FLOAT_DTYPES,
-        accuracy=accuracy,
-        groups=frozenset(groups),
-        reference=_with_errstate(fn),
-        doc=doc,
+        infer=unary(name, row.dtypes, row.result),
+        dtypes=row.dtypes,
+        accuracy=row.accuracy,
+        groups=elementwise_groups(row.accuracy, comparison=name.startswith("is_")),
+        reference=ieee_reference(row.fn),
+        doc=row.doc,
     )
 
 
-OPS = tuple(_float_op(name, fn, acc, doc) for name, (fn, acc, doc) in _FLOAT_MATH.items())
+OPS = tuple(_unary_op(name, row) for name, row in _ROWS.items())
