@@ -127,6 +127,10 @@ def _widen(array: np.ndarray, dtype: DType) -> np.ndarray:
 
 
 def _round(result: np.ndarray, dtype: DType, oracle: bool) -> np.ndarray:
+    if dtype.is_float and not oracle:
+        from .ops.conversion import round_float  # once, to nearest even (ml_dtypes' bf16 cast rounds twice)
+
+        return round_float(result, dtype)
     if dtype.is_float:
         return result.astype(np.float64 if oracle else dtype.numpy)
     if result.dtype != dtype.numpy:
