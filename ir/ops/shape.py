@@ -315,6 +315,16 @@ _SHAPE_OPS = {
 }
 
 
+def _fresh(reference):
+    """Copy the result: NumPy returns views (read-only for broadcast_to) that would alias the inputs."""
+
+    def fresh(ctx, *arrays):
+        return np.array(reference(ctx, *arrays), copy=True)
+
+    fresh.__name__ = reference.__name__
+    return fresh
+
+
 def _shape_op(name, operands, attrs, infer, reference, doc) -> OpDef:
     return OpDef(
         name=name,
@@ -325,7 +335,7 @@ def _shape_op(name, operands, attrs, infer, reference, doc) -> OpDef:
         dtypes=ALL_DTYPES,
         accuracy=Accuracy.EXACT,
         groups=_GROUPS,
-        reference=reference,
+        reference=_fresh(reference),
         doc=doc,
     )
 

@@ -284,3 +284,15 @@ def test_oracle_mode_keeps_float64():
     b = GraphBuilder()
     (y,) = evaluate(b.build([b.transpose(b.input(f32[1, 2]), permutation=(1, 0))]), [x], oracle=True)
     assert y.dtype == np.float64 and y.tolist() == [[1.0], [2.0]]
+
+
+@pytest.mark.parametrize("op, attrs", [
+    ("reshape", dict(shape=(3, 2))), ("transpose", dict(permutation=(1, 0))), ("reverse", dict(dimensions=(0,))),
+    ("broadcast_in_dim", dict(shape=(2, 3), broadcast_dimensions=(0, 1))),
+    ("slice", dict(start_indices=(0, 0), limit_indices=(2, 3), strides=(1, 1))),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_results_do_not_alias_inputs(op, attrs):
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    out = run(op, x, **attrs)
+    out[...] = -1  # writable, and the input stays as it was
+    assert x.tolist() == [[0, 1, 2], [3, 4, 5]]
