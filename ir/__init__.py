@@ -18,11 +18,14 @@ from .graph import Graph, Node, SourceLoc, Value
 from .interpreter import evaluate
 from .opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from .ops import OP_TABLE, composites, primitives
+from .parser import parse
 from .types import Symbol, TensorType
+from .verifier import verify
 
 __all__ = [
     "Accuracy", "AttrKind", "AttrSpec", "DType", "Graph", "GraphBuilder", "Group", "Kind", "Node",
     "OP_TABLE", "OpDef", "ParityError", "ParseError", "SourceLoc", "Symbol", "TensorType",
     "TypeRuleError", "UnsupportedOpError", "Value", "VerifyError", "bf16", "bool_", "composites",
-    "evaluate", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "primitives", "u8", "u32",
+    "evaluate", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "parse", "primitives", "u8", "u32",
+    "verify",
 ]

@@ -223,7 +223,8 @@ def _coerce_attr(op: str, spec: AttrSpec, value: Any) -> Any:
             if not isinstance(value, np.ndarray):
                 raise TypeError
             DType.from_numpy(value.dtype)  # rejects dtypes the IR does not have
-            array = np.ascontiguousarray(value)
+            # np.ascontiguousarray would turn a 0-d array into shape (1,)
+            array = value if value.flags.c_contiguous else np.ascontiguousarray(value)
             array.setflags(write=False)
             return array
     except TypeRuleError:

@@ -2,11 +2,23 @@
 
 Values are numbered in order (inputs first), so the text is canonical: two graphs
 that compute the same thing the same way print identically.
+
+Example::
+
+    >>> from parity.ir import GraphBuilder, f32
+    >>> b = GraphBuilder("f")
+    >>> x = b.input(f32[2])
+    >>> print(b.build([b.exp(x)]))
+    graph @f(%0: f32[2]) -> (f32[2]) {
+      %1: f32[2] = exp(%0)
+      return %1
+    }
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -18,20 +30,52 @@ from .types import Symbol
 # Constants up to this many elements print as a readable list; larger ones as raw hex.
 INLINE_ELEMENTS = 16
 
+# Graph names matching this print bare (`@main`); any other name is quoted (`@"my fn"`).
+BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+
+# String escapes; any other non-printable character prints as \u{hex}.
+ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+UNDEFINED = "%?"  # how a tolerant listing shows an operand that the graph never defines
+
 
 def print_graph(graph, *, locations: bool = True) -> str:
+    """The canonical text of ``graph`` (what ``str(graph)`` returns)."""
+    return "\n".join(graph_lines(graph, locations=locations))
+
+
+def graph_lines(graph, *, locations: bool = True, tolerant: bool = False) -> list[str]:
+    """The listing as lines: the header, one line per node (node i is line i + 1), return, ``}``.
+
+    ``tolerant`` is for error messages about broken graphs (the verifier): an operand
+    the graph never defines prints as ``%?`` and an unprintable attribute as its repr,
+    instead of raising.
+    """
     from .ops import OP_TABLE
 
     names: dict[int, str] = {}
+    for value in graph.values():
+        names.setdefault(id(value), f"%{len(names)}")
 
     def name_of(value) -> str:
-        return names[id(value)]
+        name = names.get(id(value))
+        if name is None:
+            if not tolerant:
+                raise ValueError(f"{value!r} is used but never defined in @{graph.name}; run parity.ir.verify")
+            return UNDEFINED
+        return name
 
-    for value in graph.values():
-        names[id(value)] = f"%{len(names)}"
+    def attr_text(value, kind) -> str:
+        try:
+            return format_attr(value, kind)
+        except (TypeError, ValueError):
+            if not tolerant:
+                raise
+            return f"<{value!r}>"
+
     params = ", ".join(f"{name_of(v)}: {v.type}" for v in graph.inputs)
     results = ", ".join(str(v.type) for v in graph.outputs)
-    lines = [f"graph @{graph.name}({params}) -> ({results}) {{"]
+    lines = [f"graph @{format_graph_name(graph.name)}({params}) -> ({results}) {{"]
     for node in graph.nodes:
         lhs = ", ".join(f"{name_of(v)}: {v.type}" for v in node.outputs)
         args = ", ".join(name_of(v) for v in node.inputs)
@@ -41,16 +85,23 @@ def print_graph(graph, *, locations: bool = True) -> str:
             items = []
             for key, value in node.attrs.items():
                 spec = specs.get(key)
-                items.append(f"{key}={format_attr(value, spec.kind if spec else None)}")
+                items.append(f"{key}={attr_text(value, spec.kind if spec else None)}")
             text += " {" + ", ".join(items) + "}"
         if locations and node.loc is not None:
-            loc = node.loc
-            text += f" loc({_quote(loc.file)}, {loc.line}"
-            text += f", {_quote(loc.function)})" if loc.function else ")"
+            text += " " + format_loc(node.loc)
         lines.append(text)
     lines.append("  return " + ", ".join(name_of(v) for v in graph.outputs))
     lines.append("}")
-    return "\n".join(lines)
+    return lines
+
+
+def format_graph_name(name: str) -> str:
+    return name if BARE_NAME.match(name) else quote(name)
+
+
+def format_loc(loc) -> str:
+    text = f"loc({quote(loc.file)}, {loc.line}"
+    return text + (f", {quote(loc.function)})" if loc.function else ")")
 
 
 def format_attr(value: Any, kind: AttrKind | None) -> str:
@@ -63,7 +114,7 @@ def format_attr(value: Any, kind: AttrKind | None) -> str:
     if isinstance(value, DType):
         return value.short
     if isinstance(value, str):
-        return _quote(value)
+        return quote(value)
     if isinstance(value, (int, Symbol)):
         return str(value)
     if isinstance(value, tuple):
@@ -83,7 +134,7 @@ def format_float(x: float) -> str:
 def _format_array(array: np.ndarray) -> str:
     dtype = DType.from_numpy(array.dtype)
     head = f"{dtype.short}[{','.join(str(d) for d in array.shape)}]"
-    if array.size <= INLINE_ELEMENTS:
+    if array.size <= INLINE_ELEMENTS and not _has_odd_nan(array, dtype):
         flat = array.reshape(-1)
         if dtype.is_float:
             body = ", ".join(format_float(float(x)) for x in flat.astype(np.float64))
@@ -93,9 +144,31 @@ def _format_array(array: np.ndarray) -> str:
             body = ", ".join(str(int(x)) for x in flat)
         return f"dense<{head} [{body}]>"
     # Little-endian raw bytes: exact for every dtype, NaN payloads included.
-    raw = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-    return f"dense<{head} 0x{raw.hex()}>"
+    return f"dense<{head} 0x{array_bytes(array).hex()}>"
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+def array_bytes(array: np.ndarray) -> bytes:
+    """The array's elements as little-endian bytes, row-major (the hex form's payload)."""
+    return np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
+def _has_odd_nan(array: np.ndarray, dtype: DType) -> bool:
+    """A NaN whose bits differ from the canonical ``nan`` (sign, payload) only survives in hex."""
+    if not dtype.is_float:
+        return False
+    nans = array[np.isnan(array)]
+    if nans.size == 0:
+        return False
+    canonical = np.array(np.nan, dtype=array.dtype).tobytes()
+    return any(x.tobytes() != canonical for x in nans)
+
+
+def quote(text: str) -> str:
+    """A double-quoted string literal the parser reads back to ``text`` exactly."""
+    out = []
+    for ch in text:
+        escaped = ESCAPES.get(ch)
+        if escaped is None and not ch.isprintable():
+            escaped = f"\\u{{{ord(ch):x}}}"
+        out.append(escaped or ch)
+    return '"' + "".join(out) + '"'

@@ -1,0 +1,425 @@
+"""The text format, reading side: ``parse(str(graph)) == graph``.
+
+A small tokenizer and a recursive-descent parser for the grammar in docs/ir.md
+("Text format"). The text is never executed; attribute values are read according to
+the kind the op's :class:`AttrSpec` declares, and every node goes through its op's
+type rule again, so the result types written in the text are checked, not trusted.
+
+Example::
+
+    >>> from parity.ir import parse
+    >>> g = parse('''
+    ... graph @f(%x: f32[B,4]) -> (f32[B,4]) {
+    ...   %y: f32[B,4] = tanh(%x) loc("model.py", 12, "forward")
+    ...   return %y
+    ... }''')
+    >>> g.nodes[0].op, str(g.nodes[0].loc)
+    ('tanh', 'model.py:12 in forward')
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .builder import GraphBuilder
+from .dtypes import DType
+from .errors import ParseError, TypeRuleError
+from .graph import Graph, SourceLoc, Value
+from .opdef import AttrKind, AttrSpec
+from .types import Symbol, TensorType
+
+__all__ = ["parse"]
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str  # VALUE IDENT INT FLOAT STRING HEX PUNCT EOF
+    text: str  # the source text (for STRING: the decoded string; for VALUE: the name without %)
+    pos: int  # offset of the first character in the source
+
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>[ \t\r\n]+)
+  | (?P<VALUE>%[A-Za-z0-9_.]+)
+  | (?P<HEX>0x[0-9a-fA-F]*)
+  | (?P<FLOAT>-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)|-(?:inf|nan)\b)
+  | (?P<INT>-?\d+)
+  | (?P<IDENT>[A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<STRING>")
+  | (?P<PUNCT>->|[()\[\]{}<>,:=@])
+    """,
+    re.VERBOSE,
+)
+_STRING_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+_UNICODE_ESCAPE = re.compile(r"u\{([0-9a-fA-F]{1,6})\}")
+
+
+def parse(text: str) -> Graph:
+    """Read one graph in the text format (what ``str(graph)`` prints).
+
+    Raises :class:`ParseError` with the 1-based line and column and a pointer line
+    when the text does not follow the grammar, names an unknown op or value, defines
+    a value twice, or declares types that disagree with the op's type rule.
+    """
+    return _Parser(text).parse_graph()
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.tokens = self._tokenize()
+        self.i = 0
+        self.builder: GraphBuilder | None = None
+        self.env: dict[str, tuple[Value, int]] = {}  # name -> (value, line it was defined on)
+
+    # -- errors and positions ---------------------------------------------------------
+
+    def error(self, message: str, pos: int) -> ParseError:
+        line = bisect.bisect_right(self.line_starts, pos)
+        start = self.line_starts[line - 1]
+        end = self.text.find("\n", start)
+        source = self.text[start: len(self.text) if end < 0 else end]
+        return ParseError(message, line, pos - start + 1, source)
+
+    def line_of(self, pos: int) -> int:
+        return bisect.bisect_right(self.line_starts, pos)
+
+    # -- tokens -----------------------------------------------------------------------
+
+    def _tokenize(self) -> list[Token]:
+        tokens, pos, text = [], 0, self.text
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if m is None:
+                raise self.error(f"unexpected character {text[pos]!r}", pos)
+            kind = m.lastgroup
+            if kind == "STRING":
+                value, end = self._read_string(pos)
+                tokens.append(Token("STRING", value, pos))
+                pos = end
+                continue
+            if kind != "ws":
+                word = m.group()
+                tokens.append(Token(kind, word[1:] if kind == "VALUE" else word, pos))
+            pos = m.end()
+        # An error at the end points just past the last token, not at a blank last line.
+        end = len(text.rstrip(" \t\r\n"))
+        tokens.append(Token("EOF", "", end))
+        return tokens
+
+    def _read_string(self, start: int) -> tuple[str, int]:
+        """Decode the string literal whose opening quote is at ``start``; return it and its end."""
+        text, out, pos = self.text, [], start + 1
+        while True:
+            if pos >= len(text) or text[pos] == "\n":
+                raise self.error("unterminated string (escape newlines as \\n)", start)
+            ch = text[pos]
+            if ch == '"':
+                return "".join(out), pos + 1
+            if ch != "\\":
+                out.append(ch)
+                pos += 1
+                continue
+            nxt = text[pos + 1: pos + 2]
+            if nxt in _STRING_ESCAPES:
+                out.append(_STRING_ESCAPES[nxt])
+                pos += 2
+                continue
+            m = _UNICODE_ESCAPE.match(text, pos + 1)
+            if nxt != "u" or m is None or int(m.group(1), 16) > 0x10FFFF:
+                raise self.error(r'unknown escape; strings know \\ \" \n \t \r and \u{hex}', pos)
+            out.append(chr(int(m.group(1), 16)))
+            pos = m.end()
+
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.i]
+
+    def advance(self) -> Token:
+        token = self.tokens[self.i]
+        self.i += 1
+        return token
+
+    def at(self, kind: str, text: str | None = None) -> bool:
+        return self.tok.kind == kind and (text is None or self.tok.text == text)
+
+    def accept(self, kind: str, text: str | None = None) -> Token | None:
+        return self.advance() if self.at(kind, text) else None
+
+    def expect(self, kind: str, text: str | None = None, what: str | None = None) -> Token:
+        if self.at(kind, text):
+            return self.advance()
+        wanted = what or (repr(text) if text is not None else _KIND_NAMES[kind])
+        raise self.error(f"expected {wanted}, found {_describe(self.tok)}", self.tok.pos)
+
+    def comma_list(self, close: str, item) -> list:
+        """Items separated by commas up to the closing punctuation (consumed)."""
+        items = []
+        if self.accept("PUNCT", close):
+            return items
+        while True:
+            items.append(item())
+            if self.accept("PUNCT", close):
+                return items
+            self.expect("PUNCT", ",", what=f"',' or {close!r}")
+
+    # -- graph structure ----------------------------------------------------------------
+
+    def parse_graph(self) -> Graph:
+        self.expect("IDENT", "graph", what="'graph'")
+        self.expect("PUNCT", "@")
+        name = self.tok
+        if name.kind not in ("IDENT", "STRING"):
+            raise self.error(f"expected a graph name, found {_describe(name)}", name.pos)
+        self.advance()
+        self.builder = GraphBuilder(name.text)
+        self.expect("PUNCT", "(")
+        self.comma_list(")", self.parse_param)
+        self.expect("PUNCT", "->")
+        self.expect("PUNCT", "(")
+        declared = self.comma_list(")", lambda: (self.tok.pos, self.parse_type()))
+        self.expect("PUNCT", "{")
+        while not self.at("IDENT", "return"):
+            self.parse_node()
+        ret = self.advance()
+        outputs = []
+        if not self.at("PUNCT", "}"):
+            outputs.append(self.use_value())
+            while self.accept("PUNCT", ","):
+                outputs.append(self.use_value())
+        self.expect("PUNCT", "}", what="',' or '}'")
+        self.expect("EOF", what="the end of the text")
+        if len(declared) != len(outputs):
+            raise self.error(f"the header declares {len(declared)} result(s) but return gives {len(outputs)}",
+                             ret.pos)
+        for k, ((pos, t), value) in enumerate(zip(declared, outputs)):
+            if t != value.type:
+                raise self.error(f"result {k} is declared {t} in the header but return gives {value.type}", pos)
+        return self.builder.build(outputs)
+
+    def parse_param(self) -> None:
+        token = self.expect("VALUE", what="a parameter like %0")
+        self.expect("PUNCT", ":")
+        self.define(token, self.builder.input(self.parse_type()))
+
+    def parse_node(self) -> None:
+        declared = []  # (name token, type position, type)
+        while True:
+            name = self.expect("VALUE", what="a value like %3 (or 'return')")
+            self.expect("PUNCT", ":")
+            declared.append((name, self.tok.pos, self.parse_type()))
+            if not self.accept("PUNCT", ","):
+                break
+        self.expect("PUNCT", "=")
+        op = self.expect("IDENT", what="an op name")
+        from .ops import OP_TABLE
+
+        opdef = OP_TABLE.get(op.text)
+        if opdef is None:
+            close = difflib.get_close_matches(op.text, OP_TABLE, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise self.error(f"unknown op {op.text!r}{hint}", op.pos)
+        self.expect("PUNCT", "(")
+        operands = self.comma_list(")", self.use_value)
+        attrs = self.parse_attrs(opdef) if self.at("PUNCT", "{") else {}
+        loc = self.parse_loc() if self.at("IDENT", "loc") else None
+        try:
+            with self.builder.location(loc):
+                node = self.builder.make_node(op.text, operands, attrs)
+        except TypeRuleError as exc:
+            raise self.error(str(exc), op.pos) from None
+        if len(node.outputs) != len(declared):
+            raise self.error(f"{op.text} has {len(node.outputs)} result(s), the line declares {len(declared)}",
+                             declared[0][0].pos)
+        for k, ((name, pos, t), value) in enumerate(zip(declared, node.outputs)):
+            if t != value.type:
+                raise self.error(f"result {k} of {op.text} is declared {t} but its type rule gives {value.type}",
+                                 pos)
+            self.define(name, value)
+        self.builder.nodes.append(node)
+
+    def define(self, token: Token, value: Value) -> None:
+        if token.text in self.env:
+            line = self.env[token.text][1]
+            raise self.error(f"value %{token.text} is already defined on line {line}", token.pos)
+        self.env[token.text] = (value, self.line_of(token.pos))
+
+    def use_value(self) -> Value:
+        token = self.expect("VALUE", what="a value like %0")
+        entry = self.env.get(token.text)
+        if entry is None:
+            raise self.error(f"value %{token.text} is not defined before this use", token.pos)
+        return entry[0]
+
+    def parse_type(self) -> TensorType:
+        token = self.expect("IDENT", what="a type like f32[2,3]")
+        dtype = self.dtype_of(token)
+        self.expect("PUNCT", "[")
+        return TensorType(dtype, tuple(self.comma_list("]", self.parse_dim)))
+
+    def dtype_of(self, token: Token) -> DType:
+        try:
+            return DType.from_short(token.text)
+        except ValueError as exc:
+            raise self.error(str(exc), token.pos) from None
+
+    def parse_dim(self) -> int | Symbol:
+        token = self.advance()
+        if token.kind == "INT" and not token.text.startswith("-"):
+            return int(token.text)
+        if token.kind == "IDENT" and "." not in token.text:
+            return Symbol(token.text)
+        raise self.error(f"expected a dimension (a size >= 0 or a symbol name), found {_describe(token)}",
+                         token.pos)
+
+    def parse_loc(self) -> SourceLoc:
+        self.expect("IDENT", "loc")
+        self.expect("PUNCT", "(")
+        file = self.expect("STRING", what="a quoted file name").text
+        self.expect("PUNCT", ",")
+        line = int(self.expect("INT", what="a line number").text)
+        function = ""
+        if self.accept("PUNCT", ","):
+            function = self.expect("STRING", what="a quoted function name").text
+        self.expect("PUNCT", ")")
+        return SourceLoc(file, line, function)
+
+    # -- attributes ---------------------------------------------------------------------
+
+    def parse_attrs(self, opdef) -> dict[str, Any]:
+        self.expect("PUNCT", "{")
+        specs, attrs = opdef.attr_specs, {}
+
+        def one():
+            key = self.expect("IDENT", what="an attribute name")
+            spec = specs.get(key.text)
+            if spec is None:
+                known = ", ".join(specs) or "none"
+                raise self.error(f"{opdef.name} has no attribute {key.text!r}; it takes: {known}", key.pos)
+            if key.text in attrs:
+                raise self.error(f"attribute {key.text!r} is given twice", key.pos)
+            self.expect("PUNCT", "=")
+            attrs[key.text] = self.parse_attr_value(spec)
+
+        self.comma_list("}", one)
+        return attrs
+
+    def parse_attr_value(self, spec: AttrSpec) -> Any:
+        kind = spec.kind
+        if kind is AttrKind.INT:
+            return self.parse_int()
+        if kind is AttrKind.INTS:
+            self.expect("PUNCT", "[", what="'[' (a list of ints)")
+            return tuple(self.comma_list("]", self.parse_int))
+        if kind is AttrKind.SHAPE:
+            self.expect("PUNCT", "[", what="'[' (a shape)")
+            return tuple(self.comma_list("]", self.parse_dim))
+        if kind is AttrKind.PAIRS:
+            self.expect("PUNCT", "[", what="'[' (a list of pairs)")
+            return tuple(self.comma_list("]", self.parse_pair))
+        if kind is AttrKind.FLOAT:
+            return self.parse_float()
+        if kind is AttrKind.BOOL:
+            return self.parse_bool()
+        if kind is AttrKind.STR:
+            return self.expect("STRING", what="a quoted string").text
+        if kind is AttrKind.DTYPE:
+            return self.dtype_of(self.expect("IDENT", what="a dtype like f32"))
+        if kind is AttrKind.ARRAY:
+            return self.parse_dense()
+        raise AssertionError(f"attribute kind {kind} has no text form")  # pragma: no cover
+
+    def parse_int(self) -> int:
+        return int(self.expect("INT", what="an integer").text)
+
+    def parse_pair(self) -> tuple[int, int]:
+        self.expect("PUNCT", "[", what="'[' (a pair like [0, 1])")
+        first = self.parse_int()
+        self.expect("PUNCT", ",")
+        second = self.parse_int()
+        self.expect("PUNCT", "]")
+        return first, second
+
+    def parse_float(self) -> float:
+        token = self.advance()
+        if token.kind in ("FLOAT", "INT") or (token.kind == "IDENT" and token.text in ("inf", "nan")):
+            return float(token.text)
+        raise self.error(f"expected a float (like 1.5, -0.0, inf, nan), found {_describe(token)}", token.pos)
+
+    def parse_bool(self) -> bool:
+        token = self.advance()
+        if token.kind == "IDENT" and token.text in ("true", "false"):
+            return token.text == "true"
+        raise self.error(f"expected true or false, found {_describe(token)}", token.pos)
+
+    def parse_dense(self) -> np.ndarray:
+        self.expect("IDENT", "dense", what="dense<type [...]> or dense<type 0x...>")
+        self.expect("PUNCT", "<")
+        type_pos = self.tok.pos
+        t = self.parse_type()
+        if not t.is_static:
+            raise self.error(f"a dense array needs a static shape, got {t}", type_pos)
+        np_dtype = t.dtype.numpy
+        if self.at("HEX"):
+            token = self.advance()
+            raw = token.text[2:]
+            expected = t.numel * np_dtype.itemsize * 2
+            if len(raw) != expected:
+                raise self.error(f"{t} needs {expected} hex digits, found {len(raw)}", token.pos)
+            flat = np.frombuffer(bytes.fromhex(raw), dtype=np_dtype.newbyteorder("<")).astype(np_dtype)
+        else:
+            start = self.expect("PUNCT", "[", what="'[' or 0x... (the array's elements)")
+            items = self.comma_list("]", lambda: self.parse_element(t.dtype))
+            if len(items) != t.numel:
+                raise self.error(f"{t} has {t.numel} element(s), found {len(items)}", start.pos)
+            flat = self.to_array(items, t.dtype, start.pos)
+        self.expect("PUNCT", ">")
+        return flat.reshape(t.shape)
+
+    def to_array(self, items: list, dtype: DType, pos: int) -> np.ndarray:
+        if not dtype.is_float:
+            return np.array(items, dtype=object).astype(dtype.numpy)
+        wide = np.array(items, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            flat = wide.astype(dtype.numpy)
+        inexact = ~((flat.astype(np.float64) == wide) | np.isnan(wide))
+        if inexact.any():
+            bad = float(wide[inexact][0])
+            raise self.error(f"{bad!r} is not exactly representable in {dtype.short}", pos)
+        return flat
+
+    def parse_element(self, dtype: DType) -> Any:
+        if dtype.is_float:
+            return self.parse_float()
+        if dtype.is_bool:
+            return self.parse_bool()
+        token = self.tok
+        value = self.parse_int()
+        info = dtype.iinfo
+        if not info.min <= value <= info.max:
+            raise self.error(f"{value} does not fit in {dtype.short} [{info.min}, {info.max}]", token.pos)
+        return value
+
+
+_KIND_NAMES = {
+    "VALUE": "a value name like %0", "IDENT": "a name", "INT": "an integer", "FLOAT": "a float",
+    "STRING": "a quoted string", "HEX": "hex digits", "PUNCT": "punctuation", "EOF": "the end of the text",
+}
+
+
+def _describe(token: Token) -> str:
+    if token.kind == "EOF":
+        return "the end of the text"
+    if token.kind == "STRING":
+        return "a string"
+    if token.kind == "VALUE":
+        return f"%{token.text}"
+    return repr(token.text)
