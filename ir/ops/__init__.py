@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..opdef import Kind, OpDef
 from . import (
     activations,
+    attention,
     binary,
     contraction,
     conversion,
@@ -23,6 +24,7 @@ from . import (
     masking,
     nn,
     normalization,
+    pooling,
     random,
     reduction,
     scan,
@@ -52,6 +54,8 @@ FAMILIES = (
     statistics,
     normalization,
     nn,
+    attention,
+    pooling,
     losses,
     masking,
 )

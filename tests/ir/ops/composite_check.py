@@ -1,0 +1,54 @@
+"""Test helpers for composites: full expansion into primitives, and one check against torch.
+
+Load it like torch_reference.py (``sys.path.insert(0, str(Path(__file__).parent))``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from torch_reference import assert_ulp, non_primitives, run_ir, torch_truth, type_of
+
+from parity.ir import OP_TABLE, DType, Graph, GraphBuilder, Kind, evaluate
+from parity.ir.types import TensorType
+
+
+def fully_expanded(opname: str, types: Sequence[TensorType], **attrs: Any) -> Graph:
+    """The graph of ``opname`` on operands of ``types`` with every composite inlined, recursively."""
+    b = GraphBuilder(opname)
+    params = [b.input(t) for t in types]
+    outs = _emit(b, opname, params, OP_TABLE[opname].normalize_attrs(attrs))
+    return b.build(list(outs))
+
+
+def _emit(b: GraphBuilder, opname: str, values, attrs) -> tuple:
+    opdef = OP_TABLE[opname]
+    if opdef.kind is Kind.PRIMITIVE:
+        out = b.op(opname, *values, **attrs)
+        return out if isinstance(out, tuple) else (out,)
+    inner = GraphBuilder(opname)
+    params = [inner.input(v.type) for v in values]
+    results = opdef.decompose(inner, attrs, *params)
+    env = dict(zip(params, values))
+    for node in inner.nodes:
+        env.update(zip(node.outputs, _emit(b, node.op, [env[v] for v in node.inputs], node.attrs)))
+    return tuple(env[r] for r in (results if isinstance(results, tuple) else (results,)))
+
+
+def check_composite(opname: str, arrays: Sequence[np.ndarray], torch_fn: Callable, ulps: float, *,
+                    scale: Callable[[np.ndarray], Any] | None = None, **attrs: Any) -> np.ndarray:
+    """Evaluate ``opname`` on ``arrays``; assert that its full expansion holds only primitives
+    and computes the same bits, and that the result is within ``ulps`` of torch's float64
+    result rounded to the output dtype (``scale(truth)`` sets the unit where the error is
+    absolute). Returns the result."""
+    out = run_ir(opname, arrays, **attrs)
+    graph = fully_expanded(opname, [type_of(a) for a in arrays], **attrs)
+    assert not non_primitives(graph), f"{opname} expands to non-primitives {non_primitives(graph)}"
+    outs = out if isinstance(out, tuple) else (out,)
+    for expanded, direct in zip(evaluate(graph, list(arrays)), outs):
+        np.testing.assert_array_equal(expanded, direct)
+    truth = torch_truth(torch_fn, arrays, DType.from_numpy(outs[0].dtype))
+    assert_ulp(outs[0], truth, ulps, scale=None if scale is None else scale(truth), what=opname)
+    return out
