@@ -70,6 +70,10 @@ def _dot_infer(types, attrs):
     return (lhs.with_shape(shape),)
 
 
+def _size(array: np.ndarray, dims) -> int:
+    return math.prod(array.shape[i] for i in dims)
+
+
 def _dot_ref(ctx, lhs, rhs):
     a = ctx.attrs
     lc, rc, lb, rb = a["lhs_contracting_dims"], a["rhs_contracting_dims"], a["lhs_batch_dims"], a["rhs_batch_dims"]
@@ -78,13 +82,10 @@ def _dot_ref(ctx, lhs, rhs):
     dtype = ctx.out_types[0].dtype
     if dtype.is_integer:  # unsigned 64-bit arithmetic wraps by definition; narrowed below
         lhs, rhs = lhs.astype(np.uint64), rhs.astype(np.uint64)
-    def size(array, dims):
-        return math.prod(array.shape[i] for i in dims)
-
     # [batch, lhs free, contracting] @ [batch, contracting, rhs free]
-    batch, depth = size(lhs, lb), size(lhs, lc)
-    left = lhs.transpose(lb + tuple(lf) + lc).reshape(batch, size(lhs, lf), depth)
-    right = rhs.transpose(rb + rc + tuple(rf)).reshape(batch, depth, size(rhs, rf))
+    batch, depth = _size(lhs, lb), _size(lhs, lc)
+    left = lhs.transpose(lb + tuple(lf) + lc).reshape(batch, _size(lhs, lf), depth)
+    right = rhs.transpose(rb + rc + tuple(rf)).reshape(batch, depth, _size(rhs, rf))
     with np.errstate(all="ignore"):  # inf * 0 is NaN by IEEE rules
         out = np.matmul(left, right).reshape(ctx.out_types[0].shape)
     return out.view(np.int64).astype(dtype.numpy) if dtype.is_integer else out
