@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .dtypes import DType
+from .graph import Value
 from .opdef import AttrKind
 from .types import Symbol
 
@@ -73,11 +74,14 @@ def graph_lines(graph, *, locations: bool = True, tolerant: bool = False) -> lis
                 raise
             return f"<{value!r}>"
 
-    params = ", ".join(f"{name_of(v)}: {v.type}" for v in graph.inputs)
-    results = ", ".join(str(v.type) for v in graph.outputs)
+    def type_of(value) -> str:
+        return str(value.type) if isinstance(value, Value) or not tolerant else "?"
+
+    params = ", ".join(f"{name_of(v)}: {type_of(v)}" for v in graph.inputs)
+    results = ", ".join(type_of(v) for v in graph.outputs)
     lines = [f"graph @{format_graph_name(graph.name)}({params}) -> ({results}) {{"]
     for node in graph.nodes:
-        lhs = ", ".join(f"{name_of(v)}: {v.type}" for v in node.outputs)
+        lhs = ", ".join(f"{name_of(v)}: {type_of(v)}" for v in node.outputs)
         args = ", ".join(name_of(v) for v in node.inputs)
         text = f"  {lhs} = {node.op}({args})"
         specs = OP_TABLE[node.op].attr_specs if node.op in OP_TABLE else {}

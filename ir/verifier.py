@@ -62,6 +62,8 @@ class _Verifier:
         except Exception as exc:  # a graph too broken to print still gets its message
             return f"(the graph cannot be printed: {exc!r})"
         lo, hi = max(0, line - CONTEXT_LINES), min(len(lines), line + CONTEXT_LINES + 1)
+        lo = 0 if lo == 1 else lo  # "..." in place of a single line hides nothing worth hiding
+        hi = len(lines) if hi == len(lines) - 1 else hi
         shown = [(">> " if k == line else "   ") + lines[k] for k in range(lo, hi)]
         if lo > 0:
             shown.insert(0, "   ...")
