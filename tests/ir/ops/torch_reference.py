@@ -62,7 +62,7 @@ def to_torch(array: np.ndarray) -> torch.Tensor:
     """NumPy -> torch, bfloat16 included (NumPy has no bfloat16; go through its bits)."""
     if array.dtype == ml_dtypes.bfloat16:
         return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
-    return torch.from_numpy(np.ascontiguousarray(array).copy())
+    return torch.from_numpy(np.array(array, order="C", copy=True))  # (ascontiguousarray makes 0-d 1-d)
 
 
 def torch_truth(fn: Callable[..., torch.Tensor], arrays: Sequence[np.ndarray], dtype: DType) -> np.ndarray:
