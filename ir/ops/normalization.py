@@ -150,8 +150,10 @@ def _group_norm_infer(types, attrs):
 @widened
 def _group_norm(b, attrs, x, weight, bias):
     groups = attrs["groups"]
-    channels_and_spatial = compose.static_shape("group_norm", x.type.with_shape(x.shape[1:]), "x's [C, *spatial]")
-    per_group = math.prod(channels_and_spatial) // groups
+    per_group = compose.static_count(x, range(1, x.rank))
+    if per_group is None:  # the group size is a reshape attribute, so it must be known
+        raise TypeRuleError("group_norm", f"x's channel and spatial dims must be static, got {x.type}", 0)
+    per_group //= groups
     grouped = b.reshape(x, shape=(x.shape[0], groups, per_group))
     y = _standardize(b, grouped, (2,), attrs["eps"])[0]
     return _affine(b, b.reshape(y, shape=x.shape), weight, bias)

@@ -38,10 +38,10 @@ def _emit(b: GraphBuilder, opname: str, values, attrs) -> tuple:
 
 
 def check_composite(opname: str, arrays: Sequence[np.ndarray], torch_fn: Callable, ulps: float, *,
-                    scale: Callable[[np.ndarray], Any] | None = None, **attrs: Any) -> np.ndarray:
+                    error_scale: Callable[[np.ndarray], Any] | None = None, **attrs: Any) -> np.ndarray:
     """Evaluate ``opname`` on ``arrays``; assert that its full expansion holds only primitives
     and computes the same bits, and that the result is within ``ulps`` of torch's float64
-    result rounded to the output dtype (``scale(truth)`` sets the unit where the error is
+    result rounded to the output dtype (``error_scale(truth)`` sets the unit where the error is
     absolute). Returns the result."""
     out = run_ir(opname, arrays, **attrs)
     graph = fully_expanded(opname, [type_of(a) for a in arrays], **attrs)
@@ -50,5 +50,5 @@ def check_composite(opname: str, arrays: Sequence[np.ndarray], torch_fn: Callabl
     for expanded, direct in zip(evaluate(graph, list(arrays)), outs):
         np.testing.assert_array_equal(expanded, direct)
     truth = torch_truth(torch_fn, arrays, DType.from_numpy(outs[0].dtype))
-    assert_ulp(outs[0], truth, ulps, scale=None if scale is None else scale(truth), what=opname)
+    assert_ulp(outs[0], truth, ulps, scale=None if error_scale is None else error_scale(truth), what=opname)
     return out

@@ -48,7 +48,7 @@ LINEAR = [((4,), 3), ((2, 4), 5), ((2, 3, 4), 1), ((1, 7), 7), ((2, 0, 3), 2)]
 def test_linear(x_shape, out, dtype):
     x, w, b = randn(out, x_shape, (out, x_shape[-1]), (out,), dtype=dtype)
     scale = abs_scale(F.linear, [x, w, b])
-    check_composite("linear", [x, w, b], F.linear, ULPS, scale=lambda t: scale)
+    check_composite("linear", [x, w, b], F.linear, ULPS, error_scale=lambda t: scale)
 
 
 def test_linear_type_errors():
@@ -71,7 +71,7 @@ MATMUL = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2
 def test_matmul(a_shape, b_shape, dtype):
     a, b = randn(len(a_shape) + len(b_shape), a_shape, b_shape, dtype=dtype)
     scale = abs_scale(torch.matmul, [a, b])
-    out = check_composite("matmul", [a, b], torch.matmul, ULPS, scale=lambda t: scale)
+    out = check_composite("matmul", [a, b], torch.matmul, ULPS, error_scale=lambda t: scale)
     assert out.shape == torch.matmul(torch.from_numpy(a), torch.from_numpy(b)).shape
 
 
@@ -143,7 +143,7 @@ def test_einsum(equation, shapes, dtype):
         return torch.einsum(equation, *ts)
 
     scale = abs_scale(fn, xs)
-    check_composite("einsum", xs, fn, ULPS, scale=lambda t: scale, equation=equation)
+    check_composite("einsum", xs, fn, ULPS, error_scale=lambda t: scale, equation=equation)
 
 
 def test_einsum_diagonal_ignores_infinities_off_the_diagonal():

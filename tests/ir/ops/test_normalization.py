@@ -52,7 +52,7 @@ def test_layer_norm(shape, k, eps, dtype):
     x = randn(rng, shape, dtype) * 3 + 1
     w, b = randn(rng, shape[-k:], dtype), randn(rng, shape[-k:], dtype)
     out = check_composite("layer_norm", [x, w, b], lambda x, w, b: F.layer_norm(x, shape[-k:], w, b, eps), ULPS,
-                          scale=row_scale, normalized_ndim=k, eps=eps)
+                          error_scale=row_scale, normalized_ndim=k, eps=eps)
     if shape[-1] == 1 and k == 1:  # a single element: x - mean = 0, so the output is the bias
         np.testing.assert_array_equal(out, np.broadcast_to(b, shape))
 
@@ -133,7 +133,7 @@ def test_batch_norm(shape, training, momentum, eps, dtype):
     rv = (rng.random(c) + 0.5).astype(dtype)
     fn = _torch_batch_norm(training, momentum, eps)
     out, new_mean, new_var = check_composite("batch_norm", [x, w, b, rm, rv], lambda *a: fn(*a)[0], ULPS,
-                                             scale=row_scale, training=training, momentum=momentum, eps=eps)
+                                             error_scale=row_scale, training=training, momentum=momentum, eps=eps)
     _, t_mean, t_var = fn(*(torch.from_numpy(a.astype(np.float64)) for a in (x, w, b, rm, rv)))
     # The running stats: a mean (or an n-1 variance) and one multiply-add, each within 8 ULPs.
     assert_ulp(new_mean, t_mean.numpy().astype(dtype), ULPS, scale=np.abs(t_mean.numpy()).max(), what="mean")
@@ -180,7 +180,7 @@ def test_group_norm(shape, groups, eps, dtype):
     x = randn(rng, shape, dtype)
     w, b = randn(rng, shape[1], dtype), randn(rng, shape[1], dtype)
     check_composite("group_norm", [x, w, b], lambda x, w, b: F.group_norm(x, groups, w, b, eps), ULPS,
-                    scale=row_scale, groups=groups, eps=eps)
+                    error_scale=row_scale, groups=groups, eps=eps)
 
 
 def test_group_norm_single_element_groups_give_the_bias():
