@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -382,3 +383,10 @@ def test_round_trip_covers_every_attribute_kind_and_the_integer_extremes():
             b.constant(np.array([info.min, info.max, 0], dtype.numpy))
     b.iota(dtype=i32, shape=(Symbol("B"), 0), dimension=1)
     round_trip(b.build([]))
+
+
+def test_the_example_in_the_docs_parses_and_prints_back_unchanged():
+    docs = (Path(__file__).parents[2] / "docs" / "ir.md").read_text()
+    example = docs.split("## Text format", 1)[1].split("```\n", 2)[1].rstrip("\n")
+    assert example.startswith("graph @forward(")
+    assert str(parse(example)) == example
