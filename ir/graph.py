@@ -150,6 +150,8 @@ class Graph:
 
     def content_hash(self) -> str:
         """Stable hex digest of the computation (name and source locations excluded)."""
-        text = self.to_text(locations=False)
-        body = text.split("(", 1)[1]  # drop "graph @name" so renaming does not change the key
-        return hashlib.sha256(body.encode()).hexdigest()
+        from .printer import print_graph
+
+        # Printed under a fixed name so that renaming a graph does not change its key.
+        renamed = Graph("_", self.inputs, self.nodes, self.outputs)
+        return hashlib.sha256(print_graph(renamed, locations=False).encode()).hexdigest()
