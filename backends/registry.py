@@ -25,6 +25,7 @@ ENTRY_POINT_GROUP = "parity.backends"
 # name -> "module:Class", imported lazily.
 BUILTIN_BACKENDS: dict[str, str] = {
     "reference": "parity.backends.reference:ReferenceBackend",
+    "xla": "parity.backends.xla:XlaBackend",
 }
 
 _instances: dict[str, Backend] = {}

@@ -1,0 +1,13 @@
+"""The XLA backend: parity IR lowered to ``jax.lax`` and compiled by XLA (CPU, CUDA, TPU).
+
+Example::
+
+    >>> from parity.backends import get_backend
+    >>> get_backend("xla").name
+    'xla'
+"""
+
+from .backend import XlaBackend, XlaDeviceError, XlaExecutable, export_stablehlo
+from .lowering import LOWERINGS
+
+__all__ = ["LOWERINGS", "XlaBackend", "XlaDeviceError", "XlaExecutable", "export_stablehlo"]

@@ -1,0 +1,569 @@
+"""IR → ``jax.lax``: one lowering rule per op, in one table.
+
+A graph becomes a Python function of ``jax.lax`` calls (:func:`graph_function`) that
+``jax.jit`` traces and XLA compiles. Each rule takes a :class:`LowerCtx` (the node's
+attributes and its operand/result types with symbolic dims bound) and the operands as
+JAX values. Elementwise ops whose IR semantics equal a ``lax`` function come from small
+name → callable tables; the rest have a short rule each. Composites without a rule are
+expanded by their decomposition while tracing.
+
+Rules are written for the IR's semantics, not lax's defaults: float max/min reductions
+propagate NaN (XLA CPU's vectorized reduce drops it), dynamic slices never wrap negative
+starts, sums start from -0.0 (the identity of IEEE addition), conversions that XLA
+rounds twice go through round-to-odd, and contractions ask for full precision.
+
+Example::
+
+    >>> import numpy as np, jax
+    >>> from parity.ir import GraphBuilder, f32
+    >>> b = GraphBuilder(); x = b.input(f32[3])
+    >>> fn = graph_function(b.build([b.exp(x)]))
+    >>> [round(float(v), 4) for v in fn(np.zeros(3, np.float32))[0]]
+    [1.0, 1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from jax import lax
+
+from ...ir.dtypes import DType
+from ...ir.errors import UnsupportedOpError
+from ...ir.graph import Graph, Node
+from ...ir.opdef import Kind
+from ...ir.types import Symbol, TensorType
+
+
+@dataclass(frozen=True)
+class LowerCtx:
+    """What a rule sees besides its operands: attributes and types, symbols bound."""
+
+    attrs: Mapping[str, Any]
+    in_types: tuple[TensorType, ...]
+    out_types: tuple[TensorType, ...]
+
+    @property
+    def out(self) -> TensorType:
+        return self.out_types[0]
+
+
+Rule = Callable[..., Any]
+
+
+def _np(dtype: DType) -> np.dtype:
+    return dtype.numpy
+
+
+def _full(value, t: TensorType):
+    return lax.full(t.shape, np.array(value, _np(t.dtype)))
+
+
+# -- elementwise: lax functions whose semantics are the IR's ---------------------------
+
+_UNARY = {
+    "neg": lax.neg, "abs": lax.abs, "sign": lax.sign,
+    "exp": lax.exp, "expm1": lax.expm1, "log": lax.log, "log1p": lax.log1p,
+    "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "sin": lax.sin, "cos": lax.cos, "tan": lax.tan,
+    "asin": lax.asin, "acos": lax.acos, "atan": lax.atan, "sinh": lax.sinh, "cosh": lax.cosh,
+    "tanh": lax.tanh, "asinh": lax.asinh, "acosh": lax.acosh, "atanh": lax.atanh, "erf": lax.erf,
+    "floor": lax.floor, "ceil": lax.ceil, "logistic": lax.logistic,
+    "is_finite": lax.is_finite, "logical_not": lax.bitwise_not, "bitwise_not": lax.bitwise_not,
+}
+
+# Integer div/rem truncate like C (lax.div/rem); max/min propagate NaN elementwise (with
+# fast min/max off, see backend.COMPILER_OPTIONS); shifts by >= the width give 0 / sign.
+_BINARY = {
+    "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div, "rem": lax.rem, "pow": lax.pow,
+    "max": lax.max, "min": lax.min, "atan2": lax.atan2,
+    "eq": lax.eq, "ne": lax.ne, "lt": lax.lt, "le": lax.le, "gt": lax.gt, "ge": lax.ge,
+    "logical_and": lax.bitwise_and, "logical_or": lax.bitwise_or, "logical_xor": lax.bitwise_xor,
+    "bitwise_and": lax.bitwise_and, "bitwise_or": lax.bitwise_or, "bitwise_xor": lax.bitwise_xor,
+    "shift_left": lax.shift_left, "shift_right_logical": lax.shift_right_logical,
+}
+
+
+# Computed in a wider type and rounded once (docs/ir.md: "floats are computed in float64
+# and rounded once"). XLA expands many f16/bf16 functions in the narrow type itself
+# (measured: acosh bf16 1.6 ulp, exp2 f16 13.7 ulp); f32 sinh/cosh lose 24 ulp near
+# overflow, expm1 4.7 ulp, atan 5.3 ulp near 2**-10 and exp2 64 ulp (exp(x ln 2)): all
+# fixed by one more width.
+_HALF = {DType.float16: np.float32, DType.bfloat16: np.float32}
+_WIDEN_ALL = {**_HALF, DType.float32: np.float64}
+_TRANSCENDENTAL = ("exp exp2 expm1 log log1p rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh "
+                   "atanh erf logistic pow atan2").split()
+WIDEN: dict[str, Mapping[DType, Any]] = {
+    **{name: _HALF for name in _TRANSCENDENTAL + ["log2"]},
+    **{name: _WIDEN_ALL for name in ("sinh", "cosh", "expm1", "exp2", "atan")},
+}
+
+
+def _elementwise(fn: Callable) -> Rule:
+    def rule(ctx, *args):
+        return fn(*args)
+
+    return rule
+
+
+def _widened(name: str, rule: Rule) -> Rule:
+    """``rule`` computed in the wider dtype WIDEN[name] gives, then rounded once."""
+    wider = WIDEN[name]
+
+    def widened(ctx, *args):
+        dtype = ctx.in_types[0].dtype
+        if dtype not in wider:
+            return rule(ctx, *args)
+        wide = [lax.convert_element_type(a, wider[dtype]) for a in args]
+        return lax.convert_element_type(rule(ctx, *wide), _np(dtype))
+
+    return widened
+
+
+def _exp2(ctx, x):
+    # XLA's exp2 is exp(x * ln 2), whose rounded product costs |x| ulps (671 in f64). Split
+    # x = n + f with n integral: 2**f is accurate for |f| <= 0.5, and 2**n is exact, applied
+    # in two halves so that neither overflows before the product does.
+    n = lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+    n = lax.clamp(lax.full_like(x, -2200), n, lax.full_like(x, 2200))
+    frac = lax.exp(lax.mul(lax.sub(x, n), lax.full_like(x, math.log(2))))
+    half = lax.floor(lax.mul(n, lax.full_like(x, 0.5)))
+    scaled = lax.mul(lax.mul(frac, _pow2(half)), _pow2(lax.sub(n, half)))
+    return lax.select(lax.eq(lax.abs(x), lax.full_like(x, np.inf)), lax.exp(x), scaled)
+
+
+def _pow2(k):
+    """2**k for integral float k in [-1100, 1100], built from exponent bits (0 below normal)."""
+    kind = {np.dtype(np.float64): (np.int64, 52, 1023), np.dtype(np.float32): (np.int32, 23, 127)}
+    ints, shift, bias = kind[np.dtype(k.dtype)]
+    biased = lax.clamp(np.array(0, ints), lax.add(lax.convert_element_type(k, ints), np.array(bias, ints)),
+                       np.array(2 * bias, ints))
+    return lax.bitcast_convert_type(lax.shift_left(biased, np.array(shift, ints)), k.dtype)
+
+
+def _shift_right_arithmetic(ctx, x, y):
+    # Unsigned values have no sign to fill with: the IR's arithmetic shift is the logical one.
+    fn = lax.shift_right_logical if ctx.in_types[0].dtype.is_unsigned else lax.shift_right_arithmetic
+    return fn(x, y)
+
+
+def _round(ctx, x):
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def _trunc(ctx, x):
+    # ceil for negatives keeps -0.0 (trunc(-0.5) = -0.0); NaN passes through either branch.
+    return lax.select(lax.lt(x, lax.full_like(x, 0)), lax.ceil(x), lax.floor(x))
+
+
+def _log2(ctx, x):
+    # log(x) / ln 2 (as jnp.log2): measured within the contract in f32/f64; f16/bf16 widen.
+    return lax.div(lax.log(x), lax.full_like(x, math.log(2)))
+
+
+def _reciprocal(ctx, x):
+    return lax.div(lax.full_like(x, 1), x)
+
+
+def _is_nan(ctx, x):
+    return lax.ne(x, x)
+
+
+def _is_inf(ctx, x):
+    return lax.eq(lax.abs(x), lax.full_like(x, np.inf))
+
+
+def _clamp(ctx, lo, x, hi):
+    return lax.min(lax.max(x, lo), hi)  # IR: min(max(x, lo), hi), NaN from any operand
+
+
+def _select(ctx, pred, on_true, on_false):
+    return lax.select(pred, on_true, on_false)
+
+
+# -- conversion ------------------------------------------------------------------------
+
+_F32_BITS = np.dtype(np.uint32)
+
+
+def _to_odd_f32(x):
+    """float64 → float32 rounded to odd, so that a second rounding to f16/bf16 is correct."""
+    near = lax.convert_element_type(x, np.float32)
+    back = lax.convert_element_type(near, np.float64)
+    inexact = lax.bitwise_and(lax.ne(back, x), lax.eq(x, x))
+    bits = lax.bitcast_convert_type(near, _F32_BITS)
+    overshot = lax.bitwise_and(inexact, lax.gt(lax.abs(back), lax.abs(x)))
+    bits = lax.select(overshot, lax.sub(bits, lax.full_like(bits, 1)), bits)  # one step toward zero
+    bits = lax.select(inexact, lax.bitwise_or(bits, lax.full_like(bits, 1)), bits)
+    return lax.bitcast_convert_type(bits, np.float32)
+
+
+def _int64_to_odd_f64(x):
+    """int64 → float64 rounded to odd: exact halves summed, TwoSum gives the sign of the error."""
+    mask = lax.full_like(x, 0xFFFFFFFF)
+    high = lax.convert_element_type(lax.bitwise_and(x, lax.bitwise_not(mask)), np.float64)
+    low = lax.convert_element_type(lax.bitwise_and(x, mask), np.float64)
+    total = lax.add(high, low)
+    low_part = lax.sub(total, high)
+    error = lax.add(lax.sub(high, lax.sub(total, low_part)), lax.sub(low, low_part))
+    bits = lax.bitcast_convert_type(total, np.uint64)
+    inexact = lax.ne(error, lax.full_like(error, 0))
+    overshot = lax.bitwise_and(inexact, lax.ne(lax.sign(error), lax.sign(total)))
+    bits = lax.select(overshot, lax.sub(bits, lax.full_like(bits, 1)), bits)
+    bits = lax.select(inexact, lax.bitwise_or(bits, lax.full_like(bits, 1)), bits)
+    return lax.bitcast_convert_type(bits, np.float64)
+
+
+_NARROW = (DType.float16, DType.bfloat16)
+
+
+def _convert(ctx, x):
+    src, dst = ctx.in_types[0].dtype, ctx.attrs["dtype"]
+    if dst.is_bool:
+        return lax.ne(x, lax.full_like(x, 0))  # NaN != 0: true
+    if dst in _NARROW and (src is DType.float64 or src in (DType.int32, DType.int64, DType.uint32)):
+        # XLA rounds these through float32 (twice); round to odd first so the result is
+        # rounded once, as the IR says.
+        wide = _int64_to_odd_f64(x) if src is DType.int64 else lax.convert_element_type(x, np.float64)
+        x = _to_odd_f32(wide)
+    elif dst is DType.float32 and src is DType.int64:
+        pass  # direct and correctly rounded
+    return lax.convert_element_type(x, _np(dst))
+
+
+def _bitcast(ctx, x):
+    return lax.bitcast_convert_type(x, _np(ctx.attrs["dtype"]))
+
+
+# -- creation and shape --------------------------------------------------------------------
+
+
+def _constant(ctx):
+    return lax.convert_element_type(np.asarray(ctx.attrs["value"]), ctx.attrs["value"].dtype)
+
+
+def _iota(ctx):
+    return lax.broadcasted_iota(_np(ctx.out.dtype), ctx.out.shape, ctx.attrs["dimension"])
+
+
+def _reshape(ctx, x):
+    return lax.reshape(x, ctx.out.shape)
+
+
+def _broadcast_in_dim(ctx, x):
+    return lax.broadcast_in_dim(x, ctx.out.shape, ctx.attrs["broadcast_dimensions"])
+
+
+def _transpose(ctx, x):
+    return lax.transpose(x, ctx.attrs["permutation"])
+
+
+def _slice(ctx, x):
+    a = ctx.attrs
+    return lax.slice(x, a["start_indices"], a["limit_indices"], a["strides"])
+
+
+def _concatenate(ctx, *xs):
+    return lax.concatenate(xs, ctx.attrs["dimension"])
+
+
+def _pad(ctx, x, value):
+    a = ctx.attrs
+    return lax.pad(x, value, list(zip(a["edge_padding_low"], a["edge_padding_high"], a["interior_padding"])))
+
+
+def _reverse(ctx, x):
+    return lax.rev(x, ctx.attrs["dimensions"])
+
+
+# -- indexing ----------------------------------------------------------------------------------
+
+
+def _clamped_indices(indices, dtype: DType, size: int):
+    """Indices as i32/i64 clamped to [0, size - 1] (what the reference does out of range)."""
+    wide = np.int64 if dtype in (DType.int64, DType.uint32) or size > 2**31 - 1 else np.int32
+    idx = lax.convert_element_type(indices, wide)
+    return lax.clamp(np.array(0, wide), idx, np.array(size - 1, wide))
+
+
+def _along_axis(ctx, x, indices):
+    """(x cut to indices' extent off the axis, batching dims, clamped [..., 1] indices).
+
+    Take-along-axis is a batched gather/scatter: every dim but the axis is a batching
+    dim, whose sizes must agree, so x is cut to indices' extent there (the IR allows
+    indices to be smaller; nothing beyond them is read or written).
+    """
+    axis = ctx.attrs["axis"]
+    x_t, i_t = ctx.in_types[:2]
+    limits = [n if d == axis else m for d, (n, m) in enumerate(zip(x_t.shape, i_t.shape))]
+    part = lax.slice(x, [0] * x_t.rank, limits)
+    batch = tuple(d for d in range(x_t.rank) if d != axis)
+    return part, batch, _clamped_indices(indices, i_t.dtype, x_t.shape[axis])[..., None]
+
+
+def _gather(ctx, x, indices):
+    axis = ctx.attrs["axis"]
+    if ctx.in_types[0].shape[axis] == 0 or ctx.out.numel == 0:
+        return _full(0, ctx.out)
+    part, batch, idx = _along_axis(ctx, x, indices)
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
+        operand_batching_dims=batch, start_indices_batching_dims=batch)
+    return lax.gather(part, idx, dnums, slice_sizes=[1] * part.ndim, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _scatter(ctx, x, indices, updates):
+    axis = ctx.attrs["axis"]
+    if ctx.in_types[0].shape[axis] == 0 or ctx.in_types[1].numel == 0:
+        return x
+    part, batch, idx = _along_axis(ctx, x, indices)
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),
+        operand_batching_dims=batch, scatter_indices_batching_dims=batch)
+    scatter = lax.scatter_add if ctx.attrs["reduce"] == "add" else lax.scatter
+    part = scatter(part, idx, updates, dnums, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+    return lax.dynamic_update_slice(x, part, [0] * x.ndim, allow_negative_indices=False)
+
+
+def _starts(ctx, starts, first: int):
+    # u32 starts above INT32_MAX must still clamp high, so widen them before XLA sees them.
+    return [lax.convert_element_type(s, np.int64) if t.dtype is DType.uint32 else s
+            for s, t in zip(starts, ctx.in_types[first:])]
+
+
+def _dynamic_slice(ctx, x, *starts):
+    return lax.dynamic_slice(x, _starts(ctx, starts, 1), ctx.out.shape, allow_negative_indices=False)
+
+
+def _dynamic_update_slice(ctx, x, update, *starts):
+    return lax.dynamic_update_slice(x, update, _starts(ctx, starts, 2), allow_negative_indices=False)
+
+
+# -- reductions, scans, sorting --------------------------------------------------------------
+
+
+def _nan_max(a, b):
+    return lax.select(lax.ne(a, a), a, lax.select(lax.ne(b, b), b, lax.max(a, b)))
+
+
+def _nan_min(a, b):
+    return lax.select(lax.ne(a, a), a, lax.select(lax.ne(b, b), b, lax.min(a, b)))
+
+
+def _extreme(dtype: DType, high: bool):
+    if dtype.is_float:
+        return np.array(np.inf if high else -np.inf, _np(dtype))
+    info = dtype.iinfo
+    return np.array(info.max if high else info.min, _np(dtype))
+
+
+# name -> (combiner for floats, combiner for ints/bools, init(dtype)). XLA CPU's reduce
+# with a plain max drops NaN on long rows, so float max/min spell the NaN check out.
+_REDUCERS = {
+    "reduce_sum": (lax.add, lax.add, lambda d: np.array(-0.0 if d.is_float else 0, _np(d))),
+    "reduce_prod": (lax.mul, lax.mul, lambda d: np.array(1, _np(d))),
+    "reduce_max": (_nan_max, lax.max, lambda d: _extreme(d, high=False)),
+    "reduce_min": (_nan_min, lax.min, lambda d: _extreme(d, high=True)),
+    "reduce_and": (None, lax.bitwise_and, lambda d: np.array(True)),
+    "reduce_or": (None, lax.bitwise_or, lambda d: np.array(False)),
+}
+
+
+def _reducer(name: str) -> Rule:
+    on_float, on_int, init = _REDUCERS[name]
+
+    def rule(ctx, x):
+        dtype = ctx.in_types[0].dtype
+        return lax.reduce(x, init(dtype), on_float if dtype.is_float else on_int, ctx.attrs["axes"])
+
+    return rule
+
+
+def _arg(name: str) -> Rule:
+    fn = lax.argmax if name == "argmax" else lax.argmin
+
+    def rule(ctx, x):
+        # lax's variadic reduce compares with NaN as the extreme and keeps the first index.
+        return fn(x, ctx.attrs["axis"], _np(ctx.attrs["index_dtype"]))
+
+    return rule
+
+
+_SCANS = {"cumsum": lax.cumsum, "cumprod": lax.cumprod, "cummax": lax.cummax, "cummin": lax.cummin}
+
+
+def _scan(name: str) -> Rule:
+    fn = _SCANS[name]
+
+    def rule(ctx, x):
+        return fn(x, ctx.attrs["axis"], reverse=ctx.attrs["reverse"])
+
+    return rule
+
+
+def _stable_sort(x, axis: int, descending: bool):
+    """(values, i64 indices) sorted stably; lax's order puts NaN last and -0.0 == 0.0."""
+    n = x.shape[axis]
+    if descending:
+        # Mirror of the reference: sort the reversed line ascending, read it backwards.
+        x = lax.rev(x, (axis,))
+    idx = lax.broadcasted_iota(np.int64, x.shape, axis)
+    values, order = lax.sort((x, idx), dimension=axis, is_stable=True, num_keys=1)
+    if descending:
+        values = lax.rev(values, (axis,))
+        order = lax.sub(lax.full_like(order, n - 1), lax.rev(order, (axis,)))
+    return values, order
+
+
+def _sort(ctx, x):
+    return _stable_sort(x, ctx.attrs["axis"], ctx.attrs["descending"])
+
+
+def _top_k(ctx, x):
+    # A full stable sort, cut to k: lax.top_k's tie and NaN order is not the IR's.
+    axis, k = x.ndim - 1, ctx.attrs["k"]
+    values, order = _stable_sort(x, axis, ctx.attrs["largest"])
+    return lax.slice_in_dim(values, 0, k, axis=axis), lax.slice_in_dim(order, 0, k, axis=axis)
+
+
+# -- contractions and windows ------------------------------------------------------------------
+
+
+def _dot_general(ctx, lhs, rhs):
+    a = ctx.attrs
+    dims = ((a["lhs_contracting_dims"], a["rhs_contracting_dims"]), (a["lhs_batch_dims"], a["rhs_batch_dims"]))
+    return lax.dot_general(lhs, rhs, dims, precision=lax.Precision.HIGHEST,
+                           preferred_element_type=_np(ctx.out.dtype))
+
+
+def _convolution(ctx, lhs, rhs):
+    a = ctx.attrs
+    if ctx.out.numel == 0:  # XLA rejects windows that do not fit; the IR gives empty dims
+        return _full(0, ctx.out)
+    spec = tuple(range(lhs.ndim))
+    return lax.conv_general_dilated(
+        lhs, rhs, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
+        dimension_numbers=lax.ConvDimensionNumbers(spec, spec, spec),
+        feature_group_count=a["feature_group_count"], precision=lax.Precision.HIGHEST,
+        preferred_element_type=_np(ctx.out.dtype))
+
+
+def _reduce_window(ctx, x):
+    a = ctx.attrs
+    dtype = ctx.in_types[0].dtype
+    if ctx.out.numel == 0:
+        return _full(0, ctx.out)
+    is_max = a["kind"] == "max"
+    # Pad explicitly with the reference's values (-inf / +0.0), then reduce from the true
+    # identity (-inf / -0.0) so the sign of zero sums matches too.
+    fill = _extreme(dtype, high=False) if is_max else np.array(0, _np(dtype))
+    x = lax.pad(x, fill, [(lo, hi, 0) for lo, hi in a["padding"]])
+    init = fill if is_max else _REDUCERS["reduce_sum"][2](dtype)
+    combine = (_nan_max if dtype.is_float else lax.max) if is_max else lax.add
+    return lax.reduce_window(x, init, combine, a["window_dimensions"], a["window_strides"],
+                             [(0, 0)] * x.ndim, window_dilation=a["window_dilations"])
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+_RULES: dict[str, Rule] = {
+    **{name: _elementwise(fn) for name, fn in {**_UNARY, **_BINARY}.items()},
+    "round": _round, "trunc": _trunc, "exp2": _exp2, "shift_right_arithmetic": _shift_right_arithmetic, "log2": _log2, "reciprocal": _reciprocal, "is_nan": _is_nan, "is_inf": _is_inf,
+    "select": _select, "clamp": _clamp, "convert": _convert, "bitcast_convert": _bitcast,
+    "constant": _constant, "iota": _iota,
+    "reshape": _reshape, "broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose,
+    "slice": _slice, "concatenate": _concatenate, "pad": _pad, "reverse": _reverse,
+    "gather": _gather, "scatter": _scatter,
+    "dynamic_slice": _dynamic_slice, "dynamic_update_slice": _dynamic_update_slice,
+    **{name: _reducer(name) for name in _REDUCERS},
+    "argmax": _arg("argmax"), "argmin": _arg("argmin"),
+    **{name: _scan(name) for name in _SCANS},
+    "sort": _sort, "top_k": _top_k,
+    "dot_general": _dot_general, "convolution": _convolution, "reduce_window": _reduce_window,
+}
+LOWERINGS: dict[str, Rule] = {name: _widened(name, rule) if name in WIDEN else rule for name, rule in _RULES.items()}
+
+
+# -- graphs → functions ------------------------------------------------------------------------------
+
+
+def _resolve(t: TensorType, bindings: Mapping[str, int]) -> TensorType:
+    if t.is_static:
+        return t
+    return t.with_shape(bindings.get(d.name, d) if isinstance(d, Symbol) else d for d in t.shape)
+
+
+def _resolve_attr(value, bindings: Mapping[str, int]):
+    if isinstance(value, Symbol):
+        return bindings[value.name]
+    if isinstance(value, tuple):
+        return tuple(_resolve_attr(v, bindings) for v in value)
+    return value
+
+
+def _bind(t: TensorType, shape: Sequence[int], bindings: dict[str, int]) -> None:
+    for dim, size in zip(t.shape, shape):
+        if isinstance(dim, Symbol):
+            bindings.setdefault(dim.name, size)
+
+
+def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args, bindings, loc=None):
+    """Emit one op on traced operands; composites without a rule expand in place."""
+    from ...ir.ops import OP_TABLE
+
+    for t, a in zip(in_types, args):
+        _bind(t, a.shape, bindings)
+    in_types = tuple(_resolve(t, bindings) for t in in_types)
+    out_types = tuple(_resolve(t, bindings) for t in out_types)
+    rule = LOWERINGS.get(node_op)
+    if rule is not None:
+        attrs = {k: _resolve_attr(v, bindings) for k, v in attrs.items()}
+        result = rule(LowerCtx(attrs, in_types, out_types), *args)
+        return list(result) if isinstance(result, tuple) else [result]
+    opdef = OP_TABLE.get(node_op)
+    if opdef is None or opdef.kind is Kind.PRIMITIVE:
+        where = f" at {loc}" if loc else ""
+        raise UnsupportedOpError(
+            f"the xla backend has no lowering for {node_op!r}{where}: it is a primitive added to the op "
+            f"table after the backend; add a rule to backends/xla/lowering.py LOWERINGS or run with "
+            f"backend='reference'")
+    from ...ir.builder import GraphBuilder
+
+    sub = GraphBuilder(node_op)
+    params = [sub.input(t) for t in in_types]
+    results = opdef.decompose(sub, attrs, *params)
+    results = results if isinstance(results, tuple) else (results,)
+    return run_graph(sub.build(list(results)), args)
+
+
+def run_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
+    """Trace ``graph`` on JAX values ``args``; return its outputs as JAX values."""
+    env: dict = dict(zip(graph.inputs, args))
+    bindings: dict[str, int] = {}
+    for value, array in zip(graph.inputs, args):
+        _bind(value.type, array.shape, bindings)
+    for node in graph.nodes:
+        outs = lower_node(node.op, node.attrs, [v.type for v in node.inputs], [v.type for v in node.outputs],
+                          [env[v] for v in node.inputs], bindings, node.loc)
+        env.update(zip(node.outputs, outs))
+    return [env[v] for v in graph.outputs]
+
+
+def graph_function(graph: Graph) -> Callable[..., list[Any]]:
+    """The graph as a Python function of ``lax`` calls, ready for ``jax.jit``."""
+
+    def fn(*args):
+        return run_graph(graph, args)
+
+    fn.__name__ = graph.name or "graph"
+    return fn
+
+
+def unlowered_nodes(graph: Graph) -> list[Node]:
+    """Primitive nodes with no rule (the backend refuses such graphs up front)."""
+    from ...ir.ops import OP_TABLE
+
+    return [n for n in graph.nodes if n.op not in LOWERINGS and OP_TABLE[n.op].kind is Kind.PRIMITIVE]

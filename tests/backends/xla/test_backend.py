@@ -1,0 +1,169 @@
+"""The XLA backend as a Backend: claims, devices, I/O, caching, threads, x64 scoping, export."""
+
+import threading
+
+import jax
+import numpy as np
+import pytest
+import torch
+
+from parity.backends import get_backend
+from parity.backends.xla import LOWERINGS, XlaBackend, XlaDeviceError, export_stablehlo
+from parity.backends.xla.backend import _as_array, installed_platforms
+from parity.ir import GraphBuilder, Symbol, UnsupportedOpError, bf16, evaluate, f32, f64, i64, primitives
+
+
+def _square_graph(dtype=f32, shape=(4,)):
+    b = GraphBuilder("square")
+    x = b.input(dtype[shape])
+    return b.build([b.mul(x, x)])
+
+
+def test_every_primitive_has_a_lowering_and_is_claimed_in_all_its_dtypes():
+    backend = XlaBackend()
+    claims = backend.claims()
+    for op in primitives():
+        assert op.name in LOWERINGS, f"no XLA lowering for primitive {op.name}"
+        assert claims[op.name].dtypes == frozenset(op.dtypes)
+        assert backend.claim_status(op.name) == "native"
+    assert backend.claim_status("softmax") == "decomposed"  # no composite is claimed natively
+
+
+def test_registry_finds_the_xla_backend():
+    assert isinstance(get_backend("xla"), XlaBackend)
+
+
+def test_devices_report_what_jax_has():
+    backend = XlaBackend()
+    assert "cpu" in backend.available_devices()
+    assert set(backend.available_devices()) <= set(backend.devices)
+    absent = [d for d in ("cuda", "tpu") if d not in backend.available_devices()]
+    for device in absent:
+        with pytest.raises(XlaDeviceError) as info:
+            backend.compile(_square_graph(), device)
+        message = str(info.value)
+        assert repr(device) in message and "installed JAX platforms: " + ", ".join(installed_platforms()) in message
+    with pytest.raises(XlaDeviceError, match="choose one of"):
+        backend.compile(_square_graph(), "metal")
+
+
+@pytest.mark.parametrize("user_x64", [False, True])
+def test_64_bit_types_stay_64_bit_without_touching_the_users_jax_config(user_x64):
+    before = jax.config.jax_enable_x64
+    with jax.enable_x64(user_x64):
+        b = GraphBuilder()
+        x, y = b.input(i64[2]), b.input(f64[2])
+        run = XlaBackend().compile(b.build([b.mul(x, x), b.add(y, y)]), "cpu")
+        assert jax.config.jax_enable_x64 == user_x64
+        ints, floats = run(np.array([2**32 + 1, 3]), np.array([1 + 2**-40, 0.5]))
+        assert jax.config.jax_enable_x64 == user_x64
+    assert jax.config.jax_enable_x64 == before
+    assert ints.dtype == np.int64 and ints.tolist() == [2**33 + 1, 9]  # (2**32 + 1)**2 wraps mod 2**64
+    assert floats.dtype == np.float64 and floats[0] == 2 + 2**-39
+
+
+def test_compile_is_cached_by_hash_device_and_input_types():
+    backend = XlaBackend()
+    run = backend.compile(_square_graph(), "cpu")
+    assert backend.compile_count == 1  # static graphs compile up front
+    again = backend.compile(_square_graph(), "cpu")  # an equal graph built anew
+    run(np.ones(4, np.float32))
+    again(np.ones(4, np.float32))
+    assert backend.compile_count == 1
+    backend.compile(_square_graph(f64), "cpu")
+    assert backend.compile_count == 2
+
+
+def test_symbolic_dims_compile_once_per_shape():
+    backend = XlaBackend()
+    b = GraphBuilder()
+    x = b.input(f32[Symbol("B"), 3])
+    run = backend.compile(b.build([b.reduce_sum(x, axes=(1,))]), "cpu")
+    assert backend.compile_count == 0
+    for n in (2, 5, 2, 5):
+        (out,) = run(np.ones((n, 3), np.float32))
+        assert out.tolist() == [3.0] * n
+    assert backend.compile_count == 2
+
+
+def test_eight_threads_share_one_compilation():
+    backend = XlaBackend()
+    b = GraphBuilder()
+    x = b.input(f32[Symbol("N")])  # symbolic: the compile happens inside the racing calls
+    run = backend.compile(b.build([b.mul(x, x)]), "cpu")
+    barrier = threading.Barrier(8)
+    results, errors = {}, []
+
+    def worker(i):
+        try:
+            barrier.wait()
+            for _ in range(20):
+                (out,) = run(np.full(16, i, np.float32))
+            results[i] = out
+        except Exception as exc:  # reported below with the thread's index
+            errors.append((i, exc))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(results[i].tolist() == [float(i * i)] * 16 for i in range(8))
+    assert backend.compile_count == 1
+
+
+def test_torch_and_numpy_inputs_are_viewed_not_copied():
+    t = torch.arange(6, dtype=torch.float32)
+    assert np.shares_memory(_as_array(t, f32), t.numpy())
+    tb = torch.tensor([1.5, -2.0, 3.0], dtype=torch.bfloat16)
+    view = _as_array(tb, bf16)
+    assert view.dtype == bf16.numpy and view.tolist() == [1.5, -2.0, 3.0]
+    assert view.ctypes.data == tb.data_ptr()
+    a = np.ones(3, np.float32)
+    assert _as_array(a, f32) is a
+
+
+def test_torch_inputs_and_numpy_outputs():
+    run = XlaBackend().compile(_square_graph(bf16, (3,)), "cpu")
+    (out,) = run(torch.tensor([1.5, -2.0, 3.0], dtype=torch.bfloat16))
+    assert isinstance(out, np.ndarray) and out.dtype == bf16.numpy and out.tolist() == [2.25, 4.0, 9.0]
+    assert torch.from_dlpack(run.run_device(np.ones(3, bf16.numpy))[0]).dtype == torch.bfloat16
+
+
+def test_wrong_input_dtype_is_an_error_not_a_conversion():
+    run = XlaBackend().compile(_square_graph(), "cpu")
+    with pytest.raises(Exception, match="expected f32\\[4\\]"):
+        run(np.ones(4, np.float64))
+
+
+def test_composites_run_through_their_decomposition():
+    b = GraphBuilder()
+    x = b.input(f32[2, 5])
+    g = b.build([b.softmax(x, axis=1), b.relu(x)])
+    data = np.linspace(-3, 3, 10, dtype=np.float32).reshape(2, 5)
+    got = XlaBackend().compile(g, "cpu")(data)
+    want = evaluate(g, [data])
+    np.testing.assert_allclose(got[0], want[0], rtol=4e-7, atol=0)
+    assert np.array_equal(got[1], want[1])
+
+
+def test_an_op_without_a_rule_is_refused_by_name(monkeypatch):
+    import parity.backends.xla.backend as backend_module
+
+    monkeypatch.delitem(LOWERINGS, "exp")
+    b = GraphBuilder()
+    g = b.build([b.exp(b.input(f32[2]))])
+    with pytest.raises(UnsupportedOpError, match="'exp'.*backend='reference'"):
+        backend_module.XlaBackend().compile(g, "cpu")
+
+
+def test_export_stablehlo():
+    text = export_stablehlo(_square_graph(i64))
+    assert "stablehlo.multiply" in text and "tensor<4xi64>" in text
+    b = GraphBuilder()
+    x = b.input(f32[Symbol("B"), 2])
+    g = b.build([b.reduce_max(x, axes=(1,))])
+    assert "tensor<7x2xf32>" in export_stablehlo(g, shapes={"B": 7})
+    with pytest.raises(Exception, match="symbolic dims \\['B'\\]"):
+        export_stablehlo(g)
