@@ -1,0 +1,101 @@
+"""``parity.compile``: the entry point a model author uses.
+
+Example::
+
+    >>> import torch, parity
+    >>> @parity.compile
+    ... def f(x):
+    ...     return torch.tanh(x) * 2
+    >>> f(torch.zeros(2)).tolist()
+    [0.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from ..backends.registry import get_backend
+from ..ir.errors import ParityError
+from .compiler import CompileOptions, Session, make_dynamo_backend
+
+
+def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str = "cpu",
+            strict: bool = True, dynamic: bool | None = None):
+    """Compile a function or ``nn.Module`` with a parity backend; training works too.
+
+    Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
+    ``parity.compile(module, backend="onnx", strict=False)``. Capture is TorchDynamo
+    (guards, recompiles and graph breaks: Python it cannot trace runs eagerly between
+    captured graphs) plus AOTAutograd (forward and backward graphs), translated to the
+    parity IR. ``strict=True`` raises :class:`~parity.frontend.errors.UnsupportedAtenOp`
+    for an op the backend cannot run; ``strict=False`` runs that graph eagerly in torch
+    with one warning. ``dynamic=True`` (or ``torch._dynamo.mark_dynamic``) makes sizes
+    symbolic IR dimensions. A module comes back as a module sharing its parameters.
+    """
+    if fn_or_module is None:
+        return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic)
+    found = get_backend(backend)  # an unknown name fails here, not at the first call
+    if device not in found.devices:
+        raise ParityError(f"backend {backend!r} runs on {', '.join(found.devices)}, not {device!r}; "
+                          f"choose one of those devices or another backend")
+    session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic))
+    if isinstance(fn_or_module, torch.nn.Module):
+        return CompiledModule(fn_or_module, session)
+    return CompiledFunction(fn_or_module, session)
+
+
+def _run(compiled, eager, args, kwargs):
+    """Call the torch.compile'd callable; show parity's or the user's own error, not Dynamo's."""
+    from torch._dynamo import exc as dynamo_exc
+
+    try:
+        return compiled(*args, **kwargs)
+    except dynamo_exc.BackendCompilerFailed as err:
+        inner = getattr(err, "inner_exception", None)
+        if isinstance(inner, ParityError):
+            raise inner.with_traceback(None) from None
+        raise
+    except (dynamo_exc.TorchRuntimeError, dynamo_exc.UserError, dynamo_exc.Unsupported):
+        # The user's code fails while being traced (bad shapes or types): run it eagerly,
+        # which raises the user's own error from the user's own line.
+        eager(*args, **kwargs)
+        raise
+
+
+class CompiledFunction:
+    """A function compiled by :func:`compile`; call it like the original."""
+
+    def __init__(self, fn, session: Session):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.options = session.options
+        self._compiled = torch.compile(fn, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
+
+    def __call__(self, *args, **kwargs):
+        return _run(self._compiled, self.fn, args, kwargs)
+
+
+class CompiledModule(torch.nn.Module):
+    """An ``nn.Module`` whose forward runs through parity; parameters are the original's."""
+
+    def __init__(self, module: torch.nn.Module, session: Session):
+        super().__init__()
+        self.module = module
+        self.options = session.options
+        compiled = torch.compile(module, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
+        object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
+
+    def forward(self, *args, **kwargs):
+        return _run(self._compiled, self.module, args, kwargs)
+
+
+def _dynamic(session: Session) -> bool:
+    """Sizes are static unless the user asks: dynamic=True, or torch._dynamo.mark_dynamic.
+
+    (torch's default would turn a size symbolic after it changes once; parity recompiles
+    for the new shape instead, so no op is limited by symbolic sizes unasked.)
+    """
+    return bool(session.options.dynamic)

@@ -1,0 +1,58 @@
+"""The aten → IR translation table: one explicit entry per aten overload.
+
+Keys are overload names without the ``aten.`` prefix (``"add.Tensor"``); values are
+translation functions ``fn(ctx, *args, **kwargs)`` (see :class:`~parity.frontend.translate.Lowering`).
+The table is assembled here from one module per op family, and nothing else registers
+entries. :func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
+
+Example::
+
+    >>> "add.Tensor" in TABLE and "convolution_backward.default" in TABLE
+    True
+"""
+
+from __future__ import annotations
+
+from . import attention, elementwise, indexing, nn, random, reduction, shape
+
+FAMILIES = (elementwise, shape, reduction, indexing, nn, attention, random)
+
+
+def _collect() -> dict:
+    table: dict = {}
+    for family in FAMILIES:
+        for key, fn in family.TABLE.items():
+            if key in table:
+                raise ValueError(f"aten op {key} is translated twice ({family.__name__})")
+            table[key] = fn
+    return table
+
+
+TABLE = _collect()
+
+
+def translated_ops() -> list[str]:
+    """Every aten overload with a translation, as ``aten.NAME.OVERLOAD``."""
+    return sorted(f"aten.{key}" for key in TABLE)
+
+
+def core_aten_ops() -> list[str]:
+    """torch's Core ATen IR: every aten overload tagged ``torch.Tag.core``."""
+    import torch
+
+    names = []
+    for packet_name in dir(torch.ops.aten):
+        packet = getattr(torch.ops.aten, packet_name, None)
+        if not isinstance(packet, torch._ops.OpOverloadPacket):
+            continue
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            if torch.Tag.core in op.tags:
+                names.append(str(op))
+    return sorted(names)
+
+
+def coverage() -> dict[str, list[str]]:
+    """{"translated": [...], "core_missing": Core ATen ops without a translation}."""
+    translated = set(translated_ops())
+    return {"translated": sorted(translated), "core_missing": [op for op in core_aten_ops() if op not in translated]}

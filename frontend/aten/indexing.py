@@ -1,0 +1,158 @@
+"""Indexing aten ops: gather/scatter, index_select, advanced indexing (index, index_put),
+select_scatter and slice_scatter.
+
+Advanced indexing is linearized: the indexed dims move to the front and flatten into
+one, the index tensors combine into one flat (row-major) index, and a single
+gather/scatter along axis 0 does the work; the result is moved to torch's layout.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...ir.dtypes import DType
+from ..translate import Lowering, broadcast_shapes, unsupported
+from .shape import permute
+
+
+def gather(ctx: Lowering, x, dim, index, sparse_grad=False):
+    if x.type.rank == 0:
+        return ctx.reshape(x, ctx.out.shape)
+    return ctx.b.gather(x, index, axis=ctx.axis(dim, x.type.rank))
+
+
+def _scatter(ctx: Lowering, x, dim, index, src, reduce: str):
+    axis = ctx.axis(dim, x.type.rank)
+    if src.type.shape != index.type.shape:  # torch reads only the index-shaped corner of src
+        src = ctx.b.slice(src, start_indices=[0] * src.type.rank, limit_indices=list(index.type.shape),
+                          strides=[1] * src.type.rank)
+    return ctx.b.scatter(x, index, ctx.convert(src, x.type.dtype), axis=axis, reduce=reduce)
+
+
+def scatter_value(ctx: Lowering, x, dim, index, value):
+    return _scatter(ctx, x, dim, index, ctx.full(value, x.type.dtype, index.type.shape), "replace")
+
+
+def scatter_src(ctx: Lowering, x, dim, index, src):
+    return _scatter(ctx, x, dim, index, src, "replace")
+
+
+def scatter_add(ctx: Lowering, x, dim, index, src):
+    return _scatter(ctx, x, dim, index, src, "add")
+
+
+def scatter_reduce(ctx: Lowering, x, dim, index, src, reduce, *, include_self=True):
+    if reduce != "sum" or not include_self:
+        unsupported(f"scatter_reduce with reduce={reduce!r}, include_self={include_self} (only 'sum' with self)")
+    return _scatter(ctx, x, dim, index, src, "add")
+
+
+def index_select(ctx: Lowering, x, dim, index):
+    axis = ctx.axis(dim, x.type.rank)
+    shape = ctx.out.shape
+    if x.type.rank == 0:
+        return ctx.reshape(x, shape)
+    indices = ctx.b.broadcast_in_dim(ctx.reshape(index, (index.type.shape[0] if index.type.rank else 1,)),
+                                     shape=shape, broadcast_dimensions=(axis,))
+    return ctx.b.gather(x, indices, axis=axis)
+
+
+class _Linearized:
+    """x with its indexed dims in front, flattened, and one flat index per selected element."""
+
+    def __init__(self, ctx: Lowering, x, indices):
+        rank = x.type.rank
+        self.positions = [i for i, t in enumerate(indices) if t is not None]
+        chosen = [indices[i] for i in self.positions]
+        if any(t.type.dtype.is_bool for t in chosen):
+            unsupported("boolean mask indexing (its result size depends on the data)")
+        if not x.type.is_static:
+            unsupported("advanced indexing of a tensor with symbolic dimensions")
+        self.rest = [d for d in range(rank) if d not in self.positions]
+        self.sizes = [x.type.shape[p] for p in self.positions]
+        self.rest_shape = tuple(x.type.shape[d] for d in self.rest)
+        self.bshape = broadcast_shapes(*(t.type.shape for t in chosen))
+        self.count = math.prod(self.bshape)
+        b, i64 = ctx.b, DType.int64
+        self.flat = ctx.reshape(permute(ctx, x, self.positions + self.rest), (math.prod(self.sizes), *self.rest_shape))
+        linear, stride = None, 1
+        for size, t in reversed(list(zip(self.sizes, chosen))):
+            t = ctx.broadcast(ctx.convert(t, i64), self.bshape)
+            t = b.select(b.lt(t, ctx.full(0, i64, self.bshape)), b.add(t, ctx.full(size, i64, self.bshape)), t)
+            term = t if stride == 1 else b.mul(t, ctx.full(stride, i64, self.bshape))
+            linear = term if linear is None else b.add(linear, term)
+            stride *= size
+        linear = ctx.reshape(linear, (self.count,))
+        self.index = b.broadcast_in_dim(linear, shape=(self.count, *self.rest_shape), broadcast_dimensions=(0,))
+        p0 = self.positions[0]
+        adjacent = self.positions == list(range(p0, p0 + len(self.positions)))
+        # torch puts the broadcast index dims where the indexed dims were when they are adjacent
+        self.inner = p0 if adjacent else 0
+        nb = len(self.bshape)
+        self.to_torch = list(range(nb, nb + self.inner)) + list(range(nb)) + list(range(nb + self.inner, nb + len(self.rest)))
+        self.torch_shape = self.rest_shape[:self.inner] + tuple(self.bshape) + self.rest_shape[self.inner:]
+
+
+def index(ctx: Lowering, x, indices):
+    lin = _Linearized(ctx, x, indices)
+    picked = ctx.b.gather(lin.flat, lin.index, axis=0)
+    picked = ctx.reshape(picked, (*lin.bshape, *lin.rest_shape))
+    return permute(ctx, picked, lin.to_torch)
+
+
+def index_put(ctx: Lowering, x, indices, values, accumulate=False):
+    lin = _Linearized(ctx, x, indices)
+    values = ctx.broadcast(ctx.convert(values, x.type.dtype), lin.torch_shape)
+    inverse = [lin.to_torch.index(d) for d in range(len(lin.to_torch))]
+    values = ctx.reshape(permute(ctx, values, inverse), (lin.count, *lin.rest_shape))
+    result = ctx.b.scatter(lin.flat, lin.index, values, axis=0, reduce="add" if accumulate else "replace")
+    result = ctx.reshape(result, (*lin.sizes, *lin.rest_shape))
+    order = lin.positions + lin.rest
+    return permute(ctx, result, [order.index(d) for d in range(len(order))])
+
+
+def _scatter_along(ctx: Lowering, x, src, axis: int, start: int, step: int):
+    """Write src into x at positions start, start + step, ... of ``axis``."""
+    shape = src.type.shape
+    i64 = DType.int64
+    positions = ctx.b.iota(dtype=i64, shape=shape, dimension=axis)
+    if step != 1:
+        positions = ctx.b.mul(positions, ctx.full(step, i64, shape))
+    if start:
+        positions = ctx.b.add(positions, ctx.full(start, i64, shape))
+    return ctx.b.scatter(x, positions, ctx.convert(src, x.type.dtype), axis=axis, reduce="replace")
+
+
+def select_scatter(ctx: Lowering, x, src, dim, index):
+    axis = ctx.axis(dim, x.type.rank)
+    size = x.type.shape[axis]
+    index = index + size if index < 0 else index
+    shape = list(x.type.shape)
+    shape[axis] = 1
+    return _scatter_along(ctx, x, ctx.reshape(src, shape), axis, index, 1)
+
+
+def slice_scatter(ctx: Lowering, x, src, dim=0, start=None, end=None, step=1):
+    axis = ctx.axis(dim, x.type.rank)
+    size = x.type.shape[axis]
+    start = 0 if start is None else start
+    start = max(0, min(size, start + size if start < 0 else start))
+    if src.type.shape[axis] == 0:
+        return x
+    return _scatter_along(ctx, x, src, axis, start, step)
+
+
+TABLE = {
+    "gather.default": gather,
+    "scatter.value": scatter_value,
+    "scatter.src": scatter_src,
+    "scatter_add.default": scatter_add,
+    "scatter_reduce.two": scatter_reduce,
+    "index_select.default": index_select,
+    "index.Tensor": index,
+    "_unsafe_index.Tensor": index,
+    "index_put.default": index_put,
+    "_unsafe_index_put.default": index_put,
+    "select_scatter.default": select_scatter,
+    "slice_scatter.default": slice_scatter,
+}

@@ -1,0 +1,77 @@
+"""Random aten ops lowered to the IR's explicit-key random composites.
+
+Each random op gets its own key, an extra graph input (u32[2]) drawn per call from
+torch's default generator (see docs/frontend.md), so ``torch.manual_seed`` makes a
+compiled function reproducible. The bits are threefry (the IR's ``random_bits``), so
+the numbers differ from eager torch's, but are identical on every parity backend.
+"""
+
+from __future__ import annotations
+
+from ...ir.dtypes import DType
+from ..translate import Lowering, unsupported
+
+
+def _uniform(ctx: Lowering, shape, dtype: DType, low: float = 0.0, high: float = 1.0):
+    return ctx.b.uniform(ctx.new_key(), shape=tuple(shape), dtype=dtype, low=float(low), high=float(high))
+
+
+def rand(ctx: Lowering, *_args, **_kwargs):
+    out = ctx.out
+    return _uniform(ctx, out.shape, out.dtype)
+
+
+def randn(ctx: Lowering, *_args, **_kwargs):
+    out = ctx.out
+    return ctx.b.normal(ctx.new_key(), shape=tuple(out.shape), dtype=out.dtype)
+
+
+def uniform(ctx: Lowering, x, low=0.0, high=1.0, *, generator=None):
+    return _uniform(ctx, ctx.out.shape, ctx.out.dtype, low, high)
+
+
+def native_dropout(ctx: Lowering, x, p, train):
+    """(x * keep / (1 - p), keep) with keep ~ Bernoulli(1 - p); identity when not training."""
+    shape, dtype = x.type.shape, x.type.dtype
+    if train is False or p == 0:
+        return x, ctx.full(True, DType.bool, shape)
+    if p >= 1:
+        return ctx.full(0, dtype, shape), ctx.full(False, DType.bool, shape)
+    u = _uniform(ctx, shape, DType.float32)
+    keep = ctx.b.lt(u, ctx.full(1.0 - p, DType.float32, shape))
+    scaled = ctx.b.mul(x, ctx.full(1.0 / (1.0 - p), dtype, shape))
+    return ctx.b.select(keep, scaled, ctx.full(0, dtype, shape)), keep
+
+
+def bernoulli(ctx: Lowering, x, p=None, *, generator=None):
+    """1 with probability p (a float, or the tensor x itself for bernoulli.default)."""
+    shape = ctx.out.shape
+    u = _uniform(ctx, shape, DType.float64)
+    prob = ctx.broadcast(ctx.value(x if p is None else p, DType.float64), shape)
+    return ctx.convert(ctx.b.lt(u, prob), ctx.out.dtype)
+
+
+def randint(ctx: Lowering, *args, **_kwargs):
+    """low + floor(u * (high - low)) from a float64 uniform (exact for ranges below 2**52)."""
+    numbers = [a for a in args if isinstance(a, int)]
+    low, high = (0, numbers[0]) if len(args) == 2 or len(numbers) == 1 else (numbers[0], numbers[1])
+    if high - low >= 2**52:
+        unsupported("randint with a range of 2**52 or more")
+    out = ctx.out
+    u = _uniform(ctx, out.shape, DType.float64)
+    span = ctx.b.floor(ctx.b.mul(u, ctx.full(high - low, DType.float64, out.shape)))
+    return ctx.convert(ctx.b.add(span, ctx.full(low, DType.float64, out.shape)), out.dtype)
+
+
+TABLE = {
+    "rand.default": rand,
+    "randn.default": randn,
+    "rand_like.default": rand,
+    "randn_like.default": randn,
+    "uniform.default": uniform,
+    "native_dropout.default": native_dropout,
+    "bernoulli.p": bernoulli,
+    "bernoulli.default": bernoulli,
+    "randint.default": randint,
+    "randint.low": randint,
+}

@@ -1,0 +1,263 @@
+"""Shape and view aten ops, copies, and tensor creation (full, arange, scalar_tensor, ...).
+
+Views become copies in the IR (values have no aliasing); the result shape is always
+torch's (``ctx.out``), so ``view(x, [-1, 4])`` needs no size arithmetic here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...ir.dtypes import DType
+from ...ir.types import Symbol
+from ..translate import Lowering, unsupported
+
+
+def reshape(ctx: Lowering, x, *_args, **_kwargs):
+    return ctx.reshape(x, ctx.out.shape)
+
+
+def expand(ctx: Lowering, x, *_args, **_kwargs):
+    return ctx.broadcast(x, ctx.out.shape)
+
+
+def permute(ctx: Lowering, x, dims):
+    perm = tuple(ctx.axis(d, x.type.rank) for d in dims)
+    return x if perm == tuple(range(x.type.rank)) else ctx.b.transpose(x, permutation=perm)
+
+
+def transpose(ctx: Lowering, x, dim0=0, dim1=1):
+    rank = x.type.rank
+    if rank < 2:
+        return x
+    perm = list(range(rank))
+    a, b = ctx.axis(dim0, rank), ctx.axis(dim1, rank)
+    perm[a], perm[b] = perm[b], perm[a]
+    return permute(ctx, x, perm)
+
+
+def identity(ctx: Lowering, x, *_args, **_kwargs):
+    return x
+
+
+def to_copy(ctx: Lowering, x, *_args, **_kwargs):
+    return ctx.convert(x, ctx.out.dtype)
+
+
+def copy(ctx: Lowering, dst, src, non_blocking=False):
+    return ctx.broadcast(ctx.convert(src, ctx.out.dtype), ctx.out.shape)
+
+
+def _static(ctx: Lowering, dim, what: str) -> int:
+    if isinstance(dim, Symbol):
+        unsupported(f"{what} needs a static size, but the dimension is symbolic ({dim})")
+    return dim
+
+
+def slice_values(ctx: Lowering, x, dim: int, start, end, step: int = 1):
+    """x[start:end:step] along ``dim`` with Python's clamping of out-of-range bounds."""
+    size = _static(ctx, x.type.shape[dim], "slice")
+    start = 0 if start is None else start
+    end = size if end is None else end
+    start = max(0, min(size, start + size if start < 0 else start))
+    end = max(start, min(size, end + size if end < 0 else end))
+    if (start, end, step) == (0, size, 1):
+        return x
+    starts = [0] * x.type.rank
+    limits = [_static(ctx, d, "slice") for d in x.type.shape]
+    strides = [1] * x.type.rank
+    starts[dim], limits[dim], strides[dim] = start, end, step
+    return ctx.b.slice(x, start_indices=starts, limit_indices=limits, strides=strides)
+
+
+def slice_(ctx: Lowering, x, dim=0, start=None, end=None, step=1):
+    return slice_values(ctx, x, ctx.axis(dim, x.type.rank), start, end, step)
+
+
+def select(ctx: Lowering, x, dim, index):
+    dim = ctx.axis(dim, x.type.rank)
+    size = _static(ctx, x.type.shape[dim], "select")
+    index = index + size if index < 0 else index
+    return ctx.reshape(slice_values(ctx, x, dim, index, index + 1), ctx.out.shape)
+
+
+def cat(ctx: Lowering, tensors, dim=0):
+    dtype, rank = ctx.out.dtype, ctx.out.rank
+    # torch skips legacy empty 1-d tensors in cat
+    parts = [ctx.convert(t, dtype) for t in tensors if not (t.type.shape == (0,) and rank != 1)]
+    if len(parts) == 1:
+        return parts[0]
+    return ctx.b.concatenate(*parts, dimension=ctx.axis(dim, rank))
+
+
+def split_with_sizes(ctx: Lowering, x, sizes, dim=0):
+    dim = ctx.axis(dim, x.type.rank)
+    out, start = [], 0
+    for size in sizes:
+        out.append(slice_values(ctx, x, dim, start, start + size))
+        start += size
+    return tuple(out)
+
+
+def split(ctx: Lowering, x, split_size, dim=0):
+    dim = ctx.axis(dim, x.type.rank)
+    total = _static(ctx, x.type.shape[dim], "split")
+    sizes = [min(split_size, total - s) for s in range(0, total, split_size)] or [0]
+    return split_with_sizes(ctx, x, sizes, dim)
+
+
+def unbind(ctx: Lowering, x, dim=0):
+    dim = ctx.axis(dim, x.type.rank)
+    return tuple(select(_Sub(ctx, i), x, dim, i) for i in range(_static(ctx, x.type.shape[dim], "unbind")))
+
+
+class _Sub:
+    """A Lowering view for result ``i`` of a multi-result op (``ctx.out`` is that result)."""
+
+    def __init__(self, ctx: Lowering, i: int):
+        self._ctx, self._i = ctx, i
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    @property
+    def out(self):
+        return self._ctx.out_type(self._i)
+
+
+def flip(ctx: Lowering, x, dims):
+    axes = tuple(sorted({ctx.axis(d, x.type.rank) for d in dims}))
+    return ctx.b.reverse(x, dimensions=axes) if axes else x
+
+
+def constant_pad_nd(ctx: Lowering, x, pad, value=0):
+    rank = x.type.rank
+    low, high = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    fill = ctx.const(value, x.type.dtype)
+    return ctx.b.pad(x, fill, edge_padding_low=low, edge_padding_high=high, interior_padding=[0] * rank)
+
+
+def repeat(ctx: Lowering, x, repeats):
+    rank = len(repeats)
+    shape = (1,) * (rank - x.type.rank) + tuple(x.type.shape)
+    x = ctx.reshape(x, shape)
+    wide = []
+    for r, s in zip(repeats, shape):
+        wide += [r, s]
+    x = ctx.b.broadcast_in_dim(x, shape=wide, broadcast_dimensions=tuple(range(1, 2 * rank, 2)))
+    return ctx.reshape(x, ctx.out.shape)
+
+
+def diagonal(ctx: Lowering, x, offset=0, dim1=0, dim2=1):
+    rank = x.type.rank
+    d1, d2 = ctx.axis(dim1, rank), ctx.axis(dim2, rank)
+    rest = [d for d in range(rank) if d not in (d1, d2)]
+    x = permute(ctx, x, rest + [d1, d2])
+    n, m = (_static(ctx, x.type.shape[-2], "diagonal"), _static(ctx, x.type.shape[-1], "diagonal"))
+    length = ctx.out.shape[-1]
+    flat = ctx.reshape(x, tuple(x.type.shape[:-2]) + (n * m,))
+    start = offset if offset >= 0 else -offset * m
+    if length == 0:
+        return ctx.reshape(slice_values(ctx, flat, flat.type.rank - 1, 0, 0), ctx.out.shape)
+    return slice_values(ctx, flat, flat.type.rank - 1, start, start + (length - 1) * (m + 1) + 1, m + 1)
+
+
+# -- creation ------------------------------------------------------------------------
+
+
+def full(ctx: Lowering, size, fill_value, **_kwargs):
+    return ctx.full(fill_value, ctx.out.dtype, ctx.out.shape)
+
+
+def full_like(ctx: Lowering, x, fill_value, **_kwargs):
+    return ctx.full(fill_value, ctx.out.dtype, ctx.out.shape)
+
+
+def new_full(ctx: Lowering, x, size, fill_value, **_kwargs):
+    return ctx.full(fill_value, ctx.out.dtype, ctx.out.shape)
+
+
+def _constant_fill(value):
+    def translate(ctx: Lowering, *_args, **_kwargs):
+        return ctx.full(value, ctx.out.dtype, ctx.out.shape)
+
+    return translate
+
+
+def scalar_tensor(ctx: Lowering, value, **_kwargs):
+    return ctx.const(value, ctx.out.dtype)
+
+
+def fill(ctx: Lowering, x, value):
+    if hasattr(value, "type"):
+        return ctx.broadcast(ctx.convert(value, ctx.out.dtype), ctx.out.shape)
+    return ctx.full(value, ctx.out.dtype, ctx.out.shape)
+
+
+def arange(ctx: Lowering, *args, **_kwargs):
+    """start + step * i, computed like torch (double for floats, exact for integers)."""
+    numbers = [a for a in args if isinstance(a, (int, float))]
+    start, step = 0, 1
+    if len(numbers) >= 2:
+        start = numbers[0]
+    if len(numbers) >= 3:
+        step = numbers[2]
+    out = ctx.out
+    (n,) = out.shape
+    wide = DType.float64 if out.dtype.is_float or any(isinstance(v, float) for v in (start, step)) else DType.int64
+    counts = ctx.b.iota(dtype=wide, shape=(n,), dimension=0)
+    if step != 1:
+        counts = ctx.b.mul(counts, ctx.full(step, wide, (n,)))
+    if start != 0:
+        counts = ctx.b.add(counts, ctx.full(start, wide, (n,)))
+    return ctx.convert(counts, out.dtype)
+
+
+def sym_size(ctx: Lowering, x, dim):
+    return x.type.shape[ctx.axis(dim, x.type.rank)]
+
+
+def sym_numel(ctx: Lowering, x):
+    if not x.type.is_static:
+        unsupported("numel of a tensor with symbolic dimensions")
+    return math.prod(x.type.shape)
+
+
+def _table():
+    table = {}
+    for key in ("view.default", "_unsafe_view.default", "reshape.default", "view_copy.default",
+                "unsqueeze.default", "squeeze.dim", "squeeze.dims", "squeeze.default",
+                "_reshape_alias.default", "flatten.using_ints", "unflatten.int"):
+        table[key] = reshape
+    for key in ("clone.default", "alias.default", "detach.default", "lift_fresh_copy.default",
+                "contiguous.default", "alias_copy.default", "detach_copy.default"):
+        table[key] = identity
+    for key in ("expand.default", "expand_copy.default"):
+        table[key] = expand
+    for key in ("zeros_like.default", "empty_like.default", "new_zeros.default", "zeros.default",
+                "empty.memory_format", "empty_strided.default", "new_empty.default",
+                "new_empty_strided.default"):
+        table[key] = _constant_fill(0)
+    for key in ("ones_like.default", "new_ones.default", "ones.default"):
+        table[key] = _constant_fill(1)
+    for key in ("arange.default", "arange.start", "arange.start_step"):
+        table[key] = arange
+    table.update({
+        "permute.default": permute, "permute_copy.default": permute,
+        "t.default": transpose, "transpose.int": transpose,
+        "_to_copy.default": to_copy, "to.dtype": to_copy, "copy.default": copy,
+        "slice.Tensor": slice_, "slice_copy.Tensor": slice_,
+        "select.int": select, "select_copy.int": select,
+        "cat.default": cat, "split_with_sizes.default": split_with_sizes, "split.Tensor": split,
+        "unbind.int": unbind, "flip.default": flip, "constant_pad_nd.default": constant_pad_nd,
+        "repeat.default": repeat, "diagonal.default": diagonal,
+        "full.default": full, "full_like.default": full_like, "new_full.default": new_full,
+        "scalar_tensor.default": scalar_tensor, "fill.Scalar": fill, "fill.Tensor": fill,
+        "sym_size.int": sym_size, "sym_numel.default": sym_numel,
+    })
+    return table
+
+
+TABLE = _table()

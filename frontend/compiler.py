@@ -1,0 +1,230 @@
+"""The Dynamo backend behind ``parity.compile``: AOTAutograd graphs → IR → a parity backend.
+
+For every FX graph AOTAutograd hands over (forward, backward, or inference), this
+module translates it to IR (:func:`~parity.frontend.translate.fx_to_ir`), checks that
+the chosen backend claims every op (else strict error or eager fallback), expands the
+composites the backend does not claim, compiles it through an executable cache keyed
+by (IR content hash, backend, device), and returns a boxed callable that takes and
+returns torch tensors.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..backends.registry import get_backend
+from ..ir.builder import GraphBuilder
+from ..ir.graph import Graph, Node
+from ..ir.opdef import Kind
+from ..ir.ops import OP_TABLE
+from .errors import UnsupportedAtenOp, warning_text
+from .tensors import to_array, to_torch
+from .translate import Translation, fx_to_ir
+
+#: Counters of the work done: "translations" (FX graphs translated to IR),
+#: "backend_compiles" (calls of backend.compile) and "cache_hits" (executables reused).
+STATS: collections.Counter = collections.Counter()
+
+_EXECUTABLES: dict[tuple[str, str, str], Any] = {}
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What ``parity.compile`` was asked for; one object passed down (no hidden globals)."""
+
+    backend: str = "reference"
+    device: str = "cpu"
+    strict: bool = True
+    dynamic: bool | None = None
+
+
+@dataclass
+class Session:
+    """State of one ``parity.compile`` call: its options and the fallbacks already warned about."""
+
+    options: CompileOptions
+    warned: set[str] = field(default_factory=set)
+
+    def fall_back(self, err: UnsupportedAtenOp) -> None:
+        if err.aten_op in self.warned:
+            return
+        self.warned.add(err.aten_op)
+        warnings.warn(warning_text(err.aten_op, err.loc, err.why, self.options.backend), UserWarning, stacklevel=2)
+
+
+def reset_caches() -> None:
+    """Forget compiled executables and zero :data:`STATS` (tests, notebooks)."""
+    with _LOCK:
+        _EXECUTABLES.clear()
+        STATS.clear()
+
+
+def decomposition_table() -> dict:
+    """The ATen decompositions AOTAutograd applies: torch's core ATen set, except attention.
+
+    The fused CPU flash-attention forward stays whole: its core decomposition returns a
+    logsumexp of the wrong shape, which the fused backward then reads (silently wrong
+    gradients). frontend/aten/attention.py translates the forward/backward pair instead.
+    """
+    from torch._decomp import core_aten_decompositions
+
+    table = dict(core_aten_decompositions())
+    table.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    return table
+
+
+def make_dynamo_backend(session: Session):
+    """A ``torch.compile`` backend: AOTAutograd with parity's forward/backward compilers."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    compile_fw = functools.partial(compile_fx_graph, session=session, kind="forward")
+    compile_bw = functools.partial(compile_fx_graph, session=session, kind="backward")
+    compile_inference = functools.partial(compile_fx_graph, session=session, kind="inference")
+    aot = aot_autograd(fw_compiler=compile_fw, bw_compiler=compile_bw, inference_compiler=compile_inference,
+                       decompositions=decomposition_table())
+
+    return aot
+
+
+# -- claims -----------------------------------------------------------------------------
+
+
+class ClaimCheck:
+    """Why a backend cannot run an IR node (None when it can), looking through composites."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.claims = backend.claims()
+        self._composites: dict[tuple, str | None] = {}
+
+    def __call__(self, node: Node) -> str | None:
+        op = node.op
+        claim = self.claims.get(op)
+        dtype = node.inputs[0].type.dtype if node.inputs else node.outputs[0].type.dtype
+        if claim is not None:
+            if dtype in claim.dtypes:
+                return None
+            return f"backend {self.backend.name!r} claims the IR op {op!r} but not for dtype {dtype.short}"
+        opdef = OP_TABLE[op]
+        if opdef.kind is Kind.PRIMITIVE:
+            return f"backend {self.backend.name!r} does not claim the IR op {op!r}"
+        key = (op, tuple(str(v.type) for v in node.inputs), repr(sorted(node.attrs.items())))
+        if key not in self._composites:
+            self._composites[key] = self._check_decomposition(node)
+        return self._composites[key]
+
+    def _check_decomposition(self, node: Node) -> str | None:
+        b = GraphBuilder(node.op)
+        params = [b.input(v.type) for v in node.inputs]
+        OP_TABLE[node.op].decompose(b, node.attrs, *params)
+        for inner in b.nodes:
+            why = self(inner)
+            if why is not None:
+                return f"{why} (needed by the decomposition of {node.op!r})"
+        return None
+
+
+# -- compiling one FX graph ---------------------------------------------------------
+
+
+def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Session, kind: str):
+    """AOTAutograd's compiler hook: one FX graph → a boxed callable on torch tensors."""
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    options = session.options
+    backend = get_backend(options.backend)
+    try:
+        translation = fx_to_ir(gm, name=kind, claims=ClaimCheck(backend), backend=backend.name)
+    except UnsupportedAtenOp as err:
+        if options.strict:
+            raise
+        session.fall_back(err)
+        return make_boxed_func(gm.forward)
+    STATS["translations"] += 1
+    graph = prepare(translation.graph, backend)
+    executable = compiled_executable(graph, backend, options.device)
+    return CompiledGraph(translation, graph, executable)
+
+
+def prepare(graph: Graph, backend) -> Graph:
+    """Expand the composites ``backend`` does not claim, then drop dead nodes."""
+    from ..ir.passes import dce, decompose
+
+    claims = backend.claims()
+    graph, _ = decompose(graph, claimed=lambda op: op in claims)
+    graph, _ = dce(graph)
+    return graph
+
+
+def compiled_executable(graph: Graph, backend, device: str):
+    """backend.compile(graph, device), cached by (content hash, backend, device)."""
+    key = (graph.content_hash(), backend.name, device)
+    with _LOCK:
+        cached = _EXECUTABLES.get(key)
+        if cached is not None:
+            STATS["cache_hits"] += 1
+            return cached
+    executable = backend.compile(graph, device)
+    STATS["backend_compiles"] += 1
+    with _LOCK:
+        _EXECUTABLES[key] = executable
+    return executable
+
+
+def draw_keys(n: int) -> list:
+    """``n`` u32[2] random keys from torch's default generator (reproducible with manual_seed)."""
+    import numpy as np
+
+    bits = torch.randint(0, 2**32, (n, 2), dtype=torch.int64).numpy().astype(np.uint32)
+    return [bits[i] for i in range(n)]
+
+
+def _unaliased(result, inputs):
+    """A result that shares memory with an input (a backend may return views) is copied."""
+    import numpy as np
+
+    if isinstance(result, np.ndarray) and any(np.may_share_memory(result, a) for a in inputs):
+        return result.copy()
+    return result
+
+
+class CompiledGraph:
+    """A compiled FX graph in AOTAutograd's boxed calling convention (a list of args in)."""
+
+    def __init__(self, translation: Translation, graph: Graph, executable):
+        # an instance attribute: torch's wrappers copy __dict__, not class attributes
+        self._boxed_call = True
+        self.translation = translation
+        self.graph = graph
+        self.executable = executable
+        self._out_dtypes = [v.type.dtype for v in graph.outputs]
+
+    def __call__(self, args: list) -> list:
+        t = self.translation
+        arrays = [to_array(args[j]) for j in t.inputs]
+        if t.num_keys:
+            arrays += draw_keys(t.num_keys)
+        results = self.executable(*arrays)
+        results = [_unaliased(r, arrays) for r in results]
+        outputs = []
+        for spec in t.outputs:
+            kind = spec[0]
+            if kind == "ir":
+                outputs.append(to_torch(results[spec[1]], self._out_dtypes[spec[1]]))
+            elif kind == "input":
+                outputs.append(args[spec[1]])
+            elif kind == "sym":
+                index, dim = t.symbols[spec[1]]
+                outputs.append(int(args[index]) if dim is None else int(args[index].shape[dim]))
+            else:
+                outputs.append(spec[1])
+        args.clear()  # the boxed convention: the callee frees its inputs
+        return outputs

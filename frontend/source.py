@@ -1,0 +1,64 @@
+"""Source locations: which line of the user's code an FX node came from.
+
+FX nodes carry ``meta["stack_trace"]``, a Python traceback text. The user's frame is
+the last one that is not inside torch or parity itself.
+
+Example::
+
+    >>> trace = 'File "/home/u/model.py", line 12, in forward\\n    return x + 1\\n'
+    >>> str(loc_from_stack_trace(trace))
+    '/home/u/model.py:12 in forward'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..ir.graph import SourceLoc
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+
+
+def _package_dir(module_name: str) -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.dirname(os.path.realpath(list(spec.submodule_search_locations)[0]))
+
+
+def _internal_dirs() -> tuple[str, ...]:
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the repository root
+    dirs = [os.path.join(here, sub) + os.sep for sub in ("frontend", "ir", "backends", "parity")]
+    torch_dir = _package_dir("torch")
+    if torch_dir:
+        dirs.append(os.path.join(torch_dir, "torch") + os.sep)
+    return tuple(dirs)
+
+
+_INTERNAL: tuple[str, ...] | None = None
+
+
+def is_user_file(path: str) -> bool:
+    """False for files inside torch or parity (frames the user did not write)."""
+    global _INTERNAL
+    if _INTERNAL is None:
+        _INTERNAL = _internal_dirs()
+    real = os.path.realpath(path)
+    return not real.startswith(_INTERNAL) and not path.startswith("<")
+
+
+def loc_from_stack_trace(trace: str | None) -> SourceLoc | None:
+    """The last user frame of an FX ``stack_trace`` text, or None when there is none."""
+    if not trace:
+        return None
+    frames = [m for m in _FRAME.finditer(trace)]
+    for match in reversed(frames):
+        if is_user_file(match["file"]):
+            return SourceLoc(match["file"], int(match["line"]), match["function"])
+    if frames:
+        last = frames[-1]
+        return SourceLoc(last["file"], int(last["line"]), last["function"])
+    return None

@@ -1,0 +1,81 @@
+"""Crossing between torch tensors and the arrays backends take and return.
+
+Tensors go to backends as NumPy arrays (zero-copy for contiguous CPU tensors);
+bfloat16 has no NumPy buffer format, so it crosses as its raw 16 bits and is viewed as
+``ml_dtypes.bfloat16`` on the other side. Results come back from NumPy arrays or from
+anything that speaks DLPack (jax, cupy, torch itself).
+
+Example::
+
+    >>> import torch
+    >>> from parity.frontend.tensors import to_array, to_torch
+    >>> from parity.ir import DType
+    >>> a = to_array(torch.tensor([1.5, -2.0], dtype=torch.bfloat16))
+    >>> a.dtype.name, to_torch(a, DType.bfloat16).tolist()
+    ('bfloat16', [1.5, -2.0])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..ir.dtypes import DType
+
+TORCH_TO_IR: dict[torch.dtype, DType] = {
+    torch.bool: DType.bool,
+    torch.int8: DType.int8,
+    torch.int16: DType.int16,
+    torch.int32: DType.int32,
+    torch.int64: DType.int64,
+    torch.uint8: DType.uint8,
+    torch.uint32: DType.uint32,
+    torch.float16: DType.float16,
+    torch.bfloat16: DType.bfloat16,
+    torch.float32: DType.float32,
+    torch.float64: DType.float64,
+}
+IR_TO_TORCH: dict[DType, torch.dtype] = {v: k for k, v in TORCH_TO_IR.items()}
+
+
+def ir_dtype(dtype: torch.dtype) -> DType:
+    """The IR dtype for a torch dtype; raises ValueError for dtypes the IR lacks (complex, fp8)."""
+    try:
+        return TORCH_TO_IR[dtype]
+    except KeyError:
+        raise ValueError(f"torch dtype {dtype} has no parity IR dtype") from None
+
+
+def to_array(tensor: torch.Tensor) -> np.ndarray:
+    """A NumPy view of a CPU tensor (a copy only when it is not contiguous or not on CPU)."""
+    tensor = tensor.detach()
+    if tensor.device.type != "cpu":
+        tensor = tensor.cpu()
+    tensor = tensor.contiguous()
+    if tensor.dtype is torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(DType.bfloat16.numpy)
+    return tensor.numpy()
+
+
+def to_torch(array: Any, dtype: DType) -> torch.Tensor:
+    """A torch tensor from a backend result (NumPy array or DLPack-capable array)."""
+    if isinstance(array, torch.Tensor):
+        return array
+    if not isinstance(array, np.ndarray) and hasattr(array, "__dlpack__") and dtype is not DType.bfloat16:
+        return torch.from_dlpack(array)
+    array = np.asarray(array)
+    if dtype is DType.bfloat16:
+        bits = np.ascontiguousarray(array.astype(DType.bfloat16.numpy, copy=False)).view(np.int16)
+        return _from_numpy(bits).view(torch.bfloat16)
+    if array.dtype != dtype.numpy:
+        array = array.astype(dtype.numpy)
+    return _from_numpy(array)
+
+
+def _from_numpy(array: np.ndarray) -> torch.Tensor:
+    # torch refuses read-only and non-contiguous buffers; copy only then.
+    if not array.flags.writeable or not array.flags.c_contiguous:
+        array = np.array(array, copy=True, order="C")
+    return torch.from_numpy(array)

@@ -1,0 +1,414 @@
+"""FX graphs at the ATen level → ``ir.Graph``, one node at a time through the aten table.
+
+:func:`fx_to_ir` is the entry point (used by ``parity.compile`` for every forward and
+backward graph AOTAutograd produces, and by ``parity.capture``). Each FX node is
+looked up in :data:`parity.frontend.aten.TABLE`; its translation function emits IR
+through a :class:`Lowering`, which knows the node's expected result types (from
+``node.meta["val"]``), torch's type-promotion rules and numpy-style broadcasting, and
+makes both explicit with ``convert`` / ``broadcast_in_dim``. The IR type of every
+result is checked against torch's: a mismatch is a translator bug and names the op.
+
+Example::
+
+    >>> import torch
+    >>> from torch.fx.experimental.proxy_tensor import make_fx
+    >>> gm = make_fx(lambda x: x * 2 + 1)(torch.ones(3))
+    >>> fx_to_ir(gm).graph.op_counts()
+    {'constant': 2, 'broadcast_in_dim': 2, 'mul': 1, 'add': 1}
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.fx
+
+from ..ir.builder import GraphBuilder
+from ..ir.dtypes import DType
+from ..ir.errors import ParityError, TypeRuleError
+from ..ir.graph import Graph, Node, SourceLoc, Value
+from ..ir.types import Symbol, TensorType
+from .errors import TranslationBug, UnsupportedAtenOp
+from .source import loc_from_stack_trace
+from .tensors import IR_TO_TORCH, ir_dtype
+
+# Ops that are bookkeeping, not computation, at the FX level.
+_GETITEM = operator.getitem
+
+
+class Unsupported(ParityError):
+    """Raised by a translation function for a case it does not cover; becomes UnsupportedAtenOp."""
+
+
+@dataclass
+class Translation:
+    """An IR graph plus how to call it with the FX graph's arguments.
+
+    ``inputs[k]`` is the FX placeholder index feeding IR input ``k``; the last
+    ``num_keys`` IR inputs are random keys (u32[2]) drawn per call. ``outputs`` says
+    where each FX output comes from: ``("ir", k)``, ``("input", j)`` (a placeholder
+    passed through), ``("sym", name)`` (a symbolic size) or ``("const", value)``.
+    ``symbols`` maps each symbol name to ``(placeholder, dim)`` where it can be read.
+    """
+
+    graph: Graph
+    inputs: list[int]
+    outputs: list[tuple]
+    num_keys: int = 0
+    symbols: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    aten_ops: list[str] = field(default_factory=list)
+
+
+def aten_name(target: Any) -> str:
+    """``aten.add.Tensor`` for an OpOverload; the qualified name for other callables."""
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    return getattr(target, "__qualname__", None) or str(target)
+
+
+def table_key(target: Any) -> str:
+    """The key of an FX target in the aten table: ``add.Tensor`` (no ``aten.`` prefix)."""
+    name = aten_name(target)
+    return name[5:] if name.startswith("aten.") else name
+
+
+def fx_to_ir(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None = None, *,
+             name: str = "main", claims: Callable[[Node], str | None] | None = None,
+             backend: str = "reference") -> Translation:
+    """Translate an aten-level FX graph into a :class:`Translation` (an ``ir.Graph`` + calling spec).
+
+    Nodes need ``meta["val"]`` (fake tensors, as AOTAutograd, make_fx and torch.export
+    leave them); when it is missing and ``example_inputs`` are given, shapes are
+    propagated first. ``claims(node)`` may return why an emitted IR node cannot run
+    (the backend's claim check); the aten op is then reported as unsupported.
+    Raises :class:`UnsupportedAtenOp` for an op with no translation.
+    """
+    if example_inputs is not None and any("val" not in n.meta for n in gm.graph.nodes if n.op != "output"):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+        FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*example_inputs)
+    return _Translator(gm, name, claims, backend).run()
+
+
+class _Translator:
+    def __init__(self, gm, name, claims, backend):
+        self.gm = gm
+        self.b = GraphBuilder(name)
+        self.claims = claims
+        self.backend = backend
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.keys: list[Value] = []
+        self.symbols: dict[str, tuple[int, int | None]] = {}
+        self.inputs: list[int] = []
+        self.placeholders: dict[torch.fx.Node, int] = {}
+        self.aten_ops: list[str] = []
+
+    def run(self) -> Translation:
+        from .aten import TABLE
+
+        outputs: list[tuple] = []
+        ir_outputs: list[Value] = []
+        for node in self.gm.graph.nodes:
+            loc = loc_from_stack_trace(node.meta.get("stack_trace"))
+            if node.op == "placeholder":
+                self._placeholder(node)
+            elif node.op == "call_function" and node.target is _GETITEM:
+                base, index = node.args
+                self.env[node] = self.env[base][index]
+            elif node.op == "call_function":
+                key = table_key(node.target)
+                fn = TABLE.get(key)
+                name = aten_name(node.target)
+                if fn is None:
+                    raise UnsupportedAtenOp(name, loc, "parity has no translation for this op "
+                                            "(see `parity aten`)", backend=self.backend)
+                self.aten_ops.append(name)
+                self.env[node] = self._call(fn, node, name, loc)
+            elif node.op == "output":
+                for out in _flatten_outputs(node.args[0]):
+                    outputs.append(self._output(out, ir_outputs))
+            else:
+                raise UnsupportedAtenOp(f"{node.op} {node.target}", loc,
+                                        "only aten-level graphs (call_function nodes) translate",
+                                        backend=self.backend)
+        for key in self.keys:
+            self.b.inputs.remove(key)
+            self.b.inputs.append(key)
+        graph = self.b.build(ir_outputs)
+        return Translation(graph, self.inputs, outputs, len(self.keys), self.symbols, self.aten_ops)
+
+    # -- nodes ------------------------------------------------------------------------
+
+    def _placeholder(self, node):
+        index = len(self.placeholders)
+        self.placeholders[node] = index
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            t = TensorType(ir_dtype(val.dtype), shape_of(val.shape))
+            for d, dim in enumerate(t.shape):
+                if isinstance(dim, Symbol):
+                    self.symbols.setdefault(dim.name, (index, d))
+            self.env[node] = self.b.input(t)
+            self.inputs.append(index)
+        elif isinstance(val, torch.SymInt):
+            sym = dim_of(val)
+            if isinstance(sym, Symbol):
+                self.symbols.setdefault(sym.name, (index, None))
+            self.env[node] = sym
+        else:
+            self.env[node] = val
+
+    def _call(self, fn, node, name, loc):
+        args = torch.fx.node.map_arg(node.args, self._arg)
+        kwargs = torch.fx.node.map_arg(node.kwargs, self._arg)
+        start = len(self.b.nodes)
+        lowering = Lowering(self, node, name)
+        with self.b.location(loc):
+            try:
+                result = fn(lowering, *args, **kwargs)
+            except Unsupported as exc:
+                raise UnsupportedAtenOp(name, loc, str(exc), backend=self.backend) from None
+            except TypeRuleError as exc:
+                raise TranslationBug(f"translating {name} at {loc}: {exc}") from exc
+            except ParityError:
+                raise
+            except Exception as exc:  # a bug in a translation function: name the aten op
+                raise TranslationBug(f"translating {name} at {loc} failed: {exc!r}") from exc
+        _check_types(name, loc, result, node.meta.get("val"))
+        if self.claims is not None:
+            for ir_node in self.b.nodes[start:]:
+                why = self.claims(ir_node)
+                if why is not None:
+                    raise UnsupportedAtenOp(name, loc, why, backend=self.backend)
+        return result
+
+    def _arg(self, node):
+        return self.env[node]
+
+    def _output(self, out, ir_outputs) -> tuple:
+        if out is None:
+            return ("const", None)
+        if isinstance(out, torch.fx.Node):
+            if out in self.placeholders:
+                return ("input", self.placeholders[out])
+            value = self.env[out]
+        else:
+            value = out
+        if isinstance(value, Value):
+            ir_outputs.append(value)
+            return ("ir", len(ir_outputs) - 1)
+        if isinstance(value, Symbol):
+            return ("sym", value.name)
+        return ("const", value)
+
+
+def _flatten_outputs(args) -> list:
+    if isinstance(args, (list, tuple)):
+        out = []
+        for a in args:
+            out.extend(_flatten_outputs(a) if isinstance(a, (list, tuple)) else [a])
+        return out
+    return [args]
+
+
+def _check_types(name: str, loc, result, val) -> None:
+    """The IR result types must be exactly torch's (dtype and shape)."""
+    if isinstance(val, torch.Tensor):
+        if not isinstance(result, Value):
+            raise TranslationBug(f"translation of {name} at {loc} returned {type(result).__name__}, expected one tensor")
+        expected = TensorType(ir_dtype(val.dtype), shape_of(val.shape))
+        if result.type != expected:
+            raise TranslationBug(f"translation of {name} at {loc} gives {result.type}, torch gives {expected}")
+    elif isinstance(val, (tuple, list)) and isinstance(result, (tuple, list)):
+        if len(val) != len(result):
+            raise TranslationBug(f"translation of {name} returned {len(result)} results, torch gives {len(val)}")
+        for v, r in zip(val, result):
+            if isinstance(v, torch.Tensor) and r is not None:
+                _check_types(name, loc, r, v)
+
+
+# -- shapes -------------------------------------------------------------------------
+
+
+def dim_of(size) -> int | Symbol:
+    """An int, or an IR Symbol for a plain symbolic size; expressions are unsupported."""
+    if isinstance(size, int):
+        return size
+    if isinstance(size, torch.SymInt):
+        expr = size.node.expr
+        if expr.is_number:
+            return int(expr)
+        if expr.is_Symbol:
+            return Symbol(str(expr))
+        hint = size.node.hint
+        raise Unsupported(f"the symbolic size {expr} is an expression; the IR has only named "
+                          f"dimensions (mark fewer dims dynamic, or compile with dynamic=False)"
+                          + (f"; its example value is {hint}" if hint is not None else ""))
+    return int(size)
+
+
+def shape_of(sizes) -> tuple[int | Symbol, ...]:
+    return tuple(dim_of(s) for s in sizes)
+
+
+def broadcast_shapes(*shapes: Sequence) -> tuple:
+    """Numpy-style broadcast of shapes (symbols broadcast against 1 or themselves)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(rank):
+        dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
+        chosen = 1
+        for d in dims:
+            if d == 1:
+                continue
+            if chosen != 1 and d != chosen:
+                raise Unsupported(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+            chosen = d
+        out.append(chosen)
+    return tuple(out)
+
+
+class Lowering:
+    """What a translation function gets as its first argument: builder, node, helpers.
+
+    ``ctx.b`` is the :class:`GraphBuilder` (``ctx.b.add(x, y)`` emits IR); ``ctx.out``
+    is torch's result type (``ctx.out_type(i)`` for multi-result ops).
+    """
+
+    def __init__(self, translator: _Translator, node: torch.fx.Node, name: str):
+        self._t = translator
+        self.node = node
+        self.name = name
+        self.b = translator.b
+
+    # -- what torch computes --------------------------------------------------------------
+
+    @property
+    def val(self):
+        return self.node.meta.get("val")
+
+    def out_type(self, i: int | None = None) -> TensorType:
+        val = self.val if i is None else self.val[i]
+        return TensorType(ir_dtype(val.dtype), shape_of(val.shape))
+
+    @property
+    def out(self) -> TensorType:
+        return self.out_type()
+
+    def users_of_result(self, i: int) -> bool:
+        """Whether result ``i`` of a multi-result op is read by any node."""
+        for user in self.node.users:
+            if user.op == "call_function" and user.target is _GETITEM and user.args[1] == i:
+                if user.users:
+                    return True
+            elif user.op == "output":
+                return True
+        return False
+
+    # -- values -----------------------------------------------------------------------
+
+    def const(self, value: Any, dtype: DType) -> Value:
+        """A rank-0 constant of ``dtype`` (Python scalars are cast the way torch casts them)."""
+        if dtype.is_bool:
+            value = bool(value)
+        elif dtype.is_integer:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise Unsupported(f"{value} is not representable in {dtype.short}")
+            value = int(value)
+        return self.b.constant(np.array(value, dtype=np.float64 if dtype.is_float else None), dtype)
+
+    def full(self, value: Any, dtype: DType, shape: Sequence) -> Value:
+        return self.broadcast(self.const(value, dtype), tuple(shape))
+
+    def convert(self, x: Value, dtype: DType) -> Value:
+        return x if x.type.dtype is dtype else self.b.convert(x, dtype=dtype)
+
+    def value(self, x: Any, dtype: DType) -> Value:
+        """A Value of ``dtype`` from a Value (converted) or a Python scalar (a constant)."""
+        if isinstance(x, Value):
+            return self.convert(x, dtype)
+        if isinstance(x, Symbol):
+            raise Unsupported(f"the symbolic size {x} used as a tensor value")
+        return self.const(x, dtype)
+
+    def broadcast(self, x: Value, shape: Sequence) -> Value:
+        """Numpy-style broadcast of ``x`` to ``shape`` (trailing dims aligned)."""
+        shape = tuple(shape)
+        if x.type.shape == shape:
+            return x
+        offset = len(shape) - x.type.rank
+        if offset < 0:
+            raise Unsupported(f"cannot broadcast {x.type} to {shape}")
+        dims = tuple(range(offset, len(shape)))
+        return self.b.broadcast_in_dim(x, shape=shape, broadcast_dimensions=dims)
+
+    def reshape(self, x: Value, shape: Sequence) -> Value:
+        shape = tuple(shape)
+        return x if x.type.shape == shape else self.b.reshape(x, shape=shape)
+
+    def promote(self, *args: Any, kind: str = "DEFAULT") -> tuple[DType, DType]:
+        """(computation dtype, result dtype) by torch's elementwise promotion rules.
+
+        ``kind`` is a ``torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND`` name:
+        DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL, COMPLEX_TO_FLOAT, BOOL_TO_LONG, NO_OPMATH.
+        """
+        from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+        probes = []
+        for a in args:
+            if isinstance(a, Value):
+                probes.append(torch.empty((1,) * a.type.rank, dtype=IR_TO_TORCH[a.type.dtype], device="meta"))
+            elif a is not None:
+                probes.append(a)
+        compute, result = elementwise_dtypes(*probes, type_promotion_kind=getattr(ELEMENTWISE_TYPE_PROMOTION_KIND, kind))
+        return ir_dtype(compute), ir_dtype(result)
+
+    def elementwise(self, args: Sequence[Any], dtype: DType, shape: Sequence | None = None) -> list[Value]:
+        """Every arg as a Value of ``dtype``, broadcast to one shape (``shape`` or the common one)."""
+        if shape is None:
+            shape = broadcast_shapes(*(a.type.shape for a in args if isinstance(a, Value)))
+        return [self.broadcast(self.value(a, dtype), shape) for a in args]
+
+    # -- axes -------------------------------------------------------------------------
+
+    @staticmethod
+    def axis(dim: int, rank: int) -> int:
+        """Normalize a (possibly negative) torch dim; rank-0 tensors accept dim 0 and -1."""
+        if rank == 0 and dim in (0, -1):
+            return 0
+        if not -rank <= dim < rank:
+            raise Unsupported(f"dim {dim} is out of range for rank {rank}")
+        return dim % rank
+
+    def axes(self, dims: Sequence[int] | int | None, rank: int) -> tuple[int, ...]:
+        """Normalized reduction axes; None or [] means every axis (torch's convention)."""
+        if dims is None:
+            return tuple(range(rank))
+        if isinstance(dims, int):
+            dims = [dims]
+        if len(dims) == 0:
+            return tuple(range(rank))
+        return tuple(sorted({self.axis(d, rank) for d in dims})) if rank else ()
+
+    def shape(self, sizes: Sequence) -> tuple:
+        return tuple(s if isinstance(s, Symbol) else dim_of(s) for s in sizes)
+
+    # -- randomness ---------------------------------------------------------------------
+
+    def new_key(self) -> Value:
+        """A fresh u32[2] random key: an extra graph input drawn per call (docs/frontend.md)."""
+        key = self.b.input(TensorType(DType.uint32, (2,)))
+        self._t.keys.append(key)
+        return key
+
+
+def unsupported(message: str):
+    """Raise from a translation function: this case of the op has no translation."""
+    raise Unsupported(message)
