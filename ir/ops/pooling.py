@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -93,9 +94,9 @@ def _windows(op: str, x: TensorType, attrs) -> list[_Window]:
         if k < 1 or s < 1 or dil < 1 or p < 0:
             raise TypeRuleError(op, f"kernel {kernel}, stride {stride}, dilation {dilation} must be ≥ 1 and "
                                 f"padding {padding} ≥ 0", "kernel")
+        if p > k // 2:  # torch: "pad should be at most half of kernel size" (dilation aside)
+            raise TypeRuleError(op, f"{p} exceeds half the kernel size {k}", "padding")
         span = dil * (k - 1) + 1
-        if 2 * p > span:  # torch: pad should be at most half of the effective kernel size
-            raise TypeRuleError(op, f"{p} exceeds half the effective kernel size {span}", "padding")
         # torch's pooling_output_shape: floor (or ceil) division, and a last window must
         # start inside the input or the low padding.
         out = (size + 2 * p - span + (s - 1 if attrs["ceil_mode"] else 0)) // s + 1
@@ -202,27 +203,32 @@ def _opmath(dtype: DType):
     return np.float64 if dtype is DType.float64 else np.float32
 
 
-def nearest_index(size: int, out: int) -> np.ndarray:
-    """torch's nearest_idx: floor(i * (in / out)) in float32, clamped to the input."""
+def nearest_index(size: int, out: int, opmath) -> np.ndarray:
+    """torch's nearest_idx: floor(i * (in / out)) computed in ``opmath``, clamped to the input."""
     if out == size:
         return np.arange(out)
     if out == 2 * size:
         return np.arange(out) >> 1
-    scale = np.float32(size) / np.float32(out)
-    return np.minimum(np.floor(np.arange(out, dtype=np.float32) * scale).astype(np.int64), size - 1)
+    scale = opmath(size) / opmath(out)
+    return np.minimum(np.floor(np.arange(out).astype(opmath) * scale).astype(np.int64), size - 1)
 
 
 def linear_taps(size: int, out: int, align_corners: bool, opmath) -> tuple[np.ndarray, ...]:
-    """torch's (index0, index1, lambda0, lambda1) for linear resampling along one dim."""
-    one, half = opmath(1), opmath(0.5)
-    dst = np.arange(out).astype(opmath)
+    """torch's (index0, index1, lambda0, lambda1) for linear resampling along one dim.
+
+    Bit for bit as torch's CPU kernel computes them: in ``opmath``, with
+    ``scale * (i + 0.5) - 0.5`` fused (one rounding, as the compiled kernel's FMA does) and
+    the index taken with ``floorf`` (in float32 even for float64 input).
+    """
+    one = opmath(1)
     if align_corners:
         scale = opmath(size - 1) / opmath(out - 1) if out > 1 else opmath(0)
-        src = scale * dst
+        src = scale * np.arange(out).astype(opmath)
     else:
-        scale = opmath(size) / opmath(out)
-        src = np.maximum(scale * (dst + half) - half, opmath(0))
-    i0 = np.minimum(np.floor(src).astype(np.int64), size - 1)
+        scale = Fraction(float(opmath(size) / opmath(out)))
+        fused = [float(scale * (i + Fraction(1, 2)) - Fraction(1, 2)) for i in range(out)]
+        src = np.maximum(np.array(fused).astype(opmath), opmath(0))
+    i0 = np.minimum(np.floor(src.astype(np.float32)).astype(np.int64), size - 1)
     lambda1 = np.clip(src - i0.astype(opmath), opmath(0), one)
     i1 = i0 + (i0 < size - 1)
     return i0, i1, one - lambda1, lambda1
@@ -241,7 +247,10 @@ def _interpolate(b, attrs, x):
             return b.gather(source, _constant(b, index, DType.int64, shape, (axis,)), axis=axis)
 
         if attrs["mode"] == "nearest":
-            x = take(nearest_index(size, out))
+            # torch computes the index in float32, except its float64 kernels for 1 and 3
+            # spatial dims, which use float64 (6 -> 74: sample 37 is source 2 vs 3).
+            wide = dtype is DType.float64 and x.rank != 4
+            x = take(nearest_index(size, out, np.float64 if wide else np.float32))
             continue
         i0, i1, w0, w1 = linear_taps(size, out, attrs["align_corners"], _opmath(dtype))
         x = b.add(b.mul(take(i0), _constant(b, w0, dtype, shape, (axis,))),
@@ -253,7 +262,7 @@ def _interpolate(b, attrs, x):
 
 _KERNEL = AttrSpec("kernel", AttrKind.INTS, doc="window size per spatial dim")
 _STRIDE = AttrSpec("stride", AttrKind.INTS, (), doc="per spatial dim; empty means the kernel size")
-_PADDING = AttrSpec("padding", AttrKind.INTS, (), doc="both sides, per spatial dim; at most half the kernel")
+_PADDING = AttrSpec("padding", AttrKind.INTS, (), doc="both sides, per spatial dim; at most kernel // 2")
 _CEIL = AttrSpec("ceil_mode", AttrKind.BOOL, False, doc="round the window count up (torch's ceil_mode)")
 
 # name -> (attrs, infer, decompose, dtypes, groups, doc)
@@ -271,12 +280,12 @@ _OPS = {
                           _adaptive_infer, _adaptive_avg_pool, FLOAT_DTYPES, {Group.REDUCTION},
                           "torch adaptive_avg_pool{1,2,3}d: output i averages input "
                           "floor(i*in/out) .. ceil((i+1)*in/out) - 1 along each spatial dim."),
-    "interpolate": ((AttrSpec("size", AttrKind.INTS, doc="output size per spatial dim"),
+    "interpolate": ((AttrSpec("size", AttrKind.INTS, doc="output size per spatial dim (torch's size=)"),
                      AttrSpec("mode", AttrKind.STR, "nearest", choices=tuple(_MODES)),
                      AttrSpec("align_corners", AttrKind.BOOL, False, doc="linear modes only")),
                     _interpolate_infer, _interpolate, FLOAT_DTYPES, frozenset(),
-                    "torch.nn.functional.interpolate(x, size=...) for nearest (floor(i * in/out) in "
-                    "float32) and (bi/tri)linear with or without align_corners."),
+                    "torch.nn.functional.interpolate(x, size=...) for nearest (source floor(i * in/out), "
+                    "computed in torch's float type) and (bi/tri)linear with or without align_corners."),
 }
 
 OPS = tuple(
