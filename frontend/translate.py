@@ -131,6 +131,8 @@ class _Translator:
                                             "(see `parity aten`)", backend=self.backend)
                 self.aten_ops.append(name)
                 self.env[node] = self._call(fn, node, name, loc)
+            elif node.op == "get_attr":
+                self.env[node] = self._constant(node)
             elif node.op == "output":
                 for out in _flatten_outputs(node.args[0]):
                     outputs.append(self._output(out, ir_outputs))
@@ -164,6 +166,18 @@ class _Translator:
             self.env[node] = sym
         else:
             self.env[node] = val
+
+    def _constant(self, node):
+        """A tensor held by the GraphModule (a captured constant) becomes an IR constant."""
+        from .tensors import to_array
+
+        value = self.gm
+        for part in node.target.split("."):
+            value = getattr(value, part)
+        if not isinstance(value, torch.Tensor):
+            return value
+        with self.b.location(loc_from_stack_trace(node.meta.get("stack_trace"))):
+            return self.b.constant(to_array(value).copy())
 
     def _call(self, fn, node, name, loc):
         args = torch.fx.node.map_arg(node.args, self._arg)

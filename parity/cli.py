@@ -4,6 +4,7 @@ Example::
 
     $ parity ops              # op × backend table
     $ parity ops --json       # the same as JSON
+    $ parity aten             # which aten ops the PyTorch frontend translates
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ops.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ops.add_argument("--backend", action="append", help="only these backends (repeatable)")
     ops.set_defaults(run=_run_ops)
+
+    aten = commands.add_parser("aten", help="which aten ops translate, and the Core ATen ops that do not")
+    aten.add_argument("--json", action="store_true", help="print JSON instead of text")
+    aten.set_defaults(run=_run_aten)
 
     args = parser.parse_args(argv)
     return args.run(args)
@@ -55,6 +60,22 @@ def _run_ops(args) -> int:
     console.print(table)
     n_prim = sum(r["kind"] == "primitive" for r in rows)
     console.print(f"{len(rows)} ops: {n_prim} primitives, {len(rows) - n_prim} composites")
+    return 0
+
+
+def _run_aten(args) -> int:
+    from .frontend import coverage
+
+    report = coverage()
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    missing = report["core_missing"]
+    print(f"{len(report['translated'])} aten ops translate to the parity IR:")
+    print("  " + " ".join(op.removeprefix("aten.") for op in report["translated"]))
+    print(f"{len(missing)} Core ATen ops do not translate yet:")
+    print("  " + (" ".join(op.removeprefix("aten.") for op in missing) or "(none)"))
     return 0
 
 

@@ -146,13 +146,8 @@ def convolution(ctx: Lowering, x, w, bias, stride, padding, dilation, transposed
     _spatial(x)
     w = ctx.convert(w, x.type.dtype)
     if transposed:
-        # a transposed conv is the input gradient of the conv with the same parameters
-        c_in, o_per_group = w.type.shape[0], w.type.shape[1]
-        kernel = tuple(w.type.shape[2:])
-        forward_w = ctx.reshape(w, (groups, c_in // groups, o_per_group, *kernel))
-        forward_w = ctx.b.transpose(forward_w, permutation=(0, 2, 1, *range(3, 3 + n)))
-        forward_w = ctx.reshape(forward_w, (groups * o_per_group, c_in // groups, *kernel))
-        y = conv_input_grad(ctx, x, forward_w, tuple(ctx.out.shape[2:]), stride, padding, dilation, groups)
+        # a transposed conv is the input gradient of the conv whose weight is w ([C_in, C_out/G, *k])
+        y = conv_input_grad(ctx, x, w, tuple(ctx.out.shape[2:]), stride, padding, dilation, groups)
     else:
         pads = tuple((p, p) for p in padding)
         y = _conv(ctx, x, w, stride, pads, dilation, groups)
@@ -427,6 +422,17 @@ def batch_norm_functional(ctx: Lowering, x, weight, bias, running_mean, running_
     return y, mean, invstd, new_mean, new_var
 
 
+def native_batch_norm(ctx: Lowering, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """The mutating form (graphs captured without functionalization): only when nothing mutates."""
+    if training and running_mean is not None:
+        unsupported("native_batch_norm updates running stats in place; capture through AOTAutograd "
+                    "(parity.compile) so the update is functional")
+    if training:
+        return batch_norm_no_stats(ctx, x, weight, bias, training, momentum, eps)
+    out, _, _ = batch_norm_no_training(ctx, x, weight, bias, running_mean, running_var, momentum, eps)
+    return out, ctx.full(0, ctx.out_type(1).dtype, ctx.out_type(1).shape), ctx.full(0, ctx.out_type(2).dtype, ctx.out_type(2).shape)
+
+
 def batch_norm_no_stats(ctx: Lowering, x, weight, bias, training, momentum, eps):
     y, mean, invstd, _, _ = _batch_norm_train(ctx, x, weight, bias, eps)
     return y, mean, invstd
@@ -524,6 +530,7 @@ def _table():
         "_native_batch_norm_legit_functional.default": batch_norm_functional,
         "_native_batch_norm_legit_no_training.default": batch_norm_no_training,
         "_native_batch_norm_legit.no_stats": batch_norm_no_stats,
+        "native_batch_norm.default": native_batch_norm,
         "native_batch_norm_backward.default": batch_norm_backward,
         "native_group_norm.default": native_group_norm,
         "_adaptive_avg_pool2d.default": adaptive_avg_pool,
