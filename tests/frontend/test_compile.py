@@ -132,7 +132,7 @@ def test_dynamic_dims_become_symbols_and_serve_every_size():
         compiler.compiled_executable = real
     assert len(graphs) == 1
     (x_type,) = [v.type for v in graphs[0].inputs]
-    assert isinstance(x_type.shape[0], Symbol) and x_type.shape[1] == 4
+    assert all(isinstance(d, Symbol) for d in x_type.shape)  # dynamic=True: every size
 
 
 def test_mark_dynamic_makes_only_that_dim_symbolic():
