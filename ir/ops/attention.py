@@ -13,6 +13,7 @@ Semantics (torch.nn.functional.scaled_dot_product_attention, dropout excluded):
 - A query whose keys are all masked gets an all-zero output row (torch ≥ 2.5's
   ``_safe_softmax``), not NaN.
 - The softmax subtracts the row maximum before ``exp``, so large scores do not overflow.
+- float16/bfloat16 operands are computed in float32 and rounded once, as torch does.
 
 Example::
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 from ..dtypes import FLOAT_DTYPES, DType
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Kind, OpDef
-from .compose import expand, full
+from .compose import expand, full, widened
 from .rules import check_dtype
 
 _OP = "scaled_dot_product_attention"
@@ -66,6 +67,7 @@ def _dims(batch) -> str:
     return "".join(f"{d}, " for d in batch)
 
 
+@widened
 def _sdpa(b, attrs, q, k, v, mask):
     n = q.rank - 2
     batch = tuple(range(n))

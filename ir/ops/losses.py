@@ -4,7 +4,8 @@ Class-index losses take scores ``[C]``, ``[N, C]`` or ``[N, C, d...]`` (classes 
 or dim 0 without a batch) and integer targets of that shape without the class dim.
 Targets equal to ``ignore_index`` contribute 0 and are left out of the ``mean``'s count,
 so a batch whose targets are all ignored has mean NaN (0/0), as in torch. Other
-out-of-range targets are implementation-defined (torch raises).
+out-of-range targets are implementation-defined (torch raises). float16/bfloat16 are
+computed in float32 and rounded once.
 
 Example::
 
@@ -23,7 +24,7 @@ from ..dtypes import FLOAT_DTYPES, DType
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from ..types import TensorType
-from .compose import full
+from .compose import full, widened
 from .rules import check_dtype, check_same_types
 
 _TARGET_DTYPES = (DType.int32, DType.int64)
@@ -84,10 +85,12 @@ def _nll(b, attrs, logp, target):
     return _reduce(b, loss, count, attrs["reduction"]), valid, zeros, count
 
 
+@widened
 def _nll_loss(b, attrs, logp, target):
     return _nll(b, attrs, logp, target)[0]
 
 
+@widened
 def _cross_entropy(b, attrs, logits, target):
     c = _class_axis(logits.type)
     logp = b.log_softmax(logits, axis=c)
@@ -109,6 +112,7 @@ def _mse_infer(types, attrs):
     return (_result(types[0], types[0].shape, attrs["reduction"]),)
 
 
+@widened
 def _mse_loss(b, attrs, x, y):
     diff = b.sub(x, y)
 

@@ -6,6 +6,7 @@ adaptive pooling's ``floor(i*in/out) .. ceil((i+1)*in/out)`` windows, and
 ``upsample_*``'s source-index formulas computed in the kernel's own float type). The
 geometry is static, so index and weight tables are computed here once and enter the
 graph as constants; the data path is reduce_window, gather, select and arithmetic.
+Averages and interpolation of float16/bfloat16 are computed in float32 and rounded once.
 
 Example::
 
@@ -30,7 +31,7 @@ from ..dtypes import FLOAT_DTYPES, DType
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from ..types import TensorType
-from .compose import expand, full_like
+from .compose import expand, full_like, narrow, widen, widened
 from .reduction import NUMERIC
 from .rules import check_dtype
 
@@ -132,6 +133,7 @@ def _max_pool(b, attrs, x):
     return _reduce_windows(b, x, _windows("max_pool", x.type, attrs), "max")
 
 
+@widened
 def _avg_pool(b, attrs, x):
     windows = _windows("avg_pool", x.type, attrs)
     total = _reduce_windows(b, x, windows, "sum")
@@ -152,6 +154,7 @@ def _adaptive_infer(types, attrs):
     return (x.with_shape(x.shape[:2] + attrs["output_size"]),)
 
 
+@widened
 def _adaptive_avg_pool(b, attrs, x):
     counts = []
     for axis, out in enumerate(attrs["output_size"], start=2):
@@ -235,7 +238,8 @@ def linear_taps(size: int, out: int, align_corners: bool, opmath) -> tuple[np.nd
 
 
 def _interpolate(b, attrs, x):
-    dtype = x.dtype
+    dtype = x.dtype  # torch's index and weight arithmetic depends on the input's dtype
+    x = widen(b, x)
     # torch nests the innermost dim deepest: resample the last spatial dim first.
     for axis in reversed(range(2, x.rank)):
         size, out = x.shape[axis], attrs["size"][axis - 2]
@@ -253,9 +257,9 @@ def _interpolate(b, attrs, x):
             x = take(nearest_index(size, out, np.float64 if wide else np.float32))
             continue
         i0, i1, w0, w1 = linear_taps(size, out, attrs["align_corners"], _opmath(dtype))
-        x = b.add(b.mul(take(i0), _constant(b, w0, dtype, shape, (axis,))),
-                  b.mul(take(i1), _constant(b, w1, dtype, shape, (axis,))))
-    return x
+        x = b.add(b.mul(take(i0), _constant(b, w0, x.dtype, shape, (axis,))),
+                  b.mul(take(i1), _constant(b, w1, x.dtype, shape, (axis,))))
+    return narrow(b, x, dtype)
 
 
 # -- the table --------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import math
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
@@ -136,3 +137,18 @@ def test_type_errors(types, attrs, message):
 def test_scale_is_required():
     with pytest.raises(TypeRuleError, match="attribute 'scale'"):
         OP_TABLE[OP].normalize_attrs({})
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_half_precision_is_computed_in_float32_and_rounded_once(dtype):
+    q, k, v = (a.astype(dtype) for a in randn(11, (2, 3, 4), (2, 5, 4), (2, 5, 3)))
+    mask = np.random.default_rng(12).random((2, 3, 5)) > 0.3
+    mask[..., 0] = True
+
+    def fn(q, k, v, m):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.5)
+
+    # One rounding of a float32 result (itself thousands of times finer): 0.5 ULP, plus the
+    # truth's own rounding to the half type: 1 ULP, relative.
+    out = check_composite(OP, [q, k, v, mask], fn, 1, scale=0.5, has_mask=True)
+    assert out.dtype == np.dtype(dtype)

@@ -15,6 +15,7 @@ import math
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 import torch.nn.functional as F
@@ -185,3 +186,17 @@ def test_type_errors(op, types, attrs, message):
     opdef = OP_TABLE[op]
     with pytest.raises(TypeRuleError, match=f"{op}.*{message}"):
         opdef.result_types(types, opdef.normalize_attrs(attrs))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("op", ["cross_entropy", "nll_loss", "mse_loss"])
+def test_half_precision_is_computed_in_float32_and_rounded_once(op, dtype):
+    x, target = scores_and_targets(6, (8, 5), dtype, ignored=2)
+    if op == "mse_loss":
+        operands, fn = [x, (x * 0.5).astype(dtype)[::-1].copy()], F.mse_loss
+    else:
+        operands = [x if op == "cross_entropy" else (-np.abs(x)).astype(dtype), target]
+        fn = F.cross_entropy if op == "cross_entropy" else F.nll_loss
+    # A float32 mean rounded once to the half type: 1 ULP relative (ours plus the truth's rounding).
+    out = check_composite(op, operands, fn, 1)
+    assert out.dtype == np.dtype(dtype)

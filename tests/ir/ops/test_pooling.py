@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
@@ -273,3 +274,27 @@ def test_interpolate_type_errors(x, attrs, message):
     opdef = OP_TABLE["interpolate"]
     with pytest.raises(TypeRuleError, match=f"interpolate.*{message}"):
         opdef.result_types([x], opdef.normalize_attrs(attrs))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("op, attrs", [
+    ("avg_pool", dict(kernel=(3, 3), stride=(2, 2), padding=(1, 1), ceil_mode=True)),
+    ("adaptive_avg_pool", dict(output_size=(4, 3))),
+    ("interpolate", dict(size=(13, 5), mode="bilinear")),
+    ("interpolate", dict(size=(13, 5), mode="bilinear", align_corners=True)),
+    ("interpolate", dict(size=(13, 5))),
+])
+def test_half_precision_is_computed_in_float32_and_rounded_once(op, attrs, dtype):
+    x = randn(4, (2, 3, 9, 8), dtype)
+    if op == "interpolate" and attrs.get("mode") == "bilinear":
+        fn = linear_truth(attrs["size"], attrs.get("align_corners", False), torch.float32)  # torch's opmath weights
+    elif op == "interpolate":
+        fn = lambda t: F.interpolate(t, size=attrs["size"])  # noqa: E731
+    elif op == "avg_pool":
+        fn = torch_pool(op, x, attrs)
+    else:
+        fn = lambda t: F.adaptive_avg_pool2d(t, attrs["output_size"])  # noqa: E731
+    # One rounding of a float32 result (far finer than the half type): 0.5 ULP, plus the
+    # truth's own rounding: 1 ULP, relative.
+    out = check_composite(op, [x], fn, 1, **attrs)
+    assert out.dtype == np.dtype(dtype)
