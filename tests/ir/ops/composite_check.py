@@ -11,30 +11,20 @@ from typing import Any
 import numpy as np
 from torch_reference import assert_ulp, non_primitives, run_ir, torch_truth, type_of
 
-from parity.ir import OP_TABLE, DType, Graph, GraphBuilder, Kind, evaluate
+from parity.ir import DType, Graph, GraphBuilder, evaluate
+from parity.ir.passes import decompose
 from parity.ir.types import TensorType
+from parity.ir.verifier import verify
 
 
 def fully_expanded(opname: str, types: Sequence[TensorType], **attrs: Any) -> Graph:
-    """The graph of ``opname`` on operands of ``types`` with every composite inlined, recursively."""
+    """The graph of ``opname`` on operands of ``types`` with every composite expanded
+    (the decompose pass with nothing claimed), verified."""
     b = GraphBuilder(opname)
-    params = [b.input(t) for t in types]
-    outs = _emit(b, opname, params, OP_TABLE[opname].normalize_attrs(attrs))
-    return b.build(list(outs))
-
-
-def _emit(b: GraphBuilder, opname: str, values, attrs) -> tuple:
-    opdef = OP_TABLE[opname]
-    if opdef.kind is Kind.PRIMITIVE:
-        out = b.op(opname, *values, **attrs)
-        return out if isinstance(out, tuple) else (out,)
-    inner = GraphBuilder(opname)
-    params = [inner.input(v.type) for v in values]
-    results = opdef.decompose(inner, attrs, *params)
-    env = dict(zip(params, values))
-    for node in inner.nodes:
-        env.update(zip(node.outputs, _emit(b, node.op, [env[v] for v in node.inputs], node.attrs)))
-    return tuple(env[r] for r in (results if isinstance(results, tuple) else (results,)))
+    out = b.op(opname, *(b.input(t) for t in types), **attrs)
+    graph, _ = decompose(b.build(list(out) if isinstance(out, tuple) else [out]), claimed=lambda op: False)
+    verify(graph)
+    return graph
 
 
 def check_composite(opname: str, arrays: Sequence[np.ndarray], torch_fn: Callable, ulps: float, *,
