@@ -1,0 +1,89 @@
+"""fx_to_ir itself: the calling spec, source locations, constants, errors, coverage."""
+
+import json
+
+import pytest
+import torch
+
+import parity
+from parity.cli import main
+from parity.frontend import coverage, translated_ops
+from parity.frontend.aten import TABLE
+from parity.frontend.source import loc_from_stack_trace
+
+
+def _user_line(x):
+    return torch.cos(x) + 1  # every node of this line carries it
+
+
+def test_every_node_carries_the_users_source_line(monkeypatch):
+    from parity.frontend import compiler
+
+    graphs = []
+    real = compiler.prepare
+    monkeypatch.setattr(compiler, "prepare", lambda graph, backend: graphs.append(graph) or real(graph, backend))
+    x = torch.randn(3, requires_grad=True)
+    parity.compile(_user_line)(x).sum().backward()
+    line = _user_line.__code__.co_firstlineno + 1
+    assert [g.name for g in graphs] == ["forward", "backward"]
+    for graph in graphs:  # backward nodes carry the forward line they differentiate
+        assert {(n.loc.line, n.loc.function) for n in graph.nodes} == {(line, "_user_line")}
+        assert graph.nodes[0].loc.file.endswith("test_translate.py")
+
+
+def test_stack_trace_skips_torch_frames():
+    import torch.nn.functional as F
+
+    trace = (f'File "/home/u/model.py", line 3, in forward\n    y = f(x)\n'
+             f'File "{F.__file__}", line 99, in relu\n    return torch.relu(x)\n')
+    assert str(loc_from_stack_trace(trace)) == "/home/u/model.py:3 in forward"
+    assert loc_from_stack_trace(None) is None
+
+
+def test_calling_spec_passes_inputs_through_and_appends_random_keys(to_ir):
+    t = to_ir(lambda x, y: (x, y * 2, torch.rand(2)), torch.ones(2), torch.ones(2))
+    assert t.outputs[0] == ("input", 0)
+    assert [o[0] for o in t.outputs[1:]] == ["ir", "ir"]
+    assert t.num_keys == 1 and str(t.graph.inputs[-1].type) == "u32[2]"
+
+
+def test_captured_tensors_become_constants(to_ir):
+    weight = torch.tensor([1.0, 2.0])
+    t = to_ir(lambda x: x * weight, torch.ones(2))
+    assert t.graph.op_counts().get("constant", 0) >= 1 and len(t.graph.inputs) == 1
+
+
+def test_table_keys_are_real_aten_overloads_and_cover_most_of_core_aten():
+    for key in TABLE:
+        name, overload = key.rsplit(".", 1)
+        assert isinstance(getattr(getattr(torch.ops.aten, name), overload), torch._ops.OpOverload), key
+    report = coverage()
+    assert report["translated"] == translated_ops()
+    core_missing = set(report["core_missing"])
+    assert "aten.convolution_backward.default" not in core_missing
+    assert "aten.native_layer_norm_backward.default" not in core_missing
+    assert len(core_missing) < 30
+
+
+def test_parity_aten_cli_counts(capsys):
+    assert main(["aten", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "aten.add.Tensor" in report["translated"]
+    assert main(["aten"]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(report['translated'])} aten ops translate" in out
+    assert f"{len(report['core_missing'])} Core ATen ops do not translate yet" in out
+
+
+def _distances(x):
+    return torch.cdist(x, x)
+
+
+def test_untranslated_op_is_reported_with_its_name_and_line():
+    from parity.frontend.errors import UnsupportedAtenOp
+
+    line = _distances.__code__.co_firstlineno + 1
+    with pytest.raises(UnsupportedAtenOp, match=rf"^aten._cdist_forward.default at .*test_translate.py:{line} "
+                                                 r"in _distances cannot run on backend 'reference'\n  why: parity has "
+                                                 r"no translation for this op"):
+        parity.compile(_distances)(torch.ones(1, 2, 3))
