@@ -496,6 +496,50 @@ def native_group_norm(ctx: Lowering, x, weight, bias, n, c, hw, group, eps):
     return y, ctx.reshape(mean, (shape[0], group)), ctx.reshape(rstd, (shape[0], group))
 
 
+def native_group_norm_backward(ctx: Lowering, grad, x, mean, rstd, weight, n, c, hw, group, output_mask):
+    b = ctx.b
+    dtype, shape = x.type.dtype, x.type.shape
+    width = math.prod(shape[1:]) // group
+    grouped = (shape[0], group, width)
+    per_channel = (shape[0], shape[1], math.prod(shape[2:]))
+    stat = (shape[0], group)
+
+    def spread(stat_value):  # [N, G] -> [N, G, D]
+        return b.broadcast_in_dim(ctx.convert(stat_value, dtype), shape=grouped, broadcast_dimensions=(0, 1))
+
+    xhat = b.mul(b.sub(ctx.reshape(x, grouped), spread(ctx.reshape(mean, stat))), spread(ctx.reshape(rstd, stat)))
+    g3 = ctx.reshape(grad, per_channel)
+    gw = g3 if weight is None else b.mul(g3, b.broadcast_in_dim(weight, shape=per_channel, broadcast_dimensions=(1,)))
+    gw = ctx.reshape(gw, grouped)
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        sum_g = b.broadcast_in_dim(b.reduce_sum(gw, axes=(2,)), shape=grouped, broadcast_dimensions=(0, 1))
+        sum_gx = b.broadcast_in_dim(b.reduce_sum(b.mul(gw, xhat), axes=(2,)), shape=grouped, broadcast_dimensions=(0, 1))
+        inner = b.sub(b.sub(b.mul(gw, ctx.full(width, dtype, grouped)), sum_g), b.mul(xhat, sum_gx))
+        scale = b.div(spread(ctx.reshape(rstd, stat)), ctx.full(width, dtype, grouped))
+        grad_input = ctx.reshape(b.mul(scale, inner), shape)
+    if output_mask[1] and weight is not None:
+        grad_weight = b.reduce_sum(b.mul(g3, ctx.reshape(xhat, per_channel)), axes=(0, 2))
+    if output_mask[2]:
+        grad_bias = b.reduce_sum(g3, axes=(0, 2))
+    return grad_input, grad_weight, grad_bias
+
+
+def _upsample(mode: str):
+    def translate(ctx: Lowering, x, output_size, *args):
+        """.vec: (size, [align_corners,] scale_factors); .default: (size, [align_corners,] *scales)."""
+        align_corners = bool(args[0]) if mode == "bilinear" and args else False
+        rest = args[1:] if mode == "bilinear" else args
+        scales = [f for a in rest for f in (a if isinstance(a, (list, tuple)) else [a]) if f is not None]
+        out_spatial = tuple(ctx.out.shape[2:])
+        if scales and any(o != s * f for o, s, f in zip(out_spatial, x.type.shape[2:], scales)):
+            unsupported("upsampling with a scale factor that does not divide the sizes exactly")
+        attrs = {"align_corners": align_corners} if mode == "bilinear" else {}
+        return ctx.b.interpolate(x, size=out_spatial, mode=mode, **attrs)
+
+    return translate
+
+
 # -- embedding ----------------------------------------------------------------------------
 
 
@@ -533,6 +577,11 @@ def _table():
         "native_batch_norm.default": native_batch_norm,
         "native_batch_norm_backward.default": batch_norm_backward,
         "native_group_norm.default": native_group_norm,
+        "native_group_norm_backward.default": native_group_norm_backward,
+        "upsample_nearest2d.vec": _upsample("nearest"),
+        "upsample_bilinear2d.vec": _upsample("bilinear"),
+        "upsample_nearest2d.default": _upsample("nearest"),
+        "upsample_bilinear2d.default": _upsample("bilinear"),
         "_adaptive_avg_pool2d.default": adaptive_avg_pool,
         "_adaptive_avg_pool3d.default": adaptive_avg_pool,
     }

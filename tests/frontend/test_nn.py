@@ -127,3 +127,22 @@ def test_gather_scatter_and_cross_entropy_gradient(via_ir):
     idx = torch.tensor([[0, 1], [2, 0]])
     (out,) = via_ir(lambda t: torch.gather(t, 1, idx), logits[:2])
     assert torch.equal(out, torch.gather(logits[:2], 1, idx))
+
+
+def test_group_norm_backward_op_and_upsampling(via_ir):
+    x, w, b = torch.randn(2, 4, 3, 3), torch.randn(4), torch.randn(4)
+    mean, rstd = torch.randn(2, 2), torch.rand(2, 2) + 0.5
+    grad = torch.randn(2, 4, 3, 3)
+    op = torch.ops.aten.native_group_norm_backward.default
+
+    def backward(g, x, mean, rstd, w):
+        return op(g, x, mean, rstd, w, 2, 4, 9, 2, [True, True, True])
+
+    for got, expected in zip(via_ir(backward, grad, x, mean, rstd, w), backward(grad, x, mean, rstd, w)):
+        torch.testing.assert_close(got, expected, rtol=RTOL, atol=ATOL)
+    for mode in ("nearest", "bilinear"):
+        def up(t):
+            return torch.ops.aten.upsample_nearest2d.vec(t, [6, 5], None) if mode == "nearest" else \
+                torch.ops.aten.upsample_bilinear2d.vec(t, [6, 5], False, None)
+        (out,) = via_ir(up, x)
+        torch.testing.assert_close(out, up(x), rtol=RTOL, atol=ATOL)
