@@ -1,22 +1,58 @@
 """parity: one graph IR, many backends, and a conformance suite that proves they agree.
 
-``import parity`` stays light (no torch): :func:`compile` imports the PyTorch frontend
-on first use.
+``import parity`` stays light (no torch): :func:`compile`, :func:`capture` and
+:func:`explain` import the PyTorch frontend on first use.
 """
 
-from . import ir
+from . import distributed, ir
+from .ir.sharding import Mesh, PartitionSpec
 
 __version__ = "0.1.0"
-__all__ = ["compile", "ir", "__version__"]
+__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "distributed", "explain", "ir", "shard", "__version__"]
 
 
-def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None):
+def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None, mesh=None,
+            in_shardings=None, out_shardings=None):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
     ``parity.compile(module, backend="onnx", strict=False)``; see
-    :func:`parity.frontend.api.compile` for the details.
+    :func:`parity.frontend.api.compile` for the details, and docs/sharding.md for
+    ``mesh``, ``in_shardings`` and ``out_shardings``.
     """
     from .frontend.api import compile as compile_
 
-    return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic)
+    return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
+                    in_shardings=in_shardings, out_shardings=out_shardings)
+
+
+def shard(tensor, spec):
+    """Pin how ``tensor`` is split over the compile's mesh, inside compiled code (the identity eagerly).
+
+    ``spec``: a :class:`PartitionSpec`, a tuple like ``("data", None)``, or ``"[data, _]"``.
+    See :func:`parity.frontend.sharding.shard`.
+    """
+    from .frontend.sharding import shard as shard_
+
+    return shard_(tensor, spec)
+
+
+def capture(fn, *args, **kwargs):
+    """The whole forward of ``fn(*args, **kwargs)`` (a function or ``nn.Module``) as an
+    ``ir.Graph``, via ``torch.export``; parameters and buffers become graph inputs.
+    ``print(graph)`` shows the IR with the user's source lines. See
+    :mod:`parity.frontend.capture`.
+    """
+    from .frontend.capture import capture as capture_
+
+    return capture_(fn, *args, **kwargs)
+
+
+def explain(fn, *args, backends=None, **kwargs):
+    """What :func:`compile` would capture from ``fn(*args, **kwargs)``: graph breaks and
+    why, the aten ops of each graph, and per backend which run native, decomposed, or
+    not at all. Returns an :class:`~parity.frontend.explain.ExplainReport`.
+    """
+    from .frontend.explain import explain as explain_
+
+    return explain_(fn, *args, backends=backends, **kwargs)

@@ -1,0 +1,175 @@
+"""``parity.capture``: one whole forward graph of a function or module, as parity IR.
+
+Capture goes through ``torch.export`` in strict mode (whole graph, no graph breaks: code that cannot
+be exported is an error here, unlike ``parity.compile``), then torch's core ATen
+decompositions (parity's table: attention stays fused, see ``compiler.decomposition_table``),
+then the frontend's aten → IR translation. The graph is for inspection and export:
+``print(graph)`` shows every IR node with the user's source line as ``loc(file, line,
+function)``.
+
+**Graph inputs.** Parameters and buffers (those the forward reads) become graph
+*inputs*, not constants, so
+weights can change without re-capturing and large models print small. The order is
+torch.export's graph signature: parameters, buffers, lifted tensor constants, then the
+user's tensor arguments (flattened), then one ``u32[2]`` key per random op.
+**Graph outputs** are the updated buffers first (BatchNorm's running statistics in
+training mode), then the user's outputs (flattened). :func:`capture_program` returns
+the graph together with those names and the parameter values; :meth:`CapturedProgram.run`
+runs it on the reference interpreter.
+
+Example::
+
+    >>> import torch, parity
+    >>> graph = parity.capture(lambda x: torch.relu(x) * 2, torch.ones(3))
+    >>> [n.op for n in graph.nodes]
+    ['relu', 'constant', 'broadcast_in_dim', 'mul']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..ir.graph import Graph
+
+
+@dataclass
+class CapturedProgram:
+    """A captured graph plus what its inputs and outputs are.
+
+    ``input_names[k]`` names IR input ``k``: ``"param fc1.weight"``, ``"buffer
+    bn.running_mean"``, ``"constant NAME"``, ``"input x"`` (the user's argument, by
+    torch.export's placeholder name) or ``"key K"`` (a random key). ``output_names``
+    likewise: ``"buffer NAME"`` (an updated buffer) or ``"output K"``. ``state`` holds
+    the tensors of the parameter, buffer and constant inputs by name.
+    """
+
+    graph: Graph
+    input_names: list[str]
+    output_names: list[str]
+    state: dict[str, torch.Tensor]
+
+    def run(self, *args, keys: list | None = None, **kwargs) -> list[torch.Tensor]:
+        """Evaluate the graph on the reference interpreter with the captured state.
+
+        ``args``/``kwargs`` are the user's arguments (flattened like at capture time);
+        ``keys`` gives one ``u32[2]`` array per random op.
+        """
+        from ..ir import evaluate
+        from .tensors import to_array, to_torch
+
+        user = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        keys = list(keys or [])
+        arrays = []
+        for name in self.input_names:
+            kind, _, label = name.partition(" ")
+            if kind == "input":
+                arrays.append(to_array(user.pop(0)))
+            elif kind == "key":
+                arrays.append(keys.pop(0))
+            else:
+                arrays.append(to_array(self.state[label]))
+        results = evaluate(self.graph, arrays)
+        return [to_torch(r, v.type.dtype) for r, v in zip(results, self.graph.outputs)]
+
+
+class _FunctionModule(torch.nn.Module):
+    """torch.export takes modules; a plain function is wrapped (its frame stays the user's)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+def capture(fn, *args, **kwargs) -> Graph:
+    """The whole forward of ``fn(*args, **kwargs)`` as an ``ir.Graph`` (see the module doc).
+
+    ``fn`` is a function or an ``nn.Module``; parameters and buffers become graph inputs.
+    Raises torch's export error for code that cannot be captured whole, and
+    :class:`~parity.frontend.errors.UnsupportedAtenOp` for an op parity cannot translate.
+    """
+    return capture_program(fn, *args, **kwargs).graph
+
+
+def capture_program(fn, *args, **kwargs) -> CapturedProgram:
+    """Like :func:`capture`, with the names of the graph's inputs/outputs and the state."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    from ..ir.passes import dce
+    from .compiler import decomposition_table
+    from .translate import fx_to_ir
+
+    module = fn if isinstance(fn, torch.nn.Module) else _FunctionModule(fn)
+    # strict=True traces with Dynamo, which records the user's whole stack per node;
+    # non-strict export keeps only frames named "forward" (a plain function has none).
+    exported = torch.export.export(module, tuple(args), kwargs or None, strict=True)
+    exported = exported.run_decompositions(decomposition_table())
+    signature = exported.graph_signature
+    translation = fx_to_ir(exported.graph_module, name=_graph_name(fn))
+    graph, _ = dce(translation.graph)
+
+    user_names = iter(_user_input_names(fn, args, kwargs, signature))
+    placeholder_names = []
+    state: dict[str, torch.Tensor] = {}
+    params, buffers, constants = exported.state_dict, dict(exported.named_buffers()), exported.constants
+    for spec in signature.input_specs:
+        if spec.kind is InputKind.PARAMETER:
+            placeholder_names.append(f"param {spec.target}")
+            state[spec.target] = params[spec.target]
+        elif spec.kind is InputKind.BUFFER:
+            placeholder_names.append(f"buffer {spec.target}")
+            state[spec.target] = buffers[spec.target] if spec.target in buffers else constants[spec.target]
+        elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
+            placeholder_names.append(f"constant {spec.target}")
+            state[spec.target] = constants[spec.target]
+        else:
+            placeholder_names.append(f"input {next(user_names)}")
+    input_names = [placeholder_names[j] for j in translation.inputs]
+    input_names += [f"key {k}" for k in range(translation.num_keys)]
+
+    output_names = []
+    user_index = 0
+    for spec, where in zip(signature.output_specs, translation.outputs):
+        if where[0] != "ir":
+            continue  # an input passed through or a constant: not a graph output
+        if spec.kind is OutputKind.BUFFER_MUTATION:
+            output_names.append(f"buffer {spec.target}")
+        else:
+            output_names.append(f"output {user_index}")
+        user_index += spec.kind is not OutputKind.BUFFER_MUTATION
+    return CapturedProgram(graph, input_names, output_names, state)
+
+
+def _user_input_names(fn, args, kwargs, signature) -> list[str]:
+    """The user's name for each user input, ``x`` or ``xs[1]`` (torch.export's own when unsure)."""
+    import inspect
+
+    from torch.export.graph_signature import InputKind
+    from torch.utils._pytree import tree_flatten_with_path
+
+    fallback = [s.arg.name for s in signature.input_specs if s.kind is InputKind.USER_INPUT]
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        params = [p for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return fallback
+    names = []
+    for path, _ in tree_flatten_with_path((tuple(args), dict(kwargs)))[0]:
+        top, arg, *rest = path
+        if top.idx == 0:  # positional
+            base = params[arg.idx].name if arg.idx < len(params) else f"args[{arg.idx}]"
+        else:
+            base = str(arg.key)
+        names.append(base + "".join(f"[{getattr(k, 'idx', getattr(k, 'key', k))!r}]" for k in rest))
+    return names if len(names) == len(fallback) else fallback
+
+
+def _graph_name(fn) -> str:
+    name = type(fn).__name__ if isinstance(fn, torch.nn.Module) else getattr(fn, "__name__", "main")
+    return name if name.isidentifier() else "main"

@@ -1,0 +1,260 @@
+"""``parity.explain``: what ``parity.compile`` would capture, and where each op would run.
+
+For one call ``fn(*args)`` it reports, per graph TorchDynamo captures: the graph breaks
+and why (Dynamo's own reasons, with the user's line), the aten ops of the graph after
+AOTAutograd and the core decompositions (what parity translates), and, per backend,
+whether each op runs *native* (the backend claims every IR op it becomes), *decomposed*
+(some IR composite runs through its decomposition), or not at all: *unsupported* (the
+backend cannot run an IR op it needs) or *untranslatable* (parity has no translation).
+Nothing is compiled for a backend; the call itself runs eagerly in torch (so ``fn``'s
+side effects happen once). Like ``torch._dynamo.explain``, it first resets Dynamo's
+caches (every Dynamo-compiled function, ``parity.compile``'d ones too, re-traces at its
+next call; parity's executable cache is kept): otherwise a function explained before
+would be served from Dynamo's cache and not captured again.
+
+Only forward graphs are shown: AOTAutograd builds a backward graph when backward runs.
+
+Example::
+
+    >>> import torch, parity
+    >>> report = parity.explain(lambda x: torch.tanh(x) + 1, torch.ones(2), backends=["reference"])
+    >>> report.graphs[0].ops[0].op, report.graphs[0].ops[0].status["reference"]
+    ('aten.tanh.default', 'native')
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from ..ir.graph import SourceLoc
+from ..ir.ops import OP_TABLE
+
+NATIVE, DECOMPOSED, UNSUPPORTED, UNTRANSLATABLE = "native", "decomposed", "unsupported", "untranslatable"
+
+
+@dataclass
+class OpReport:
+    """One aten op of a graph: how often it occurs, where first, and its fate per backend.
+
+    ``status[backend]`` is native / decomposed / unsupported / untranslatable;
+    ``why[backend]`` explains the last two (and names the composites for decomposed).
+    """
+
+    op: str
+    count: int
+    loc: SourceLoc | None
+    status: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class GraphReport:
+    """One graph Dynamo captured: its kind (inference/forward) and its aten ops in order."""
+
+    index: int
+    kind: str
+    ops: list[OpReport]
+
+    def op(self, name: str) -> OpReport:
+        """The report of aten op ``name`` (``"aten.add.Tensor"``) in this graph."""
+        for report in self.ops:
+            if report.op == name:
+                return report
+        raise KeyError(f"{name} is not in graph {self.index}; it has {', '.join(r.op for r in self.ops)}")
+
+
+@dataclass
+class GraphBreak:
+    """Where Dynamo split the function, and why (its own words, first line first)."""
+
+    reason: str
+    loc: SourceLoc | None
+
+
+@dataclass
+class ExplainReport:
+    """The result of :func:`explain`; ``str(report)`` is the readable summary."""
+
+    graphs: list[GraphReport]
+    breaks: list[GraphBreak]
+    backends: list[str]
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def ops_with(self, status: str, backend: str) -> list[str]:
+        """Every aten op (over all graphs) whose status on ``backend`` is ``status``."""
+        return sorted({r.op for g in self.graphs for r in g.ops if r.status.get(backend) == status})
+
+    def __str__(self) -> str:
+        lines = [f"{len(self.graphs)} graph(s), {len(self.breaks)} graph break(s); backends: "
+                 f"{', '.join(self.backends) or 'none'}"]
+        for name, why in self.unavailable.items():
+            lines.append(f"  backend {name!r} is unavailable: {why}")
+        for i, brk in enumerate(self.breaks):
+            where = f" at {brk.loc}" if brk.loc else ""
+            lines.append(f"break {i + 1}{where}: {brk.reason}")
+        width = max((len(f"{r.op} x{r.count}") for g in self.graphs for r in g.ops), default=0)
+        for graph in self.graphs:
+            lines.append(f"graph {graph.index} ({graph.kind}, {sum(r.count for r in graph.ops)} aten ops):")
+            for r in graph.ops:
+                cells = "  ".join(f"{b}: {r.status.get(b, '?')}" for b in self.backends)
+                lines.append(f"  {f'{r.op} x{r.count}':<{width}}  {cells}")
+                for b in self.backends:
+                    if r.status.get(b) in (UNSUPPORTED, UNTRANSLATABLE):
+                        where = f" (at {r.loc})" if r.loc else ""
+                        lines.append(f"      {b}: {r.why[b]}{where}")
+        return "\n".join(lines)
+
+
+def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> ExplainReport:
+    """Capture ``fn(*args, **kwargs)`` with TorchDynamo + AOTAutograd and report (see module doc).
+
+    ``backends`` defaults to every backend the registry lists; one that cannot be loaded
+    is listed under ``unavailable``. ``fn`` may be a function or an ``nn.Module``.
+    """
+    from torch._dynamo.backends.debugging import ExplainWithBackend
+
+    from ..backends.registry import backend_names, get_backend
+    from ..ir.errors import ParityError
+
+    loaded, unavailable = {}, {}
+    for name in backend_names() if backends is None else backends:
+        try:
+            loaded[name] = get_backend(name)
+        except ParityError as exc:
+            unavailable[name] = str(exc).splitlines()[0]
+
+    captured: list[list] = []  # per Dynamo graph: [(kind, aten GraphModule), ...]
+    explainer = ExplainWithBackend(functools.partial(_record_graph, captured))
+    torch._dynamo.reset()
+    torch.compile(fn, backend=explainer)(*args, **kwargs)
+    dynamo = explainer.output()
+
+    graphs = []
+    for index, aten_graphs in enumerate(captured):
+        for kind, gm in aten_graphs:
+            graphs.append(GraphReport(index, kind, _op_reports(gm, loaded)))
+    breaks = [GraphBreak(_short_reason(r.reason), _user_loc(r.user_stack))
+              for r in dynamo.break_reasons if r.graph_break]
+    return ExplainReport(graphs, breaks, list(loaded), unavailable)
+
+
+def _record_graph(captured: list, gm, example_inputs):
+    """Dynamo backend: AOTAutograd with parity's decompositions, keeping the aten graphs."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    from .compiler import decomposition_table
+
+    graphs: list = []
+    captured.append(graphs)
+
+    def keep(kind, aten_gm, _inputs):
+        graphs.append((kind, aten_gm))
+        return make_boxed_func(aten_gm.forward)  # run eagerly: explaining compiles nothing
+
+    aot = aot_autograd(fw_compiler=functools.partial(keep, "forward"),
+                       inference_compiler=functools.partial(keep, "inference"),
+                       bw_compiler=lambda bw_gm, _inputs: make_boxed_func(bw_gm.forward),
+                       decompositions=decomposition_table())
+    return aot(gm, example_inputs)
+
+
+def _short_reason(reason: str) -> str:
+    """Dynamo's reason without its hints: the headline and its 'Explanation:' line."""
+    lines = [line.strip() for line in (reason or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    explanation = [line[len("Explanation:"):].strip() for line in lines if line.startswith("Explanation:")]
+    return lines[0] + (f": {explanation[0]}" if explanation else "")
+
+
+def _user_loc(stack) -> SourceLoc | None:
+    """The last frame of Dynamo's user stack (a list of FrameSummary)."""
+    if not stack:
+        return None
+    frame = stack[-1]
+    return SourceLoc(frame.filename, frame.lineno, frame.name)
+
+
+def _op_reports(gm, backends: dict) -> list[OpReport]:
+    """One OpReport per distinct aten op of ``gm``, in order of first use."""
+    from .source import loc_from_stack_trace
+    from .translate import aten_name
+
+    reports: dict[str, OpReport] = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        name = aten_name(node.target)
+        report = reports.get(name)
+        if report is None:
+            report = reports[name] = OpReport(name, 0, loc_from_stack_trace(node.meta.get("stack_trace")))
+        report.count += 1
+        for backend_name, backend in backends.items():
+            status, why = _classify(node, backend)
+            # the worst case over the op's occurrences (a later one may need more)
+            if _RANK[status] > _RANK.get(report.status.get(backend_name), -1):
+                report.status[backend_name] = status
+                report.why[backend_name] = why
+    return list(reports.values())
+
+
+_RANK = {NATIVE: 0, DECOMPOSED: 1, UNSUPPORTED: 2, UNTRANSLATABLE: 3}
+
+
+def _classify(node, backend) -> tuple[str, str]:
+    """(status, why) of one aten node on one backend, by translating it alone."""
+    from .compiler import ClaimCheck
+    from .errors import TranslationBug, UnsupportedAtenOp
+    from .translate import fx_to_ir
+
+    try:
+        graph = fx_to_ir(_single_node_module(node), backend=backend.name).graph
+    except UnsupportedAtenOp as err:
+        return UNTRANSLATABLE, err.why
+    except TranslationBug as err:
+        return UNTRANSLATABLE, f"parity's translation is wrong here (a bug): {err}"
+    check = ClaimCheck(backend)
+    claims = backend.claims()
+    composites = []
+    for ir_node in graph.nodes:
+        why = check(ir_node)
+        if why is not None:
+            return UNSUPPORTED, why
+        if ir_node.op not in claims and OP_TABLE[ir_node.op].kind.name == "COMPOSITE":
+            composites.append(ir_node.op)
+    if composites:
+        return DECOMPOSED, "runs the decomposition of " + ", ".join(sorted(set(composites)))
+    return NATIVE, ""
+
+
+def _single_node_module(node) -> torch.fx.GraphModule:
+    """An FX graph holding just ``node`` (its tensor operands become placeholders)."""
+    graph = torch.fx.Graph()
+    placeholders: dict = {}
+
+    def operand(arg):
+        if arg not in placeholders:
+            placeholder = graph.placeholder(f"in{len(placeholders)}")
+            placeholder.meta["val"] = arg.meta.get("val")
+            placeholders[arg] = placeholder
+        return placeholders[arg]
+
+    copy = graph.node_copy(node, operand)
+    val = node.meta.get("val")
+    if isinstance(val, (tuple, list)):
+        results = []
+        for i, v in enumerate(val):
+            if isinstance(v, torch.Tensor):
+                item = graph.call_function(operator.getitem, (copy, i))
+                item.meta["val"] = v
+                results.append(item)
+        graph.output(tuple(results))
+    else:
+        graph.output(copy)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
