@@ -26,6 +26,7 @@ ENTRY_POINT_GROUP = "parity.backends"
 BUILTIN_BACKENDS: dict[str, str] = {
     "reference": "parity.backends.reference:ReferenceBackend",
     "xla": "parity.backends.xla:XlaBackend",
+    "triton": "parity.backends.triton:TritonBackend",
 }
 
 _instances: dict[str, Backend] = {}
