@@ -1,0 +1,1 @@
+"""Conformance: every (backend, device, dtype, op) measured against the float64 oracle."""

@@ -4,6 +4,7 @@ Example::
 
     $ parity ops              # op × backend table
     $ parity ops --json       # the same as JSON
+    $ parity conform --device cpu --html reports/conformance.html   # the conformance matrix
     $ parity aten             # which aten ops the PyTorch frontend translates
 """
 
@@ -27,6 +28,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     aten = commands.add_parser("aten", help="which aten ops translate, and the Core ATen ops that do not")
     aten.add_argument("--json", action="store_true", help="print JSON instead of text")
     aten.set_defaults(run=_run_aten)
+
+    conform = commands.add_parser("conform", help="run the conformance suite and print the op × backend matrix")
+    conform.add_argument("--backend", action="append", help="only these backends (repeatable; default: all)")
+    conform.add_argument("--device", action="append", help="only these devices (repeatable; default: all listed)")
+    conform.add_argument("--dtype", action="append", help="only cases of these dtypes, e.g. f32 (repeatable)")
+    conform.add_argument("--ops", metavar="REGEX", help="only ops whose name matches (re.search)")
+    conform.add_argument("--quick", action="store_true",
+                         help="edge cases plus one other case per op and dtype; no 10**6-term reductions")
+    conform.add_argument("--json", metavar="PATH", help="write the JSON report")
+    conform.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
+    conform.add_argument("--html", metavar="PATH", help="write the self-contained HTML report")
+    conform.add_argument("--summary-only", action="store_true", help="print the summary without the matrix")
+    conform.set_defaults(run=_run_conform)
 
     args = parser.parse_args(argv)
     return args.run(args)
@@ -77,6 +91,40 @@ def _run_aten(args) -> int:
     print(f"{len(missing)} Core ATen ops do not translate yet:")
     print("  " + (" ".join(op.removeprefix("aten.") for op in missing) or "(none)"))
     return 0
+
+
+def _run_conform(args) -> int:
+    import pathlib
+
+    from rich.console import Console
+
+    from .backends.registry import BackendNotFound, get_backend
+    from .conformance import html, reports, runner, terminal
+    from .ir.dtypes import DType
+
+    console = Console(stderr=False)
+    try:
+        dtypes = [DType.from_short(d) for d in args.dtype or ()]
+        for name in args.backend or ():
+            get_backend(name)  # a backend asked for by name must load
+    except (ValueError, BackendNotFound) as exc:
+        console.print(f"[bold red]parity conform:[/] {exc}", highlight=False)
+        return 2
+    with terminal.progress_bar(console) as progress:
+        result = runner.run(args.backend, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
+                            progress=progress)
+    if not args.summary_only:
+        terminal.print_matrix(result, console)
+    terminal.print_summary(result, console)
+    writers = ((args.json, lambda r: json.dumps(reports.to_json(r), indent=1)), (args.markdown, reports.to_markdown),
+               (args.html, html.to_html))
+    for path, write in writers:
+        if path:
+            target = pathlib.Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(write(result), encoding="utf-8")
+            console.print(f"wrote {target}", highlight=False)
+    return result.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,293 @@
+"""The numerical contract: one bound per op class, and one per composite.
+
+Three kinds of bound:
+
+- ``exact``: bit-exact (NaN meets NaN; the sign of a zero counts unless the op says it is
+  implementation-defined). Every integer or bool output is exact.
+- ``ulp``: ``|a - o| <= k * ulp(o)`` in the output dtype (correctly rounded: 1;
+  transcendental: 4 in float32/float64, 1 in float16/bfloat16, which are computed wider
+  and rounded once).
+- ``scaled``: ``|a - o| <= (c0 + c1 * n) * (eps * S + eta) + w * ulp(o)``, where ``n`` is
+  the number of terms per output element (from the op and its attributes), ``S`` a
+  per-element scale (below), ``eps``/``eta`` the machine epsilon and smallest subnormal
+  of the dtype the op computes in (float32 for a float16/bfloat16 composite that widens;
+  then ``w = 1`` adds the final rounding to the output dtype, else ``w = 0``). ``eta``
+  covers underflow. Accumulation is ``c0 = 0, c1 = 1, S = Σ|terms|``: the classic
+  ``n·ε·Σ|terms|``, which holds for any summation order.
+
+Scales: ``oracle`` = ``|o|``; ``terms`` = the same graph evaluated in oracle mode on
+``|inputs|`` (Σ|terms| for sums and contractions, ``∏|x|`` for products); ``in_out`` =
+``max(|o|, |x|)`` for elementwise composites whose decomposition cancels
+(``1 + erf``, ``x + 3``); ``row`` = the largest ``|o|`` along the op's axis; ``custom`` =
+a per-op formula in :mod:`.scales`, named in the table's note.
+
+The table published in docs/conformance.md is :func:`markdown_table` (a test checks
+that they agree).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..ir.dtypes import DType
+from ..ir.opdef import Accuracy, Kind
+from ..ir.ops import OP_TABLE
+from ..ir.ops.compose import compute_dtype
+from ..ir.types import TensorType
+
+
+class Scale(enum.Enum):
+    ORACLE = "oracle"
+    TERMS = "terms"
+    IN_OUT = "in_out"
+    ROW = "row"
+    CUSTOM = "custom"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One row of the contract (see the module docstring)."""
+
+    kind: str  # "exact" | "ulp" | "scaled"
+    c0: float = 0.0  # ulp: the ULPs allowed; scaled: the constant factor
+    c1: float = 0.0  # scaled: the factor of n
+    scale: Scale = Scale.ORACLE
+    zero_sign: bool = True  # exact: does the sign of a zero count?
+    note: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "exact":
+            return "bit-exact" + ("" if self.zero_sign else " (sign of zero implementation-defined)")
+        if self.kind == "ulp":
+            return f"≤ {self.c0:g} ULP"
+        factor = " + ".join(t for t in (f"{self.c0:g}" if self.c0 else "", f"{self.c1:g}·n" if self.c1 else "") if t)
+        return f"({factor})·ε·S" if self.c0 and self.c1 else f"{factor}·ε·S"
+
+
+EXACT = Bound("exact")
+EXACT_ANY_ZERO = Bound("exact", zero_sign=False)
+ACCUMULATION = Bound("scaled", 0, 1, Scale.TERMS, note="S = Σ|terms|")
+
+
+def _scaled(c0: float, c1: float = 0.0, scale: Scale = Scale.ORACLE, note: str = "") -> Bound:
+    return Bound("scaled", c0, c1, scale, note=note)
+
+
+# -- terms per output element ---------------------------------------------------------------
+
+
+def _prod(values) -> int:
+    return int(math.prod(values))
+
+
+def _axes(t: Sequence[TensorType], a: Mapping) -> int:
+    return _prod(t[0].shape[i] for i in a["axes"])
+
+
+def _axis(t, a) -> int:
+    return int(t[0].shape[a["axis"]])
+
+
+def _einsum_terms(t, a) -> int:
+    from ..ir.ops.nn import _parse_einsum  # the op's own parser: labels and their sizes
+
+    plan = _parse_einsum(a["equation"], t)
+    return _prod(plan.sizes[x] for x in plan.sizes) // max(_prod(plan.sizes[x] for x in plan.output), 1)
+
+
+def _reduced_count(t, a) -> int:
+    """Elements per loss reduction: the target's size for sum/mean, 1 for none."""
+    return 1 if a["reduction"] == "none" else _prod(t[1].shape)
+
+
+def _adaptive_terms(t, a) -> int:
+    return _prod(-(-n // o) + 1 for n, o in zip(t[0].shape[2:], a["output_size"]))
+
+
+def _norm_terms(op: str):
+    def terms(t, a) -> int:
+        x = t[0]
+        if op in ("layer_norm", "rms_norm"):
+            return _prod(x.shape[x.rank - a["normalized_ndim"]:])
+        if op == "group_norm":
+            return _prod(x.shape[1:]) // a["groups"]
+        return _prod(x.shape) // max(int(x.shape[1]), 1)  # batch_norm: N * spatial
+
+    return terms
+
+
+# op -> n(operand types, attrs): terms accumulated into one output element.
+TERMS: dict[str, Callable[[Sequence[TensorType], Mapping], int]] = {
+    "reduce_sum": _axes, "reduce_prod": _axes, "cumsum": _axis, "cumprod": _axis,
+    "dot_general": lambda t, a: _prod(t[0].shape[i] for i in a["lhs_contracting_dims"]),
+    "convolution": lambda t, a: _prod(t[1].shape[1:]),
+    "reduce_window": lambda t, a: _prod(a["window_dimensions"]),
+    "scatter": lambda t, a: 1 + int(t[1].shape[a["axis"]]),
+    "mean": _axes, "var": _axes, "std": _axes, "logsumexp": _axes, "softmax": _axis, "log_softmax": _axis,
+    "linear": lambda t, a: int(t[0].shape[-1]) + 1,
+    "matmul": lambda t, a: int(t[0].shape[-1]),
+    "einsum": _einsum_terms,
+    "avg_pool": lambda t, a: _prod(a["kernel"]),
+    "adaptive_avg_pool": _adaptive_terms,
+    "layer_norm": _norm_terms("layer_norm"), "rms_norm": _norm_terms("rms_norm"),
+    "group_norm": _norm_terms("group_norm"), "batch_norm": _norm_terms("batch_norm"),
+    "scaled_dot_product_attention": lambda t, a: int(t[1].shape[-2]) + int(t[0].shape[-1]),
+    "cross_entropy": lambda t, a: int(t[0].shape[1 if t[0].rank >= 2 else 0]) + _reduced_count(t, a),
+    "nll_loss": _reduced_count, "mse_loss": lambda t, a: 1 if a["reduction"] == "none" else _prod(t[0].shape),
+}
+
+
+def terms(op: str, in_types: Sequence[TensorType], attrs: Mapping) -> int:
+    fn = TERMS.get(op)
+    return max(fn(in_types, attrs), 1) if fn else 1
+
+
+# -- the composite table --------------------------------------------------------------------------
+
+BoundRule = Bound | Callable[[Mapping[str, Any]], Bound]
+
+# c0 counts the roundings on the longest path of the decomposition, a transcendental
+# counting 4; c1 multiplies the terms of its reductions. Scales as in the module docstring.
+COMPOSITE_BOUNDS: dict[str, BoundRule] = {
+    "relu": EXACT,
+    "hardtanh": EXACT_ANY_ZERO,  # clamp
+    "leaky_relu": _scaled(1),
+    "elu": _scaled(6),
+    "selu": _scaled(7),
+    "gelu": lambda a: _scaled(14 if a["approximate"] == "tanh" else 10, scale=Scale.IN_OUT),
+    "silu": _scaled(6),
+    "mish": _scaled(16),
+    "softplus": _scaled(11),
+    "hardsigmoid": _scaled(3, scale=Scale.IN_OUT),
+    "hardswish": _scaled(4, scale=Scale.IN_OUT),
+    "softmax": _scaled(9, 2, Scale.ROW),
+    "log_softmax": _scaled(12, 2, Scale.ROW),
+    "logsumexp": _scaled(12, 2, Scale.CUSTOM, "S = max(|o|, 1)"),
+    "mean": _scaled(1, 1, Scale.TERMS, "S = mean(|x|)"),
+    "var": _scaled(6, 3, Scale.CUSTOM, "S = Σ(|x| + max|x|)² / max(n - correction, 1)"),
+    "std": _scaled(7, 3, Scale.CUSTOM, "var's S through the square root: S_var / max(2·std, √(ε·S_var))"),
+    "layer_norm": _scaled(10, 4, Scale.CUSTOM, "S = max|x|·rstd·|w| + |b| per normalized group"),
+    "rms_norm": _scaled(8, 2, Scale.CUSTOM, "S = max|x|·rrms·|w| per normalized group"),
+    "group_norm": _scaled(10, 4, Scale.CUSTOM, "S = max|x|·rstd·|w| + |b| per group"),
+    "batch_norm": _scaled(10, 4, Scale.CUSTOM,
+                          "out: as layer_norm per channel; running stats: momentum-weighted mean(|x|), var's S"),
+    "linear": _scaled(0, 1, Scale.TERMS, "S = |x|·|w|ᵀ + |b|"),
+    "matmul": ACCUMULATION,
+    "einsum": ACCUMULATION,
+    "embedding": EXACT,
+    "scaled_dot_product_attention": _scaled(10, 2, Scale.CUSTOM,
+                                            "S = max|v| along the keys · (1 + max|scores|) per query"),
+    "max_pool": EXACT_ANY_ZERO,
+    "avg_pool": _scaled(1, 1, Scale.TERMS, "S = avg_pool(|x|)"),
+    "adaptive_avg_pool": _scaled(1, 1, Scale.TERMS, "S = adaptive_avg_pool(|x|)"),
+    "interpolate": lambda a: EXACT if a["mode"] == "nearest" else _scaled(3 * len(a["size"]), 0, Scale.TERMS,
+                                                                          "S = interpolate(|x|)"),
+    "cross_entropy": _scaled(12, 2, Scale.CUSTOM, "S = max|log_softmax| of each row, reduced like the loss"),
+    "nll_loss": _scaled(2, 1, Scale.TERMS, "S = nll_loss(|logp|)"),
+    "mse_loss": _scaled(3, 1, Scale.CUSTOM, "S = the loss of (|x| + |y|, 0)"),
+    "uniform": _scaled(3, 0, Scale.CUSTOM, "S = max(|low|, |high|)"),
+    "normal": _scaled(14, 0, Scale.CUSTOM, "S = 8.5 (the Box–Muller radius never exceeds it)"),
+    "dropout": _scaled(1),
+}
+
+# Composites that compute float16/bfloat16 in float32 without the `widened` wrapper.
+_COMPUTES_WIDE = frozenset({"normal", "interpolate"})
+
+
+def widens(op: str) -> bool:
+    """Does the composite compute float16/bfloat16 in float32 and round once at the end?"""
+    opdef = OP_TABLE[op]
+    return op in _COMPUTES_WIDE or (opdef.kind is Kind.COMPOSITE and hasattr(opdef.decompose, "__wrapped__"))
+
+
+def _zero_sign_defined(op: str) -> bool:
+    return not any("sign of a zero" in text for text in OP_TABLE[op].implementation_defined)
+
+
+def class_bound(accuracy: Accuracy, dtype: DType) -> Bound:
+    """The bound of a primitive's accuracy class in ``dtype``."""
+    if accuracy is Accuracy.EXACT:
+        return EXACT
+    if accuracy is Accuracy.CORRECTLY_ROUNDED:
+        return Bound("ulp", 1)
+    if accuracy is Accuracy.TRANSCENDENTAL:
+        return Bound("ulp", 4 if dtype in (DType.float32, DType.float64) else 1)
+    if accuracy is Accuracy.ACCUMULATION:
+        return ACCUMULATION
+    raise ValueError(f"{accuracy} has no class bound; composites have per-op bounds")
+
+
+def bound_for(op: str, attrs: Mapping[str, Any], dtype: DType) -> Bound:
+    """The bound an output of ``dtype`` of ``op`` (with ``attrs``) must meet."""
+    opdef = OP_TABLE[op]
+    if not dtype.is_float:
+        return EXACT
+    if op == "reduce_window" and attrs.get("kind") == "max" or op == "scatter" and attrs.get("reduce") == "replace":
+        bound = EXACT
+    elif opdef.kind is Kind.COMPOSITE and op in COMPOSITE_BOUNDS:
+        rule = COMPOSITE_BOUNDS[op]
+        bound = rule if isinstance(rule, Bound) else rule(attrs)
+    elif opdef.accuracy is Accuracy.COMPOSITE or opdef.kind is Kind.COMPOSITE and opdef.accuracy is not Accuracy.EXACT:
+        raise KeyError(f"composite {op} has no bound in conformance/bounds.py COMPOSITE_BOUNDS")
+    else:
+        bound = class_bound(opdef.accuracy, dtype)
+    if bound.kind == "exact" and bound.zero_sign and not _zero_sign_defined(op):
+        bound = replace(bound, zero_sign=False)
+    return bound
+
+
+def compute_eps(op: str, dtype: DType) -> tuple[float, float, bool]:
+    """(eps, smallest subnormal, widened) of the dtype ``op`` computes in for a ``dtype`` output."""
+    wide = compute_dtype(dtype) if widens(op) else dtype
+    fi = wide.finfo
+    return float(fi.eps), float(fi.smallest_subnormal), wide is not dtype
+
+
+# -- the published table -------------------------------------------------------------------------------
+
+_CLASS_ROWS = (
+    ("exact (shape ops, select, compare, integer math, bitwise, convert to int, gather, sort, "
+     "reduce max/min, scatter replace, every int/bool output)", "bit-exact"),
+    ("correctly rounded (add, sub, mul, div, sqrt, reciprocal, convert float→float)", "≤ 1 ULP of the output dtype"),
+    ("transcendental in float32/float64", "≤ 4 ULP"),
+    ("transcendental in float16/bfloat16 (computed wider, rounded once)", "≤ 1 ULP"),
+    ("accumulation (reduce_sum/prod, cumsum/cumprod, dot_general, convolution, reduce_window sum, scatter add)",
+     "abs error ≤ n·ε·Σ\\|terms\\| + n·η"),
+)
+
+
+# Attribute-dependent rules: the attribute values the table describes them with.
+_RULE_VARIANTS = {
+    "gelu": [("approximate=none", {"approximate": "none"}), ("tanh", {"approximate": "tanh"})],
+    "interpolate": [("nearest", {"mode": "nearest", "size": (1,)}),
+                    ("linear modes, per spatial dim", {"mode": "linear", "size": (1,)})],
+}
+
+
+def markdown_table() -> str:
+    """The bounds table of docs/conformance.md, generated from this module."""
+    lines = ["| op class | bound on each output element |", "| --- | --- |"]
+    lines += [f"| {name} | {bound} |" for name, bound in _CLASS_ROWS]
+    lines += ["", "| composite | bound | scale S |", "| --- | --- | --- |"]
+    for op in sorted(o.name for o in OP_TABLE.values() if o.kind is Kind.COMPOSITE):
+        rule = COMPOSITE_BOUNDS.get(op)
+        if rule is None:
+            lines.append(f"| {op} | bit-exact (exact class) | – |")
+            continue
+        variants = [("", rule)] if isinstance(rule, Bound) else [(label, rule(a)) for label, a in _RULE_VARIANTS[op]]
+        texts, scales = [], []
+        for label, bound in variants:
+            wide = " + 1 ULP if f16/bf16 (computed in f32)" if widens(op) and bound.kind != "exact" else ""
+            texts.append(f"{label + ': ' if label else ''}{bound.describe()}{wide}")
+            if bound.kind != "exact":
+                scales.append(bound.note.replace("|", "\\|") if bound.note else _SCALE_TEXT[bound.scale])
+        lines.append(f"| {op} | {'; '.join(texts)} | {'; '.join(dict.fromkeys(scales)) or '–'} |")
+    return "\n".join(lines)
+
+
+_SCALE_TEXT = {Scale.ORACLE: "\\|o\\|", Scale.TERMS: "op(\\|inputs\\|)", Scale.IN_OUT: "max(\\|o\\|, \\|x\\|)",
+               Scale.ROW: "max \\|o\\| along the axis", Scale.CUSTOM: "see note"}

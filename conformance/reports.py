@@ -1,0 +1,179 @@
+"""Reports of a conformance run: JSON (stable schema), Markdown, and the matrix rows
+the terminal and the HTML page share.
+
+The JSON schema is documented in docs/conformance.md; :data:`SCHEMA_VERSION` changes
+whenever a field is renamed or removed (adding a field keeps it).
+
+Example::
+
+    >>> from parity.conformance.runner import run
+    >>> doc = to_json(run(["reference"], ops="^neg$"))
+    >>> doc["schema"], doc["version"], doc["summary"]["reference/cpu"]["pass"]
+    ('parity.conformance', 1, 8)
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import platform
+import sys
+from collections import defaultdict
+from dataclasses import asdict
+
+import numpy as np
+
+from ..ir.opdef import Kind
+from ..ir.ops import OP_TABLE
+from .opdb import family_of
+from .runner import DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, UNSUPPORTED, Cell, ConformanceRun
+
+SCHEMA = "parity.conformance"
+SCHEMA_VERSION = 1
+
+
+def _clean(value):
+    """JSON-safe: non-finite floats become the strings "inf", "-inf", "nan"."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if math.isfinite(f) else repr(f)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def to_json(result: ConformanceRun) -> dict:
+    """The run as a JSON-ready dict (schema in docs/conformance.md)."""
+    from .. import __version__
+
+    cells = []
+    for c in result.cells:
+        row = asdict(c)
+        row["family"] = family_of(c.op)
+        row["kind"] = OP_TABLE[c.op].kind.value
+        cells.append(row)
+    doc = {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "parity_version": __version__,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "elapsed_s": round(result.elapsed_s, 3),
+        "environment": {"python": sys.version.split()[0], "numpy": np.__version__, "platform": platform.platform()},
+        "options": result.options,
+        "cases": result.cases,
+        "targets": [{"backend": t.backend, "device": t.device, "available": t.available, "error": t.error}
+                    for t in result.targets],
+        "cells": cells,
+        "deviations": [asdict(d) for d in result.deviations],
+        "type_rules": {"checked": len(result.type_rules), "failures": result.type_rule_failures},
+        "summary": result.summary(),
+        "exit_code": result.exit_code,
+    }
+    return _clean(doc)
+
+
+# -- the matrix: one row per op, one column per backend/device -----------------------------------
+
+
+def target_names(result: ConformanceRun) -> list[str]:
+    return [f"{t.backend}/{t.device}" for t in result.targets]
+
+
+def matrix(result: ConformanceRun) -> list[tuple[str, dict[str, dict]]]:
+    """[(op, {target: aggregate})], ops in op-table order. The aggregate of an op's cells
+    on one target: the worst status, its max ULP, and how many dtypes are in each status."""
+    by_op: dict[str, dict[str, list[Cell]]] = defaultdict(lambda: defaultdict(list))
+    for c in result.cells:
+        by_op[c.op][f"{c.backend}/{c.device}"].append(c)
+    rows = []
+    for op in (o for o in OP_TABLE if o in by_op):
+        row = {}
+        for target, cells in by_op[op].items():
+            worst = min(cells, key=lambda c: STATUS_ORDER.index(c.status))
+            ulps = [c.max_ulp for c in cells if c.status == worst.status and c.max_ulp is not None]
+            counts = {s: sum(c.status == s for c in cells) for s in STATUS_ORDER}
+            row[target] = {"status": worst.status, "max_ulp": max(ulps) if ulps else None, "counts": counts,
+                           "dtypes": {c.dtype: c.status for c in cells}}
+        rows.append((op, row))
+    return rows
+
+
+def cell_text(agg: dict) -> str:
+    """Short text of an aggregate: 'pass', 'fail 5.2 ulp', 'deviation', 'unsupported', 'not run'."""
+    status, ulps = agg["status"], agg["max_ulp"]
+    text = status
+    if status in (FAIL, DEVIATION) and ulps is not None:
+        text += f" {_fmt_ulp(ulps)}"
+    partial = agg["counts"][UNSUPPORTED]
+    if status not in (UNSUPPORTED, NOT_RUN) and partial:
+        text += f" ({partial} dtype{'s' if partial > 1 else ''} unsupp.)"
+    return text
+
+
+def _fmt_ulp(ulps: float) -> str:
+    return f"{ulps:.3g} ulp" if ulps < 1e4 else f"{ulps:.1e} ulp"
+
+
+_MARK = {PASS: "✅", DEVIATION: "⚠️", FAIL: "❌", UNSUPPORTED: "–", NOT_RUN: "·"}
+
+
+def to_markdown(result: ConformanceRun) -> str:
+    """Summary table, the op × backend/device matrix, and the failures and deviations."""
+    targets = target_names(result)
+    lines = ["# parity conformance", "",
+             f"{result.cases} cases, {len(OP_TABLE)} ops, {result.elapsed_s:.1f} s. "
+             f"Exit code {result.exit_code} ({_verdict(result)}).", "",
+             "| backend/device | pass | deviation | fail | unsupported | not run | cases passed |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, s in result.summary().items():
+        lines.append(f"| {name} | {s[PASS]} | {s[DEVIATION]} | {s[FAIL]} | {s[UNSUPPORTED]} | {s[NOT_RUN]} | "
+                     f"{s['cases_passed']}/{s['cases']} |")
+    lines += ["", "Cells are op × dtype; the matrix shows each op's worst dtype "
+              "(✅ pass, ⚠️ recorded deviation, ❌ fail with max ULP, – unsupported, · not run).", "",
+              "| op | kind | " + " | ".join(targets) + " |", "| --- | --- | " + " | ".join("---" for _ in targets) + " |"]
+    for op, row in matrix(result):
+        kind = "P" if OP_TABLE[op].kind is Kind.PRIMITIVE else "C"
+        texts = [f"{_MARK[row[t]['status']]} {cell_text(row[t])}" if t in row else "" for t in targets]
+        lines.append(f"| {op} | {kind} | " + " | ".join(texts) + " |")
+    failures = result.unexpected_failures
+    if failures:
+        lines += ["", "## Unexpected failures", ""]
+        lines += [f"- `{c.op}` {c.dtype} on {c.backend}/{c.device}: {_detail(c)}" for c in failures]
+    recorded = [d for d in result.deviations if d.state != "not checked"]
+    if recorded:
+        lines += ["", "## Declared deviations", "", "| backend | op | dtype | device | state | max error | reason |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {d.backend} | {d.op} | {d.dtype or 'all'} | {d.device or 'all'} | {d.state} | {d.max_error} | "
+                  f"{d.reason} |" for d in recorded]
+    if result.type_rule_failures:
+        lines += ["", "## Type rules that failed to reject bad inputs", ""]
+        lines += [f"- `{t['case']}`: {t['problem']}" for t in result.type_rule_failures]
+    return "\n".join(lines) + "\n"
+
+
+def _verdict(result: ConformanceRun) -> str:
+    parts = []
+    if result.unexpected_failures:
+        parts.append(f"{len(result.unexpected_failures)} unexpected failures")
+    if result.stale_deviations:
+        parts.append(f"{len(result.stale_deviations)} stale deviations")
+    if result.type_rule_failures:
+        parts.append(f"{len(result.type_rule_failures)} type-rule failures")
+    return ", ".join(parts) or "as expected"
+
+
+def _detail(c: Cell) -> str:
+    bits = []
+    if c.max_ulp is not None:
+        bits.append(f"max {_fmt_ulp(c.max_ulp)}")
+    if c.worst_case:
+        bits.append(f"worst case `{c.worst_case}`")
+    if c.worst:
+        bits.append(f"expected {c.worst.get('expected')} got {c.worst.get('got')} at {c.worst.get('index')}")
+    if c.message:
+        bits.append(c.message.replace("\n", " ")[:300])
+    return "; ".join(bits)

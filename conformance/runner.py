@@ -1,0 +1,443 @@
+"""Run the op database on backends and devices; build the conformance matrix.
+
+For every case the oracle runs once (``evaluate(graph, inputs, oracle=True)``); then
+each (backend, device) target gets the graph with every composite it does not claim
+(in that dtype) expanded by the decompose pass. A graph that still holds a node the
+backend does not claim in its dtype is *unsupported*; a device the backend lists but
+that is absent here is *not run* (never a pass); compile errors and exceptions are
+failures whose message is kept.
+
+Cells (op × dtype × backend × device) then meet the backend's declared deviations: a
+failing cell covered by a deviation is a *recorded deviation* (unless its error exceeds
+the ULPs the deviation records), a failing cell without one is an *unexpected
+failure*, and a deviation none of whose run cells fails is *stale*. Either unexpected
+outcome makes :attr:`ConformanceRun.exit_code` 1.
+
+Example::
+
+    >>> from parity.conformance.runner import run
+    >>> result = run(["reference"], ops="^neg$")
+    >>> result.exit_code, {c.status for c in result.cells}
+    (0, {'pass'})
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..backends.base import Backend, Deviation
+from ..backends.registry import BackendNotFound, backend_names, get_backend
+from ..ir.dtypes import DType
+from ..ir.graph import Graph, Node
+from ..ir.interpreter import evaluate
+from ..ir.passes import decompose
+from . import opdb
+from .case import Case
+from .compare import measure
+from .opdb.common import EDGE, LONG
+
+# Cell statuses, worst first (a row of the matrix shows its worst cell).
+FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN = "fail", "deviation", "pass", "unsupported", "not run"
+STATUS_ORDER = (FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
+
+# The operand whose dtype an op's claims and OpDef.dtypes speak of (default: operand 0).
+_DTYPE_OPERAND = {"select": 1}
+
+
+def node_dtype(node: Node) -> DType:
+    """The dtype that claims are keyed by: the first operand's (select: on_true's);
+    the result's for ops without operands."""
+    if not node.inputs:
+        return node.outputs[0].type.dtype
+    return node.inputs[_DTYPE_OPERAND.get(node.op, 0)].type.dtype
+
+
+@dataclass
+class CaseResult:
+    """One case on one (backend, device)."""
+
+    case: str
+    op: str
+    dtype: str
+    backend: str
+    device: str
+    status: str  # pass | fail | error | unsupported
+    path: str = ""  # native | extern | decomposed
+    max_ulp: float | None = None
+    max_ratio: float = 0.0
+    max_rel: float | None = None
+    mismatches: int = 0
+    message: str = ""
+    worst: dict = field(default_factory=dict)
+
+
+@dataclass
+class Cell:
+    """op × dtype × backend × device, aggregated over its cases."""
+
+    op: str
+    dtype: str
+    backend: str
+    device: str
+    status: str
+    cases: int = 0
+    passed: int = 0
+    failed: int = 0
+    unsupported: int = 0
+    path: str = ""
+    max_ulp: float | None = None
+    max_ratio: float = 0.0
+    worst_case: str = ""
+    worst: dict = field(default_factory=dict)
+    message: str = ""
+    deviation: dict | None = None  # the declared deviation covering this cell, if any
+
+
+@dataclass
+class DeviationCheck:
+    backend: str
+    op: str
+    dtype: str | None
+    device: str | None
+    reason: str
+    max_error: str
+    state: str  # recorded | stale | not checked
+    cells: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Target:
+    backend: str
+    device: str
+    available: bool
+    instance: Backend | None = None
+    error: str = ""  # the backend could not be loaded
+
+
+@dataclass
+class ConformanceRun:
+    targets: list[Target]
+    cells: list[Cell]
+    deviations: list[DeviationCheck]
+    type_rules: list[dict]
+    cases: int
+    elapsed_s: float
+    options: dict
+
+    @property
+    def unexpected_failures(self) -> list[Cell]:
+        return [c for c in self.cells if c.status == FAIL]
+
+    @property
+    def stale_deviations(self) -> list[DeviationCheck]:
+        return [d for d in self.deviations if d.state == "stale"]
+
+    @property
+    def type_rule_failures(self) -> list[dict]:
+        return [t for t in self.type_rules if not t["ok"]]
+
+    @property
+    def exit_code(self) -> int:
+        bad = self.unexpected_failures or self.stale_deviations or self.type_rule_failures
+        return 1 if bad else 0
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Per "backend/device": number of cells in each status, and of cases."""
+        out: dict[str, dict[str, int]] = {}
+        for t in self.targets:
+            out[f"{t.backend}/{t.device}"] = {s: 0 for s in STATUS_ORDER} | {"cases": 0, "cases_passed": 0}
+        for c in self.cells:
+            row = out[f"{c.backend}/{c.device}"]
+            row[c.status] += 1
+            row["cases"] += c.cases
+            row["cases_passed"] += c.passed
+        return out
+
+
+class Unsupported(Exception):
+    pass
+
+
+def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[str, str]]:
+    """``graph`` as ``backend`` receives it: composites it does not claim in their dtype
+    expanded. Returns (graph, {op: path}); raises :class:`Unsupported` naming the first
+    node the backend does not claim in its dtype."""
+    claims = backend.claims() if claims is None else claims
+    native = {n.op for n in graph.nodes if n.op in claims and node_dtype(n) in claims[n.op].dtypes}
+    lowered, _ = decompose(graph, claimed=lambda op: op in native)
+    for n in lowered.nodes:
+        claim = claims.get(n.op)
+        dtype = node_dtype(n)
+        if claim is None or dtype not in claim.dtypes:
+            what = n.op if claim is None else f"{n.op} in {dtype.short}"
+            via = "" if n.op in graph.op_counts() else " (reached through a decomposition)"
+            raise Unsupported(f"{backend.name} does not claim {what}{via}")
+    paths = {}
+    for n in graph.nodes:
+        if n.op in native:
+            paths[n.op] = "extern" if claims[n.op].extern else "native"
+        else:
+            paths[n.op] = "decomposed"
+    return lowered, paths
+
+
+def run_case(backend: Backend, device: str, case: Case, *, arrays=None, graph=None, oracle=None,
+             claims=None) -> CaseResult:
+    """Run one case on one backend and device and measure it (never raises for backend errors)."""
+    prepared = Prepared(case) if arrays is None else Prepared(case, arrays, graph, oracle)
+    return run_bundle(backend, device, [prepared], claims)[0]
+
+
+class Prepared:
+    """A case with its inputs, graph and oracle outputs, computed once for every target."""
+
+    def __init__(self, case: Case, arrays=None, graph=None, oracle=None):
+        self.case = case
+        self.arrays = case.arrays() if arrays is None else arrays
+        self.graph = case.graph(self.arrays) if graph is None else graph
+        self.oracle = evaluate(self.graph, self.arrays, oracle=True) if oracle is None else oracle
+
+
+def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims=None) -> list[CaseResult]:
+    """Run several cases as one graph (one compilation), measuring each.
+
+    The cases' graphs are placed side by side in one graph; if compiling or running it
+    fails, each case is run alone so that the failure lands on the case that causes it.
+    """
+    claims = backend.claims() if claims is None else claims
+    results: list[CaseResult | None] = [None] * len(bundle)
+    runnable = []
+    for i, p in enumerate(bundle):
+        try:
+            runnable.append((i, *lower_for(backend, p.graph, claims)))
+        except Unsupported as exc:
+            results[i] = CaseResult(**_ids(backend, device, p.case), status="unsupported", message=str(exc))
+    if len(runnable) > 1:
+        merged = Graph(f"bundle_{bundle[0].case.op}", [v for _, g, _ in runnable for v in g.inputs],
+                       [n for _, g, _ in runnable for n in g.nodes], [v for _, g, _ in runnable for v in g.outputs])
+        try:
+            outputs = _execute(backend, device, merged, [a for i, _, _ in runnable for a in bundle[i].arrays])
+        except Exception:  # noqa: BLE001 - isolate the failing case below
+            outputs = None
+        if outputs is not None:
+            k = 0
+            for i, g, paths in runnable:
+                n = len(g.outputs)
+                results[i] = _measured(backend, device, bundle[i], paths, outputs[k:k + n])
+                k += n
+            return results
+    for i, g, paths in runnable:
+        try:
+            outputs = _execute(backend, device, g, bundle[i].arrays)
+        except Exception as exc:  # the backend's failure is a result, not a crash of the runner
+            results[i] = CaseResult(**_ids(backend, device, bundle[i].case), status="error",
+                                    path=paths.get(bundle[i].case.op, ""), max_ratio=np.inf,
+                                    message=f"{type(exc).__name__}: {_short(str(exc))}")
+            continue
+        results[i] = _measured(backend, device, bundle[i], paths, outputs)
+    return results
+
+
+def _ids(backend: Backend, device: str, case: Case) -> dict:
+    return dict(case=case.id, op=case.op, dtype=case.dtype.short, backend=backend.name, device=device)
+
+
+def _execute(backend: Backend, device: str, graph: Graph, arrays) -> list[np.ndarray]:
+    executable = backend.compile(graph, device)
+    return [np.asarray(o) for o in executable(*arrays)]
+
+
+def _measured(backend, device, p: Prepared, paths, outputs) -> CaseResult:
+    m = measure(p.case, p.graph, p.arrays, p.oracle, outputs)
+    return CaseResult(**_ids(backend, device, p.case), status="pass" if m.passed else "fail",
+                      path=paths.get(p.case.op, ""), max_ulp=m.max_ulp, max_ratio=m.max_ratio, max_rel=m.max_rel,
+                      mismatches=m.mismatches, message=m.message, worst=m.worst)
+
+
+def _short(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+def resolve_targets(backends: Sequence[str | Backend] | None, devices: Sequence[str] | None) -> list[Target]:
+    """(backend, device) pairs: every device a backend lists (filtered by ``devices``)."""
+    targets = []
+    for b in backends if backends else backend_names():
+        if isinstance(b, Backend):
+            instance, error = b, ""
+        else:
+            try:
+                instance, error = get_backend(b), ""
+            except (BackendNotFound, ImportError) as exc:
+                instance, error = None, str(exc)
+        if instance is None:
+            targets.append(Target(str(b), "cpu", False, None, error))
+            continue
+        available = set(instance.available_devices())
+        for device in instance.devices:
+            if devices and device not in devices:
+                continue
+            targets.append(Target(instance.name, device, device in available, instance))
+    return targets
+
+
+def select_cases(*, ops: str | None = None, dtypes: Iterable[DType] | None = None, quick: bool = False,
+                 cases: Sequence[Case] | None = None) -> list[Case]:
+    """The cases a run covers. ``quick`` keeps, per (op, dtype), the edge cases and the
+    first other case: layout variants and the 10**6-term reductions are left out."""
+    chosen = opdb.select(opdb.all_cases() if cases is None else cases, ops=ops, dtypes=set(dtypes or ()),
+                         tags_excluded=(LONG,) if quick else ())
+    if not quick:
+        return chosen
+    kept, seen = [], set()
+    for c in chosen:
+        key = (c.op, c.dtype)
+        if EDGE in c.tags or key not in seen:
+            kept.append(c)
+            seen.add(key)
+    return kept
+
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[str] | None = None,
+        dtypes: Iterable[DType] | None = None, ops: str | None = None, quick: bool = False,
+        cases: Sequence[Case] | None = None, progress: ProgressFn | None = None) -> ConformanceRun:
+    """Run the selected cases on every target and build the matrix (see the module docstring)."""
+    start = time.perf_counter()
+    dtypes = list(dtypes or ())
+    targets = resolve_targets(backends, devices)
+    chosen = select_cases(ops=ops, dtypes=dtypes, quick=quick, cases=cases)
+    live = [t for t in targets if t.available]
+    claims = {id(t.instance): t.instance.claims() for t in live}
+    results: list[CaseResult] = []
+    groups: dict[tuple, list[Case]] = defaultdict(list)
+    for case in chosen:  # one compilation per (op, dtype): compiling dominates a backend's time
+        groups[(case.op, case.dtype)].append(case)
+    done = 0
+    for group in groups.values():
+        if progress:
+            progress(done, len(chosen), f"{group[0].op}[{group[0].dtype.short}]")
+        bundle = [Prepared(c) for c in group]
+        for t in live:
+            results += run_bundle(t.instance, t.device, bundle, claims[id(t.instance)])
+        done += len(group)
+    if progress:
+        progress(len(chosen), len(chosen), "")
+    cells = _cells(chosen, targets, results)
+    deviations = _check_deviations(targets, cells)
+    type_rules = _type_rules(ops)
+    options = {"backends": [t.backend for t in targets], "devices": list(devices or []),
+               "dtypes": [d.short for d in dtypes], "ops": ops, "quick": quick}
+    return ConformanceRun(targets, cells, deviations, type_rules, len(chosen), time.perf_counter() - start, options)
+
+
+def _cells(cases: Sequence[Case], targets: Sequence[Target], results: Sequence[CaseResult]) -> list[Cell]:
+    keys = list(dict.fromkeys((c.op, c.dtype.short) for c in cases))
+    by_cell: dict[tuple, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        by_cell[(r.op, r.dtype, r.backend, r.device)].append(r)
+    cells = []
+    for t in targets:
+        deviations = t.instance.deviations if t.instance is not None else ()
+        for op, dtype in keys:
+            cell = Cell(op, dtype, t.backend, t.device, NOT_RUN)
+            if not t.available:
+                cell.message = t.error or f"device {t.device} is not available to {t.backend} here"
+            else:
+                _aggregate(cell, by_cell[(op, dtype, t.backend, t.device)], deviations)
+            cells.append(cell)
+    return cells
+
+
+def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[Deviation]) -> None:
+    cell.cases = len(results)
+    ran = [r for r in results if r.status != "unsupported"]
+    cell.unsupported = len(results) - len(ran)
+    if not ran:
+        cell.status = UNSUPPORTED
+        cell.message = results[0].message if results else ""
+        return
+    cell.path = ran[0].path
+    cell.passed = sum(r.status == "pass" for r in ran)
+    cell.failed = len(ran) - cell.passed
+    ulps = [r.max_ulp for r in ran if r.max_ulp is not None and np.isfinite(r.max_ulp)]
+    cell.max_ulp = max(ulps) if ulps else None
+    worst = max(ran, key=lambda r: (r.status != "pass", r.max_ratio))
+    cell.max_ratio = worst.max_ratio
+    covering = _covering(deviations, cell)
+    cell.deviation = _deviation_dict(covering) if covering else None
+    if not cell.failed:
+        cell.status = PASS
+        return
+    cell.worst_case, cell.worst, cell.message = worst.case, worst.worst, worst.message
+    limit = _ulp_limit(covering) if covering else None
+    if covering and (limit is None or (cell.max_ulp or 0.0) <= limit):
+        cell.status = DEVIATION
+    else:
+        cell.status = FAIL
+        if covering:
+            cell.message = (f"max error {cell.max_ulp:.3g} ULP exceeds the recorded deviation "
+                            f"({covering.max_error}). " + cell.message)
+
+
+def _covering(deviations: Sequence[Deviation], cell: Cell) -> Deviation | None:
+    for d in deviations:
+        if d.op == cell.op and (d.dtype is None or d.dtype.short == cell.dtype) and (
+                d.device is None or d.device == cell.device):
+            return d
+    return None
+
+
+_ULP = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:e[-+]?[0-9]+)?)\s*ulp", re.IGNORECASE)
+
+
+def _ulp_limit(d: Deviation) -> float | None:
+    """The ULPs a deviation records ("5 ulp (measured ...)" → 5.0), or None when it says no number."""
+    m = _ULP.match(d.max_error)
+    return float(m.group(1)) if m else None
+
+
+def _deviation_dict(d: Deviation) -> dict:
+    return {"op": d.op, "dtype": d.dtype.short if d.dtype else None, "device": d.device, "reason": d.reason,
+            "max_error": d.max_error}
+
+
+def _check_deviations(targets: Sequence[Target], cells: Sequence[Cell]) -> list[DeviationCheck]:
+    checks = []
+    seen = set()
+    for t in targets:
+        if t.instance is None or t.backend in seen:
+            continue
+        seen.add(t.backend)
+        mine = [c for c in cells if c.backend == t.backend and c.status not in (NOT_RUN, UNSUPPORTED)]
+        for d in t.instance.deviations:
+            covered = [c for c in mine if _covering([d], c) is d]
+            if not covered:
+                state = "not checked"
+            elif any(c.status == DEVIATION for c in covered):
+                state = "recorded"
+            elif all(c.status == PASS for c in covered):
+                state = "stale"
+            else:
+                state = "recorded"  # covered cells fail beyond it: those cells are the failures
+            checks.append(DeviationCheck(t.backend, d.op, d.dtype.short if d.dtype else None, d.device, d.reason,
+                                         d.max_error, state, [f"{c.op}[{c.dtype}]@{c.device}" for c in covered]))
+    return checks
+
+
+def _type_rules(ops: str | None) -> list[dict]:
+    pattern = re.compile(ops) if ops else None
+    out = []
+    for e in opdb.error_cases():
+        if pattern is not None and not pattern.search(e.op):
+            continue
+        problem = e.check()
+        out.append({"case": e.id, "op": e.op, "expected": e.message, "ok": problem is None, "problem": problem or ""})
+    return out

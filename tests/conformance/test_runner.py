@@ -1,0 +1,139 @@
+"""The runner on the reference backend (the whole database passes) and on a deliberately
+wrong backend: failures, errors, unsupported cells, absent devices and deviations."""
+
+import numpy as np
+import pytest
+
+from parity.backends.base import Backend, Deviation, OpClaim
+from parity.backends.registry import get_backend, register_backend, unregister_backend
+from parity.conformance import runner
+from parity.conformance.opdb import all_cases
+from parity.ir.interpreter import evaluate_node
+from parity.ir.dtypes import DType
+from parity.ir.ops import primitives
+from parity.ir.ops.conversion import round_float
+
+
+class WrongBackend(Backend):
+    """The reference interpreter, made wrong on purpose.
+
+    exp is off by a factor 1 + 2**-10 (far over 4 ULP in float32/float64), log by
+    1 + 2**-12, cos does not compile, sort is not claimed, and tanh (correct) carries a
+    declared deviation. cuda is listed but absent.
+    """
+
+    name = "wrong"
+    devices = ("cpu", "cuda")
+    deviations = (
+        Deviation("exp", "scaled on purpose", "1e13 ulp (measured 4.4e12 in f64)"),
+        Deviation("log", "scaled on purpose, but by more than it says", "2 ulp"),
+        Deviation("tanh", "declared, but tanh is right", "3 ulp", DType.float32, "cpu"),
+    )
+
+    def claims(self):
+        return {op.name: OpClaim(frozenset(op.dtypes)) for op in primitives() if op.name != "sort"}
+
+    def compile(self, graph, device):
+        if any(n.op == "cos" for n in graph.nodes):
+            raise RuntimeError("no kernel for cos")
+        factors = {"exp": 1 + 2**-10, "log": 1 + 2**-12}
+
+        def run(*arrays):  # the interpreter's loop, with exp and log results scaled wherever they occur
+            env = {v: np.asarray(a) for v, a in zip(graph.inputs, arrays)}
+            for node in graph.nodes:
+                results = evaluate_node(node.op, [env[v] for v in node.inputs], node.attrs,
+                                        [v.type for v in node.inputs], [v.type for v in node.outputs])
+                for v, r in zip(node.outputs, results):
+                    factor = factors.get(node.op)
+                    env[v] = round_float(r.astype(np.float64) * factor, v.dtype) if factor else r
+            return [env[v] for v in graph.outputs]
+
+        return run
+
+
+@pytest.fixture
+def wrong():
+    backend = WrongBackend()
+    register_backend(backend)
+    yield backend
+    unregister_backend(backend.name)
+
+
+def test_the_whole_database_passes_on_the_reference_backend():
+    result = runner.run(["reference"])
+    assert result.cases == len(all_cases())
+    assert result.exit_code == 0
+    assert {c.status for c in result.cells} == {"pass"}
+    summary = result.summary()["reference/cpu"]
+    assert summary["cases_passed"] == summary["cases"] == len(all_cases())
+    assert not result.type_rule_failures and len(result.type_rules) >= 90
+
+
+def test_wrong_backend_failures_errors_unsupported_and_not_run(wrong):
+    result = runner.run(["reference", "wrong"], ops="^(exp|log|cos|sort|tanh|neg|softmax|log_softmax)$")
+    assert result.exit_code == 1
+    for dtype in ("f32", "f64"):
+        cell = next(c for c in result.cells if c.op == "exp" and c.dtype == dtype and c.backend == "wrong"
+                    and c.device == "cpu")
+        assert cell.status == "deviation" and cell.failed > 0 and cell.max_ulp > 4
+        assert cell.deviation["reason"] == "scaled on purpose"
+    log = next(c for c in result.cells if c.op == "log" and c.dtype == "f32" and c.backend == "wrong"
+               and c.device == "cpu")
+    assert log.status == "fail" and "exceeds the recorded deviation (2 ulp)" in log.message
+    assert log.worst and log.worst_case.startswith("log[f32]:")
+    cos = next(c for c in result.cells if c.op == "cos" and c.dtype == "f32" and c.backend == "wrong"
+               and c.device == "cpu")
+    assert cos.status == "fail" and "RuntimeError: no kernel for cos" in cos.message
+    sort = [c for c in result.cells if c.op == "sort" and c.backend == "wrong" and c.device == "cpu"]
+    assert sort and all(c.status == "unsupported" and "does not claim sort" in c.message for c in sort)
+    cuda = [c for c in result.cells if c.backend == "wrong" and c.device == "cuda"]
+    assert cuda and {c.status for c in cuda} == {"not run"} and all(c.cases == 0 for c in cuda)
+    # Composites the wrong backend does not claim run decomposed: log_softmax reaches the wrong
+    # log and fails; softmax reaches the wrong exp, but e / sum(e) cancels the factor.
+    by_op = {c.op: c for c in result.cells if c.dtype == "f32" and c.backend == "wrong" and c.device == "cpu"}
+    assert by_op["log_softmax"].path == "decomposed" and by_op["log_softmax"].status == "fail"
+    assert by_op["softmax"].path == "decomposed" and by_op["softmax"].status == "pass"
+    neg = next(c for c in result.cells if c.op == "neg" and c.dtype == "f32" and c.backend == "wrong"
+               and c.device == "cpu")
+    assert neg.status == "pass" and neg.path == "native"
+    assert {c.status for c in result.cells if c.backend == "reference"} == {"pass"}
+
+
+def test_a_declared_deviation_that_no_longer_happens_is_stale(wrong):
+    result = runner.run(["wrong"], ops="^tanh$", dtypes=[DType.float32])
+    (check,) = [d for d in result.deviations if d.op == "tanh"]
+    assert check.state == "stale" and check.cells == ["tanh[f32]@cpu"]
+    assert not result.unexpected_failures and result.exit_code == 1
+    states = {d.op: d.state for d in result.deviations}
+    assert states["exp"] == "not checked"  # exp did not run: neither recorded nor stale
+
+
+def test_recorded_deviations_alone_exit_zero(wrong):
+    result = runner.run(["wrong"], ops="^exp$", devices=["cpu"], quick=True)
+    assert {c.status for c in result.cells if c.dtype in ("f32", "f64")} == {"deviation"}
+    assert [d.state for d in result.deviations if d.op == "exp"] == ["recorded"]
+    assert result.exit_code == 0
+
+
+def test_run_case_api_for_one_case(wrong):
+    case = next(c for c in all_cases() if c.op == "exp" and c.dtype is DType.float32 and c.name == "random")
+    bad = runner.run_case(wrong, "cpu", case)
+    assert bad.status == "fail" and bad.max_ulp > 4 and bad.mismatches > 0
+    good = runner.run_case(get_backend("reference"), "cpu", case)
+    assert good.status == "pass" and good.max_ulp <= 0.5 and good.path == "native"
+
+
+def test_bundled_failure_is_isolated_to_its_case(wrong):
+    cases = [c for c in all_cases() if c.op == "cos" and c.dtype is DType.float32][:3]
+    bundle = [runner.Prepared(c) for c in cases]
+    results = runner.run_bundle(wrong, "cpu", bundle)
+    assert [r.status for r in results] == ["error"] * 3 and [r.case for r in results] == [c.id for c in cases]
+
+
+def test_quick_keeps_edge_cases_and_drops_long_ones():
+    quick = runner.select_cases(quick=True)
+    full = runner.select_cases()
+    assert len(quick) < len(full) // 2 + 1000
+    assert not [c for c in quick if "long" in c.tags]
+    assert {(c.op, c.dtype) for c in quick} == {(c.op, c.dtype) for c in full}
+    assert {c.id for c in full if "edge" in c.tags} <= {c.id for c in quick}
