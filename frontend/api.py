@@ -20,10 +20,12 @@ import torch
 from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from .compiler import CompileOptions, Session, make_dynamo_backend
+from .sharding import configure
 
 
 def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str = "cpu",
-            strict: bool = True, dynamic: bool | None = None):
+            strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
+            out_shardings: Any = None):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -34,17 +36,24 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     for an op the backend cannot run; ``strict=False`` runs that graph eagerly in torch
     with one warning. ``dynamic=True`` (or ``torch._dynamo.mark_dynamic``) makes sizes
     symbolic IR dimensions. A module comes back as a module sharing its parameters.
+    ``mesh``, ``in_shardings``, ``out_shardings`` and ``parity.shard`` run the graphs
+    sharded over several devices (backend="xla"; docs/sharding.md).
     """
     if fn_or_module is None:
-        return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic)
+        return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
+                                 mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings)
     found = get_backend(backend)  # an unknown name fails here, not at the first call
     if device not in found.devices:
         raise ParityError(f"backend {backend!r} runs on {', '.join(found.devices)}, not {device!r}; "
                           f"choose one of those devices or another backend")
-    session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic))
+    warned: set[str] = set()
+    mesh, site, traced = configure(fn_or_module, found, mesh=mesh, in_shardings=in_shardings,
+                                   out_shardings=out_shardings, strict=strict, warned=warned)
+    session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
+                                     site=site), warned)
     if isinstance(fn_or_module, torch.nn.Module):
-        return CompiledModule(fn_or_module, session)
-    return CompiledFunction(fn_or_module, session)
+        return CompiledModule(fn_or_module, session, traced)
+    return CompiledFunction(fn_or_module, session, traced)
 
 
 def _run(compiled, eager, args, kwargs):
@@ -68,11 +77,12 @@ def _run(compiled, eager, args, kwargs):
 class CompiledFunction:
     """A function compiled by :func:`compile`; call it like the original."""
 
-    def __init__(self, fn, session: Session):
+    def __init__(self, fn, session: Session, traced=None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.options = session.options
-        self._compiled = torch.compile(fn, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
+        # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
+        self._compiled = torch.compile(traced or fn, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
 
     def __call__(self, *args, **kwargs):
         return _run(self._compiled, self.fn, args, kwargs)
@@ -81,11 +91,11 @@ class CompiledFunction:
 class CompiledModule(torch.nn.Module):
     """An ``nn.Module`` whose forward runs through parity; parameters are the original's."""
 
-    def __init__(self, module: torch.nn.Module, session: Session):
+    def __init__(self, module: torch.nn.Module, session: Session, traced=None):
         super().__init__()
         self.module = module
         self.options = session.options
-        compiled = torch.compile(module, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
+        compiled = torch.compile(traced or module, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
 
     def forward(self, *args, **kwargs):

@@ -25,6 +25,7 @@ from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE
 from .errors import UnsupportedAtenOp, warning_text
+from .sharding import apply_sharding
 from .tensors import to_array, to_torch
 from .translate import Translation, fx_to_ir
 
@@ -44,6 +45,8 @@ class CompileOptions:
     device: str = "cpu"
     strict: bool = True
     dynamic: bool | None = None
+    mesh: Any = None  # an ir.sharding.Mesh: graphs run sharded on it (frontend/sharding.py)
+    site: Any = None  # the SourceLoc of the parity.compile call, for sharding errors
 
 
 @dataclass
@@ -149,7 +152,9 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
         session.fall_back(err)
         return make_boxed_func(gm.forward)
     STATS["translations"] += 1
-    graph = prepare(translation.graph, backend)
+    graph = apply_sharding(translation.graph, mesh=options.mesh, backend=backend, strict=options.strict,
+                           site=options.site, warned=session.warned)
+    graph = prepare(graph, backend)
     executable = compiled_executable(graph, backend, options.device)
     return CompiledGraph(translation, graph, executable)
 

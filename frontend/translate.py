@@ -112,6 +112,7 @@ class _Translator:
 
     def run(self) -> Translation:
         from .aten import TABLE
+        from .sharding import TABLE as PARITY_OPS
 
         outputs: list[tuple] = []
         ir_outputs: list[Value] = []
@@ -124,7 +125,7 @@ class _Translator:
                 self.env[node] = self.env[base][index]
             elif node.op == "call_function":
                 key = table_key(node.target)
-                fn = TABLE.get(key)
+                fn = TABLE.get(key) or PARITY_OPS.get(key)
                 name = aten_name(node.target)
                 if fn is None:
                     raise UnsupportedAtenOp(name, loc, "parity has no translation for this op "

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .sharding import GraphSharding
 from .types import TensorType
 
 
@@ -92,13 +93,32 @@ class Node:
 
 
 class Graph:
-    """A function in SSA form: ``inputs`` → ``nodes`` (topologically ordered) → ``outputs``."""
+    """A function in SSA form: ``inputs`` → ``nodes`` (topologically ordered) → ``outputs``.
 
-    def __init__(self, name: str, inputs: Sequence[Value], nodes: Sequence[Node], outputs: Sequence[Value]):
+    ``sharding`` (optional) is the device mesh and the partition spec of each input and
+    output (docs/sharding.md); it is part of the text and of the content hash.
+    """
+
+    def __init__(self, name: str, inputs: Sequence[Value], nodes: Sequence[Node], outputs: Sequence[Value],
+                 *, sharding: GraphSharding | None = None):
         self.name = name
         self.inputs = list(inputs)
         self.nodes = list(nodes)
         self.outputs = list(outputs)
+        self.sharding = sharding
+
+    @property
+    def mesh(self):
+        """The device mesh of a sharded graph, or None."""
+        return self.sharding.mesh if self.sharding is not None else None
+
+    def with_sharding(self, sharding: GraphSharding | None) -> Graph:
+        """This graph (same values and nodes) with ``sharding``, padded to its inputs and outputs."""
+        if sharding is None and self.sharding is None:
+            return self
+        if sharding is not None:
+            sharding = sharding.padded(len(self.inputs), len(self.outputs))
+        return Graph(self.name, self.inputs, self.nodes, self.outputs, sharding=sharding)
 
     @property
     def input_types(self) -> list[TensorType]:
@@ -153,5 +173,5 @@ class Graph:
         from .printer import print_graph
 
         # Printed under a fixed name so that renaming a graph does not change its key.
-        renamed = Graph("_", self.inputs, self.nodes, self.outputs)
+        renamed = Graph("_", self.inputs, self.nodes, self.outputs, sharding=self.sharding)
         return hashlib.sha256(print_graph(renamed, locations=False).encode()).hexdigest()

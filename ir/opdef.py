@@ -22,6 +22,7 @@ import numpy as np
 
 from .dtypes import DType
 from .errors import TypeRuleError
+from .sharding import PartitionSpec, ShardingError
 from .types import Symbol, TensorType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,6 +72,7 @@ class AttrKind(enum.Enum):
     STR = "str"
     DTYPE = "dtype"
     ARRAY = "array"  # np.ndarray (the constant op's value)
+    SPEC = "spec"  # ir.sharding.PartitionSpec (the sharding_constraint op's spec)
 
 
 REQUIRED = object()
@@ -227,6 +229,11 @@ def _coerce_attr(op: str, spec: AttrSpec, value: Any) -> Any:
             array = value if value.flags.c_contiguous else np.ascontiguousarray(value)
             array.setflags(write=False)
             return array
+        if kind is AttrKind.SPEC:
+            try:
+                return PartitionSpec.of(value)
+            except ShardingError as exc:  # its message says what is wrong with the spec
+                raise TypeRuleError(op, str(exc), spec.name) from None
     except TypeRuleError:
         raise
     except (TypeError, ValueError):

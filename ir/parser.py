@@ -32,6 +32,7 @@ from .dtypes import DType
 from .errors import ParseError, TypeRuleError
 from .graph import Graph, SourceLoc, Value
 from .opdef import AttrKind, AttrSpec
+from .sharding import GraphSharding, Mesh, PartitionSpec, ShardingError
 from .types import Symbol, TensorType
 
 __all__ = ["parse"]
@@ -182,11 +183,13 @@ class _Parser:
         self.advance()
         self.builder = GraphBuilder(name.text)
         self.expect("PUNCT", "(")
-        self.comma_list(")", self.parse_param)
+        in_specs = self.comma_list(")", self.parse_param)
         self.expect("PUNCT", "->")
         self.expect("PUNCT", "(")
-        declared = self.comma_list(")", lambda: (self.tok.pos, self.parse_type()))
-        self.expect("PUNCT", "{")
+        declared = self.comma_list(")", lambda: (self.tok.pos, self.parse_type(), self.parse_sharding()))
+        mesh_token = self.tok
+        mesh = self.parse_mesh() if self.at("IDENT", "mesh") else None
+        self.expect("PUNCT", "{", what="'{'" if mesh else "'mesh' or '{'")
         while not self.at("IDENT", "return"):
             self.parse_node()
         ret = self.advance()
@@ -200,15 +203,61 @@ class _Parser:
         if len(declared) != len(outputs):
             raise self.error(f"the header declares {len(declared)} result(s) but return gives {len(outputs)}",
                              ret.pos)
-        for k, ((pos, t), value) in enumerate(zip(declared, outputs)):
+        for k, ((pos, t, _), value) in enumerate(zip(declared, outputs)):
             if t != value.type:
                 raise self.error(f"result {k} is declared {t} in the header but return gives {value.type}", pos)
-        return self.builder.build(outputs)
+        graph = self.builder.build(outputs)
+        out_specs = [spec for _, _, spec in declared]
+        if mesh is None:
+            if any(in_specs) or any(out_specs):
+                raise self.error("the header gives partition specs ('sharding[...]') but no mesh; add one "
+                                 "after the results: -> (...) mesh[data=4] {", mesh_token.pos)
+            return graph
+        return graph.with_sharding(GraphSharding(mesh, in_specs, out_specs))
 
-    def parse_param(self) -> None:
+    def parse_param(self) -> PartitionSpec | None:
         token = self.expect("VALUE", what="a parameter like %0")
         self.expect("PUNCT", ":")
         self.define(token, self.builder.input(self.parse_type()))
+        return self.parse_sharding()
+
+    # -- sharding (docs/sharding.md) ---------------------------------------------------
+
+    def parse_sharding(self) -> PartitionSpec | None:
+        """An optional ``sharding[...]`` after a header type."""
+        if not self.accept("IDENT", "sharding"):
+            return None
+        return self.parse_spec()
+
+    def parse_spec(self) -> PartitionSpec:
+        """``[data, _]``, ``[(data, model)]``: read by ir/sharding.py from the bracketed text."""
+        start = self.expect("PUNCT", "[", what="'[' (a partition spec like [data, _])")
+        while not self.at("PUNCT", "]"):
+            if self.at("EOF"):
+                raise self.error("unterminated partition spec (missing ']')", start.pos)
+            self.advance()
+        end = self.advance()
+        try:
+            return PartitionSpec.parse(self.text[start.pos: end.pos + 1])
+        except ShardingError as exc:
+            raise self.error(str(exc), start.pos) from None
+
+    def parse_mesh(self) -> Mesh:
+        """``mesh[data=4, model=2]``."""
+        self.expect("IDENT", "mesh")
+        start = self.expect("PUNCT", "[", what="'[' (a mesh like [data=4, model=2])")
+
+        def axis():
+            name = self.expect("IDENT", what="a mesh axis name")
+            self.expect("PUNCT", "=")
+            size = self.expect("INT", what="an axis size")
+            return name.text, int(size.text)
+
+        axes = self.comma_list("]", axis)
+        try:
+            return Mesh(axes)
+        except ShardingError as exc:
+            raise self.error(str(exc), start.pos) from None
 
     def parse_node(self) -> None:
         declared = []  # (name token, type position, type)
@@ -335,6 +384,8 @@ class _Parser:
             return self.dtype_of(self.expect("IDENT", what="a dtype like f32"))
         if kind is AttrKind.ARRAY:
             return self.parse_dense()
+        if kind is AttrKind.SPEC:
+            return self.parse_spec()
         raise AssertionError(f"attribute kind {kind} has no text form")  # pragma: no cover
 
     def parse_int(self) -> int:

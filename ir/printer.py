@@ -26,6 +26,7 @@ import numpy as np
 from .dtypes import DType
 from .graph import Value
 from .opdef import AttrKind
+from .sharding import PartitionSpec
 from .types import Symbol
 
 # Constants up to this many elements print as a readable list; larger ones as raw hex.
@@ -77,9 +78,18 @@ def graph_lines(graph, *, locations: bool = True, tolerant: bool = False) -> lis
     def type_of(value) -> str:
         return str(value.type) if isinstance(value, Value) or not tolerant else "?"
 
-    params = ", ".join(f"{name_of(v)}: {type_of(v)}" for v in graph.inputs)
-    results = ", ".join(type_of(v) for v in graph.outputs)
-    lines = [f"graph @{format_graph_name(graph.name)}({params}) -> ({results}) {{"]
+    sharding = graph.sharding
+    in_specs = sharding.padded(len(graph.inputs), 0).inputs if sharding else ()
+    out_specs = sharding.padded(0, len(graph.outputs)).outputs if sharding else ()
+
+    def spec_of(specs, k: int) -> str:
+        spec = specs[k] if k < len(specs) else None
+        return "" if spec is None else f" sharding{spec}"
+
+    params = ", ".join(f"{name_of(v)}: {type_of(v)}{spec_of(in_specs, k)}" for k, v in enumerate(graph.inputs))
+    results = ", ".join(f"{type_of(v)}{spec_of(out_specs, k)}" for k, v in enumerate(graph.outputs))
+    mesh = f" mesh{sharding.mesh}" if sharding else ""
+    lines = [f"graph @{format_graph_name(graph.name)}({params}) -> ({results}){mesh} {{"]
     for node in graph.nodes:
         lhs = ", ".join(f"{name_of(v)}: {type_of(v)}" for v in node.outputs)
         args = ", ".join(name_of(v) for v in node.inputs)
@@ -109,6 +119,8 @@ def format_loc(loc) -> str:
 
 
 def format_attr(value: Any, kind: AttrKind | None) -> str:
+    if isinstance(value, PartitionSpec):
+        return str(value)
     if kind is AttrKind.ARRAY or isinstance(value, np.ndarray):
         return _format_array(value)
     if kind is AttrKind.FLOAT or isinstance(value, float):

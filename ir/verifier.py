@@ -27,7 +27,9 @@ import numpy as np
 
 from .errors import TypeRuleError, VerifyError
 from .graph import Graph, Node, Value
+from .opdef import AttrKind
 from .printer import graph_lines
+from .sharding import GraphSharding, spec_problem
 
 __all__ = ["verify"]
 
@@ -41,7 +43,10 @@ def verify(graph: Graph) -> None:
     order where every operand is defined before it is used; each value is defined
     once and belongs to this graph (not to another graph's nodes); ops exist; operand
     counts fit; attributes are normalized (what ``OpDef.normalize_attrs`` returns);
-    result types equal what the op's type rule infers; graph outputs are defined.
+    result types equal what the op's type rule infers; graph outputs are defined. For
+    sharding (docs/sharding.md): one spec (or none) per input and output, and every spec
+    — of the header or of a ``sharding_constraint`` — names only axes of the graph's mesh,
+    uses each axis once, and splits each dimension into equal parts.
     """
     _Verifier(graph).run()
 
@@ -88,6 +93,23 @@ class _Verifier:
             problem = self.undefined(value)
             if problem:
                 raise self.fail(end, f"output {k} ({value!r}) is not defined in this graph: {problem}")
+        self.check_sharding()
+
+    def check_sharding(self) -> None:
+        graph, sharding = self.graph, self.graph.sharding
+        if sharding is None:
+            return
+        if not isinstance(sharding, GraphSharding):
+            raise self.fail(0, f"the graph's sharding is a {type(sharding).__name__}, not a GraphSharding")
+        for what, values, specs in (("input", graph.inputs, sharding.inputs),
+                                    ("output", graph.outputs, sharding.outputs)):
+            if len(specs) != len(values):
+                raise self.fail(0, f"the sharding has {len(specs)} {what} spec(s) for {len(values)} {what}(s); "
+                                   f"give one per {what} (None: unspecified)")
+            for k, (value, spec) in enumerate(zip(values, specs)):
+                problem = spec is not None and spec_problem(spec, value.type, sharding.mesh)
+                if problem:
+                    raise self.fail(0, f"{what} {k}: {problem}")
 
     def undefined(self, value: Any) -> str:
         """Why ``value`` may not be used at this point, or '' when it may."""
@@ -133,6 +155,9 @@ class _Verifier:
             shown = ", ".join(str(t) for t in declared)
             raise self.fail(line, f"{where}: result types ({shown}) differ from what the type rule infers "
                                   f"({', '.join(str(t) for t in inferred)})")
+        for spec in opdef.attrs:
+            if spec.kind is AttrKind.SPEC:
+                self.check_spec_attr(line, where, node, node.attrs[spec.name])
         for k, value in enumerate(node.outputs):
             if value.producer is not node or value.index != k:
                 raise self.fail(line, f"{where}: result {k} ({value!r}) does not point back to this node "
@@ -140,6 +165,16 @@ class _Verifier:
             if id(value) in self.defined:
                 raise self.fail(line, f"{where}: result {k} is already defined earlier (values are defined once)")
             self.defined.add(id(value))
+
+    def check_spec_attr(self, line: int, where: str, node: Node, spec) -> None:
+        """A partition spec on a node shards its operand 0 over the graph's mesh."""
+        mesh = self.graph.mesh
+        if mesh is None:
+            raise self.fail(line, f"{where}: the spec {spec} needs a device mesh, and the graph has none "
+                                  f"(give the graph a GraphSharding, or parity.compile a mesh=)")
+        problem = spec_problem(spec, node.inputs[0].type, mesh)
+        if problem:
+            raise self.fail(line, f"{where}: {problem}")
 
     def check_attrs(self, line: int, where: str, opdef, attrs: dict) -> None:
         for name, value in attrs.items():

@@ -4,22 +4,37 @@
 :func:`explain` import the PyTorch frontend on first use.
 """
 
-from . import ir
+from . import distributed, ir
+from .ir.sharding import Mesh, PartitionSpec
 
 __version__ = "0.1.0"
-__all__ = ["capture", "compile", "explain", "ir", "__version__"]
+__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "distributed", "explain", "ir", "shard", "__version__"]
 
 
-def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None):
+def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None, mesh=None,
+            in_shardings=None, out_shardings=None):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
     ``parity.compile(module, backend="onnx", strict=False)``; see
-    :func:`parity.frontend.api.compile` for the details.
+    :func:`parity.frontend.api.compile` for the details, and docs/sharding.md for
+    ``mesh``, ``in_shardings`` and ``out_shardings``.
     """
     from .frontend.api import compile as compile_
 
-    return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic)
+    return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
+                    in_shardings=in_shardings, out_shardings=out_shardings)
+
+
+def shard(tensor, spec):
+    """Pin how ``tensor`` is split over the compile's mesh, inside compiled code (the identity eagerly).
+
+    ``spec``: a :class:`PartitionSpec`, a tuple like ``("data", None)``, or ``"[data, _]"``.
+    See :func:`parity.frontend.sharding.shard`.
+    """
+    from .frontend.sharding import shard as shard_
+
+    return shard_(tensor, spec)
 
 
 def capture(fn, *args, **kwargs):

@@ -9,5 +9,6 @@ Example::
 
 from .backend import XlaBackend, XlaDeviceError, XlaExecutable, export_stablehlo
 from .lowering import LOWERINGS
+from .sharding import collectives
 
-__all__ = ["LOWERINGS", "XlaBackend", "XlaDeviceError", "XlaExecutable", "export_stablehlo"]
+__all__ = ["LOWERINGS", "XlaBackend", "XlaDeviceError", "XlaExecutable", "collectives", "export_stablehlo"]

@@ -40,6 +40,7 @@ from ...ir.ops import OP_TABLE
 from ...ir.types import Symbol, TensorType
 from ..base import Backend, Deviation, OpClaim
 from .lowering import LOWERINGS, graph_function, unlowered_nodes
+from .sharding import collectives, compile_sharded, put_inputs, to_host
 
 # parity device name -> JAX platform name.
 PLATFORMS = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
@@ -108,12 +109,12 @@ def installed_platforms() -> list[str]:
 
 
 def jax_device(device: str):
-    """The first JAX device for a parity device name, or a clear error."""
+    """The first JAX device of this process for a parity device name, or a clear error."""
     platform = PLATFORMS.get(device)
     if platform is None:
         raise XlaDeviceError(f"the xla backend has no device {device!r}; choose one of {list(PLATFORMS)}")
     try:
-        return jax.devices(platform)[0]
+        return jax.local_devices(backend=platform)[0]  # after parity.distributed.initialize, devices()[0] may be remote
     except RuntimeError:
         have = ", ".join(installed_platforms()) or "none"
         raise XlaDeviceError(
@@ -197,14 +198,28 @@ class XlaExecutable:
             raise ParityError(f"@{self.graph.name} takes {len(self._dtypes)} inputs, got {len(inputs)}")
         arrays = [_as_array(a, d) for a, d in zip(inputs, self._dtypes)]
         compiled = self._compiled_for(arrays)
+        if self.graph.sharding is not None:
+            arrays = put_inputs(compiled, arrays)
         with jax.enable_x64(True):
             return compiled(*arrays)
 
     def __call__(self, *inputs: Any) -> list[Any]:
         outputs = self.run_device(*inputs)
+        if self.graph.sharding is not None:  # whole values, gathered from every process's shards
+            return [to_host(o) for o in outputs]
         if self._jax_device.platform == "cpu":
             return [np.asarray(o) for o in outputs]
         return list(outputs)
+
+    def hlo_text(self) -> str:
+        """The optimized HLO of the last compilation (after XLA's SPMD partitioner)."""
+        if self._last is None:
+            raise ParityError(f"@{self.graph.name} has symbolic sizes and has not run yet; call it once first")
+        return self._last[1].as_text()
+
+    def collectives(self) -> dict[str, int]:
+        """The collectives XLA inserted (opcode → count), from :meth:`hlo_text`."""
+        return collectives(self.hlo_text())
 
 
 class _Pending:
@@ -235,6 +250,8 @@ class XlaBackend(Backend):
         have = set(installed_platforms())
         return tuple(d for d in self.devices if PLATFORMS[d] in have)
 
+    supports_sharding = True  # graphs with a mesh run through XLA's SPMD partitioner
+
     def compile(self, graph: Graph, device: str = "cpu") -> XlaExecutable:
         missing = unlowered_nodes(graph)
         if missing:
@@ -242,6 +259,12 @@ class XlaBackend(Backend):
             where = f" (at {node.loc})" if node.loc else ""
             raise UnsupportedOpError(f"the xla backend cannot lower {node.op!r}{where}: no rule in "
                                      f"backends/xla/lowering.py; use backend='reference' for this graph")
+        if graph.sharding is None:
+            for node in graph.nodes:
+                if node.op == "sharding_constraint":
+                    where = f" (at {node.loc})" if node.loc else ""
+                    raise ParityError(f"sharding_constraint{where} in @{graph.name} needs a device mesh, and the "
+                                      f"graph has none: give the graph a GraphSharding (parity.compile(..., mesh=))")
         return XlaExecutable(self, graph, device)
 
     def _compiled(self, graph: Graph, content_hash: str, device: str, in_types: Sequence[TensorType]):
@@ -272,6 +295,9 @@ class XlaBackend(Backend):
 
     def _build(self, graph: Graph, device: str, in_types: Sequence[TensorType]):
         target = jax_device(device)
+        if graph.sharding is not None:
+            return compile_sharded(graph, graph_function(graph), target.platform, in_types,
+                                   COMPILER_OPTIONS.get(target.platform, {}))
         with jax.enable_x64(True):
             lowered = jax.jit(graph_function(graph)).lower(*[_spec(t, target) for t in in_types])
             return lowered.compile(COMPILER_OPTIONS.get(target.platform, {}))

@@ -37,6 +37,7 @@ from ...ir.errors import UnsupportedOpError
 from ...ir.graph import Graph, Node
 from ...ir.opdef import Kind
 from ...ir.types import Symbol, TensorType
+from .sharding import constraint_rule
 
 
 @dataclass(frozen=True)
@@ -483,6 +484,7 @@ _RULES: dict[str, Rule] = {
     **{name: _scan(name) for name in _SCANS},
     "sort": _sort, "top_k": _top_k,
     "dot_general": _dot_general, "convolution": _convolution, "reduce_window": _reduce_window,
+    "sharding_constraint": constraint_rule,  # a composite claimed natively: the partitioner reads it
 }
 LOWERINGS: dict[str, Rule] = {name: _widened(name, rule) if name in WIDEN else rule for name, rule in _RULES.items()}
 

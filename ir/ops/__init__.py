@@ -30,6 +30,7 @@ from . import (
     scan,
     selection,
     shape,
+    sharding,
     sorting,
     statistics,
     unary,
@@ -58,6 +59,7 @@ FAMILIES = (
     pooling,
     losses,
     masking,
+    sharding,
 )
 
 

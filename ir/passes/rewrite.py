@@ -40,4 +40,5 @@ class Rewrite:
             self.map[old] = new
 
     def finish(self) -> Graph:
-        return self.builder.build([self.map[v] for v in self.graph.outputs])
+        # Passes keep the graph's inputs and outputs, so they keep its mesh and specs too.
+        return self.builder.build([self.map[v] for v in self.graph.outputs]).with_sharding(self.graph.sharding)
