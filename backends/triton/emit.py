@@ -30,7 +30,7 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
-from ...ir.opdef import Group
+from ...ir.opdef import Group, Kind
 from ...ir.ops import OP_TABLE
 from . import elementwise as ew
 
@@ -196,11 +196,13 @@ class KernelWriter:
 
     def _emit(self, v: Value, idx: Index) -> str:
         node = v.producer
-        if v in self.buffers or node is None:
+        if node is None:
+            return self.load(v, idx)
+        if v in self.buffers or (node.op == "constant" and self.splat(v) is None):
+            self.demands.add(v)  # written by an extern call, another kernel, or a constant buffer
             return self.load(v, idx)
         if node.op == "constant":
-            scalar = self.splat(v)
-            return self.load(v, idx) if scalar is None else self.const(scalar, v.dtype)
+            return self.const(self.splat(v), v.dtype)
         rule = INDEX_RULES.get(node.op)
         if rule is not None:
             return rule(self, node, idx)
@@ -509,4 +511,4 @@ INDEX_RULES = {
 # Ops emitted at any index inside any kernel (no kernel of their own).
 INLINE_OPS = frozenset(INDEX_RULES) | frozenset(ew.RULES) | {"convert", "bitcast_convert", "constant"}
 REDUCE_OPS = frozenset(op.name for op in OP_TABLE.values() if Group.REDUCTION in op.groups
-                       and op.name != "reduce_window")
+                       and op.kind is Kind.PRIMITIVE and op.name != "reduce_window")

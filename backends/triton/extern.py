@@ -30,14 +30,18 @@ def _stable_order(x: torch.Tensor, axis: int, descending: bool) -> torch.Tensor:
     return torch.sort(key, dim=axis, descending=descending, stable=True).indices
 
 
+def _take(x: torch.Tensor, order: torch.Tensor, axis: int) -> torch.Tensor:
+    return torch.take_along_dim(_widen(x), order, axis).to(x.dtype)
+
+
 def sort(x, *, axis, descending):
     order = _stable_order(x, axis, descending)
-    return torch.take_along_dim(x, order, axis), order
+    return _take(x, order, axis), order
 
 
 def top_k(x, *, k, largest):
     order = _stable_order(x, -1, largest)[..., :k]
-    return torch.take_along_dim(x, order, -1), order
+    return _take(x, order, -1), order
 
 
 def _scan(fn):

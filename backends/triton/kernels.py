@@ -220,7 +220,8 @@ class Dot(Domain):
                 b = w.let(f"tl.where(kbmask & nmask, {b}, 0)", "b", deps=frozenset("bn"))
                 w.line(f"{acc} += {self._product(out.dtype, a, b)}")
         result = w.let(ew.round_to(acc, out.dtype), "acc", deps=frozenset("mn"))
-        self.out_index = Index(bdims + mdims + ndims)
+        flat = w.let(f"pid_b * {self.M * self.N} + om * {self.N} + on", "f")  # (batch, m, n) is row-major
+        self.out_index = Index(bdims + mdims + ndims, flat)
         w.seed(out, self.out_index, result)
 
     def _product(self, dtype: DType, a: str, b: str) -> str:

@@ -47,7 +47,7 @@ def expm1_64(x):
     # Kahan: (u - 1) * x / log(u) cancels the rounding error of u = exp(x).
     u = tl.exp(x)
     um1 = u - 1.0
-    r = um1 * x / tl.log(u)
+    r = um1 * (x / tl.log(u))
     r = tl.where(um1 == -1.0, -1.0, r)
     r = tl.where(u == float("inf"), float("inf"), r)
     return tl.where(u == 1.0, x, r)
@@ -64,16 +64,15 @@ def log1p64(x):
 
 @triton.jit
 def sinh64(x):
-    ax = tl.abs(x)
-    e = expm1_64(x)
-    small = 0.5 * (e + e / (e + 1.0))  # odd in x, keeps -0.0
+    ax = tl.abs(x)  # sinh is odd: work on |x| (no cancellation), restore the sign last
+    e = expm1_64(ax)
+    small = 0.5 * (e + e / (e + 1.0))
     big = tl.exp(ax)
     mid = 0.5 * big - 0.5 / big
     h = tl.exp(0.5 * ax)
     huge = (0.5 * h) * h  # exp(ax) alone overflows before sinh does
-    r = tl.where(ax < 700.0, mid, huge)
-    r = copysign64(r, x)
-    return tl.where(ax < 1.0, small, r)
+    r = tl.where(ax < 1.0, small, tl.where(ax < 700.0, mid, huge))
+    return copysign64(r, x)
 
 
 @triton.jit
@@ -86,11 +85,14 @@ def cosh64(x):
 
 @triton.jit
 def tanh64(x):
+    # Cephes tanh: a rational approximation below 0.625, 1 - 2 / (e**2|x| + 1) above.
     ax = tl.abs(x)
-    e = expm1_64(2.0 * x)
-    small = e / (e + 2.0)
-    big = 1.0 - 2.0 / (tl.exp(2.0 * ax) + 1.0)
-    return tl.where(ax < 0.625, small, copysign64(big, x))
+    s = x * x
+    p = (-9.64399179425052238628e-1 * s - 9.92877231001918586564e1) * s - 1.61468768441708447952e3
+    q = ((s + 1.12811678491632931402e2) * s + 2.23548839060100448583e3) * s + 4.84406305325125486048e3
+    small = x + x * s * (p / q)
+    big = copysign64(1.0 - 2.0 / (tl.exp(2.0 * ax) + 1.0), x)
+    return tl.where(ax < 0.625, small, big)
 
 
 @triton.jit

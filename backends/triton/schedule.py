@@ -247,8 +247,10 @@ class Scheduler:
         return w.demands
 
     def _check_copies(self, w: KernelWriter) -> None:
-        for value, count in w.emitted.most_common(1):
-            if count > MAX_INLINE_COPIES and value.producer is not None and not self.is_buffer(value):
+        for value, count in w.emitted.most_common():
+            if count <= MAX_INLINE_COPIES:
+                return
+            if value.producer is not None and not self.is_buffer(value):
                 raise _Materialize(value)
 
     def _assemble(self) -> Plan:
@@ -277,7 +279,8 @@ class Scheduler:
             w.store(v, domain.root_index(v), expr, ptr)
         missing = [d for d in w.demands if d not in self.level]
         assert not missing, f"kernel demands unplanned values {missing}"
-        ops = sorted({key[0].producer.op for key in w.memo[0] if key[0].producer is not None})
+        ops = sorted({key[0].producer.op for key in w.memo[0]
+                      if key[0].producer is not None and key[0] not in w.params})
         name = f"k{number}_{domain.kind}"
         return KernelStep(name, domain.kind, K.kernel_source(name, w, outs), list(w.params), roots,
                           domain.grid(), ops)
