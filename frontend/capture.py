@@ -89,7 +89,7 @@ class _FunctionModule(torch.nn.Module):
 def capture(fn, *args, **kwargs) -> Graph:
     """The whole forward of ``fn(*args, **kwargs)`` as an ``ir.Graph`` (see the module doc).
 
-    ``fn`` is a function or an ``nn.Module``; parameters and buffers become graph inputs.
+    ``fn`` is a function or an ``nn.Module`` (or what ``parity.compile`` made of one); parameters and buffers become graph inputs.
     Raises torch's export error for code that cannot be captured whole, and
     :class:`~parity.frontend.errors.UnsupportedAtenOp` for an op parity cannot translate.
     """
@@ -104,6 +104,7 @@ def capture_program(fn, *args, **kwargs) -> CapturedProgram:
     from .compiler import decomposition_table
     from .translate import fx_to_ir
 
+    fn = unwrap_compiled(fn)
     module = fn if isinstance(fn, torch.nn.Module) else _FunctionModule(fn)
     # strict=True traces with Dynamo, which records the user's whole stack per node;
     # non-strict export keeps only frames named "forward" (a plain function has none).
@@ -143,6 +144,17 @@ def capture_program(fn, *args, **kwargs) -> CapturedProgram:
             output_names.append(f"output {user_index}")
         user_index += spec.kind is not OutputKind.BUFFER_MUTATION
     return CapturedProgram(graph, input_names, output_names, state)
+
+
+def unwrap_compiled(fn):
+    """The user's own function or module behind a ``parity.compile`` result (else ``fn``)."""
+    from .api import CompiledFunction, CompiledModule
+
+    if isinstance(fn, CompiledFunction):
+        return fn.fn
+    if isinstance(fn, CompiledModule):
+        return fn.module
+    return fn
 
 
 def _user_input_names(fn, args, kwargs, signature) -> list[str]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..ir.graph import SourceLoc
+from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE
 
 NATIVE, DECOMPOSED, UNSUPPORTED, UNTRANSLATABLE = "native", "decomposed", "unsupported", "untranslatable"
@@ -114,12 +115,14 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
     """Capture ``fn(*args, **kwargs)`` with TorchDynamo + AOTAutograd and report (see module doc).
 
     ``backends`` defaults to every backend the registry lists; one that cannot be loaded
-    is listed under ``unavailable``. ``fn`` may be a function or an ``nn.Module``.
+    is listed under ``unavailable``. ``fn`` may be a function or an ``nn.Module``, or what
+    ``parity.compile`` made of one.
     """
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
     from ..backends.registry import backend_names, get_backend
     from ..ir.errors import ParityError
+    from .capture import unwrap_compiled
 
     loaded, unavailable = {}, {}
     for name in backend_names() if backends is None else backends:
@@ -131,7 +134,7 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
     captured: list[list] = []  # per Dynamo graph: [(kind, aten GraphModule), ...]
     explainer = ExplainWithBackend(functools.partial(_record_graph, captured))
     torch._dynamo.reset()
-    torch.compile(fn, backend=explainer)(*args, **kwargs)
+    torch.compile(unwrap_compiled(fn), backend=explainer)(*args, **kwargs)
     dynamo = explainer.output()
 
     graphs = []
@@ -183,9 +186,11 @@ def _user_loc(stack) -> SourceLoc | None:
 
 def _op_reports(gm, backends: dict) -> list[OpReport]:
     """One OpReport per distinct aten op of ``gm``, in order of first use."""
+    from .compiler import ClaimCheck
     from .source import loc_from_stack_trace
     from .translate import aten_name
 
+    checks = {name: ClaimCheck(backend) for name, backend in backends.items()}  # caches composites
     reports: dict[str, OpReport] = {}
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
@@ -195,8 +200,9 @@ def _op_reports(gm, backends: dict) -> list[OpReport]:
         if report is None:
             report = reports[name] = OpReport(name, 0, loc_from_stack_trace(node.meta.get("stack_trace")))
         report.count += 1
+        translated = _translate_alone(node)
         for backend_name, backend in backends.items():
-            status, why = _classify(node, backend)
+            status, why = _classify(translated, backend, checks[backend_name])
             # the worst case over the op's occurrences (a later one may need more)
             if _RANK[status] > _RANK.get(report.status.get(backend_name), -1):
                 report.status[backend_name] = status
@@ -207,26 +213,33 @@ def _op_reports(gm, backends: dict) -> list[OpReport]:
 _RANK = {NATIVE: 0, DECOMPOSED: 1, UNSUPPORTED: 2, UNTRANSLATABLE: 3}
 
 
-def _classify(node, backend) -> tuple[str, str]:
-    """(status, why) of one aten node on one backend, by translating it alone."""
-    from .compiler import ClaimCheck
+def _translate_alone(node):
+    """The IR graph of one aten node translated alone, or why it does not translate."""
     from .errors import TranslationBug, UnsupportedAtenOp
     from .translate import fx_to_ir
 
     try:
-        graph = fx_to_ir(_single_node_module(node), backend=backend.name).graph
+        return fx_to_ir(_single_node_module(node)).graph
     except UnsupportedAtenOp as err:
-        return UNTRANSLATABLE, err.why
+        return err.why
     except TranslationBug as err:
-        return UNTRANSLATABLE, f"parity's translation is wrong here (a bug): {err}"
-    check = ClaimCheck(backend)
+        return f"parity's translation is wrong here (a bug): {err}"
+
+
+def _classify(translated, backend, check) -> tuple[str, str]:
+    """(status, why) of one translated aten node (or the reason it has none) on ``backend``.
+
+    ``check`` is the backend's ClaimCheck: why an IR node cannot run there, or None.
+    """
+    if isinstance(translated, str):
+        return UNTRANSLATABLE, translated
     claims = backend.claims()
     composites = []
-    for ir_node in graph.nodes:
+    for ir_node in translated.nodes:
         why = check(ir_node)
         if why is not None:
             return UNSUPPORTED, why
-        if ir_node.op not in claims and OP_TABLE[ir_node.op].kind.name == "COMPOSITE":
+        if ir_node.op not in claims and OP_TABLE[ir_node.op].kind is Kind.COMPOSITE:
             composites.append(ir_node.op)
     if composites:
         return DECOMPOSED, "runs the decomposition of " + ", ".join(sorted(set(composites)))

@@ -63,6 +63,8 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.width)
         self.head = nn.Linear(cfg.width, cfg.vocab, bias=False)
         self.head.weight = self.tok.weight  # tied embeddings: one parameter, two uses
+        for embedding in (self.tok, self.pos):  # GPT-2's init: logits start small, loss near log(vocab)
+            nn.init.normal_(embedding.weight, std=0.02)
 
     def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         t = tokens.shape[1]

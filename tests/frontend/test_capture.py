@@ -142,3 +142,12 @@ def test_code_that_cannot_be_captured_whole_is_torchs_export_error():
 
     with pytest.raises(Exception, match="(?i)data-dependent|guard|dynamic control flow"):
         parity.capture(data_dependent, torch.ones(2))
+
+
+def test_compiled_functions_and_modules_capture_as_the_originals():
+    compiled = parity.compile(_scaled_softmax)
+    x, w = torch.randn(2, 3), torch.randn(3, 4)
+    assert parity.capture(compiled, x, w) == parity.capture(_scaled_softmax, x, w)
+    net = nn.Linear(3, 2)
+    program = capture_program(parity.compile(net), x)
+    assert program.input_names == ["param weight", "param bias", "input input"]

@@ -131,3 +131,8 @@ def test_explaining_twice_captures_again():
     first = parity.explain(f, torch.ones(2), backends=["reference"])
     second = parity.explain(f, torch.ones(2), backends=["reference"])
     assert [r.op for r in first.graphs[0].ops] == [r.op for r in second.graphs[0].ops] == ["aten.cos.default"]
+
+
+def test_a_compiled_function_is_explained_as_the_original():
+    report = parity.explain(parity.compile(_with_print), torch.randn(3), backends=["reference"])
+    assert len(report.graphs) == 2 and len(report.breaks) == 1

@@ -11,7 +11,7 @@ import copy
 import pytest
 import torch
 
-from parity.backends.registry import backend_names
+from parity.backends.registry import backend_names, get_backend
 from parity.conformance.models import MODELS, get_model
 from parity.conformance.models.check import compare
 from parity.conformance.models.gpt import GPTConfig, batch, train_step
@@ -52,6 +52,9 @@ def _fresh_dynamo():
 @pytest.mark.parametrize("backend", _backends())
 @pytest.mark.parametrize(("model", "mode"), list(_cases()))
 def test_forward_and_gradients_match_eager(model, mode, backend):
+    if "cpu" not in get_backend(backend).available_devices():
+        # not run, never passed: e.g. triton on CPU needs TRITON_INTERPRET=1 (scripts/test.sh sets it)
+        pytest.skip(f"backend {backend!r} has no CPU device available in this process")
     known = KNOWN_FAILURES.get((model, backend)) or KNOWN_FAILURES.get((model, "*"))
     if known:
         error, reason = known
@@ -98,16 +101,14 @@ def test_gpt_training_steps_follow_eager():
     compiled = parity.compile(model)
     # SGD, not Adam: Adam divides by the gradient's own size, so the key bias (whose exact
     # gradient is 0: softmax ignores a shift shared by all keys) moves by ±lr on rounding noise.
-    opt_c = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    opt_e = torch.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
-    g = torch.Generator().manual_seed(1)
-    losses = []
-    for _ in range(3):
-        tokens, targets = batch(cfg, g)
-        losses.append((train_step(compiled, opt_c, tokens, targets), train_step(eager, opt_e, tokens, targets)))
+    opt_c = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9)
+    opt_e = torch.optim.SGD(eager.parameters(), lr=0.3, momentum=0.9)
+    tokens, targets = batch(cfg, torch.Generator().manual_seed(1))  # one batch, learnt by heart
+    losses = [(train_step(compiled, opt_c, tokens, targets), train_step(eager, opt_e, tokens, targets))
+              for _ in range(4)]
     for got, expected in losses:
         assert got == pytest.approx(expected, rel=RTOL, abs=ATOL)
-    assert losses[-1][1] < losses[0][1]  # it does learn
+    assert losses[-1][1] < losses[0][1] - 0.3  # it does learn
     for p, q in zip(model.parameters(), eager.parameters()):
         torch.testing.assert_close(p, q, rtol=RTOL, atol=ATOL)
 
