@@ -208,3 +208,15 @@ def test_verifier_checks_constraints_against_the_mesh():
     assert "dimension 1 (size 4) is split over model = 3 devices" in message
     message = _verify_error(g.with_sharding(GraphSharding(Mesh({"data": 4}))))
     assert "names axis 'model', which the mesh [data=4] does not have" in message
+
+
+def test_the_text_example_of_docs_sharding_md_parses_and_verifies():
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "sharding.md").read_text()
+    (block,) = [b.split("\n", 1)[1] for b in doc.split("```")[1::2] if b.startswith("\ngraph @") or
+                b.split("\n", 1)[1].startswith("graph @")]
+    graph = parse(block)
+    verify(graph)
+    assert graph.to_text() == block.strip()
+    assert str(graph.sharding.mesh) == "[data=4, model=2]" and graph.sharding.inputs[0] == PartitionSpec("data")
