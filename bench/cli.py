@@ -1,0 +1,80 @@
+"""Command line of the benchmark: ``python -m parity.bench`` and ``parity bench``.
+
+Example::
+
+    $ python -m parity.bench --quick --chart docs/bench.png --json bench.json
+    $ parity bench --workloads mlp,encoder --backends xla --anchors jax,inductor
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+
+# Nothing heavy at import time: `parity --help` and `parity ops` load this module too.
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's options, shared by both entry points."""
+    parser.add_argument("--workloads", type=_names, default=None,
+                        help="comma-separated, from: tiny, mlp, encoder, encoder_train, chain, softmax_ln, convnet "
+                             "(default: all)")
+    parser.add_argument("--backends", type=_names, default=None,
+                        help="parity backends, comma-separated (default: every installed backend)")
+    parser.add_argument("--anchors", type=_names, default=None,
+                        help="anchors, comma-separated, from: eager, inductor, jax, ort (default: all)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer rounds (~2 minutes)")
+    parser.add_argument("--threads", type=int, default=None, help="threads for every runtime (default: all CPUs)")
+    parser.add_argument("--cold", type=_names, default=None,
+                        help="workloads whose cold compile and peak memory are measured in fresh processes "
+                             "(default: encoder when selected, else the first workload; 'none' for none)")
+    parser.add_argument("--json", metavar="PATH", help="write the full record as JSON")
+    parser.add_argument("--chart", metavar="PATH", help="write a PNG chart")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the suite as the parsed ``args`` ask; print the tables, write JSON/PNG."""
+    from ..backends.registry import backend_names
+    from .candidates import ANCHORS, make_candidate
+    from .report import print_report, write_chart, write_json
+    from .suite import default_cold, run_suite
+    from .workloads import WORKLOADS
+
+    workloads = list(WORKLOADS) if args.workloads is None else args.workloads
+    anchors = list(ANCHORS) if args.anchors is None else args.anchors
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    unknown += [a for a in anchors if a not in ANCHORS]
+    backends = backend_names() if args.backends is None else args.backends
+    unknown += [b for b in backends if b not in backend_names()]
+    cold = default_cold(workloads) if args.cold is None else [w for w in args.cold if w != "none"]
+    unknown += [w for w in cold if w not in WORKLOADS and w not in unknown]
+    if unknown:
+        raise SystemExit(f"parity bench: unknown name(s) {unknown}; workloads: {list(WORKLOADS)}, "
+                         f"anchors: {list(ANCHORS)}, backends: {backend_names()}")
+    if "triton" in backends and "TRITON_INTERPRET" not in os.environ:
+        import torch
+
+        if not torch.cuda.is_available():
+            # Triton's only CPU path; it is read when the first kernel is defined, so set it now.
+            os.environ["TRITON_INTERPRET"] = "1"
+            print("note: no GPU: parity[triton] runs in Triton's interpreter (TRITON_INTERPRET=1): checked, not timed")
+    candidates = [make_candidate(k) for k in (*anchors, *backends)]
+    record = run_suite(workloads, candidates, quick=args.quick, threads=args.threads, cold=cold)
+    print_report(record)
+    if args.json:
+        write_json(record, args.json)
+    if args.chart:
+        write_chart(record, args.chart)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m parity.bench [options]``."""
+    parser = argparse.ArgumentParser(prog="python -m parity.bench", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
