@@ -5,6 +5,7 @@ Example::
     $ parity ops              # op × backend table
     $ parity ops --json       # the same as JSON
     $ parity conform --device cpu --html reports/conformance.html   # the conformance matrix
+    $ parity bench --quick    # every backend against the anchors (see parity.bench)
     $ parity aten             # which aten ops the PyTorch frontend translates
 """
 
@@ -41,6 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     conform.add_argument("--html", metavar="PATH", help="write the self-contained HTML report")
     conform.add_argument("--summary-only", action="store_true", help="print the summary without the matrix")
     conform.set_defaults(run=_run_conform)
+
+    from .bench import cli as bench_cli  # light: the heavy imports happen when it runs
+
+    bench = commands.add_parser("bench", help="benchmark every backend against torch, Inductor, JAX, onnxruntime")
+    bench_cli.add_arguments(bench)
+    bench.set_defaults(run=bench_cli.run)
 
     args = parser.parse_args(argv)
     return args.run(args)
