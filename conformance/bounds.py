@@ -200,8 +200,9 @@ _COMPUTES_WIDE = frozenset({"normal", "interpolate"})
 
 def widens(op: str) -> bool:
     """Does the composite compute float16/bfloat16 in float32 and round once at the end?"""
-    opdef = OP_TABLE[op]
-    return op in _COMPUTES_WIDE or (opdef.kind is Kind.COMPOSITE and hasattr(opdef.decompose, "__wrapped__"))
+    opdef = OP_TABLE.get(op)  # None for a multi-op case named after what it tests
+    return op in _COMPUTES_WIDE or (opdef is not None and opdef.kind is Kind.COMPOSITE
+                                    and hasattr(opdef.decompose, "__wrapped__"))
 
 
 def _zero_sign_defined(op: str) -> bool:

@@ -65,12 +65,13 @@ def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequ
             s = np.abs(o.astype(np.float64))
             allowed = bound.c0 * ulp(t.dtype, s)
         else:
-            if operands is None:
-                operands = operands_of(graph, node, arrays)
+            if operands is None:  # a multi-op case (node None) is scaled by its graph's inputs
+                operands = operands_of(graph, node, arrays) if node is not None else list(arrays)
             eps, eta, wide = compute_eps(case.op, t.dtype)
-            ctx = ScaleContext(case.op, node.attrs, operands, oracle, i, graph, arrays, eps)
+            attrs = node.attrs if node is not None else case.attrs
+            ctx = ScaleContext(case.op, attrs, operands, oracle, i, graph, arrays, eps)
             s = np.broadcast_to(scale(bound.scale, ctx), a.shape)
-            n = terms(case.op, [v.type for v in node.inputs], node.attrs)
+            n = terms(case.op, [v.type for v in node.inputs], attrs) if node is not None else 1
             with np.errstate(all="ignore"):
                 allowed = (bound.c0 + bound.c1 * n) * (eps * s + eta)
                 if wide:

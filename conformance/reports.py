@@ -23,7 +23,6 @@ from dataclasses import asdict
 
 import numpy as np
 
-from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE
 from .opdb import family_of
 from .runner import DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, UNSUPPORTED, Cell, ConformanceRun
@@ -53,8 +52,7 @@ def to_json(result: ConformanceRun) -> dict:
     cells = []
     for c in result.cells:
         row = asdict(c)
-        row["family"] = family_of(c.op)
-        row["kind"] = OP_TABLE[c.op].kind.value
+        row["family"], row["kind"] = family_kind(c.op)
         cells.append(row)
     doc = {
         "schema": SCHEMA,
@@ -76,6 +74,13 @@ def to_json(result: ConformanceRun) -> dict:
     return _clean(doc)
 
 
+def family_kind(op: str) -> tuple[str, str]:
+    """(family, kind) of a row; multi-op cases (fuzzer regressions) are 'graphs'."""
+    if op not in OP_TABLE:
+        return "graphs", "graph"
+    return family_of(op), OP_TABLE[op].kind.value
+
+
 # -- the matrix: one row per op, one column per backend/device -----------------------------------
 
 
@@ -90,7 +95,7 @@ def matrix(result: ConformanceRun) -> list[tuple[str, dict[str, dict]]]:
     for c in result.cells:
         by_op[c.op][f"{c.backend}/{c.device}"].append(c)
     rows = []
-    for op in (o for o in OP_TABLE if o in by_op):
+    for op in [o for o in OP_TABLE if o in by_op] + [o for o in by_op if o not in OP_TABLE]:
         row = {}
         for target, cells in by_op[op].items():
             worst = min(cells, key=lambda c: STATUS_ORDER.index(c.status))
@@ -118,6 +123,7 @@ def _fmt_ulp(ulps: float) -> str:
     return f"{ulps:.3g} ulp" if ulps < 1e4 else f"{ulps:.1e} ulp"
 
 
+KIND_MARK = {"primitive": "P", "composite": "C", "graph": "G"}
 _MARK = {PASS: "✅", DEVIATION: "⚠️", FAIL: "❌", UNSUPPORTED: "–", NOT_RUN: "·"}
 
 
@@ -125,7 +131,7 @@ def to_markdown(result: ConformanceRun) -> str:
     """Summary table, the op × backend/device matrix, and the failures and deviations."""
     targets = target_names(result)
     lines = ["# parity conformance", "",
-             f"{result.cases} cases, {len(OP_TABLE)} ops, {result.elapsed_s:.1f} s. "
+             f"{result.cases} cases, {len({c.op for c in result.cells})} ops, {result.elapsed_s:.1f} s. "
              f"Exit code {result.exit_code} ({_verdict(result)}).", "",
              "| backend/device | pass | deviation | fail | unsupported | not run | cases passed |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -136,7 +142,7 @@ def to_markdown(result: ConformanceRun) -> str:
               "(✅ pass, ⚠️ recorded deviation, ❌ fail with max ULP, – unsupported, · not run).", "",
               "| op | kind | " + " | ".join(targets) + " |", "| --- | --- | " + " | ".join("---" for _ in targets) + " |"]
     for op, row in matrix(result):
-        kind = "P" if OP_TABLE[op].kind is Kind.PRIMITIVE else "C"
+        kind = KIND_MARK[family_kind(op)[1]]
         texts = [f"{_MARK[row[t]['status']]} {cell_text(row[t])}" if t in row else "" for t in targets]
         lines.append(f"| {op} | {kind} | " + " | ".join(texts) + " |")
     failures = result.unexpected_failures

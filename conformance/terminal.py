@@ -10,9 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..ir.opdef import Kind
-from ..ir.ops import OP_TABLE
-from .reports import cell_text, matrix, target_names
+from .reports import KIND_MARK, family_kind, cell_text, matrix, target_names
 from .runner import DEVIATION, FAIL, NOT_RUN, PASS, UNSUPPORTED, ConformanceRun, ProgressFn
 
 _STYLE = {PASS: "green", DEVIATION: "yellow", FAIL: "bold red", UNSUPPORTED: "dim", NOT_RUN: "dim italic"}
@@ -37,7 +35,7 @@ def print_matrix(result: ConformanceRun, console: Console) -> None:
     for column in ("op", "kind", *targets):
         table.add_column(column)
     for op, row in matrix(result):
-        kind = "P" if OP_TABLE[op].kind is Kind.PRIMITIVE else "C"
+        kind = KIND_MARK[family_kind(op)[1]]
         cells = []
         for t in targets:
             agg = row.get(t)

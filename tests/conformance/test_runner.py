@@ -137,3 +137,23 @@ def test_quick_keeps_edge_cases_and_drops_long_ones():
     assert not [c for c in quick if "long" in c.tags]
     assert {(c.op, c.dtype) for c in quick} == {(c.op, c.dtype) for c in full}
     assert {c.id for c in full if "edge" in c.tags} <= {c.id for c in quick}
+
+
+def test_multi_op_case_with_its_own_bound(wrong):
+    """The shape of a fuzzer regression: a small graph, named, with an explicit bound."""
+    from parity.conformance.bounds import Bound
+    from parity.conformance.case import Case
+
+    def build(b, operands, attrs):
+        return b.exp(b.neg(operands[0]))
+
+    case = Case("exp_of_neg", DType.float32, lambda rng: (rng.standard_normal(16).astype(np.float32),),
+                name="regression_1", build=build, bound=Bound("ulp", 4))
+    result = runner.run(["reference", "wrong"], cases=[case], devices=["cpu"])
+    statuses = {(c.backend, c.op): c.status for c in result.cells}
+    assert statuses == {("reference", "exp_of_neg"): "pass", ("wrong", "exp_of_neg"): "fail"}
+    from parity.conformance import reports
+
+    doc = reports.to_json(result)
+    assert {(c["family"], c["kind"]) for c in doc["cells"]} == {("graphs", "graph")}
+    assert "| exp_of_neg | G | ✅ pass | ❌ fail" in reports.to_markdown(result)
