@@ -46,7 +46,7 @@ from ...ir.ops import primitives
 from ...ir.passes import PASSES, decompose, run_pipeline
 from ...ir.types import Symbol, TensorType
 from ..base import Backend, Deviation, OpClaim
-from .schedule import EXTERN_OPS, ExternStep, KernelStep, Options, Plan, Scheduler
+from .schedule import EXTERN_OPS, KernelStep, Options, Plan, Scheduler
 
 _VERSION = "1"  # part of every cache key: bump when generated code changes meaning
 

@@ -47,10 +47,6 @@ class Index:
     valid: str | None = None
 
 
-class Demand(Exception):
-    """Internal: a value this kernel cannot compute (raised only to unwind, never escapes)."""
-
-
 class Domain:
     """A kernel's iteration space; subclasses in kernels.py."""
 

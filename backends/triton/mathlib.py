@@ -240,16 +240,6 @@ def mul(a, b):
 
 
 @triton.jit
-def land(a, b):
-    return a & b
-
-
-@triton.jit
-def lor(a, b):
-    return a | b
-
-
-@triton.jit
 def argmax_combine(v1, i1, v2, i2):
     n1 = v1 != v1
     n2 = v2 != v2
