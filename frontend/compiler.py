@@ -94,7 +94,14 @@ def make_dynamo_backend(session: Session):
     aot = aot_autograd(fw_compiler=compile_fw, bw_compiler=compile_bw, inference_compiler=compile_inference,
                        decompositions=decomposition_table())
 
-    return aot
+    def backend(gm, example_inputs):
+        # With mkldnn on, torch's aten.lstm decomposition emits the fused
+        # aten.mkldnn_rnn_layer for a layer whose input needs no grad; tracing with it
+        # off gives plain matmuls and pointwise ops, which translate.
+        with torch.backends.mkldnn.flags(enabled=False):
+            return aot(gm, example_inputs)
+
+    return backend
 
 
 # -- claims -----------------------------------------------------------------------------

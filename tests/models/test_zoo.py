@@ -21,11 +21,7 @@ from parity.frontend.errors import UnsupportedAtenOp
 RTOL, ATOL = 1e-4, 1e-5
 
 # (model, backend or "*") -> (the error it raises today, why). Found by this suite.
-KNOWN_FAILURES = {
-    ("lstm", "*"): ("aten.mkldnn_rnn_layer.default", "torch's aten.lstm decomposition picks "
-                    "aten.mkldnn_rnn_layer for a first layer whose input does not require grad (CPU, "
-                    "mkldnn enabled); parity has no translation for it"),
-}
+KNOWN_FAILURES: dict = {}
 
 
 def _backends():
