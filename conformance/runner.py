@@ -169,8 +169,11 @@ def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[
     expanded. Returns (graph, {op: path}); raises :class:`Unsupported` naming the first
     node the backend does not claim in its dtype."""
     claims = backend.claims() if claims is None else claims
+    present = {n.op for n in graph.nodes}
     native = {n.op for n in graph.nodes if n.op in claims and node_dtype(n) in claims[n.op].dtypes}
-    lowered, _ = decompose(graph, claimed=lambda op: op in native)
+    # Ops of the case graph are claimed per dtype; composites met inside a decomposition by
+    # name (a dtype they do not claim then shows as unsupported below).
+    lowered, _ = decompose(graph, claimed=lambda op: op in native or (op not in present and op in claims))
     for n in lowered.nodes:
         claim = claims.get(n.op)
         dtype = node_dtype(n)

@@ -8,6 +8,7 @@ from parity.backends.base import Backend, Deviation, OpClaim
 from parity.backends.registry import get_backend, register_backend, unregister_backend
 from parity.conformance import runner
 from parity.conformance.opdb import all_cases
+from parity.ir import evaluate
 from parity.ir.interpreter import evaluate_node
 from parity.ir.dtypes import DType
 from parity.ir.ops import primitives
@@ -157,3 +158,26 @@ def test_multi_op_case_with_its_own_bound(wrong):
     doc = reports.to_json(result)
     assert {(c["family"], c["kind"]) for c in doc["cells"]} == {("graphs", "graph")}
     assert "| exp_of_neg | G | ✅ pass | ❌ fail" in reports.to_markdown(result)
+
+
+class PartialSoftmax(Backend):
+    """Claims every primitive, and softmax natively in float32 only."""
+
+    name = "partial_softmax"
+    devices = ("cpu",)
+
+    def claims(self):
+        claims = {op.name: OpClaim(frozenset(op.dtypes)) for op in primitives()}
+        return claims | {"softmax": OpClaim(frozenset({DType.float32}))}
+
+    def compile(self, graph, device):
+        self.seen = getattr(self, "seen", []) + [sorted(graph.op_counts())]
+        return lambda *arrays: evaluate(graph, list(arrays))
+
+
+def test_composite_claimed_in_some_dtypes_runs_natively_there_and_decomposed_elsewhere():
+    backend = PartialSoftmax()
+    result = runner.run([backend], ops="^softmax$", dtypes=[DType.float32, DType.float16], quick=True)
+    paths = {c.dtype: (c.path, c.status) for c in result.cells}
+    assert paths == {"f32": ("native", "pass"), "f16": ("decomposed", "pass")}
+    assert ["softmax"] in backend.seen and any("exp" in ops and "softmax" not in ops for ops in backend.seen)
