@@ -35,13 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: encoder when selected, else the first workload; 'none' for none)")
     parser.add_argument("--json", metavar="PATH", help="write the full record as JSON")
     parser.add_argument("--chart", metavar="PATH", help="write a PNG chart")
+    parser.add_argument("--markdown", metavar="PATH", help="write the tables as Markdown")
+    parser.add_argument("--from-json", metavar="PATH",
+                        help="run nothing: print the tables (and write --chart) from a saved --json record")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite as the parsed ``args`` ask; print the tables, write JSON/PNG."""
+    if args.from_json:
+        return _replay(args)
     from ..backends.registry import backend_names
     from .candidates import ANCHORS, make_candidate
-    from .report import print_report, write_chart, write_json
     from .suite import default_cold, run_suite
     from .workloads import WORKLOADS
 
@@ -65,12 +69,30 @@ def run(args: argparse.Namespace) -> int:
             print("note: no GPU: parity[triton] runs in Triton's interpreter (TRITON_INTERPRET=1): checked, not timed")
     candidates = [make_candidate(k) for k in (*anchors, *backends)]
     record = run_suite(workloads, candidates, quick=args.quick, threads=args.threads, cold=cold)
+    _output(record, args)
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    import json
+
+    with open(args.from_json) as f:
+        record = json.load(f)
+    _output(record, args)
+    return 0
+
+
+def _output(record: dict, args: argparse.Namespace) -> None:
+    from .report import print_report, to_markdown, write_chart, write_json
+
     print_report(record)
-    if args.json:
+    if args.json and not args.from_json:
         write_json(record, args.json)
     if args.chart:
         write_chart(record, args.chart)
-    return 0
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(to_markdown(record))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

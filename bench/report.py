@@ -55,8 +55,9 @@ def print_report(record: dict, console: Console | None = None) -> None:
             console = Console(width=160)
     machine = record["machine"]
     labels = [c["label"] for c in record["candidates"]]
-    title = (f"steady state, median of interleaved rounds; {record['threads']['threads']} threads; matmul "
-             f"{machine['matmul_gflops']:.0f} GFLOP/s, copy {machine['copy_gbs']:.1f} GB/s")
+    title = (f"steady state, median of interleaved rounds; threads: {record['threads']['threads']}; matmul "
+             f"{machine['matmul_gflops']:.0f} GFLOP/s, copy {machine['copy_gbs']:.1f} GB/s; load average "
+             f"{machine['load_average']:.1f} at the start")
     caption = ("cell: median per call, ×time over the best anchor's (bold: the fastest candidate); roofline: "
                "max(FLOPs ÷ matmul peak, bytes ÷ copy peak), and how far the fastest candidate is from it")
     table = Table(title=title, caption=caption, show_lines=True)
@@ -92,6 +93,34 @@ def print_report(record: dict, console: Console | None = None) -> None:
         console.print(cold)
     for note in notes:
         console.print(f"  {note}", highlight=False, markup=False)
+
+
+def to_markdown(record: dict) -> str:
+    """The steady-state and cold-compile tables as Markdown (for the README)."""
+    labels = [c["label"] for c in record["candidates"]]
+    lines = ["| workload | roofline | " + " | ".join(labels) + " |", "|---" * (len(labels) + 2) + "|"]
+    for w in record["workloads"]:
+        cells = []
+        for label in labels:
+            r = w["results"].get(label, {"status": "n/a"})
+            if r.get("status") == "ok":
+                cells.append(f"{format_time(r['median_s'])} (×{r['ratio']:.2f})" if "ratio" in r
+                             else format_time(r["median_s"]))
+            elif r.get("status") == "interpreter":
+                cells.append(f"interpreter, {r['reason']}")
+            else:
+                cells.append(r.get("status", "n/a"))
+        roof = format_time(w["roofline_s"]) if w["roofline_s"] else "n/a"
+        lines.append(f"| {w['name']} ({w['shape']}) | {roof} | " + " | ".join(cells) + " |")
+    if record["cold"]:
+        lines += ["", "| cold compile | workload | compile | peak RSS Δ |", "|---|---|---|---|"]
+        for c in record["cold"]:
+            if c["status"] == "ok":
+                lines.append(f"| {c['candidate']} | {c['workload']} | {format_time(c['compile_s'])} | "
+                             f"{c['peak_rss_mb']:.0f} MB |")
+            else:
+                lines.append(f"| {c['candidate']} | {c['workload']} | {c['status']} | |")
+    return "\n".join(lines) + "\n"
 
 
 def write_json(record: dict, path: str) -> None:
@@ -132,11 +161,12 @@ def write_chart(record: dict, path: str) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("time / best anchor (log; lower is better)")
     machine = record["machine"]
-    ax.set_title(f"steady state, {record['threads']['threads']} threads, matmul {machine['matmul_gflops']:.0f} "
-                 f"GFLOP/s, copy {machine['copy_gbs']:.1f} GB/s" + (" (--quick)" if record["quick"] else ""),
+    ax.set_title(f"steady state, threads: {record['threads']['threads']}, matmul {machine['matmul_gflops']:.0f} "
+                 f"GFLOP/s, copy {machine['copy_gbs']:.1f} GB/s, load {machine['load_average']:.1f}"
+                 + (" (--quick)" if record["quick"] else ""),
                  fontsize=9)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35 / len(workloads) - 0.12),
-              ncol=min(len(labels), 5), frameon=False)
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=min(len(labels), 8),
+               frameon=False)
     if has_cold:
         cold = [c for c in record["cold"] if c["status"] == "ok"]
         bx = axes[0][1]
@@ -148,7 +178,7 @@ def write_chart(record: dict, path: str) -> None:
         bx.set_xscale("log" if _spread(cold) else "linear")
         bx.set_xlabel("cold compile, s (fresh process)")
         bx.set_title("cold compile", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.6 / (1.8 + 0.9 * len(workloads)), 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

@@ -1,7 +1,8 @@
 """Running the suite: every workload on every candidate, checked, then timed interleaved.
 
 For each workload, every candidate is prepared and called once (its first call, which
-includes any compilation in this process, is recorded as ``first_call_s``), and its
+includes any compilation in this process — with on-disk caches such as Inductor's
+possibly warm — is recorded as ``first_call_s``), and its
 result is compared with torch eager's before anything is timed: a candidate that
 raises is ``error``, one whose numbers differ is ``wrong`` — with the reason — and
 neither is timed. The correct ones are then timed together
@@ -99,7 +100,7 @@ def _run_workload(name: str, candidates: Sequence[Candidate], quick: bool, threa
             elif not candidate.timed:
                 kernels = candidate.kernels_per_call()
                 result.update(status="interpreter", kernels_per_call=kernels,
-                              reason="not timed" if kernels is None else f"{kernels} kernel(s)/call, not timed")
+                              reason="kernels per call unknown" if kernels is None else f"{kernels} kernels/call")
             else:
                 result["status"] = "ok"
                 calls[candidate.label] = call

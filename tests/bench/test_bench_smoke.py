@@ -36,6 +36,12 @@ def test_quick_tiny_run_writes_json_and_chart(tmp_path, capsys):
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
     assert "parity[xla]" in printed and "cold compile" in printed
+    # the saved record replays without running anything, also as Markdown
+    md = tmp_path / "bench.md"
+    assert main(["--from-json", str(out), "--markdown", str(md)]) == 0
+    rows = md.read_text().splitlines()
+    assert rows[0] == "| workload | roofline | torch eager | parity[xla] |"
+    assert rows[2].startswith("| tiny (f32[4]) | n/a | ") and "(×1.00)" in rows[2]
 
 
 class OffByOne(TorchEager):
