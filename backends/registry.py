@@ -27,6 +27,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "reference": "parity.backends.reference:ReferenceBackend",
     "xla": "parity.backends.xla:XlaBackend",
     "triton": "parity.backends.triton:TritonBackend",
+    "onnx": "parity.backends.onnx:OnnxBackend",
 }
 
 _instances: dict[str, Backend] = {}

@@ -1,0 +1,299 @@
+"""The ONNX backend: IR graphs lowered to ONNX models and run by onnxruntime.
+
+``compile(graph, device)`` returns an :class:`OnnxExecutable`. Sessions are cached by
+(graph content hash, device, input types); one key is never lowered or built twice,
+even when threads race for it. Symbolic dims stay symbolic in the model, so one
+session serves every size.
+
+I/O goes through IOBinding with raw pointers: inputs (NumPy arrays or CPU torch
+tensors, bfloat16 included) are bound in place, and outputs are NumPy arrays allocated
+here and bound as ORT's output buffers, so nothing is copied on the way in or out. For
+a tiny graph this costs less per call than ``session.run`` with NumPy feeds (see
+docs/backends/onnx.md for the measurement).
+
+Example::
+
+    >>> import numpy as np
+    >>> from parity.ir import GraphBuilder, i32
+    >>> b = GraphBuilder(); x = b.input(i32[2])
+    >>> run = OnnxBackend().compile(b.build([b.div(x, b.constant(np.array([2, -2], np.int32)))]), "cpu")
+    >>> run(np.array([-7, 7], np.int32))[0].tolist()  # truncates toward zero, like C
+    [-3, -3]
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from ...ir.dtypes import DType
+from ...ir.errors import ParityError
+from ...ir.graph import Graph
+from ...ir.ops import OP_TABLE
+from ...ir.types import Symbol, TensorType
+from ..base import Backend, OpClaim
+from .deviations import DEVIATIONS
+from .emitter import ONNX_DTYPES
+from .legalize import UNSUPPORTED
+from .lowering import LOWERINGS, to_model
+
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+_NUMPY = {dtype: dtype.numpy for dtype in DType}
+
+
+class OnnxDeviceError(ParityError):
+    """The requested device is not available to onnxruntime here."""
+
+
+def _session_options() -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    # ORT's own log lines repeat what the raised exception says (or are warnings about
+    # our models' unused initializers): not the user's business.
+    options.log_severity_level = 4
+    return options
+
+
+def make_session(model, device: str = "cpu") -> ort.InferenceSession:
+    """An onnxruntime session for ``model`` on ``device`` (no caching)."""
+    return ort.InferenceSession(model.SerializeToString(), _session_options(), providers=[PROVIDERS[device]])
+
+
+# Outputs at least this large are written by ORT straight into fresh NumPy arrays bound as
+# its output buffers (binding costs ~7 µs); smaller ones are copied out of ORT's buffer
+# (~1 µs). ORT reuses its own output buffers between runs, so views of them are never returned.
+_BIND_OUTPUT_BYTES = 1 << 16
+
+
+class OnnxExecutable:
+    """A graph bound to an onnxruntime session; call it with arrays or CPU torch tensors.
+
+    Inputs are bound in place (no copy); an input passed again as the same object is not
+    bound again. Returns fresh NumPy arrays (never views of ORT's reused buffers).
+    """
+
+    def __init__(self, graph: Graph, device: str, session: ort.InferenceSession):
+        self.graph = graph
+        self.device = device
+        self.session = session
+        self._in = [(f"in{i}", v.type) for i, v in enumerate(graph.inputs)]
+        self._out = [(f"out{i}", v.type) for i, v in enumerate(graph.outputs)]
+        self._static = all(t.is_static for _, t in self._in)
+        # Outputs ORT allocates (and we copy out): bound once per thread when shapes are static.
+        self._copied = [self._static and not _bind_buffer(t.dtype, t.shape) for _, t in self._out]
+        self._local = threading.local()  # one IOBinding per thread
+
+    def _binding(self):
+        local = self._local
+        if not hasattr(local, "binding"):
+            binding = local.binding = self.session.io_binding()
+            local.bound = [None] * len(self._in)  # (array, shape) bound to each input last time
+            for (name, _), copied in zip(self._out, self._copied):
+                if copied:
+                    binding.bind_output(name, "cpu")
+            # The pybind objects under ORT's Python wrappers: the wrappers cost ~6 µs per call
+            # on a tiny graph (measure_overhead.py); the public API is the fallback.
+            raw, sess = getattr(binding, "_iobinding", None), getattr(self.session, "_sess", None)
+            if raw is not None and sess is not None and hasattr(sess, "run_with_iobinding"):
+                options = ort.RunOptions()
+                local.bind_input = raw.bind_input
+                local.bind_ortvalue = lambda name, value: raw.bind_ortvalue_input(name, value._ortvalue)
+                local.run = lambda: sess.run_with_iobinding(raw, options)
+                local.copy_out = raw.copy_outputs_to_cpu
+            else:
+                local.bind_input = binding.bind_cpu_input
+                local.bind_ortvalue = binding.bind_ortvalue_input
+                local.run = lambda: self.session.run_with_iobinding(binding)
+                local.copy_out = binding.copy_outputs_to_cpu
+        return local
+
+    def __call__(self, *inputs: Any) -> list[np.ndarray]:
+        if len(inputs) != len(self._in):
+            raise ParityError(f"@{self.graph.name} takes {len(self._in)} inputs, got {len(inputs)}")
+        local = self._local if hasattr(self._local, "binding") else self._binding()
+        bound = local.bound
+        keep = []  # buffers that must outlive the run
+        for i, value in enumerate(inputs):
+            last = bound[i]
+            if last is not None and last[0] is value and value.shape == last[1]:
+                continue  # the same NumPy array as last call (not reshaped): bound to the same buffer
+            name, t = self._in[i]
+            array = _as_array(value, t.dtype, i, self.graph.name)
+            if self._static and array.shape != t.shape:
+                raise ParityError(f"input {i} of @{self.graph.name} has shape {list(array.shape)}, expected {t}")
+            keep.append(array)
+            if t.dtype is DType.bfloat16:  # no NumPy buffer format ORT knows: its raw bits, typed
+                raw = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), ONNX_DTYPES[t.dtype])
+                keep.append(raw)
+                local.bind_ortvalue(name, raw)
+            else:
+                local.bind_input(name, array)  # zero-copy: ORT reads the array's buffer
+            bound[i] = (value, value.shape) if array is value else None
+        if self._static and all(self._copied):  # the common case: outputs bound once, copied out
+            local.run()
+            return local.copy_out()
+        return self._run_general(local, inputs)
+
+    def _run_general(self, local, inputs) -> list[np.ndarray]:
+        """Outputs of symbolic shape or bound to fresh arrays of ours."""
+        binding = local.binding
+        sizes: dict[str, int] = {}
+        for i, ((_, t), value) in enumerate(zip(self._in, inputs)):
+            _bind_sizes(t, np.shape(value) if not hasattr(value, "shape") else tuple(value.shape), sizes, i,
+                        self.graph.name)
+        fresh: list[np.ndarray | None] = []
+        binding.clear_binding_outputs()  # bound below in graph order (get_outputs follows binding order)
+        for name, t in self._out:
+            shape = [sizes[d.name] if isinstance(d, Symbol) else d for d in t.shape]
+            if _bind_buffer(t.dtype, shape):
+                out = np.empty(shape, t.dtype.numpy)
+                binding.bind_output(name, "cpu", 0, ONNX_DTYPES[t.dtype], shape, out.ctypes.data)
+                fresh.append(out)
+            else:
+                binding.bind_output(name, "cpu")
+                fresh.append(None)
+        local.run()
+        if all(out is not None for out in fresh):
+            return fresh
+        if all(out is None for out in fresh):
+            return local.copy_out()
+        # copy_outputs_to_cpu converts every output, and bfloat16 ones have no NumPy type
+        values = binding.get_outputs()
+        return [out if out is not None else values[i].numpy().copy() for i, out in enumerate(fresh)]
+
+
+def _bind_buffer(dtype: DType, shape) -> bool:
+    """Whether an output is bound to a fresh array of ours (else ORT allocates and we copy)."""
+    return dtype is DType.bfloat16 or math.prod(shape) * dtype.numpy.itemsize >= _BIND_OUTPUT_BYTES
+
+
+def _as_array(value: Any, dtype: DType, i: int, graph: str) -> np.ndarray:
+    """A C-contiguous NumPy view of a NumPy array or CPU torch tensor (copied only if strided)."""
+    if type(value) is np.ndarray and value.flags.c_contiguous and value.dtype == _NUMPY[dtype]:
+        return value
+    if type(value).__module__.startswith("torch"):
+        tensor = value.detach()
+        if str(tensor.dtype).removeprefix("torch.") != dtype.name:
+            raise ParityError(f"input {i} of @{graph} is a {tensor.dtype} tensor, expected {dtype.short}; "
+                              f"convert it before the call (parity never converts inputs implicitly)")
+        if tensor.device.type != "cpu":
+            raise ParityError(f"input {i} of @{graph} is on {tensor.device}; the onnx backend's "
+                              f"executables take CPU tensors (move it with .cpu())")
+        tensor = tensor.contiguous()
+        if dtype is DType.bfloat16:
+            import torch
+
+            return tensor.view(torch.int16).numpy().view(dtype.numpy)
+        return tensor.numpy()
+    array = np.asarray(value)
+    if array.dtype != dtype.numpy:
+        raise ParityError(f"input {i} of @{graph} has dtype {array.dtype}, expected {dtype.short}; "
+                          f"convert it before the call (parity never converts inputs implicitly)")
+    if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        array = array.copy(order="C")
+    return array
+
+
+def _bind_sizes(t: TensorType, shape: Sequence[int], sizes: dict[str, int], i: int, graph: str) -> None:
+    if len(shape) != t.rank:
+        raise ParityError(f"input {i} of @{graph} has shape {list(shape)}, expected {t}")
+    for dim, size in zip(t.shape, shape):
+        if isinstance(dim, Symbol):
+            if sizes.setdefault(dim.name, size) != size:
+                raise ParityError(f"input {i} of @{graph}: dimension {dim} is {size} here but "
+                                  f"{sizes[dim.name]} in an earlier input")
+        elif dim != size:
+            raise ParityError(f"input {i} of @{graph} has shape {list(shape)}, expected {t}")
+
+
+class _Pending:
+    """A cache slot being filled: other threads wait on it instead of building again."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+class OnnxBackend(Backend):
+    """Lowers every primitive to ONNX (opset :data:`~.lowering.OPSET`) for onnxruntime."""
+
+    name = "onnx"
+    devices = ("cpu", "cuda")
+    deviations = DEVIATIONS
+
+    def __init__(self):
+        self._cache: dict[tuple, _Pending] = {}
+        self._lock = threading.Lock()
+        self.session_count = 0  # sessions built by this backend (tests watch it)
+
+    def claims(self):
+        out = {}
+        for name in LOWERINGS:
+            opdef = OP_TABLE.get(name)
+            if opdef is not None:
+                dtypes = frozenset(d for d in opdef.dtypes if (name, d) not in UNSUPPORTED)
+                out[name] = OpClaim(dtypes)
+        return out
+
+    def available_devices(self) -> tuple[str, ...]:
+        have = set(ort.get_available_providers())
+        return tuple(d for d in self.devices if PROVIDERS[d] in have and (d == "cpu" or _cuda_works()))
+
+    def compile(self, graph: Graph, device: str = "cpu") -> OnnxExecutable:
+        if device not in PROVIDERS:
+            raise OnnxDeviceError(f"the onnx backend has no device {device!r}; choose one of {list(PROVIDERS)}")
+        if device not in self.available_devices():
+            raise OnnxDeviceError(
+                f"device {device!r} is not available to the onnx backend: onnxruntime here has the "
+                f"providers {ort.get_available_providers()}. Install onnxruntime-gpu for 'cuda' or use device='cpu'."
+            )
+        key = (graph.content_hash(), device, tuple(map(str, graph.input_types)))
+        return OnnxExecutable(graph, device, self._session(graph, device, key))
+
+    def _session(self, graph: Graph, device: str, key: tuple) -> ort.InferenceSession:
+        with self._lock:
+            slot = self._cache.get(key)
+            owner = slot is None
+            if owner:
+                slot = self._cache[key] = _Pending()
+        if not owner:
+            slot.done.wait()
+            if slot.error is not None:
+                raise slot.error
+            return slot.value
+        try:
+            slot.value = make_session(to_model(graph), device)
+            with self._lock:
+                self.session_count += 1
+        except BaseException as exc:
+            slot.error = exc
+            with self._lock:
+                self._cache.pop(key, None)  # a later call may retry
+            raise
+        finally:
+            slot.done.set()
+        return slot.value
+
+
+_cuda_state: list[bool] = []
+
+
+def _cuda_works() -> bool:
+    """Whether a CUDA session really runs on the GPU (the provider can be built in without one)."""
+    if not _cuda_state:
+        try:
+            from ...ir.builder import GraphBuilder
+            from ...ir.dtypes import f32
+
+            b = GraphBuilder("cuda_probe")
+            x = b.input(f32[1])
+            session = make_session(to_model(b.build([b.neg(x)])), "cuda")
+            _cuda_state.append("CUDAExecutionProvider" in session.get_providers())
+        except Exception:
+            _cuda_state.append(False)
+    return _cuda_state[0]

@@ -1,0 +1,92 @@
+"""What a lowering rule sees: the node's attributes and types, and the emitter.
+
+A rule is ``rule(ctx, *operands) -> name | tuple[name, ...]``: operands and results are
+ONNX value names; ``ctx`` emits nodes (``ctx.op("Add", a, b)``) and constants
+(``ctx.scalar(0, dtype)``). ONNX broadcasts numpy-style, so scalars need no expansion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.errors import UnsupportedOpError
+from ...ir.types import Dim, Symbol, TensorType
+from .emitter import ONNX_DTYPES, Emitter
+
+_BITS = {DType.float16: DType.int16, DType.bfloat16: DType.int16, DType.float32: DType.int32,
+         DType.float64: DType.int64}
+
+
+@dataclass(frozen=True)
+class LowerCtx:
+    em: Emitter
+    op_name: str
+    attrs: Mapping[str, Any]
+    in_types: tuple[TensorType, ...]
+    out_types: tuple[TensorType, ...]
+    loc: str = ""  # " (at file:line)" of the node, for errors
+    semantic: DType | None = None  # the node's own dtype when legalization widened it
+
+    @property
+    def ir_dtype(self) -> DType:
+        """The dtype whose semantics the rule implements (``dtype`` may be a wider stand-in)."""
+        return self.semantic or self.dtype
+
+    @property
+    def out(self) -> TensorType:
+        return self.out_types[0]
+
+    @property
+    def dtype(self) -> DType:
+        """The dtype of operand 0 (or of the result for ops without operands)."""
+        return (self.in_types or self.out_types)[0].dtype
+
+    def op(self, op_type: str, *inputs: str, outputs: int = 1, **attrs: Any):
+        return self.em.op(op_type, *inputs, outputs=outputs, **attrs)
+
+    def scalar(self, value: Any, dtype: DType | None = None) -> str:
+        return self.em.scalar(value, dtype or self.dtype)
+
+    def cast(self, x: str, dtype: DType) -> str:
+        return self.em.cast(x, dtype)
+
+    def where(self, cond: str, on_true: str, on_false: str, dtype: DType) -> str:
+        """Where, bit-exact: ORT's float Where turns a selected -0.0 into +0.0 (when the
+        condition is not a broadcast scalar), so floats are selected as their bits."""
+        if not dtype.is_float:
+            return self.op("Where", cond, on_true, on_false)
+        bits = _BITS[dtype]
+        a, b = (self.op("BitCast", v, to=ONNX_DTYPES[bits]) for v in (on_true, on_false))
+        if bits is DType.int16:  # Where has no int16 kernel
+            a, b = self.cast(a, DType.int32), self.cast(b, DType.int32)
+            return self.op("BitCast", self.cast(self.op("Where", cond, a, b), bits), to=ONNX_DTYPES[dtype])
+        return self.op("BitCast", self.op("Where", cond, a, b), to=ONNX_DTYPES[dtype])
+
+    def expand(self, x: str, x_shape: Sequence[Dim], shape: Sequence[Dim]) -> str:
+        """Broadcast ``x`` (of ``x_shape``, same rank) to ``shape``.
+
+        ORT's Expand broadcasts a size-1 dim to a target of 0 as 1, so dims that may be
+        empty (0 or a symbol, where x has 1) are cut back to the target with a Slice.
+        """
+        out = self.op("Expand", x, self.em.shape(shape))
+        risky = [i for i, (n, d) in enumerate(zip(x_shape, shape)) if n == 1 and (d == 0 or isinstance(d, Symbol))]
+        if not risky:
+            return out
+        ends = [shape[i] for i in risky]
+        return self.op("Slice", out, self.em.ints([0] * len(risky)), self.em.shape(ends), self.em.ints(risky))
+
+    def full(self, value: Any, t: TensorType) -> str:
+        """A tensor of type ``t`` filled with ``value``."""
+        scalar = self.scalar(np.full([1] * t.rank, value), t.dtype)
+        return self.expand(scalar, [1] * t.rank, t.shape)
+
+    def unsupported(self, why: str) -> UnsupportedOpError:
+        return UnsupportedOpError(
+            f"the onnx backend cannot lower {self.op_name!r}{self.loc}: {why}; "
+            f"use backend='reference' or 'xla' for this graph"
+        )

@@ -1,0 +1,143 @@
+"""Building ONNX graphs: fresh names, nodes, deduplicated constants and shape tensors.
+
+The lowering rules never touch protobuf: they call :meth:`Emitter.op` (``onnx.helper
+.make_node``), :meth:`Emitter.const` (``numpy_helper.from_array`` initializers) and the
+shape helpers. Symbolic dimensions become run-time values read from the graph input
+that carries them (``Shape`` with start/end), so reshapes and broadcasts work for any
+size bound at run time.
+
+Example::
+
+    >>> import numpy as np
+    >>> from parity.ir import f32
+    >>> em = Emitter()
+    >>> x = em.input("x", f32[2])
+    >>> y = em.op("Neg", x)
+    >>> [n.op_type for n in em.nodes], em.const(np.float32(1)) == em.const(np.float32(1))
+    (['Neg'], True)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from ...ir.dtypes import DType
+from ...ir.types import Dim, Symbol, TensorType
+
+ONNX_DTYPES: dict[DType, int] = {
+    DType.bool: TensorProto.BOOL,
+    DType.int8: TensorProto.INT8,
+    DType.int16: TensorProto.INT16,
+    DType.int32: TensorProto.INT32,
+    DType.int64: TensorProto.INT64,
+    DType.uint8: TensorProto.UINT8,
+    DType.uint32: TensorProto.UINT32,
+    DType.float16: TensorProto.FLOAT16,
+    DType.bfloat16: TensorProto.BFLOAT16,
+    DType.float32: TensorProto.FLOAT,
+    DType.float64: TensorProto.DOUBLE,
+}
+
+# A shape entry: a static size, a symbol, or a tuple of entries meaning their product.
+ShapeEntry = Dim | tuple
+
+
+def value_info(name: str, t: TensorType):
+    """``ValueInfoProto`` for a graph input/output; symbols become ``dim_param``s."""
+    dims = [d.name if isinstance(d, Symbol) else d for d in t.shape]
+    return helper.make_tensor_value_info(name, ONNX_DTYPES[t.dtype], dims)
+
+
+class Emitter:
+    """Collects the nodes and initializers of one ONNX graph."""
+
+    def __init__(self):
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+        self.inputs: list[Any] = []
+        self._counter = itertools.count()
+        self._consts: dict[tuple, str] = {}
+        self._symbols: dict[str, tuple[str, int]] = {}  # symbol -> (graph input, axis)
+        self._symbol_values: dict[str, str] = {}
+
+    def fresh(self, hint: str) -> str:
+        return f"{hint}_{next(self._counter)}"
+
+    def input(self, name: str, t: TensorType) -> str:
+        self.inputs.append(value_info(name, t))
+        for axis, dim in enumerate(t.shape):
+            if isinstance(dim, Symbol):
+                self._symbols.setdefault(dim.name, (name, axis))
+        return name
+
+    def op(self, op_type: str, *inputs: str, outputs: int = 1, **attrs: Any):
+        """Append one node; return its output name (or a list of names for ``outputs > 1``)."""
+        names = [self.fresh(op_type.lower()) for _ in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
+        return names[0] if outputs == 1 else names
+
+    def const(self, value: Any, dtype: DType | None = None) -> str:
+        """An initializer holding ``value`` (in ``dtype``); equal constants share one name."""
+        array = np.asarray(value)
+        if dtype is not None:
+            array = array.astype(dtype.numpy)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        name = self._consts.get(key)
+        if name is None:
+            name = self._consts[key] = self.fresh("c")
+            # np.ascontiguousarray would turn a 0-d array into shape (1,)
+            array = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+            self.initializers.append(numpy_helper.from_array(array, name))
+        return name
+
+    def scalar(self, value: Any, dtype: DType) -> str:
+        return self.const(np.array(value, dtype.numpy))
+
+    def ints(self, values: Sequence[int]) -> str:
+        """A 1-D int64 constant (axes, pads, static shapes)."""
+        return self.const(np.array(list(values), np.int64).reshape(len(values)))
+
+    def cast(self, x: str, dtype: DType) -> str:
+        return self.op("Cast", x, to=ONNX_DTYPES[dtype])
+
+    # -- shapes ---------------------------------------------------------------------------
+
+    def symbol(self, sym: Symbol) -> str:
+        """A 1-element int64 tensor holding the run-time size of ``sym``."""
+        name = self._symbol_values.get(sym.name)
+        if name is None:
+            source, axis = self._symbols[sym.name]
+            name = self._symbol_values[sym.name] = self.op("Shape", source, start=axis, end=axis + 1)
+        return name
+
+    def shape(self, entries: Sequence[ShapeEntry]) -> str:
+        """A 1-D int64 shape tensor; static entries fold into one constant."""
+        static = [_static(e) for e in entries]
+        if all(s is not None for s in static):
+            return self.ints(static)
+        pieces = [self.ints([s]) if s is not None else self._entry(e) for e, s in zip(entries, static)]
+        return pieces[0] if len(pieces) == 1 else self.op("Concat", *pieces, axis=0)
+
+    def _entry(self, entry: ShapeEntry) -> str:
+        if isinstance(entry, Symbol):
+            return self.symbol(entry)
+        parts = [self._entry(e) if _static(e) is None else self.ints([_static(e)]) for e in entry]
+        product = parts[0]
+        for part in parts[1:]:
+            product = self.op("Mul", product, part)
+        return product
+
+
+def _static(entry: ShapeEntry) -> int | None:
+    if isinstance(entry, Symbol):
+        return None
+    if isinstance(entry, tuple):
+        sizes = [_static(e) for e in entry]
+        return None if any(s is None for s in sizes) else math.prod(sizes)
+    return entry

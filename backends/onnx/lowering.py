@@ -1,0 +1,120 @@
+"""IR graph → ONNX ``ModelProto``: one rule per op, in one table.
+
+:data:`LOWERINGS` maps every op the backend lowers to its rule (``rule(ctx, *operands)``,
+see :mod:`.context`); the family modules hold the rules, grouped the way ``ir/ops`` is.
+Composites without a rule are expanded by their decompositions first. Before a node is
+lowered, the legalization table (:mod:`.legalize`) may widen it: its operands of the
+node's dtype are cast to a wider dtype, the rule runs there, and the results are cast
+back once; an (op, dtype) ORT cannot run at all raises :class:`UnsupportedOpError`.
+
+Example::
+
+    >>> import onnx
+    >>> from parity.ir import GraphBuilder, bf16
+    >>> b = GraphBuilder("twice"); x = b.input(bf16[3])
+    >>> model = to_model(b.build([b.add(x, x)]))
+    >>> onnx.checker.check_model(model, full_check=True)
+    >>> [n.op_type for n in model.graph.node]  # ORT has no bfloat16 Add on CPU
+    ['Cast', 'Add', 'Cast']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import onnx
+from onnx import helper
+
+from ...ir.errors import UnsupportedOpError
+from ...ir.graph import Graph, Node
+from ...ir.passes import decompose
+from .context import LowerCtx
+from .elementwise import RULES as ELEMENTWISE
+from .emitter import Emitter, value_info
+from .legalize import UNSUPPORTED, WIDEN
+from .reductions import RULES as REDUCTIONS
+from .structural import RULES as STRUCTURAL
+
+# The highest opset both the onnx package and onnxruntime 1.32 know (tests check it).
+OPSET = 28
+
+LOWERINGS = {**ELEMENTWISE, **STRUCTURAL, **REDUCTIONS}
+
+# The operand whose dtype is the op's dtype (OpDef.dtypes); select's operand 0 is its bool mask.
+_TYPED_OPERAND = {"select": 1}
+
+
+def to_model(graph: Graph, *, legalize: bool = True) -> onnx.ModelProto:
+    """Lower ``graph`` to an ONNX model (inputs ``in0..``, outputs ``out0..``).
+
+    ``legalize=False`` skips the dtype legalization (the kernel probe uses it to find
+    ORT's gaps); a model built that way may not run.
+    """
+    graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
+    em = Emitter()
+    env = {value: em.input(f"in{i}", value.type) for i, value in enumerate(graph.inputs)}
+    for node in graph.nodes:
+        outputs = lower_node(em, node, [env[v] for v in node.inputs], legalize=legalize)
+        env.update(zip(node.outputs, outputs))
+    output_names = _name_outputs(em, [env[v] for v in graph.outputs])
+    proto = helper.make_graph(
+        em.nodes, graph.name, em.inputs,
+        [value_info(name, v.type) for name, v in zip(output_names, graph.outputs)],
+        initializer=em.initializers,
+    )
+    opsets = [helper.make_opsetid("", OPSET)]
+    return helper.make_model(proto, opset_imports=opsets, producer_name="parity",
+                             ir_version=helper.find_min_ir_version_for(opsets))
+
+
+def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bool = True) -> list[str]:
+    """Emit ``node``; return the ONNX names of its results."""
+    rule = LOWERINGS.get(node.op)
+    where = f" (at {node.loc})" if node.loc else ""
+    if rule is None:
+        raise UnsupportedOpError(f"the onnx backend has no rule for {node.op!r}{where} "
+                                 f"(backends/onnx/lowering.py); use backend='reference' or 'xla'")
+    in_types = tuple(v.type for v in node.inputs)
+    out_types = tuple(v.type for v in node.outputs)
+    first = _TYPED_OPERAND.get(node.op, 0)
+    dtype = (in_types[first:] or out_types)[0].dtype
+    wide = None
+    if legalize:
+        reason = UNSUPPORTED.get((node.op, dtype))
+        if reason is not None:
+            raise UnsupportedOpError(f"the onnx backend does not run {node.op!r} on {dtype.short}{where}: "
+                                     f"{reason}; use backend='reference' or 'xla', or convert the operand")
+        wide = WIDEN.get((node.op, dtype))
+    if wide is not None:
+        widened = [i >= first and t.dtype is dtype for i, t in enumerate(in_types)]
+        casts: dict[str, str] = {}
+        for x, w in zip(operands, widened):
+            if w and x not in casts:
+                casts[x] = em.cast(x, wide)  # one Cast per value, even when it is used twice
+        operands = [casts[x] if w else x for x, w in zip(operands, widened)]
+        in_types = tuple(t.with_dtype(wide) if w else t for t, w in zip(in_types, widened))
+        out_types = tuple(t.with_dtype(wide) if t.dtype is dtype else t for t in out_types)
+    ctx = LowerCtx(em, node.op, node.attrs, in_types, out_types, where, dtype if wide is not None else None)
+    results = rule(ctx, *operands)
+    results = list(results) if isinstance(results, tuple) else [results]
+    if wide is not None:
+        results = [em.cast(r, v.type.dtype) if v.type.dtype is dtype else r for r, v in zip(results, node.outputs)]
+    return results
+
+
+def _name_outputs(em: Emitter, names: list[str]) -> list[str]:
+    """Rename each output's producer to ``out{i}``; inputs, constants and repeats get an Identity."""
+    fixed = {vi.name for vi in em.inputs} | {t.name for t in em.initializers}
+    rename: dict[str, str] = {}
+    for i, name in enumerate(names):
+        target = f"out{i}"
+        if name in fixed or name in rename:
+            em.nodes.append(helper.make_node("Identity", [name], [target]))
+        else:
+            rename[name] = target
+    for node in em.nodes:
+        for field in (node.input, node.output):
+            for j, name in enumerate(field):
+                if name in rename:
+                    field[j] = rename[name]
+    return [f"out{i}" for i in range(len(names))]

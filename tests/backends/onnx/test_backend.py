@@ -1,0 +1,170 @@
+"""The onnx backend's protocol side: claims, devices, the session cache, inputs and outputs."""
+
+from __future__ import annotations
+
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+
+from parity.backends import get_backend
+from parity.backends.onnx import OnnxBackend
+from parity.backends.onnx.backend import OnnxDeviceError
+from parity.ir import OP_TABLE, DType, GraphBuilder, ParityError, SourceLoc, Symbol, UnsupportedOpError, bf16, f32, f64, i32
+
+
+def _double(name: str = "double", t=f32[3]):
+    b = GraphBuilder(name)
+    x = b.input(t)
+    return b.build([b.add(x, x)])
+
+
+def test_registry_finds_the_backend():
+    backend = get_backend("onnx")
+    assert isinstance(backend, OnnxBackend) and backend.name == "onnx"
+
+
+def test_claims_cover_every_primitive_and_leave_out_unsupported_dtypes():
+    claims = OnnxBackend().claims()
+    assert {op.name for op in OP_TABLE.values() if op.kind.value == "primitive"} <= set(claims)
+    assert DType.float64 not in claims["erf"].dtypes and DType.float32 in claims["erf"].dtypes
+    assert claims["add"].dtypes == frozenset(OP_TABLE["add"].dtypes)
+    assert OnnxBackend().claim_status("softmax") == "decomposed"
+
+
+def test_unsupported_dtype_error_names_op_dtype_and_source_line():
+    b = GraphBuilder()
+    x = b.input(f64[2])
+    with b.location(SourceLoc("model.py", 12, "forward")):
+        y = b.erf(x)
+    with pytest.raises(UnsupportedOpError, match=r"'erf' on f64 \(at model.py:12 in forward\).*Erf"):
+        OnnxBackend().compile(b.build([y]), "cpu")
+
+
+def test_devices_are_the_truth():
+    backend = OnnxBackend()
+    assert backend.available_devices() == ("cpu",)  # this onnxruntime build has no CUDA provider
+    with pytest.raises(OnnxDeviceError, match="'cuda' is not available.*onnxruntime-gpu"):
+        backend.compile(_double(), "cuda")
+    with pytest.raises(OnnxDeviceError, match="no device 'tpu'"):
+        backend.compile(_double(), "tpu")
+
+
+def test_one_session_per_graph_content_and_input_types():
+    backend = OnnxBackend()
+    backend.compile(_double("a"), "cpu")
+    backend.compile(_double("b"), "cpu")  # same content, other name: same key
+    assert backend.session_count == 1
+    backend.compile(_double("a", f64[3]), "cpu")
+    assert backend.session_count == 2
+
+
+def test_threads_racing_for_one_key_build_one_session():
+    backend = OnnxBackend()
+    graph = _double()
+    barrier = threading.Barrier(8)
+    results = []
+
+    def compile_it():
+        barrier.wait()
+        results.append(backend.compile(graph, "cpu").session)
+
+    threads = [threading.Thread(target=compile_it) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert backend.session_count == 1 and len({id(s) for s in results}) == 1
+
+
+def test_a_failed_build_is_not_cached():
+    backend = OnnxBackend()
+    b = GraphBuilder()
+    x = b.input(f64[2])
+    graph = b.build([b.erf(x)])
+    for _ in range(2):
+        with pytest.raises(UnsupportedOpError):
+            backend.compile(graph, "cpu")
+    assert backend.session_count == 0
+
+
+def test_numpy_and_torch_inputs_including_bfloat16_and_strided():
+    run = OnnxBackend().compile(_double(t=f32[2, 3]), "cpu")
+    x = np.arange(6, dtype=np.float32).reshape(3, 2).T  # not contiguous
+    np.testing.assert_array_equal(run(x)[0], 2 * x)
+    np.testing.assert_array_equal(run(torch.from_numpy(x.copy()))[0], 2 * x)
+    np.testing.assert_array_equal(run(torch.from_numpy(np.ascontiguousarray(x)).requires_grad_())[0], 2 * x)
+    run16 = OnnxBackend().compile(_double(t=bf16[3]), "cpu")
+    got = run16(torch.tensor([1.5, -2.0, 3.0], dtype=torch.bfloat16))[0]
+    assert got.dtype == ml_dtypes.bfloat16 and got.tolist() == [3.0, -4.0, 6.0]
+    assert run16(np.array([0.5, 1, 2], ml_dtypes.bfloat16))[0].tolist() == [1.0, 2.0, 4.0]
+
+
+def test_wrong_dtype_or_shape_is_an_error_not_a_conversion():
+    run = OnnxBackend().compile(_double(), "cpu")
+    with pytest.raises(ParityError, match="dtype float64, expected f32"):
+        run(np.zeros(3))
+    with pytest.raises(ParityError, match="torch.float64 tensor, expected f32"):
+        run(torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ParityError, match=r"shape \[4\], expected f32\[3\]"):
+        run(np.zeros(4, np.float32))
+    with pytest.raises(ParityError, match="takes 1 inputs, got 2"):
+        run(np.zeros(3, np.float32), np.zeros(3, np.float32))
+
+
+def test_outputs_are_fresh_arrays_and_rebinding_follows_the_caller():
+    run = OnnxBackend().compile(_double(), "cpu")
+    x = np.ones(3, np.float32)
+    first = run(x)[0]
+    x[:] = 5  # same array object, new contents: bound in place, so the run sees them
+    second = run(x)[0]
+    assert first.tolist() == [2.0] * 3 and second.tolist() == [10.0] * 3
+    assert not np.shares_memory(first, second)
+    assert run(np.full(3, 2, np.float32))[0].tolist() == [4.0] * 3
+
+
+def test_large_outputs_are_written_into_fresh_arrays():
+    run = OnnxBackend().compile(_double(t=f32[1 << 15]), "cpu")  # 128 KiB: bound as ORT's output buffer
+    x = np.arange(1 << 15, dtype=np.float32)
+    a, b = run(x)[0], run(x)[0]
+    np.testing.assert_array_equal(a, 2 * x)
+    assert not np.shares_memory(a, b)
+
+
+def test_symbolic_dims_one_session_for_every_size():
+    backend = OnnxBackend()
+    b = GraphBuilder()
+    n = Symbol("N")
+    x = b.input(f32[n, 2])
+    w = b.input(f32[2, 3])
+    y = b.dot_general(x, w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,), lhs_batch_dims=(),
+                      rhs_batch_dims=())
+    z = b.broadcast_in_dim(b.reduce_sum(y, axes=(1,)), shape=(n, 4), broadcast_dimensions=(0,))
+    run = backend.compile(b.build([y, z]), "cpu")
+    w_in = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for rows in (1, 5, 0):
+        x_in = np.ones((rows, 2), np.float32)
+        got_y, got_z = run(x_in, w_in)
+        np.testing.assert_array_equal(got_y, x_in @ w_in)
+        np.testing.assert_array_equal(got_z, np.broadcast_to((x_in @ w_in).sum(1)[:, None], (rows, 4)))
+    assert backend.session_count == 1
+
+
+def test_a_symbol_bound_to_two_sizes_is_an_error():
+    b = GraphBuilder()
+    n = Symbol("N")
+    p, q = b.input(f32[n]), b.input(f32[n])
+    run = OnnxBackend().compile(b.build([b.add(p, q)]), "cpu")
+    with pytest.raises(ParityError, match="dimension N is 3 here but 2"):
+        run(np.ones(2, np.float32), np.ones(3, np.float32))
+
+
+def test_outputs_that_are_inputs_or_repeated_get_their_own_names():
+    b = GraphBuilder()
+    x = b.input(i32[2])
+    c = b.constant(np.array([7, 8], np.int32))
+    run = OnnxBackend().compile(b.build([x, x, c, b.neg(x), b.neg(x)]), "cpu")
+    outs = run(np.array([1, 2], np.int32))
+    assert [o.tolist() for o in outs] == [[1, 2], [1, 2], [7, 8], [-1, -2], [-1, -2]]
