@@ -15,6 +15,7 @@ import json
 import math
 
 from ..ir.dtypes import ALL_DTYPES
+from .opdb import FAMILIES
 from .reports import matrix, to_json
 from .runner import ConformanceRun
 
@@ -120,7 +121,8 @@ def to_html(result: ConformanceRun) -> str:
         out += [f"<th{' class=target' if k == 0 else ''}>{d}</th>" for k, d in enumerate(dtypes)]
     out.append("</tr></thead><tbody>")
     family = None
-    for op, _row in matrix(result):
+    order = list(FAMILIES) + ["graphs"]
+    for op, _row in sorted(matrix(result), key=lambda row: order.index(family_of[row[0]])):  # stable: table order
         if family_of[op] != family:
             family = family_of[op]
             out.append(f"<tr class='fam'><th colspan='{1 + len(targets) * len(dtypes)}'>{family}</th></tr>")
