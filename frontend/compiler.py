@@ -98,8 +98,13 @@ def make_dynamo_backend(session: Session):
         # With mkldnn on, torch's aten.lstm decomposition emits the fused
         # aten.mkldnn_rnn_layer for a layer whose input needs no grad; tracing with it
         # off gives plain matmuls and pointwise ops, which translate.
-        with torch.backends.mkldnn.flags(enabled=False):
+        # (Set directly: torch.backends.mkldnn.flags() also resets TF32 and warns about it.)
+        enabled = torch._C._get_mkldnn_enabled()
+        torch._C._set_mkldnn_enabled(False)
+        try:
             return aot(gm, example_inputs)
+        finally:
+            torch._C._set_mkldnn_enabled(enabled)
 
     return backend
 

@@ -10,7 +10,7 @@ Example::
     >>> from parity.conformance.models import get_model
     >>> result = compare(get_model("mlp"), backend="reference")
     >>> sorted(result.pairs)[:3]
-    ['buffer count', 'grad fc1.bias', 'grad fc1.weight']
+    ['grad fc1.bias', 'grad fc1.weight', 'grad fc2.bias']
 """
 
 from __future__ import annotations
