@@ -2,8 +2,8 @@
 
 Each entry was measured (tests/backends/onnx/test_deviations.py re-measures it and fails
 when the number changes, so a fixed or worsened deviation gets noticed). Where ORT's
-kernel was out of contract but another lowering meets it (float32 Sigmoid and Tanh,
-float64 Sin/Cos/Tanh near their bad ranges, float32 ReduceProd), the lowering changed
+kernel was out of contract but another lowering meets it (Sigmoid, float32 Tanh,
+float64 Sin/Cos/Tanh near their bad ranges, float products), the lowering changed
 instead and there is no entry here.
 """
 
@@ -14,14 +14,6 @@ from ..base import Deviation
 
 # (op, dtype) -> measured max error in ULPs of the dtype, and why.
 MEASURED: dict[tuple[str, DType], tuple[float, str]] = {
-    ("sin", DType.float64): (
-        1_184_405_708.0,
-        "for |x| >= 2**20 * pi/2 (1.65e6) the lowering falls back to ORT's float64 Sin, whose range "
-        "reduction uses one rounded pi: measured 1.18e9 ULP at x = 12.566370617500558 on that kernel "
-        "(below 1.65e6 a 3-piece Cody-Waite reduction keeps sin within 1 ULP)"),
-    ("cos", DType.float64): (
-        1_184_405_708.0,
-        "as sin: ORT's float64 Cos beyond |x| >= 1.65e6, measured 1.18e9 ULP at x = 1.570796326561926"),
     ("tan", DType.float64): (
         5.0,
         "ORT has no float64 Tan; sin(r) / cos(r) after range reduction reaches 5 ULP "

@@ -52,9 +52,10 @@ PRECISION: dict[tuple[str, DType], tuple[DType, str]] = {
     # ORT's float32 Tanh is off by up to 28 ULP (3.7 ULP near 0.01, 28 at -1.2e-38);
     # float64 Tanh (<= 5 float64 ULP) rounded to float32 is within 1 ULP.
     ("tanh", DType.float32): (DType.float64, "ORT's float32 Tanh reaches 28 ULP"),
-    # CumProd rounds (and may underflow) at every step; float64 holds any product of a
-    # few float32 terms without underflow, rounded once at the end.
-    ("reduce_prod", DType.float32): (DType.float64, "float32 products underflow step by step"),
+    # Products round, overflow and underflow at every step (inf * 0 = NaN where the IR's
+    # float64 product is finite); float64 holds products of narrower floats, rounded once.
+    **{(op, dtype): (DType.float64, "products overflow/underflow step by step")
+       for op in ("reduce_prod", "cumprod") for dtype in (DType.float16, DType.bfloat16, DType.float32)},
 }
 
 WIDEN: dict[tuple[str, DType], DType] = {

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import onnx
 from onnx import helper
 
+from ...ir.dtypes import DType
 from ...ir.errors import UnsupportedOpError
 from ...ir.graph import Graph, Node
 from ...ir.passes import decompose
@@ -98,8 +99,17 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
     results = rule(ctx, *operands)
     results = list(results) if isinstance(results, tuple) else [results]
     if wide is not None:
-        results = [em.cast(r, v.type.dtype) if v.type.dtype is dtype else r for r, v in zip(results, node.outputs)]
+        results = [_narrow(em, r, wide, v.type) if v.type.dtype is dtype else r for r, v in zip(results, node.outputs)]
     return results
+
+
+def _narrow(em: Emitter, x: str, wide, t) -> str:
+    """Cast a widened result back, rounding once (float64 → f16/bf16 goes through round-to-odd:
+    ORT's Cast would round twice, via float32)."""
+    if wide is DType.float64 and t.dtype in (DType.float16, DType.bfloat16):
+        ctx = LowerCtx(em, "convert", {"dtype": t.dtype}, (t.with_dtype(wide),), (t,))
+        return ELEMENTWISE["convert"](ctx, x)
+    return em.cast(x, t.dtype)
 
 
 def _name_outputs(em: Emitter, names: list[str]) -> list[str]:
