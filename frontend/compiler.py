@@ -124,13 +124,14 @@ class ClaimCheck:
         op = node.op
         claim = self.claims.get(op)
         dtype = node.inputs[0].type.dtype if node.inputs else node.outputs[0].type.dtype
-        if claim is not None:
-            if dtype in claim.dtypes:
-                return None
-            return f"backend {self.backend.name!r} claims the IR op {op!r} but not for dtype {dtype.short}"
+        if claim is not None and dtype in claim.dtypes:
+            return None
         opdef = OP_TABLE[op]
+        if claim is not None and opdef.kind is Kind.PRIMITIVE:
+            return f"backend {self.backend.name!r} claims the IR op {op!r} but not for dtype {dtype.short}"
         if opdef.kind is Kind.PRIMITIVE:
             return f"backend {self.backend.name!r} does not claim the IR op {op!r}"
+        # A composite not claimed (in this dtype) runs if its decomposition does.
         key = (op, tuple(str(v.type) for v in node.inputs), repr(sorted(node.attrs.items())))
         if key not in self._composites:
             self._composites[key] = self._check_decomposition(node)

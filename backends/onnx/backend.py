@@ -37,6 +37,7 @@ from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.types import Symbol, TensorType
 from ..base import Backend, OpClaim
+from .composites import NATIVE
 from .deviations import DEVIATIONS
 from .emitter import ONNX_DTYPES
 from .legalize import UNSUPPORTED
@@ -236,7 +237,9 @@ class OnnxBackend(Backend):
         for name in LOWERINGS:
             opdef = OP_TABLE.get(name)
             if opdef is not None:
-                dtypes = frozenset(d for d in opdef.dtypes if (name, d) not in UNSUPPORTED)
+                native = NATIVE.get(name)  # a composite: only the dtypes its ONNX op was measured in
+                dtypes = frozenset(d for d in opdef.dtypes if (name, d) not in UNSUPPORTED
+                                   and (native is None or d in native.dtypes))
                 out[name] = OpClaim(dtypes)
         return out
 

@@ -19,6 +19,7 @@ test_legalize.py checks that every gap it finds is covered here.
 from __future__ import annotations
 
 from ...ir.dtypes import DType
+from .composites import NATIVE
 
 _WIDER = {DType.bfloat16: DType.float32, DType.float16: DType.float32, DType.int8: DType.int32,
           DType.int16: DType.int32, DType.uint8: DType.int32, DType.uint32: DType.int64,
@@ -58,7 +59,13 @@ PRECISION: dict[tuple[str, DType], tuple[DType, str]] = {
        for op in ("reduce_prod", "cumprod") for dtype in (DType.float16, DType.bfloat16, DType.float32)},
 }
 
+# Composites claimed natively (composites.NATIVE) compute float16/bfloat16 in float32 and round
+# once, as the IR's decompositions do (compose.widened); ORT's narrow kernels would round more.
+COMPOSITE_F32: dict[tuple[str, DType], DType] = {
+    (op, dtype): DType.float32 for op in NATIVE for dtype in (DType.float16, DType.bfloat16)}
+
 WIDEN: dict[tuple[str, DType], DType] = {
+    **COMPOSITE_F32,
     **{(op, dtype): _WIDER[dtype] for dtype, ops in GAPS.items() for op in ops},
     **{key: wide for key, (wide, _) in PRECISION.items()},
 }

@@ -25,10 +25,14 @@ from collections.abc import Sequence
 import onnx
 from onnx import helper
 
+from ...ir.builder import GraphBuilder
 from ...ir.dtypes import DType
 from ...ir.errors import UnsupportedOpError
 from ...ir.graph import Graph, Node
+from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
+from .composites import NATIVE
+from .composites import RULES as COMPOSITES
 from .context import LowerCtx
 from .elementwise import RULES as ELEMENTWISE
 from .emitter import Emitter, value_info
@@ -39,7 +43,7 @@ from .structural import RULES as STRUCTURAL
 # The highest opset both the onnx package and onnxruntime 1.32 know (tests check it).
 OPSET = 28
 
-LOWERINGS = {**ELEMENTWISE, **STRUCTURAL, **REDUCTIONS}
+LOWERINGS = {**ELEMENTWISE, **STRUCTURAL, **REDUCTIONS, **COMPOSITES}
 
 # The operand whose dtype is the op's dtype (OpDef.dtypes); select's operand 0 is its bool mask.
 _TYPED_OPERAND = {"select": 1}
@@ -79,6 +83,10 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
     out_types = tuple(v.type for v in node.outputs)
     first = _TYPED_OPERAND.get(node.op, 0)
     dtype = (in_types[first:] or out_types)[0].dtype
+    native = NATIVE.get(node.op)
+    if native is not None and (dtype not in native.dtypes
+                               or native.fits is not None and not native.fits(node.attrs, in_types)):
+        return _lower_decomposition(em, node, operands, legalize)
     wide = None
     if legalize:
         reason = UNSUPPORTED.get((node.op, dtype))
@@ -101,6 +109,20 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
     if wide is not None:
         results = [_narrow(em, r, wide, v.type) if v.type.dtype is dtype else r for r, v in zip(results, node.outputs)]
     return results
+
+
+def _lower_decomposition(em: Emitter, node: Node, operands: Sequence[str], legalize: bool) -> list[str]:
+    """Emit a claimed composite through its decomposition (a dtype or attributes its ONNX op does not cover)."""
+    sub = GraphBuilder(node.op)
+    params = [sub.input(v.type) for v in node.inputs]
+    with sub.location(node.loc):
+        results = OP_TABLE[node.op].decompose(sub, node.attrs, *params)
+    graph = sub.build(list(results) if isinstance(results, tuple) else [results])
+    graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS and op != node.op)
+    env = dict(zip(graph.inputs, operands))
+    for inner in graph.nodes:
+        env.update(zip(inner.outputs, lower_node(em, inner, [env[v] for v in inner.inputs], legalize=legalize)))
+    return [env[v] for v in graph.outputs]
 
 
 def _narrow(em: Emitter, x: str, wide, t) -> str:

@@ -1,8 +1,8 @@
 """One-op graphs for every primitive on every dtype it takes, with edge values.
 
-``cases(op, dtype)`` returns :class:`Case` s: a graph of one ``op`` node, its inputs and
-how to measure the result (``n_terms`` for accumulations, ``signed_zero`` where the sign
-of a zero is implementation-defined). The conformance tests and the kernel probe
+``cases(op, dtype)`` returns :class:`Case` s: a graph of one ``op`` node and its inputs
+(the bound each result must meet comes from the conformance suite's table,
+``conformance.bounds``, by op and attributes). The conformance tests and the kernel probe
 (probe_kernels.py) share them. Inputs hold NaN, ±inf, -0.0, subnormals, the integer
 limits (wraparound) and empty dims; implementation-defined inputs (out-of-range
 indices, float→int overflow) are left out because nothing may be compared there.
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
-from parity.ir import OP_TABLE, DType, Graph, GraphBuilder
+from parity.ir import DType, Graph, GraphBuilder
 from parity.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES
 
 _RNG_SEED = 1234
@@ -28,9 +28,6 @@ class Case:
     label: str
     graph: Graph
     inputs: list[np.ndarray]
-    n_terms: int = 1  # terms per output element (accumulation bound)
-    signed_zero: bool = True
-    notes: dict = field(default_factory=dict)
 
 
 def values(dtype: DType, n_random: int = 48, seed: int = 0) -> np.ndarray:
@@ -63,13 +60,9 @@ def _one(op: str, in_types, attrs=None, name=None) -> Graph:
     return b.build(list(out) if isinstance(out, tuple) else [out])
 
 
-def _case(label, op, arrays, attrs=None, **kw) -> Case:
+def _case(label, op, arrays, attrs=None) -> Case:
     types = [DType.from_numpy(a.dtype)[a.shape] for a in arrays]
-    return Case(label, _one(op, types, attrs), list(arrays), **kw)
-
-
-def _signed_zero(op: str) -> bool:
-    return not any("zero" in note for note in OP_TABLE[op].implementation_defined)
+    return Case(label, _one(op, types, attrs), list(arrays))
 
 
 # -- elementwise ----------------------------------------------------------------------------
@@ -97,7 +90,7 @@ def _binary(op, dtype):
         xs, ys = (np.array(a) for a in zip(*itertools.product(x, amounts.astype(dtype.numpy))))
         return [_case("amounts", op, [xs.astype(dtype.numpy), ys.astype(dtype.numpy)])]
     x, y = _pairs(dtype)
-    return [_case("pairs", op, [x, y], signed_zero=_signed_zero(op)),
+    return [_case("pairs", op, [x, y]),
             _case("empty", op, [x[:0], y[:0]])]
 
 
@@ -112,7 +105,7 @@ def _clamp(op, dtype):
     x = values(dtype, seed=6)
     lo, hi = values(dtype, seed=7), values(dtype, seed=8)
     lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
-    return [_case("random", op, [lo, x, hi], signed_zero=False)]
+    return [_case("random", op, [lo, x, hi])]
 
 
 def _convert(op, dtype):
@@ -203,8 +196,7 @@ def _indexing(op, dtype):
                                     _grid(dtype, 3, 5, seed=1)], {"axis": 0, "reduce": "replace"})]
         if not dtype.is_bool:
             idx = rng.integers(0, 5, (4, 7)).astype(np.int64)
-            out.append(_case("add", op, [x, idx, _grid(dtype, 4, 7, seed=2)], {"axis": 1, "reduce": "add"},
-                             n_terms=8))
+            out.append(_case("add", op, [x, idx, _grid(dtype, 4, 7, seed=2)], {"axis": 1, "reduce": "add"}))
         return out
     if op == "dynamic_slice":
         starts = [(-2, 4), (1, 1), (9, -9)]
@@ -222,12 +214,11 @@ def _reductions(op, dtype):
     x = _grid(dtype, 4, 6)
     out = []
     for axes in ((0,), (1,), (0, 1), ()):
-        n = math.prod(x.shape[a] for a in axes)
-        out.append(_case(f"axes{axes}", op, [x], {"axes": axes}, n_terms=max(n, 1), signed_zero=_signed_zero(op)))
-    out.append(_case("empty", op, [x[:0]], {"axes": (0,)}, n_terms=1))
+        out.append(_case(f"axes{axes}", op, [x], {"axes": axes}))
+    out.append(_case("empty", op, [x[:0]], {"axes": (0,)}))
     if dtype.is_float:
         zeros = np.array([[-0.0, -0.0], [-0.0, -0.0]], dtype.numpy)
-        out.append(_case("neg_zeros", op, [zeros], {"axes": (0,)}, n_terms=2))
+        out.append(_case("neg_zeros", op, [zeros], {"axes": (0,)}))
     return out
 
 
@@ -246,9 +237,8 @@ def _scans(op, dtype):
     x = _grid(dtype, 4, 6)
     if op == "cumprod" and dtype.is_float:
         x = (_small(DType.float64, 4, 6, seed=4) / 2).astype(dtype.numpy)
-    out = [_case(f"axis{a}_rev{r}", op, [x], {"axis": a, "reverse": r}, n_terms=x.shape[a],
-                 signed_zero=_signed_zero(op)) for a in (0, 1) for r in (False, True)]
-    out.append(_case("long", op, [_grid(dtype, 37, seed=5)], {"axis": 0}, n_terms=37, signed_zero=_signed_zero(op)))
+    out = [_case(f"axis{a}_rev{r}", op, [x], {"axis": a, "reverse": r}) for a in (0, 1) for r in (False, True)]
+    out.append(_case("long", op, [_grid(dtype, 37, seed=5)], {"axis": 0}))
     return out
 
 
@@ -277,33 +267,33 @@ def _small(dtype, *shape, seed=0):
 def _dot(op, dtype):
     a, b = _small(dtype, 3, 4), _small(dtype, 4, 5, seed=1)
     specs = [
-        ("matmul", [a, b], ((1,), (0,), (), ()), 4),
-        ("batch", [_small(dtype, 2, 3, 4), _small(dtype, 2, 4, 5, seed=1)], ((2,), (1,), (0,), (0,)), 4),
-        ("two_contracting", [_small(dtype, 2, 3, 4), _small(dtype, 4, 5, 2, seed=1)], ((0, 2), (2, 0), (), ()), 8),
-        ("outer", [_small(dtype, 3), _small(dtype, 2, seed=1)], ((), (), (), ()), 1),
-        ("transposed_batch", [_small(dtype, 4, 2, 3), _small(dtype, 5, 4, 2, seed=1)], ((0,), (1,), (1,), (2,)), 4),
-        ("empty_contract", [_small(dtype, 3, 0), _small(dtype, 0, 2, seed=1)], ((1,), (0,), (), ()), 1),
+        ("matmul", [a, b], ((1,), (0,), (), ())),
+        ("batch", [_small(dtype, 2, 3, 4), _small(dtype, 2, 4, 5, seed=1)], ((2,), (1,), (0,), (0,))),
+        ("two_contracting", [_small(dtype, 2, 3, 4), _small(dtype, 4, 5, 2, seed=1)], ((0, 2), (2, 0), (), ())),
+        ("outer", [_small(dtype, 3), _small(dtype, 2, seed=1)], ((), (), (), ())),
+        ("transposed_batch", [_small(dtype, 4, 2, 3), _small(dtype, 5, 4, 2, seed=1)], ((0,), (1,), (1,), (2,))),
+        ("empty_contract", [_small(dtype, 3, 0), _small(dtype, 0, 2, seed=1)], ((1,), (0,), (), ())),
     ]
     if dtype.is_integer:  # wraparound
         big = np.full((2, 2), dtype.iinfo.max, dtype.numpy)
-        specs.append(("wrap", [big, big], ((1,), (0,), (), ()), 2))
+        specs.append(("wrap", [big, big], ((1,), (0,), (), ())))
     names = ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims")
-    return [_case(label, op, arrays, dict(zip(names, dims)), n_terms=n) for label, arrays, dims, n in specs]
+    return [_case(label, op, arrays, dict(zip(names, dims))) for label, arrays, dims in specs]
 
 
 def _conv(op, dtype):
     specs = [
         ("2d_pad", (2, 3, 6, 6), (4, 3, 3, 3), dict(window_strides=(1, 1), padding=((1, 1), (1, 1)),
-                                                   lhs_dilation=(1, 1), rhs_dilation=(1, 1)), 27),
+                                                   lhs_dilation=(1, 1), rhs_dilation=(1, 1))),
         ("1d_groups_stride", (2, 6, 9), (4, 3, 3), dict(window_strides=(2,), padding=((0, 1),), lhs_dilation=(1,),
-                                                        rhs_dilation=(2,), feature_group_count=2), 9),
+                                                        rhs_dilation=(2,), feature_group_count=2)),
         ("transposed", (1, 2, 4, 3), (3, 2, 2, 2), dict(window_strides=(1, 1), padding=((1, -1), (0, 1)),
-                                                       lhs_dilation=(2, 3), rhs_dilation=(1, 1)), 8),
+                                                       lhs_dilation=(2, 3), rhs_dilation=(1, 1))),
         ("no_fit", (1, 1, 2), (1, 1, 4), dict(window_strides=(1,), padding=((0, 0),), lhs_dilation=(1,),
-                                              rhs_dilation=(1,)), 4),
+                                              rhs_dilation=(1,))),
     ]
-    return [_case(label, op, [_small(dtype, *ls), _small(dtype, *rs, seed=1)], attrs, n_terms=n)
-            for label, ls, rs, attrs, n in specs]
+    return [_case(label, op, [_small(dtype, *ls), _small(dtype, *rs, seed=1)], attrs)
+            for label, ls, rs, attrs in specs]
 
 
 def _window(op, dtype):
@@ -315,10 +305,10 @@ def _window(op, dtype):
         xs = x if kind == "max" or dtype.is_integer else _small(dtype, 1, 2, 5, 5)  # ints: wraparound
         out.append(_case(f"{kind}_pool", op, [xs], dict(kind=kind, window_dimensions=(1, 1, 2, 2),
                          window_strides=(1, 1, 2, 2), padding=((0, 0), (0, 0), (0, 1), (1, 0)),
-                         window_dilations=(1, 1, 1, 1)), n_terms=4, signed_zero=False))
+                         window_dilations=(1, 1, 1, 1))))
         out.append(_case(f"{kind}_dilated", op, [xs], dict(kind=kind, window_dimensions=(1, 2, 3, 2),
                          window_strides=(1, 1, 1, 2), padding=((0, 0), (0, 0), (1, -1), (0, 0)),
-                         window_dilations=(1, 1, 2, 1)), n_terms=12, signed_zero=False))
+                         window_dilations=(1, 1, 2, 1))))
     return out
 
 

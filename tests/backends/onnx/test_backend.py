@@ -31,7 +31,8 @@ def test_claims_cover_every_primitive_and_leave_out_unsupported_dtypes():
     assert {op.name for op in OP_TABLE.values() if op.kind.value == "primitive"} <= set(claims)
     assert DType.float64 not in claims["erf"].dtypes and DType.float32 in claims["erf"].dtypes
     assert claims["add"].dtypes == frozenset(OP_TABLE["add"].dtypes)
-    assert OnnxBackend().claim_status("softmax") == "decomposed"
+    assert OnnxBackend().claim_status("softmax") == "native"  # composites.NATIVE
+    assert OnnxBackend().claim_status("silu") == "decomposed"
 
 
 def test_unsupported_dtype_error_names_op_dtype_and_source_line():

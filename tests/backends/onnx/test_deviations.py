@@ -14,16 +14,20 @@ from onnx import helper
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from contract import max_ulp  # noqa: E402
-
 from parity.backends.onnx import OPSET, OnnxBackend  # noqa: E402
 from parity.backends.onnx.backend import OnnxExecutable, make_session  # noqa: E402
 from parity.backends.onnx.deviations import DEVIATIONS, MEASURED  # noqa: E402
 from parity.backends.onnx.emitter import ONNX_DTYPES, value_info  # noqa: E402
+from parity.conformance.metrics import ulp_error  # noqa: E402
 from parity.ir import DType, GraphBuilder, evaluate  # noqa: E402
 
 BACKEND = OnnxBackend()
 f32, f64 = DType.float32, DType.float64
+
+
+def max_ulp(got, exact, dtype: DType) -> float:
+    """Worst error of ``got`` in ULPs of ``dtype`` at the oracle (the conformance metric)."""
+    return float(ulp_error(dtype, exact, got).max())
 
 
 def native(op_type: str, inputs: list[np.ndarray], out_dtype: DType, outputs: int = 1, **attrs):

@@ -1,0 +1,196 @@
+"""Composites claimed natively: the ONNX op where it agrees with the IR, measured.
+
+:data:`NATIVE` maps a composite to its ONNX rule, the dtypes it is claimed in and, where
+the ONNX op covers only some attributes, a ``fits(attrs, in_types)`` test. A node in an
+unclaimed dtype, or whose attributes do not fit, is lowered through its decomposition
+(:func:`.lowering.lower_node`), so every graph still lowers. Each claim was checked by
+``parity conform --backend onnx`` on every claimed dtype (docs/backends/onnx.md lists the
+measured errors and what stays decomposed, with the reason).
+
+float16/bfloat16 run in float32 and are rounded once (``legalize.COMPOSITE_F32``), which
+is what the IR's decompositions do (``compose.widened``).
+
+Example::
+
+    >>> from parity.ir import GraphBuilder, f32
+    >>> from parity.backends.onnx.lowering import to_model
+    >>> b = GraphBuilder(); x = b.input(f32[2, 3])
+    >>> [n.op_type for n in to_model(b.build([b.softmax(x, axis=1)])).graph.node]
+    ['Softmax']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.ops.pooling import _windows
+from ...ir.types import TensorType
+from .context import LowerCtx
+from .emitter import ONNX_DTYPES
+from .structural import reshape_to
+
+_F16, _BF16, _F32, _F64 = DType.float16, DType.bfloat16, DType.float32, DType.float64
+_FLOATS = frozenset({_F16, _BF16, _F32, _F64})
+
+Fits = Callable[[Mapping[str, Any], Sequence[TensorType]], bool]
+
+
+@dataclass(frozen=True)
+class Native:
+    """One composite lowered to an ONNX op: the rule, the claimed dtypes, the attributes it covers."""
+
+    rule: Callable[..., Any]
+    dtypes: frozenset[DType]
+    fits: Fits | None = None
+
+
+def _eps_exact(attrs, in_types) -> bool:
+    """ONNX's ``epsilon`` is a float32 attribute: float64 graphs need an eps float32 holds."""
+    eps = attrs["eps"]
+    return in_types[0].dtype is not _F64 or float(np.float32(eps)) == eps
+
+
+def _stash(ctx: LowerCtx) -> int:
+    """Compute the statistics in the operand's own type (float32 after widening, or float64)."""
+    return ONNX_DTYPES[ctx.dtype]
+
+
+def layer_norm(ctx, x, weight, bias):
+    return ctx.op("LayerNormalization", x, weight, bias, axis=-ctx.attrs["normalized_ndim"],
+                  epsilon=ctx.attrs["eps"], stash_type=_stash(ctx))
+
+
+def rms_norm(ctx, x, weight):
+    return ctx.op("RMSNormalization", x, weight, axis=-ctx.attrs["normalized_ndim"], epsilon=ctx.attrs["eps"],
+                  stash_type=_stash(ctx))
+
+
+def group_norm(ctx, x, weight, bias):
+    return ctx.op("GroupNormalization", x, weight, bias, num_groups=ctx.attrs["groups"],
+                  epsilon=ctx.attrs["eps"], stash_type=_stash(ctx))
+
+
+def batch_norm(ctx, x, weight, bias, mean, var):
+    y = ctx.op("BatchNormalization", x, weight, bias, mean, var, epsilon=ctx.attrs["eps"])
+    return y, mean, var  # eval mode: the running statistics come back unchanged
+
+
+def softmax(ctx, x):
+    return ctx.op("Softmax", x, axis=ctx.attrs["axis"])
+
+
+def log_softmax(ctx, x):
+    return ctx.op("LogSoftmax", x, axis=ctx.attrs["axis"])
+
+
+def gelu(ctx, x):
+    return ctx.op("Gelu", x, approximate=ctx.attrs["approximate"])
+
+
+def einsum(ctx, *xs):
+    return ctx.op("Einsum", *xs, equation=ctx.attrs["equation"].replace(" ", ""))
+
+
+def _same_label_sizes(attrs, in_types) -> bool:
+    """ONNX Einsum broadcasts only '...' dims; the IR also broadcasts a letter of size 1."""
+    terms = attrs["equation"].replace(" ", "").partition("->")[0].split(",")
+    sizes: dict[str, Any] = {}
+    for term, t in zip(terms, in_types):
+        head, _, tail = term.partition("...")
+        labelled = list(zip(head, t.shape)) + list(zip(reversed(tail), reversed(t.shape)))
+        if any(sizes.setdefault(c, d) != d for c, d in labelled):
+            return False
+    return True
+
+
+def _pool_attrs(ctx: LowerCtx, op: str) -> dict:
+    """Window geometry as explicit pads: torch's ceil_mode windows become extra high padding."""
+    windows = _windows(op, ctx.in_types[0], ctx.attrs)
+    return dict(kernel_shape=[w.kernel for w in windows], strides=[w.stride for w in windows],
+                pads=[w.pad for w in windows] + [w.pad_high for w in windows])
+
+
+def max_pool(ctx, x):
+    attrs = _pool_attrs(ctx, "max_pool")
+    dilations = [w.dilation for w in _windows("max_pool", ctx.in_types[0], ctx.attrs)]
+    out = ctx.op("MaxPool", x, dilations=dilations, **attrs)
+    if not ctx.dtype.is_float:
+        return out
+    # MaxPool skips NaN; the IR's max propagates it: pool a NaN indicator alongside.
+    nan = ctx.op("MaxPool", ctx.cast(ctx.op("IsNaN", x), ctx.dtype), dilations=dilations, **attrs)
+    return ctx.where(ctx.op("Greater", nan, ctx.scalar(0, ctx.dtype)), ctx.scalar(np.nan, ctx.dtype), out,
+                     ctx.dtype)
+
+
+def avg_pool(ctx, x):
+    return ctx.op("AveragePool", x, count_include_pad=int(ctx.attrs["count_include_pad"]),
+                  **_pool_attrs(ctx, "avg_pool"))
+
+
+def _avg_divisor_fits(attrs, in_types) -> bool:
+    """torch counts padding up to ``size + pad`` only; ONNX would count ceil_mode's extra padding too."""
+    if not attrs["count_include_pad"]:
+        return True
+    return all(w.pad_high == w.pad for w in _windows("avg_pool", in_types[0], attrs))
+
+
+def _heads(batch) -> list:
+    """The IR's batch dims [*B] as the two leading dims [B, H] of ONNX Attention (tuples are products)."""
+    if len(batch) < 2:
+        return [1, *batch] if batch else [1, 1]
+    return [tuple(batch[:-1]), batch[-1]]
+
+
+def scaled_dot_product_attention(ctx, q, k, v, mask):
+    """ONNX Attention on [B, H, L, E] views; rows with every key masked get zeros (the IR's rule)."""
+    q_t, k_t, v_t, mask_t = ctx.in_types
+    heads = _heads(q_t.shape[:-2])
+
+    def four_d(x, t):
+        return reshape_to(ctx, x, [*heads, *t.shape[-2:]], t.shape)
+
+    a = ctx.attrs
+    inputs = [four_d(x, t) for x, t in ((q, q_t), (k, k_t), (v, v_t))]
+    if a["has_mask"]:
+        inputs.append(four_d(mask, mask_t))
+    out = ctx.op("Attention", *inputs, is_causal=int(a["causal"]), scale=a["scale"])
+    out = reshape_to(ctx, out, ctx.out.shape, [*heads, *ctx.out.shape[-2:]])
+    if not a["has_mask"]:
+        return out
+    # A query whose keys are all masked: zeros (ORT would average v or return NaN).
+    if mask_t.dtype is DType.bool:
+        attends = ctx.op("ReduceMax", ctx.cast(mask, DType.int32), ctx.em.ints([-1]), keepdims=1)
+        empty = ctx.op("Equal", attends, ctx.scalar(0, DType.int32))
+    else:
+        top = ctx.op("ReduceMax", mask, ctx.em.ints([-1]), keepdims=1)
+        empty = ctx.op("Equal", top, ctx.scalar(-np.inf, ctx.dtype))
+    empty = ctx.expand(empty, [*mask_t.shape[:-1], 1], ctx.out.shape)
+    return ctx.where(empty, ctx.full(0.0, ctx.out), out, ctx.dtype)
+
+
+def _not_training(attrs, in_types) -> bool:
+    return not attrs["training"]
+
+
+NATIVE: dict[str, Native] = {
+    "layer_norm": Native(layer_norm, _FLOATS, _eps_exact),
+    "rms_norm": Native(rms_norm, _FLOATS, _eps_exact),
+    "group_norm": Native(group_norm, _FLOATS, _eps_exact),
+    "batch_norm": Native(batch_norm, _FLOATS, lambda a, t: _not_training(a, t) and _eps_exact(a, t)),
+    "softmax": Native(softmax, _FLOATS),
+    # ORT's float64 LogSoftmax gives -inf (IR: NaN) beside a +inf in the row.
+    "log_softmax": Native(log_softmax, frozenset({_F16, _BF16, _F32})),
+    "gelu": Native(gelu, frozenset({_F16, _BF16, _F32})),  # ORT has no float64 Erf
+    "einsum": Native(einsum, _FLOATS | {DType.int32, DType.int64}, _same_label_sizes),
+    "max_pool": Native(max_pool, _FLOATS | {DType.int8, DType.uint8}),
+    # ORT's float64 Attention is float32-accurate (2.6e7 ULP off with is_causal, 1.4e8 from the float32 scale).
+    "scaled_dot_product_attention": Native(scaled_dot_product_attention, frozenset({_F16, _BF16, _F32})),
+    "avg_pool": Native(avg_pool, frozenset({_F16, _BF16, _F32}), _avg_divisor_fits),  # no float64 kernel
+}
+
+RULES = {name: native.rule for name, native in NATIVE.items()}

@@ -1,0 +1,151 @@
+"""Composites claimed natively (backends/onnx/composites.py): the ONNX op is used where it is
+claimed, the decomposition everywhere else, and both meet the conformance bound on inputs
+harder than the op database's (long rows, large offsets, NaN windows, fully masked queries).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from parity.backends.onnx import OnnxBackend, to_model
+from parity.conformance.case import Case
+from parity.conformance.runner import run_case
+from parity.ir import DType, GraphBuilder, bf16, f16, f32, f64, i32
+
+BACKEND = OnnxBackend()
+CLAIMS = BACKEND.claims()
+
+
+def op_types(op: str, arrays, **attrs) -> list[str]:
+    """The ONNX node types ``op`` lowers to (the model passes the full checker and strict shape inference)."""
+    b = GraphBuilder(op)
+    params = [b.input(DType.from_numpy(a.dtype)[a.shape]) for a in arrays]
+    out = b.op(op, *params, **attrs)
+    model = to_model(b.build(list(out) if isinstance(out, tuple) else [out]))
+    onnx.checker.check_model(model, full_check=True)
+    onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    return [n.op_type for n in model.graph.node]
+
+
+def measured(op: str, dtype: DType, arrays, **attrs):
+    """Run one case on the onnx backend and measure it with the conformance suite's bound."""
+    arrays = [np.asarray(a) for a in arrays]
+    result = run_case(BACKEND, "cpu", Case(op, dtype, lambda rng: arrays, attrs, "test"))
+    assert result.status == "pass", f"{op}[{dtype.short}]: {result.message} {result.worst} ({result.max_ratio:.3g}×)"
+    return result
+
+
+rng = np.random.default_rng(0)
+
+
+def normal(dtype: DType, *shape, scale=1.0, offset=0.0):
+    return (offset + scale * rng.standard_normal(shape)).astype(dtype.numpy)
+
+
+def test_claims_leave_out_the_dtypes_ort_gets_wrong():
+    assert CLAIMS["layer_norm"].dtypes == {f16, bf16, f32, f64}
+    assert f64 not in CLAIMS["log_softmax"].dtypes and f64 in CLAIMS["softmax"].dtypes
+    assert f64 not in CLAIMS["scaled_dot_product_attention"].dtypes
+    assert f64 not in CLAIMS["gelu"].dtypes and f64 not in CLAIMS["avg_pool"].dtypes
+    assert CLAIMS["max_pool"].dtypes == {f16, bf16, f32, f64, DType.int8, DType.uint8}
+    assert "silu" not in CLAIMS  # no ONNX op: decomposed
+
+
+@pytest.mark.parametrize("op, arrays, attrs, onnx_op", [
+    ("layer_norm", [normal(f32, 2, 8), normal(f32, 8), normal(f32, 8)], {"normalized_ndim": 1}, "LayerNormalization"),
+    ("rms_norm", [normal(f32, 2, 8), normal(f32, 8)], {"normalized_ndim": 1, "eps": 1e-6}, "RMSNormalization"),
+    ("group_norm", [normal(f32, 2, 4, 3), normal(f32, 4), normal(f32, 4)], {"groups": 2}, "GroupNormalization"),
+    ("batch_norm", [normal(f32, 2, 3)] + [normal(f32, 3)] * 3 + [np.ones(3, np.float32)], {"training": False},
+     "BatchNormalization"),
+    ("softmax", [normal(f32, 3, 5)], {"axis": 0}, "Softmax"),
+    ("log_softmax", [normal(f32, 3, 5)], {"axis": 1}, "LogSoftmax"),
+    ("gelu", [normal(f32, 7)], {"approximate": "tanh"}, "Gelu"),
+    ("einsum", [normal(f32, 2, 3), normal(f32, 3, 4)], {"equation": "ij,jk->ik"}, "Einsum"),
+    ("max_pool", [normal(f32, 1, 2, 6)], {"kernel": (3,), "stride": (2,), "padding": (1,), "ceil_mode": True},
+     "MaxPool"),
+    ("avg_pool", [normal(f32, 1, 2, 6)], {"kernel": (2,)}, "AveragePool"),
+])
+def test_native_composite_is_its_onnx_op(op, arrays, attrs, onnx_op):
+    assert onnx_op in op_types(op, arrays, **attrs)
+    assert measured(op, f32, arrays, **attrs).path == "native"
+
+
+@pytest.mark.parametrize("op, arrays, attrs, onnx_op, why", [
+    ("layer_norm", [normal(f64, 2, 8), normal(f64, 8), normal(f64, 8)], {"normalized_ndim": 1, "eps": 0.1},
+     "LayerNormalization", "ONNX's epsilon is a float32; 0.1 is not one"),
+    ("batch_norm", [normal(f32, 4, 3)] + [normal(f32, 3)] * 3 + [np.ones(3, np.float32)],
+     {"training": True}, "BatchNormalization", "training mode updates the running statistics"),
+    ("log_softmax", [normal(f64, 3, 5)], {"axis": 1}, "LogSoftmax", "ORT's float64 LogSoftmax"),
+    ("einsum", [normal(f32, 2, 3), normal(f32, 1, 4)], {"equation": "ij,jk->ik"}, "Einsum",
+     "a letter broadcast from size 1"),
+    ("avg_pool", [normal(f32, 1, 1, 5)], {"kernel": (2,), "ceil_mode": True}, "AveragePool",
+     "ceil_mode's extra padding is not in torch's divisor"),
+])
+def test_composite_outside_its_onnx_op_is_decomposed_and_still_correct(op, arrays, attrs, onnx_op, why):
+    assert onnx_op not in op_types(op, arrays, **attrs), why
+    dtype = DType.from_numpy(arrays[0].dtype)
+    graph_path = measured(op, dtype, arrays, **attrs).path
+    assert graph_path == ("native" if dtype in CLAIMS[op].dtypes else "decomposed")
+
+
+def test_layer_norm_keeps_precision_on_long_offset_rows():
+    # One-pass E[x²] - E[x]² would lose every digit here (mean 1000, std 1e-2).
+    x = normal(f32, 4, 1024, scale=1e-2, offset=1000.0)
+    r = measured("layer_norm", f32, [x, normal(f32, 1024), normal(f32, 1024)], normalized_ndim=1)
+    assert r.max_ratio < 0.5
+
+
+@pytest.mark.parametrize("dtype", [f16, bf16, f32, f64])
+def test_softmax_long_rows_and_special_rows(dtype):
+    x = normal(f32, 3, 4096, scale=30.0)
+    x[1, :] = -np.inf
+    x[2, 7] = np.nan
+    measured("softmax", dtype, [x.astype(dtype.numpy)], axis=1)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_over_its_whole_range(approximate):
+    x = np.concatenate([np.linspace(-12, 12, 2001), [np.inf, -np.inf, np.nan, -0.0, 0.0, 1e-30, 3e38]])
+    measured("gelu", f32, [x.astype(np.float32)], approximate=approximate)
+
+
+@pytest.mark.parametrize("dtype", [f16, f32, f64])
+def test_max_pool_propagates_nan_like_the_ir(dtype):
+    x = normal(dtype, 1, 1, 8)
+    x[0, 0, 3] = np.nan
+    b = GraphBuilder()
+    xi = b.input(dtype[1, 1, 8])
+    got = BACKEND.compile(b.build([b.max_pool(xi, kernel=(2,))]), "cpu")(x)[0]
+    assert np.isnan(got[0, 0, 1]) and not np.isnan(np.delete(got[0, 0], 1)).any()
+    measured("max_pool", dtype, [x], kernel=(2,), stride=(1,))
+
+
+def test_einsum_int32_wraps():
+    big = np.full((2, 2), np.iinfo(np.int32).max, np.int32)
+    b = GraphBuilder()
+    x, y = b.input(i32[2, 2]), b.input(i32[2, 2])
+    got = BACKEND.compile(b.build([b.einsum(x, y, equation="ij,jk->ik")]), "cpu")(big, big)[0]
+    assert got.tolist() == [[2, 2], [2, 2]]  # 2 * (2**31 - 1)**2 mod 2**32
+
+
+@pytest.mark.parametrize("dtype", [f16, f32])
+def test_attention_with_fully_masked_queries_and_many_batch_dims(dtype):
+    q, k, v = normal(dtype, 2, 3, 4, 5), normal(dtype, 2, 3, 6, 5), normal(dtype, 2, 3, 6, 2)
+    mask = rng.random((2, 3, 4, 6)) < 0.5
+    mask[1, 2, 0, :] = False
+    r = measured("scaled_dot_product_attention", dtype, [q, k, v, mask], scale=0.3, has_mask=True)
+    assert r.path == "native"
+    additive = np.where(mask, 0.0, -np.inf).astype(dtype.numpy)
+    measured("scaled_dot_product_attention", dtype, [q, k, v, additive], scale=0.3, has_mask=True)
+    b = GraphBuilder()
+    ins = [b.input(DType.from_numpy(a.dtype)[a.shape]) for a in (q, k, v, mask)]
+    out = BACKEND.compile(b.build([b.scaled_dot_product_attention(*ins, scale=0.3, has_mask=True)]), "cpu")(
+        q, k, v, mask)[0]
+    assert (out[1, 2, 0] == 0).all()  # the IR's rule: zeros, not NaN or the mean of v
+
+
+def test_causal_attention_unbatched_rectangular():
+    q, k, v = normal(f32, 5, 4), normal(f32, 3, 4), normal(f32, 3, 6)
+    measured("scaled_dot_product_attention", f32, [q, k, v, np.array(False)], scale=0.5, causal=True)
