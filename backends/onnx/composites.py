@@ -85,7 +85,19 @@ def softmax(ctx, x):
 
 
 def log_softmax(ctx, x):
-    return ctx.op("LogSoftmax", x, axis=ctx.attrs["axis"])
+    axis = ctx.attrs["axis"]
+    out = ctx.op("LogSoftmax", x, axis=axis)
+    if ctx.dtype is not _F64:
+        return out
+    # ORT's float64 LogSoftmax gives -inf beside a +inf in the row; the IR's is NaN (inf - inf).
+    top = ctx.op("ReduceMax", x, ctx.em.ints([axis]), keepdims=1)
+    inf_row = ctx.expand(ctx.op("Equal", top, ctx.scalar(np.inf)), _keep_axis(ctx.in_types[0].shape, axis),
+                         ctx.in_types[0].shape)
+    return ctx.where(inf_row, ctx.scalar(np.nan), out, _F64)
+
+
+def _keep_axis(shape, axis: int) -> list:
+    return [1 if i == axis else d for i, d in enumerate(shape)]
 
 
 def gelu(ctx, x):
@@ -183,8 +195,7 @@ NATIVE: dict[str, Native] = {
     "group_norm": Native(group_norm, _FLOATS, _eps_exact),
     "batch_norm": Native(batch_norm, _FLOATS, lambda a, t: _not_training(a, t) and _eps_exact(a, t)),
     "softmax": Native(softmax, _FLOATS),
-    # ORT's float64 LogSoftmax gives -inf (IR: NaN) beside a +inf in the row.
-    "log_softmax": Native(log_softmax, frozenset({_F16, _BF16, _F32})),
+    "log_softmax": Native(log_softmax, _FLOATS),
     "gelu": Native(gelu, frozenset({_F16, _BF16, _F32})),  # ORT has no float64 Erf
     "einsum": Native(einsum, _FLOATS | {DType.int32, DType.int64}, _same_label_sizes),
     "max_pool": Native(max_pool, _FLOATS | {DType.int8, DType.uint8}),
