@@ -269,6 +269,11 @@ RULES: dict[str, Rule] = {
     "select": _select, "clamp": _clamp,
 }
 
+# Rules whose helpers combine conditions on different operands with ``&``/``|``: the
+# interpreter mis-types those between a 0-d bool and a block, so a 0-d operand mixed with
+# block operands is broadcast first.
+MIXED_MASKS = frozenset({"pow", "atan2"})
+
 # Results that are exact in the register dtype and need no rounding to float16/bfloat16
 # (they only compare, pick or test their operands).
 NO_ROUNDING = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "trunc", "max", "min", "select",

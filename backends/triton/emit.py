@@ -177,6 +177,7 @@ class KernelWriter:
 
     def value(self, v: Value, idx: Index) -> str:
         """The expression of ``v`` at ``idx`` (a variable name), emitting code as needed."""
+        idx = Index(tuple(fold(d) for d in idx.dims), idx.flat, idx.valid)
         key = (v, idx.dims, idx.valid)
         for layer in reversed(self.memo):
             if key in layer:
@@ -212,6 +213,11 @@ class KernelWriter:
 
     def _elementwise(self, node: Node, idx: Index) -> str:
         args = [self.value(v, idx) for v in node.inputs]
+        deps = [self.deps_of(a) for a in args]
+        if node.op in ew.MIXED_MASKS and any(deps) and not all(deps):
+            shape = self.domain.block_shape(frozenset().union(*deps))
+            args = [a if d else self.let(f"tl.broadcast_to({a}, {shape})", deps=frozenset().union(*deps))
+                    for a, d in zip(args, deps)]
         out = node.outputs[0].dtype
         src = node.inputs[0].dtype
         if node.op == "convert":
@@ -242,6 +248,9 @@ class KernelWriter:
         ptr = self.param(v)
         off = self.offset(v.type.shape, idx)
         mask = self.all_of(self.domain_mask(off) + [idx.valid])
+        wider = self.deps_of(mask or "") - self.deps_of(off)
+        if wider:  # Triton wants the pointer block at least as wide as the mask
+            off = f"{off} + tl.zeros({self.domain.block_shape(self.deps_of(off) | wider)}, tl.int32)"
         addr = f"{ptr} + {off}" if off != "0" else ptr
         expr = f"tl.load({addr}, mask={mask}, other=0)" if mask else f"tl.load({addr})"
         expr = ew.load_to_reg(expr, v.dtype)
@@ -249,7 +258,10 @@ class KernelWriter:
 
     def store(self, v: Value, idx: Index, expr: str, ptr: str) -> None:
         off = self.offset(v.type.shape, idx)
-        mask = self.all_of(self.domain_mask(off))
+        mask = self.all_of(self.domain_mask(off, expr))
+        wider = self.deps_of(expr) - self.deps_of(off)
+        if wider:  # size-1 dims drop out of the offset: Triton wants the pointer as wide as the value
+            off = f"{off} + tl.zeros({self.domain.block_shape(self.deps_of(off) | wider)}, tl.int32)"
         value = ew.reg_to_store(expr, v.dtype)
         addr = f"{ptr} + {off}" if off != "0" else ptr
         self.line(f"tl.store({addr}, {value}, mask={mask})" if mask else f"tl.store({addr}, {value})")
@@ -352,12 +364,24 @@ def static_int(expr: str) -> int | None:
     return int(expr) if re.fullmatch(r"-?\d+", expr) else None
 
 
+_LITERAL = re.compile(r"[-+*/%() \d]+")
+
+
+def fold(expr: str) -> str:
+    """An index expression without variables as its integer literal (``(4 - 1)`` → ``3``):
+    Triton would see a Python int, not a tensor, and index rules test literals statically."""
+    if static_int(expr) is None and _LITERAL.fullmatch(expr):
+        return str(eval(expr))  # noqa: S307 - digits and arithmetic only (checked above)
+    return expr
+
+
 def _pad(w, node, idx):
     x, pad_value = node.inputs
     a = node.attrs
     fill = w.value(pad_value, Index(()))
     dims, checks = [], []
-    for d, n, lo, interior in zip(idx.dims, x.type.shape, a["edge_padding_low"], a["interior_padding"]):
+    out = node.outputs[0].type.shape
+    for d, n, m, lo, interior in zip(idx.dims, x.type.shape, out, a["edge_padding_low"], a["interior_padding"]):
         step = interior + 1
         known = static_int(d)
         if known is not None:  # a size-1 result dim: decide statically
@@ -370,8 +394,10 @@ def _pad(w, node, idx):
         if interior:
             checks.append(f"({p} % {step} == 0)")
             p = w.let(f"{p} // {step}", "q")
-        if p != d or n == 0:
-            checks += [f"({p} >= 0)", f"({p} < {n})"]
+        if lo > 0:
+            checks.append(f"({p} >= 0)")
+        if (m - 1 - lo) // step >= n:  # the largest source index reaches past x
+            checks.append(f"({p} < {n})")
         dims.append(p)
     if not checks:
         return w.value(x, Index(tuple(dims), None, idx.valid))
@@ -389,6 +415,8 @@ def _concatenate(w, node, idx):
         if n:
             pieces.append((x, start, n))
         start += n
+    if not pieces:  # the result is empty: no lane reads it
+        return w.const(0, node.outputs[0].dtype)
     known = static_int(d)
     if known is not None:  # a size-1 result dim: one piece holds it
         x, begin, n = next(p for p in pieces if p[1] <= known < p[1] + p[2])
@@ -408,7 +436,8 @@ def _concatenate(w, node, idx):
 def _iota(w, node, idx):
     out = node.outputs[0].dtype
     d = idx.dims[node.attrs["dimension"]]
-    return w.let(ew.convert(w, DType.int64, out, f"({d})" if d != "0" else w.const(0, DType.int64)))
+    known = static_int(d)
+    return w.let(ew.convert(w, DType.int64, out, f"({d})" if known is None else w.const(known, DType.int64)))
 
 
 def _gather(w, node, idx):
@@ -488,7 +517,7 @@ def _reduce_window(w, node, idx):
             dims.append(e)
         inside = w.conj(*checks)
         got = w.value(x, Index(tuple(dims), None, w.conj(idx.valid, inside)))
-        term = f"tl.where({inside}, {got}, {init})"
+        term = got if inside is None else f"tl.where({inside}, {got}, {init})"
         if is_max:
             combine = ew.RULES["max"](w, ew.Op("max", (dtype, dtype), dtype, {}), [acc, term])
         else:

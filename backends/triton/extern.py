@@ -11,11 +11,23 @@ result narrowed back.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
 # torch lacks most operations on uint32; int64 holds every uint32 exactly.
 _WIDE_INT = {torch.uint32: torch.int64}
+
+
+def _dense(fn):
+    """Kernels read their operands as dense row-major buffers: make every result one
+    (a torch view such as top_k's ``[..., :k]`` slice keeps its parent's strides)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        return tuple(t.contiguous() for t in fn(*args, **kwargs))
+
+    return run
 
 
 def _widen(x: torch.Tensor) -> torch.Tensor:
@@ -34,11 +46,13 @@ def _take(x: torch.Tensor, order: torch.Tensor, axis: int) -> torch.Tensor:
     return torch.take_along_dim(_widen(x), order, axis).to(x.dtype)
 
 
+@_dense
 def sort(x, *, axis, descending):
     order = _stable_order(x, axis, descending)
     return _take(x, order, axis), order
 
 
+@_dense
 def top_k(x, *, k, largest):
     order = _stable_order(x, -1, largest)[..., :k]
     return _take(x, order, -1), order
@@ -59,7 +73,7 @@ def _scan(fn):
         # int64 arithmetic wraps mod 2**64, so narrowing gives the IR's wrapped results
         return (out.to(x.dtype),)
 
-    return scan
+    return _dense(scan)
 
 
 def _cumextreme(fn):
@@ -75,6 +89,7 @@ cummax = _scan(_cumextreme(torch.cummax))
 cummin = _scan(_cumextreme(torch.cummin))
 
 
+@_dense
 def scatter(x, indices, updates, *, axis, reduce):
     out = _widen(x).clone()
     if x.shape[axis] == 0 or updates.numel() == 0:
@@ -92,6 +107,7 @@ def scatter(x, indices, updates, *, axis, reduce):
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 
 
+@_dense
 def convolution(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count, out_shape):
     spatial = lhs.dim() - 2
     if 0 in out_shape:

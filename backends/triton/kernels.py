@@ -141,6 +141,11 @@ def _reduce(w: KernelWriter, row: Row, node: Node) -> str:
         return w.let(f"{res}.to({ew.TL_DTYPE[out]})", "red", deps=rows)
     if op == "reduce_sum":
         expr = f"tl.sum({t}, axis=1, keep_dims=True)"
+    elif op == "reduce_prod" and dt.is_float and dt is not DType.float64:
+        # float64 partial products: float32 ones overflow or flush where the product itself is in range
+        wide = w.let(f"{t}.to(tl.float64)", "t", deps=frozenset("xr"))
+        prod = f"tl.reduce({wide}, 1, M.mul, keep_dims=True)"
+        expr = f"({prod}).to(tl.float32)" if dt is DType.float32 else f"M.f64_to_f32_odd({prod})"
     elif op == "reduce_prod":
         expr = f"tl.reduce({t}, 1, M.mul, keep_dims=True)"
     elif op in ("reduce_max", "reduce_min"):

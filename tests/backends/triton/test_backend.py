@@ -141,3 +141,13 @@ def test_every_primitive_has_a_lowering():
     lowered = set(RULES) | set(INDEX_RULES) | REDUCE_OPS | EXTERN_OPS | {"convert", "bitcast_convert", "constant",
                                                                          "dot_general"}
     assert {op.name for op in OP_TABLE.values() if op.kind.value == "primitive"} == lowered
+
+
+def test_conformance_runner_reads_bfloat16_and_uint32_outputs(backend):
+    # outputs are torch tensors; the runner brings bfloat16 (no NumPy buffer format) across as bits
+    from parity.conformance import runner
+
+    result = runner.run([backend], devices=["cpu"], ops="^(neg|scatter)$", dtypes=[DType.bfloat16, DType.uint32],
+                        quick=True)
+    cells = {(c.op, c.dtype): c.status for c in result.cells}
+    assert cells == {("neg", "bf16"): "pass", ("scatter", "bf16"): "pass", ("scatter", "u32"): "pass"}

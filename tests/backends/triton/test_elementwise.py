@@ -195,3 +195,17 @@ def test_bitcast_convert(backend, src):
     got, _ = run(backend, graph, [x])
     for g, w, dst in zip(got, native(graph, [x]), targets):
         assert_exact(g, w, f"bitcast {src.short} -> {dst.short}", inputs=[x])
+
+
+@pytest.mark.parametrize("op", ["atan2", "pow"])
+@pytest.mark.parametrize("dtype", [DType.bfloat16, DType.float32], ids=lambda d: d.short)
+def test_binary_math_with_a_scalar_and_a_block_operand(backend, op, dtype):
+    # a 0-d operand (a scalar load) meets a block inside one helper (found by parity fuzz)
+    s = np.array(2.40625, dtype.numpy)
+    x = np.array([1.0, -0.5, 0.0, -np.inf, np.nan, 3.0], dtype.numpy)
+    graph = graph_of(lambda b, a, c: (b.op(op, b.broadcast_in_dim(a, shape=x.shape, broadcast_dimensions=()), c),
+                                      b.op(op, c, b.broadcast_in_dim(a, shape=x.shape, broadcast_dimensions=()))),
+                     dtype[()], dtype[x.shape])
+    got, _ = run(backend, graph, [s, x])
+    for g, exact in zip(got, oracle(graph, [s, x])):
+        assert_ulp(g, exact, dtype, _bound(op, dtype), f"{op} {dtype.short}", [x])

@@ -123,3 +123,23 @@ def test_long_rows(backend):
     assert_exact(mx, x.max(axis=1))
     exact = x.astype(np.float64).sum(axis=1)
     assert (np.abs(sm - exact) <= accumulation_bound(np.abs(x).astype(np.float64).sum(axis=1), 5000, f32)).all()
+
+
+@pytest.mark.parametrize("dtype", [bf16, f32], ids=lambda d: d.short)
+def test_float_products_do_not_overflow_midway(backend, dtype):
+    # float32's range holds the product but not the partial products 1e30·1e30: float64 does
+    x = np.array([[1e30, 1e30, 3.0, 1e-30, 1e-30], [1e-30, 1e-30, 1e-20, 1e30, 1e30]], dtype.numpy)
+    graph = graph_of(lambda b, a: b.reduce_prod(a, axes=(1,)), dtype[x.shape])
+    (got,), _ = run(backend, graph, [x])
+    want = np.prod(x.astype(np.float64), axis=1).astype(dtype.numpy)
+    assert np.isfinite(want.astype(np.float64)).all() and want[1] != 0
+    assert_exact(got, want)
+
+
+def test_row_kernel_of_a_single_element(backend):
+    # every dim has size 1: the output offset is the literal 0 and the stored value a [1, 1] block
+    x = np.array([[2.5], [np.inf]], np.float32)
+    for a in (x[:1], x[1:]):
+        graph = graph_of(lambda b, v: b.op("log_softmax", v, axis=0), f32[1, 1])
+        (got,), _ = run(backend, graph, [a])
+        assert_exact(got, np.array([[0.0 if np.isfinite(a).all() else np.nan]], np.float32))

@@ -135,3 +135,49 @@ def test_reduce_window_with_padding_only_window(backend):
     x = _data(f32, (1, 4))
     _check(backend, lambda b, a: b.reduce_window(a, kind="max", window_dimensions=(1, 2), window_strides=(1, 2),
                                                  padding=((1, 0), (0, 0)), window_dilations=(1, 1)), x)
+
+
+# -- size-1 dims and static indices (found by parity fuzz) -----------------------------------
+# A size-1 dim drops out of the flat offset, so a load may have a scalar pointer under a
+# block mask, a store a scalar pointer for a block value; an index may fold to a literal.
+
+@pytest.mark.parametrize("dtype", [u32, DType.float16], ids=lambda d: d.short)
+def test_pad_past_a_size_one_dim_reads_the_fill(backend, dtype):
+    x, fill = np.array([39], dtype.numpy), np.array(4, dtype.numpy)
+    graph = graph_of(lambda b, a, v: b.pad(a, v, edge_padding_low=(0,), edge_padding_high=(2,),
+                                           interior_padding=(0,)), dtype[1], dtype[()])
+    (got,), _ = run(backend, graph, [x, fill])
+    assert_exact(got, np.array([39, 4, 4], dtype.numpy))
+
+
+def test_pad_of_a_single_element_under_a_mask(backend):
+    # every result lane is padding (cropped low edge, interior gaps): the masked load never lands
+    graph = graph_of(lambda b, a, v: b.pad(a, v, edge_padding_low=(-1, 0), edge_padding_high=(2, 2),
+                                           interior_padding=(1, 1)), DType.float16[1, 1], DType.float16[()])
+    (got,), _ = run(backend, graph, [np.array([[-2.41]], np.float16), np.array(3.967, np.float16)])
+    assert_exact(got, np.full((2, 3), 3.967, np.float16))
+
+
+def test_iota_read_at_a_literal_index(backend):
+    # slice [1:2] of reverse(iota(4)) reads iota at the literal index (3 - 1)
+    graph = graph_of(lambda b: b.slice(b.reverse(b.iota(dtype=f32, shape=(4,)), dimensions=(0,)),
+                                       start_indices=(1,), limit_indices=(2,), strides=(1,)))
+    (got,), _ = run(backend, graph, [])
+    assert_exact(got, np.array([2.0], np.float32))
+
+
+def test_concatenate_of_empty_pieces_and_of_size_one_pieces(backend):
+    _check(backend, lambda b, a: b.concatenate(a, a, a, dimension=0), np.zeros((0, 1), np.int64))
+    x = np.array([[7.5]], np.float32)
+    graph = graph_of(lambda b, a: b.concatenate(a, b.neg(a), dimension=1), f32[1, 1])
+    (got,), _ = run(backend, graph, [x])
+    assert_exact(got, np.array([[7.5, -7.5]], np.float32))
+
+
+@pytest.mark.parametrize("kind", ["max", "sum"])
+def test_reduce_window_of_one_element_without_padding(backend, kind):
+    x = np.array([-1.5], bf16.numpy)
+    graph = graph_of(lambda b, a: b.reduce_window(a, kind=kind, window_dimensions=(1,), window_strides=(1,),
+                                                  padding=((0, 0),), window_dilations=(1,)), bf16[1])
+    (got,), _ = run(backend, graph, [x])
+    assert_exact(got, x)
