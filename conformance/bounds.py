@@ -52,7 +52,7 @@ class Scale(enum.Enum):
 class Bound:
     """One row of the contract (see the module docstring)."""
 
-    kind: str  # "exact" | "ulp" | "scaled"
+    kind: str  # "exact" | "ulp" | "scaled" | "local"
     c0: float = 0.0  # ulp: the ULPs allowed; scaled: the constant factor
     c1: float = 0.0  # scaled: the factor of n
     scale: Scale = Scale.ORACLE
@@ -64,11 +64,16 @@ class Bound:
             return "bit-exact" + ("" if self.zero_sign else " (sign of zero implementation-defined)")
         if self.kind == "ulp":
             return f"≤ {self.c0:g} ULP"
+        if self.kind == "local":
+            return "each node within its own bound"
         factor = " + ".join(t for t in (f"{self.c0:g}" if self.c0 else "", f"{self.c1:g}·n" if self.c1 else "") if t)
         return f"({factor})·ε·S" if self.c0 and self.c1 else f"{factor}·ε·S"
 
 
 EXACT = Bound("exact")
+# Multi-op graphs (fuzzer graphs and their regressions): every node is held to its own
+# bound, evaluated on the operands the backend itself produced (conformance/local.py).
+LOCAL = Bound("local", note="each node within its own bound, on the backend's own operands")
 EXACT_ANY_ZERO = Bound("exact", zero_sign=False)
 ACCUMULATION = Bound("scaled", 0, 1, Scale.TERMS, note="S = Σ|terms|")
 

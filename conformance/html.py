@@ -121,7 +121,7 @@ def to_html(result: ConformanceRun) -> str:
         out += [f"<th{' class=target' if k == 0 else ''}>{d}</th>" for k, d in enumerate(dtypes)]
     out.append("</tr></thead><tbody>")
     family = None
-    order = list(FAMILIES) + ["graphs"]
+    order = list(FAMILIES) + ["graphs", "models", "random draws"]
     for op, _row in sorted(matrix(result), key=lambda row: order.index(family_of[row[0]])):  # stable: table order
         if family_of[op] != family:
             family = family_of[op]
@@ -139,7 +139,7 @@ def to_html(result: ConformanceRun) -> str:
                            f"style='--v:{_shade(c):.2f}' title='{html.escape(_title(c), quote=True)}'></td>")
         out.append("</tr>")
     out += ["</tbody></table>", "<aside id='details'>Click a cell for its details.</aside></div>",
-            _deviation_list(doc),
+            _deviation_list(doc), _agreement_table(doc),
             "<script type='application/json' id='conformance-data'>"
             + json.dumps(doc).replace("</", "<\\/") + "</script>",
             f"<script>{_JS}</script></body></html>"]
@@ -165,6 +165,24 @@ def _legend() -> str:
 
 _LEGEND_COLOR = {"pass": "hsl(130,55%,70%)", "dev": "#f2b233", "fail": "hsl(0,75%,55%)", "unsup": "#bdbdbd",
                  "notrun": "repeating-linear-gradient(45deg,#fff 0 3px,#ddd 3px 5px)"}
+
+
+def _agreement_table(doc: dict) -> str:
+    """--models: the largest difference between each pair of backends on each zoo model."""
+    rows = (doc.get("models") or {}).get("agreement") or []
+    if not rows:
+        return ""
+    cols = ("output", "loss", "gradients", "buffers")
+    body = "".join(f"<tr><td>{html.escape(r['model'])}</td><td>{r['mode']}</td><td>{html.escape(r['a'])} · "
+                   f"{html.escape(r['b'])}</td>" + "".join(f"<td>{_num(r[c])}</td>" for c in cols) + "</tr>"
+                   for r in rows)
+    return ("<h2 id='agreement'>Model zoo: pairwise agreement (max |a − b|)</h2><table class='summary'><tr>"
+            "<th>model</th><th>mode</th><th>backends</th>" + "".join(f"<th>{c}</th>" for c in cols)
+            + f"</tr>{body}</table>")
+
+
+def _num(v) -> str:
+    return html.escape(v) if isinstance(v, str) else f"{v:.3g}"
 
 
 def _deviation_list(doc: dict) -> str:

@@ -70,12 +70,18 @@ def to_json(result: ConformanceRun) -> dict:
         "type_rules": {"checked": len(result.type_rules), "failures": result.type_rule_failures},
         "summary": result.summary(),
         "exit_code": result.exit_code,
+        "models": result.models,
     }
     return _clean(doc)
 
 
 def family_kind(op: str) -> tuple[str, str]:
-    """(family, kind) of a row; multi-op cases (fuzzer regressions) are 'graphs'."""
+    """(family, kind) of a row; multi-op cases not named after an op are 'graphs', the
+    rows of ``--models`` are 'models' and 'random draws' (conformance/zoo.py)."""
+    if op.startswith("model:"):
+        return "models", "model"
+    if op.startswith("random:"):
+        return "random draws", "random"
     if op not in OP_TABLE:
         return "graphs", "graph"
     return family_of(op), OP_TABLE[op].kind.value
@@ -123,7 +129,7 @@ def _fmt_ulp(ulps: float) -> str:
     return f"{ulps:.3g} ulp" if ulps < 1e4 else f"{ulps:.1e} ulp"
 
 
-KIND_MARK = {"primitive": "P", "composite": "C", "graph": "G"}
+KIND_MARK = {"primitive": "P", "composite": "C", "graph": "G", "model": "M", "random": "R"}
 _MARK = {PASS: "✅", DEVIATION: "⚠️", FAIL: "❌", UNSUPPORTED: "–", NOT_RUN: "·"}
 
 
@@ -155,10 +161,30 @@ def to_markdown(result: ConformanceRun) -> str:
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         lines += [f"| {d.backend} | {d.op} | {d.dtype or 'all'} | {d.device or 'all'} | {d.state} | {d.max_error} | "
                   f"{d.reason} |" for d in recorded]
+    lines += _models_markdown(result.models)
     if result.type_rule_failures:
         lines += ["", "## Type rules that failed to reject bad inputs", ""]
         lines += [f"- `{t['case']}`: {t['problem']}" for t in result.type_rule_failures]
     return "\n".join(lines) + "\n"
+
+
+def _models_markdown(section: dict) -> list[str]:
+    """Pairwise agreement of the backends on the zoo, and bit-identity of the random draws."""
+    lines = []
+    if section.get("agreement"):
+        tol = section["tolerance"]
+        lines += ["", "## Model zoo: pairwise agreement", "",
+                  f"Largest |a − b| between two backends' results (each is held to eager torch at "
+                  f"atol {tol['atol']:g} + rtol {tol['rtol']:g}·|eager| in the matrix).", "",
+                  "| model | mode | backends | output | loss | gradients | buffers |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['model']} | {r['mode']} | {r['a']} · {r['b']} | {r['output']:.3g} | {r['loss']:.3g} | "
+                  f"{r['gradients']:.3g} | {r['buffers']:.3g} |" for r in section["agreement"]]
+    if section.get("random"):
+        lines += ["", "## Random draws: bits against the reference backend (fixed key)", "",
+                  "| op | dtype | backend/device | bit-identical | elements differing |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['op']} | {r['dtype']} | {r['backend']}/{r['device']} | {'yes' if r['bit_identical'] else 'no'} | "
+                  f"{r['elements_differing']} |" for r in section["random"]]
+    return lines
 
 
 def _verdict(result: ConformanceRun) -> str:

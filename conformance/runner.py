@@ -37,7 +37,7 @@ from ..ir.dtypes import DType
 from ..ir.graph import Graph, Node
 from ..ir.interpreter import evaluate
 from ..ir.passes import decompose
-from . import opdb
+from . import opdb, regressions
 from .case import Case
 from .compare import measure
 from .opdb.common import EDGE, LONG
@@ -129,6 +129,8 @@ class ConformanceRun:
     cases: int
     elapsed_s: float
     options: dict
+    # --models: {"agreement": [...], "random": [...], "tolerance": {...}} (conformance/zoo.py)
+    models: dict = field(default_factory=dict)
 
     @property
     def unexpected_failures(self) -> list[Cell]:
@@ -253,21 +255,7 @@ def _ids(backend: Backend, device: str, case: Case) -> dict:
 
 def _execute(backend: Backend, device: str, graph: Graph, arrays) -> list[np.ndarray]:
     executable = backend.compile(graph, device)
-    return [_as_array(o) for o in executable(*arrays)]
-
-
-def _as_array(output) -> np.ndarray:
-    """A backend's output as a host NumPy array. torch tensors (the Triton backend returns
-    them, possibly on a GPU) come to the host first; bfloat16, which NumPy's buffer protocol
-    lacks, crosses as its 16-bit words."""
-    if type(output).__module__.startswith("torch"):
-        import torch  # only when a backend returned torch tensors
-
-        output = output.detach().cpu().contiguous()
-        if output.dtype is torch.bfloat16:
-            return output.view(torch.int16).numpy().view(DType.bfloat16.numpy)
-        return output.numpy()
-    return np.asarray(output)
+    return [np.asarray(o) for o in executable(*arrays)]
 
 
 def _measured(backend, device, p: Prepared, paths, outputs) -> CaseResult:
@@ -305,16 +293,17 @@ def resolve_targets(backends: Sequence[str | Backend] | None, devices: Sequence[
 
 def select_cases(*, ops: str | None = None, dtypes: Iterable[DType] | None = None, quick: bool = False,
                  cases: Sequence[Case] | None = None) -> list[Case]:
-    """The cases a run covers. ``quick`` keeps, per (op, dtype), the edge cases and the
-    first other case: layout variants and the 10**6-term reductions are left out."""
-    chosen = opdb.select(opdb.all_cases() if cases is None else cases, ops=ops, dtypes=set(dtypes or ()),
-                         tags_excluded=(LONG,) if quick else ())
+    """The cases a run covers: the op database and the fuzzer regressions (or ``cases``).
+    ``quick`` keeps, per (op, dtype), the edge cases, the regressions and the first other
+    case: layout variants and the 10**6-term reductions are left out."""
+    everything = opdb.all_cases() + regressions.cases() if cases is None else cases
+    chosen = opdb.select(everything, ops=ops, dtypes=set(dtypes or ()), tags_excluded=(LONG,) if quick else ())
     if not quick:
         return chosen
     kept, seen = [], set()
     for c in chosen:
         key = (c.op, c.dtype)
-        if EDGE in c.tags or key not in seen:
+        if EDGE in c.tags or regressions.REGRESSION in c.tags or key not in seen:
             kept.append(c)
             seen.add(key)
     return kept
@@ -325,8 +314,12 @@ ProgressFn = Callable[[int, int, str], None]
 
 def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[str] | None = None,
         dtypes: Iterable[DType] | None = None, ops: str | None = None, quick: bool = False,
-        cases: Sequence[Case] | None = None, progress: ProgressFn | None = None) -> ConformanceRun:
-    """Run the selected cases on every target and build the matrix (see the module docstring)."""
+        cases: Sequence[Case] | None = None, progress: ProgressFn | None = None, models: bool = False
+        ) -> ConformanceRun:
+    """Run the selected cases on every target and build the matrix (see the module docstring).
+
+    ``models`` adds the rows of :mod:`.zoo`: the model zoo (forward and training step
+    through ``parity.compile``) and the random draws that must be bit-identical."""
     start = time.perf_counter()
     dtypes = list(dtypes or ())
     targets = resolve_targets(backends, devices)
@@ -348,15 +341,30 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     if progress:
         progress(len(chosen), len(chosen), "")
     cells = _cells(chosen, targets, results)
+    section: dict = {}
+    if models:
+        from . import zoo
+
+        done = len(chosen)
+        extra, section = zoo.rows(targets, progress=lambda text: progress(done, done, text) if progress else None)
+        keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
+        cells += _cells_for(keys, targets, extra, cpu_only=zoo.is_model_row)
     deviations = _check_deviations(targets, cells)
     type_rules = _type_rules(ops)
     options = {"backends": [t.backend for t in targets], "devices": list(devices or []),
                "dtypes": [d.short for d in dtypes], "ops": ops, "quick": quick}
-    return ConformanceRun(targets, cells, deviations, type_rules, len(chosen), time.perf_counter() - start, options)
+    options["models"] = models
+    return ConformanceRun(targets, cells, deviations, type_rules, len(chosen), time.perf_counter() - start, options,
+                          section)
 
 
 def _cells(cases: Sequence[Case], targets: Sequence[Target], results: Sequence[CaseResult]) -> list[Cell]:
-    keys = list(dict.fromkeys((c.op, c.dtype.short) for c in cases))
+    return _cells_for(list(dict.fromkeys((c.op, c.dtype.short) for c in cases)), targets, results)
+
+
+def _cells_for(keys: Sequence[tuple[str, str]], targets: Sequence[Target], results: Sequence[CaseResult],
+               cpu_only: Callable[[str], bool] = lambda op: False) -> list[Cell]:
+    """One cell per (op, dtype) key and target; rows ``cpu_only`` accepts are not run elsewhere."""
     by_cell: dict[tuple, list[CaseResult]] = defaultdict(list)
     for r in results:
         by_cell[(r.op, r.dtype, r.backend, r.device)].append(r)
@@ -367,6 +375,8 @@ def _cells(cases: Sequence[Case], targets: Sequence[Target], results: Sequence[C
             cell = Cell(op, dtype, t.backend, t.device, NOT_RUN)
             if not t.available:
                 cell.message = t.error or f"device {t.device} is not available to {t.backend} here"
+            elif t.device != "cpu" and cpu_only(op):
+                cell.message = "models run on cpu targets"
             else:
                 _aggregate(cell, by_cell[(op, dtype, t.backend, t.device)], deviations)
             cells.append(cell)

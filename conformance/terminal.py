@@ -17,9 +17,9 @@ _STYLE = {PASS: "green", DEVIATION: "yellow", FAIL: "bold red", UNSUPPORTED: "di
 
 
 @contextlib.contextmanager
-def progress_bar(console: Console) -> Iterator[ProgressFn]:
-    """A rich progress bar as a runner progress callback."""
-    with Progress(TextColumn("[bold]conform"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+def progress_bar(console: Console, label: str = "conform") -> Iterator[ProgressFn]:
+    """A rich progress bar as a runner (or fuzzer) progress callback."""
+    with Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                   TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("", total=None)
 

@@ -5,6 +5,8 @@ Example::
     $ parity ops              # op × backend table
     $ parity ops --json       # the same as JSON
     $ parity conform --device cpu --html reports/conformance.html   # the conformance matrix
+    $ parity conform --models  # plus the model zoo and the random draws
+    $ parity fuzz --budget 1000 --seed 1   # differential fuzzing (regressions go to conformance/regressions/)
     $ parity bench --quick    # every backend against the anchors (see parity.bench)
     $ parity aten             # which aten ops the PyTorch frontend translates
 """
@@ -41,7 +43,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     conform.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
     conform.add_argument("--html", metavar="PATH", help="write the self-contained HTML report")
     conform.add_argument("--summary-only", action="store_true", help="print the summary without the matrix")
+    conform.add_argument("--models", action="store_true",
+                         help="also the model zoo (forward + training step vs eager torch) and the random draws")
     conform.set_defaults(run=_run_conform)
+
+    fuzz = commands.add_parser("fuzz", help="differential fuzzing: random graphs on every backend, node by node")
+    fuzz.add_argument("--budget", type=int, default=100, help="number of graphs (default 100)")
+    fuzz.add_argument("--seed", type=int, default=0, help="the stream of graphs (graph i of seed s is reproducible)")
+    fuzz.add_argument("--backend", action="append", help="only these backends (repeatable; default: all)")
+    fuzz.add_argument("--device", default="cpu", help="device to run on (default cpu)")
+    fuzz.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long (reports the count)")
+    fuzz.add_argument("--no-save", action="store_true", help="do not write regressions to conformance/regressions/")
+    fuzz.add_argument("--no-shrink", action="store_true", help="report mismatches without minimising them")
+    fuzz.add_argument("--json", metavar="PATH", help="write the fuzzing report as JSON")
+    fuzz.set_defaults(run=_run_fuzz)
 
     from .bench import cli as bench_cli  # light: the heavy imports happen when it runs
 
@@ -119,7 +134,7 @@ def _run_conform(args) -> int:
         return 2
     with terminal.progress_bar(console) as progress:
         result = runner.run(args.backend, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
-                            progress=progress)
+                            progress=progress, models=args.models)
     if not args.summary_only:
         terminal.print_matrix(result, console)
     terminal.print_summary(result, console)
@@ -132,6 +147,36 @@ def _run_conform(args) -> int:
             target.write_text(write(result), encoding="utf-8")
             console.print(f"wrote {target}", highlight=False)
     return result.exit_code
+
+
+def _run_fuzz(args) -> int:
+    """Exit 1 when a mismatch was found that no saved regression records yet."""
+    import pathlib
+
+    from rich.console import Console
+
+    from .backends.registry import BackendNotFound, get_backend
+    from .conformance import fuzz, terminal
+
+    console = Console()
+    try:
+        for name in args.backend or ():
+            get_backend(name)
+    except BackendNotFound as exc:
+        console.print(f"[bold red]parity fuzz:[/] {exc}", highlight=False)
+        return 2
+    with terminal.progress_bar(console, "fuzz") as progress:
+        report = fuzz.run(args.budget, seed=args.seed, backends=args.backend, device=args.device,
+                          do_shrink=not args.no_shrink, save=not args.no_save, deadline_s=args.time_limit,
+                          progress=progress)
+    for line in report.lines():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if args.json:
+        target = pathlib.Path(args.json)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(report.to_json(), indent=1), encoding="utf-8")
+        console.print(f"wrote {target}", highlight=False)
+    return 1 if report.new_findings else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

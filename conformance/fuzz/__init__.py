@@ -1,0 +1,259 @@
+"""Differential fuzzing: random valid graphs on every backend, each node held to its bound.
+
+:func:`run` generates ``budget`` graphs (:mod:`.generate`, reproducible from ``(seed,
+index)``), runs them on every backend — several graphs side by side per compilation,
+as the runner bundles cases — and measures every node against its own bound on the
+backend's own operands (:data:`~..bounds.LOCAL`). A failing node that the backend
+declares as a deviation (within the ULPs it records) is counted as such. Any other
+mismatch — a node over its bound, or a compile/run error on a valid graph — is shrunk
+(:mod:`.shrink`) and saved as a regression (:mod:`..regressions`) that every later
+``parity conform`` replays. A mismatch with the signature of one already found (same
+backend, op and dtype; or the same error type) is counted, not saved again.
+
+Example::
+
+    >>> report = run(4, seed=1, backends=["reference"], save=False)
+    >>> report.graphs, report.backends["reference"]["fail"], report.findings
+    (4, 0, [])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ...backends.base import Backend
+from .. import regressions
+from ..bounds import LOCAL
+from ..case import Case
+from ..runner import Prepared, resolve_targets, run_bundle, run_case
+from .generate import FuzzGraph, generate
+from .shrink import shrink
+
+__all__ = ["Finding", "FuzzReport", "generate", "run"]
+
+
+@dataclass
+class Finding:
+    """One mismatch: where it was found, what failed, and where its regression lives."""
+
+    backend: str
+    device: str
+    graph: str  # "s{seed}-{index}"
+    status: str  # fail | error
+    op: str  # the failing node's op (error: the last node of the shrunk graph)
+    dtype: str
+    message: str
+    max_ulp: float | None = None
+    max_ratio: float | None = None
+    worst: dict = field(default_factory=dict)
+    nodes: int = 0  # before shrinking
+    shrunk_nodes: int = 0
+    regression: str = ""  # the saved regression's name ("" if not saved)
+    duplicate: bool = False  # same signature as an earlier finding or saved regression
+    text: str = ""  # the shrunk graph
+
+
+@dataclass
+class FuzzReport:
+    seed: int
+    budget: int
+    graphs: int = 0
+    elapsed_s: float = 0.0
+    backends: dict[str, Counter] = field(default_factory=dict)  # name -> status counts
+    findings: list[Finding] = field(default_factory=list)
+    ops: Counter = field(default_factory=Counter)  # node count per op over the generated graphs
+    outside: Counter = field(default_factory=Counter)  # backend -> nodes not held to their bound (local.py)
+
+    @property
+    def new_findings(self) -> list[Finding]:
+        return [f for f in self.findings if not f.duplicate]
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict: the counts per backend, the findings, the ops exercised."""
+        from dataclasses import asdict
+
+        from ..reports import _clean
+
+        return _clean({"seed": self.seed, "budget": self.budget, "graphs": self.graphs,
+                       "elapsed_s": round(self.elapsed_s, 1), "nodes": sum(self.ops.values()),
+                       "backends": {k: dict(v) for k, v in self.backends.items()}, "outside": dict(self.outside),
+                       "findings": [asdict(f) for f in self.findings], "ops": dict(self.ops.most_common())})
+
+    def lines(self) -> list[str]:
+        """A plain-text summary (the CLI prints it)."""
+        out = [f"fuzz: {self.graphs} graphs (seed {self.seed}), {sum(self.ops.values())} nodes over "
+               f"{len(self.ops)} ops, {self.elapsed_s:.1f} s"]
+        for name, c in self.backends.items():
+            out.append(f"  {name}: {c['pass']} pass, {c['fail']} fail, {c['error']} error, "
+                       f"{c['deviation']} recorded deviation, {c['unsupported']} unsupported; "
+                       f"{self.outside[name]} nodes outside the contract's domain")
+        for f in self.findings:
+            tag = "known" if f.duplicate else f"saved {f.regression}" if f.regression else "new"
+            err = f" max {f.max_ulp:.3g} ulp" if f.max_ulp is not None else ""
+            out.append(f"  {f.status} on {f.backend}/{f.device}: {f.op}[{f.dtype}]{err} in {f.graph} "
+                       f"({f.nodes} → {f.shrunk_nodes} nodes; {tag}): {f.message[:160]}")
+        return out
+
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None = None, device: str = "cpu",
+        bundle: int = 16, do_shrink: bool = True, save: bool = True, directory=regressions.DIRECTORY,
+        deadline_s: float | None = None, progress: ProgressFn | None = None) -> FuzzReport:
+    """Fuzz ``budget`` graphs (or until ``deadline_s`` seconds have passed) on ``backends``
+    (default: every registered backend with ``device`` here)."""
+    start = time.perf_counter()
+    report = FuzzReport(seed, budget)
+    targets = [t for t in resolve_targets(backends, [device]) if t.available]
+    claims = {t.backend: t.instance.claims() for t in targets}
+    seen = known_signatures(directory)
+    for t in targets:
+        report.backends[t.backend] = Counter({k: 0 for k in ("pass", "fail", "error", "deviation", "unsupported")})
+    index = 0
+    while index < budget and (deadline_s is None or time.perf_counter() - start < deadline_s):
+        chunk = [generate(seed, i) for i in range(index, min(index + bundle, budget))]
+        index += len(chunk)
+        for fg in chunk:
+            report.ops.update(fg.graph.op_counts())
+        prepared = [Prepared(fuzz_case(fg), fg.arrays, fg.graph, oracle=[]) for fg in chunk]
+        for t in targets:
+            results = run_bundle(t.instance, device, prepared, claims[t.backend])
+            for fg, r in zip(chunk, results):
+                status = r.status
+                if status == "fail" and _all_declared(t.instance, device, r.worst.get("nodes", [])):
+                    status = "deviation"
+                report.backends[t.backend][status] += 1
+                report.outside[t.backend] += len(r.worst.get("outside", []))
+                if status in ("fail", "error"):
+                    report.findings.append(_finding(t.instance, device, fg, r, seen, do_shrink, save, directory))
+        report.graphs = index
+        if progress:
+            progress(index, budget, f"{len(report.findings)} mismatches")
+    report.elapsed_s = time.perf_counter() - start
+    return report
+
+
+def known_signatures(directory=regressions.DIRECTORY) -> set[tuple]:
+    """The signatures of the regressions saved in ``directory``: a mismatch with one of them
+    is already recorded (counted as known, not saved again)."""
+    return {_signature(r.meta["backend"], r.meta.get("status", "fail"), r.meta["op"], r.meta["dtype"],
+                       r.meta.get("error_type", "")) for r in regressions.load_all(directory)}
+
+
+def fuzz_case(fg: FuzzGraph, op: str = "fuzz", dtype=None) -> Case:
+    """A fuzz graph as a conformance case (LOCAL bound: every node on its own)."""
+    arrays = fg.arrays
+    first = fg.graph.inputs[0].type.dtype if fg.graph.inputs else fg.graph.outputs[0].type.dtype
+    return Case(op, dtype or first, lambda rng: arrays, {}, fg.name, build=regressions.replay(fg.graph), bound=LOCAL)
+
+
+def _all_declared(backend: Backend, device: str, nodes: list[dict]) -> bool:
+    """Is every failing node covered by a declared deviation (within the ULPs it records), or
+    explained by flush-to-zero on a backend that declares it?"""
+    for n in nodes:
+        if n.get("flush_to_zero") and declares_flush_to_zero(backend, device):
+            continue
+        if not any(_covers(d, n["op"], n["dtype"], device) and not _flushes(d) and _within(d, n["max_ulp"])
+                   for d in backend.deviations):
+            return False
+    return bool(nodes)
+
+
+def _covers(d, op: str, dtype: str, device: str) -> bool:
+    return d.op in (op, "*") and (d.dtype is None or d.dtype.short == dtype) and d.device in (None, device)
+
+
+def _flushes(d) -> bool:
+    return bool(getattr(d, "flush_to_zero", False))
+
+
+def _within(d, max_ulp) -> bool:
+    """Is ``max_ulp`` within the ULPs the deviation records ("5 ulp (measured 4.2)")? A
+    deviation that records no number covers any error."""
+    m = re.match(r"^\s*([0-9]+(?:\.[0-9]*)?(?:e[-+]?[0-9]+)?)\s*ulp", d.max_error, re.IGNORECASE)
+    return m is None or (max_ulp or 0.0) <= float(m.group(1))
+
+
+def declares_flush_to_zero(backend: Backend, device: str) -> bool:
+    """Does ``backend`` declare flush-to-zero on ``device`` (a deviation about subnormals)?
+    Composites then inherit it from the primitives they decompose into."""
+    return any(d.device in (None, device) and (_flushes(d) or "subnormal" in (d.max_error + d.reason).lower())
+               for d in backend.deviations)
+
+
+def _signature(backend: str, status: str, op: str, dtype: str, error_type: str) -> tuple:
+    return (backend, "error", error_type) if status == "error" else (backend, "fail", op, dtype)
+
+
+def _undeclared(backend: Backend, device: str, nodes: list[dict]) -> dict:
+    for n in nodes:
+        if not _all_declared(backend, device, [n]):
+            return n
+    return nodes[0]
+
+
+def _finding(backend: Backend, device: str, fg: FuzzGraph, r, seen: set, do_shrink: bool, save: bool,
+             directory) -> Finding:
+    if r.status == "fail":
+        node = _undeclared(backend, device, r.worst.get("nodes", []) or [{"op": "?", "dtype": "?"}])
+        op, dtype, error_type = node["op"], node["dtype"], ""
+    else:
+        error_type = r.message.split(":", 1)[0]
+        op, dtype = fg.graph.nodes[-1].op, fg.graph.nodes[-1].outputs[0].type.dtype.short
+    f = Finding(backend.name, device, fg.name, r.status, op, dtype, r.message, r.max_ulp, r.max_ratio, r.worst,
+                nodes=len(fg.graph.nodes))
+    sig = _signature(backend.name, r.status, op, dtype, error_type)
+    if sig in seen:
+        f.duplicate = True
+        return f
+    seen.add(sig)
+    graph, arrays = fg.graph, fg.arrays
+    if do_shrink:
+        graph, arrays = shrink(graph, arrays, _still_fails(backend, device, r.status, op, dtype, error_type),
+                              max_tries=40)
+    f.shrunk_nodes = len(graph.nodes)
+    f.text = graph.to_text(locations=False)
+    if r.status == "error":
+        f.op = op = graph.nodes[-1].op
+        f.dtype = dtype = _node_dtype(graph.nodes[-1])
+    final = run_case(backend, device, fuzz_case(FuzzGraph(fg.seed, fg.index, graph, arrays), op))
+    f.message, f.max_ulp, f.max_ratio, f.worst = final.message, final.max_ulp, final.max_ratio, final.worst
+    if save:
+        digest = hashlib.sha256(f.text.encode()).hexdigest()[:8]
+        f.regression = f"{backend.name}-{op}-{dtype}-{digest}"
+        meta = {"op": op, "dtype": dtype, "backend": backend.name, "device": device, "status": r.status,
+                "error_type": error_type, "found": {"seed": fg.seed, "index": fg.index, "nodes": f.nodes},
+                "error": {"max_ulp": final.max_ulp, "max_ratio": final.max_ratio, "message": final.message[:500],
+                          "worst": final.worst}, "note": "found by parity fuzz; open until the backend is fixed"}
+        regressions.save(f.regression, graph, arrays, _json_safe(meta), directory)
+    return f
+
+
+def _node_dtype(node) -> str:
+    from ..local import node_dtype
+
+    return node_dtype(node).short
+
+
+def _still_fails(backend: Backend, device: str, status: str, op: str, dtype: str, error_type: str):
+    """The shrinking predicate: the same kind of failure on the same backend."""
+    def fails(graph, arrays) -> bool:
+        r = run_case(backend, device, fuzz_case(FuzzGraph(0, 0, graph, list(arrays))))
+        if status == "error":
+            return r.status == "error" and r.message.split(":", 1)[0] == error_type
+        return r.status == "fail" and any(n["op"] == op and n["dtype"] == dtype and not _all_declared(
+            backend, device, [n]) for n in r.worst.get("nodes", []))
+
+    return fails
+
+
+def _json_safe(value):
+    from ..reports import _clean
+
+    return _clean(value)

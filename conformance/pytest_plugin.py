@@ -1,0 +1,200 @@
+"""``pytest --parity-backend NAME``: the conformance suite as tests in a backend author's CI.
+
+Registered as a ``pytest11`` entry point by parity (so it is active wherever parity is
+installed; it adds nothing unless ``--parity-backend`` is given), or loaded by hand with
+``-p parity.conformance.pytest_plugin``. For every backend named and every device it
+lists, it adds one test per op × dtype cell of the conformance matrix (the op database
+and the fuzzer regressions; ``--parity-quick`` as ``parity conform --quick``), one per
+random draw that must be bit-identical, with ``--parity-models`` one per zoo model and
+mode, and a last test per backend that fails on stale deviations. Test ids read
+``parity[numpy/cpu]::exp[f32]``, so ``-k`` selects ops.
+
+A cell that passes passes; a failure the backend declares as a deviation is an
+``xfail`` (with the deviation's reason); an op or dtype the backend does not claim is a
+skip that says so, as is an absent device (never a pass); anything else fails with the
+worst element, its case and the bound.
+
+Options: ``--parity-backend NAME`` (repeatable), ``--parity-device D`` (repeatable),
+``--parity-quick``, ``--parity-ops REGEX``, ``--parity-dtype T`` (repeatable),
+``--parity-models``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+_GROUP = "parity conformance"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("parity", _GROUP)
+    group.addoption("--parity-backend", action="append", default=[], metavar="NAME",
+                    help="run the parity conformance suite against this registered backend (repeatable)")
+    group.addoption("--parity-device", action="append", default=[], metavar="D",
+                    help="only these devices of the backend (repeatable; default: every device it lists)")
+    group.addoption("--parity-quick", action="store_true",
+                    help="edge cases and one other case per op and dtype (as parity conform --quick)")
+    group.addoption("--parity-ops", metavar="REGEX", help="only ops whose name matches (re.search)")
+    group.addoption("--parity-dtype", action="append", default=[], metavar="T",
+                    help="only cases of these dtypes, e.g. f32 (repeatable)")
+    group.addoption("--parity-models", action="store_true",
+                    help="also the model zoo through parity.compile (forward and training step)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect, so they apply to these tests too
+def pytest_collection_modifyitems(session, config, items):
+    names = config.getoption("parity_backend")
+    if not names:
+        return
+    suite = ConformanceSuite.from_parent(session, name="parity")
+    for item in suite.collect():
+        config.hook.pytest_itemcollected(item=item)
+        items.append(item)
+
+
+class ConformanceSuite(pytest.Collector):
+    """The cells of every (backend, device) asked for, as test items."""
+
+    def collect(self):
+        from ..ir.dtypes import DType
+        from . import runner
+
+        config = self.config
+        dtypes = [DType.from_short(d) for d in config.getoption("parity_dtype")]
+        cases = runner.select_cases(ops=config.getoption("parity_ops"), dtypes=dtypes,
+                                    quick=config.getoption("parity_quick"))
+        groups = defaultdict(list)
+        for case in cases:
+            groups[(case.op, case.dtype.short)].append(case)
+        targets = runner.resolve_targets(config.getoption("parity_backend"), config.getoption("parity_device") or None)
+        state = _State()
+        for t in targets:
+            label = f"{t.backend}/{t.device}"
+            for (op, dtype), members in groups.items():
+                yield CellItem.from_parent(self, name=f"{label}::{op}[{dtype}]", target=t, key=(op, dtype),
+                                           cases=members, state=state)
+            yield ExtraItem.from_parent(self, name=f"{label}::random draws", target=t, state=state, kind="random")
+            if config.getoption("parity_models"):
+                yield ExtraItem.from_parent(self, name=f"{label}::model zoo", target=t, state=state, kind="models")
+            yield DeviationsItem.from_parent(self, name=f"{label}::stale deviations", target=t, state=state)
+
+
+class _State:
+    """Cells measured so far in this session (the stale-deviation check reads them)."""
+
+    def __init__(self):
+        self.cells = []
+        self.claims = {}
+
+
+class _CellFailure(Exception):
+    pass
+
+
+class _TargetItem(pytest.Item):
+    def __init__(self, *, target, state, **kwargs):
+        super().__init__(**kwargs)
+        self.target, self.state = target, state
+
+    def _need_device(self):
+        if not self.target.available:
+            pytest.skip(f"not run: {self.target.error or f'device {self.target.device} is absent here'}")
+
+    def _judge(self, cell):
+        """pass / xfail (declared deviation) / skip (unsupported) / fail, from one cell."""
+        self.state.cells.append(cell)
+        if cell.status == "pass":
+            return
+        if cell.status == "unsupported":
+            pytest.skip(f"unsupported: {cell.message}")
+        if cell.status == "deviation":
+            reason = (cell.deviation or {}).get("reason", "")
+            pytest.xfail(f"recorded deviation: {reason} (max {cell.max_ulp} ulp)")
+        raise _CellFailure(_describe(cell))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, _CellFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class CellItem(_TargetItem):
+    """One op × dtype cell on one (backend, device): all its cases, bundled as the runner does."""
+
+    def __init__(self, *, key, cases, **kwargs):
+        super().__init__(**kwargs)
+        self.key, self.cases = key, cases
+
+    def runtest(self):
+        from . import runner
+
+        self._need_device()
+        t = self.target
+        claims = self.state.claims.setdefault(t.backend, t.instance.claims())
+        results = runner.run_bundle(t.instance, t.device, [runner.Prepared(c) for c in self.cases], claims)
+        self._judge(runner._cells_for([self.key], [t], results)[0])
+
+
+class ExtraItem(_TargetItem):
+    """The random draws (bit-identical with the reference backend) or the model zoo."""
+
+    def __init__(self, *, kind, **kwargs):
+        super().__init__(**kwargs)
+        self.kind = kind
+
+    def runtest(self):
+        from . import runner, zoo
+
+        self._need_device()
+        results = zoo.random_results([self.target])[0] if self.kind == "random" else zoo.model_rows([self.target])[0]
+        keys = list(dict.fromkeys((r.op, r.dtype) for r in results))
+        cells = runner._cells_for(keys, [self.target], results, cpu_only=zoo.is_model_row)
+        problems = []
+        for cell in cells:
+            self.state.cells.append(cell)
+            if cell.status in ("fail",):
+                problems.append(_describe(cell))
+        if problems:
+            raise _CellFailure("\n".join(problems))
+        if all(c.status == "unsupported" for c in cells):
+            pytest.skip(f"unsupported: {cells[0].message if cells else ''}")
+
+
+class DeviationsItem(_TargetItem):
+    """Fails when a deviation the backend declares no longer happens in the cells run here."""
+
+    def runtest(self):
+        from . import runner
+
+        self._need_device()
+        mine = [c for c in self.state.cells if c.backend == self.target.backend and c.device == self.target.device]
+        checks = runner._check_deviations([self.target], mine) if mine else []
+        stale = [d for d in checks if d.state == "stale"]
+        if stale:
+            raise _CellFailure("\n".join(f"stale deviation: {d.op} {d.dtype or 'all dtypes'} on "
+                                         f"{d.device or 'all devices'} ({d.reason}) no longer happens in "
+                                         f"{', '.join(d.cells)}; remove it" for d in stale))
+
+
+def _describe(cell) -> str:
+    lines = [f"{cell.op}[{cell.dtype}] on {cell.backend}/{cell.device}: {cell.failed} of {cell.cases} cases fail"]
+    if cell.max_ulp is not None:
+        lines.append(f"  max error {cell.max_ulp:.4g} ULP ({cell.max_ratio:.3g} × the bound)")
+    if cell.worst_case:
+        lines.append(f"  worst case: {cell.worst_case}")
+    if cell.worst:
+        w = cell.worst
+        lines.append(f"  at output {w.get('output')} index {w.get('index')}: expected {w.get('expected')}, "
+                     f"got {w.get('got')} (bound: {w.get('bound', '')})")
+    if cell.message:
+        lines.append(f"  {cell.message[:600]}")
+    if ":" in cell.op:  # a model or random-draw row (conformance/zoo.py)
+        lines.append(f"  reproduce: parity conform --backend {cell.backend} --ops '^$' --models")
+    else:
+        lines.append(f"  reproduce: parity conform --backend {cell.backend} --ops '^{cell.op}$' --dtype {cell.dtype}")
+    return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""`pytest --parity-backend NAME` (conformance/pytest_plugin.py), run as a backend author
+would: in a separate pytest process, against the installed plugin template and against a
+deliberately wrong backend registered by a conftest."""
+
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import entry_points
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "examples" / "plugin_template"
+
+WRONG = f"""
+import sys
+sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r})
+from perturbed import Perturbed
+from parity.backends.base import Deviation
+from parity.backends.registry import register_backend
+from parity.ir.dtypes import DType
+
+# exp off by 1 + 2**-10 (declared), log off (undeclared), cos does not compile, sort unclaimed,
+# tanh right but declared; cuda listed but absent.
+register_backend(Perturbed("wrong", {{"exp": 1 + 2**-10, "log": 1 + 2**-12}}, broken={{"cos"}}, unclaimed={{"sort"}},
+                           devices=("cpu", "cuda"),
+                           deviations=(Deviation("exp", "scaled on purpose", "1e13 ulp"),
+                                       Deviation("tanh", "declared, but tanh is right", "3 ulp", DType.float32))))
+"""
+
+
+def _pytest(args, cwd):
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_plugin_is_registered_as_a_pytest11_entry_point():
+    assert "parity.conformance.pytest_plugin" in {e.value for e in entry_points(group="pytest11")}
+
+
+def test_outcomes_of_a_wrong_backend(tmp_path):
+    (tmp_path / "conftest.py").write_text(WRONG)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out = _pytest(["-q", "-rA", "--parity-backend", "wrong", "--parity-ops", "^(exp|log|cos|sort|tanh|neg)$",
+                   "--parity-dtype", "f32", "--parity-quick"], tmp_path)
+    text = out.stdout
+    assert out.returncode == 1, text
+
+    def outcome(test):
+        found = re.findall(rf"^(PASSED|FAILED|XFAIL|SKIPPED \[1\]|SKIPPED).*?{re.escape(test)}", text, re.M)
+        return found[0].split()[0] if found else None
+
+    assert outcome("wrong/cpu::neg[f32]") == "PASSED"
+    assert outcome("wrong/cpu::exp[f32]") == "XFAIL"  # a declared deviation
+    assert "recorded deviation: scaled on purpose" in text
+    assert outcome("wrong/cpu::log[f32]") == "FAILED"  # undeclared
+    assert outcome("wrong/cpu::cos[f32]") == "FAILED" and "RuntimeError: no kernel for cos" in text
+    assert "reproduce: parity conform --backend wrong --ops '^log$' --dtype f32" in text
+    assert re.search(r"SKIPPED \[\d+\] .*unsupported: wrong does not claim sort", text)
+    assert re.search(r"SKIPPED \[\d+\] .*not run: device cuda is absent here", text)
+    assert outcome("wrong/cpu::tanh[f32]") == "PASSED"
+    assert outcome("wrong/cpu::stale deviations") == "FAILED"
+    assert "stale deviation: tanh f32 on all devices (declared, but tanh is right) no longer happens" in text
+    # The threefry bits are exact integer ops; normal's Box–Muller reaches the wrong log.
+    assert outcome("wrong/cpu::random draws") == "FAILED"
+    assert "random:normal[f32] on wrong/cpu: 1 of 1 cases fail" in text
+    assert "random:uniform" not in text and "random:random_bits" not in text
+
+
+def test_without_the_option_the_plugin_adds_nothing(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    out = _pytest(["-q"], tmp_path)
+    assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout
+
+
+def test_the_plugin_template_certifies(tmp_path):
+    """The out-of-tree template (installed by scripts/test.sh) passes the quick suite in float32
+    and int32 through its own entry point, as its own CI would run it."""
+    names = {e.name: e.value for e in entry_points(group="parity.backends")}
+    assert names.get("numpy") == "parity_numpy_backend:NumpyBackend", (
+        "install the template: pip install --no-deps -e examples/plugin_template (scripts/test.sh does)")
+    out = _pytest(["-q", "--parity-backend", "numpy", "--parity-quick", "--parity-dtype", "f32",
+                   "--parity-dtype", "i32"], TEMPLATE)
+    tail = out.stdout.strip().splitlines()[-1]
+    assert out.returncode == 0, out.stdout[-3000:]
+    passed = int(re.search(r"(\d+) passed", tail).group(1))
+    assert passed > 150 and "failed" not in tail and "skipped" not in tail, tail
