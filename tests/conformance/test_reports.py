@@ -33,7 +33,8 @@ def test_json_schema(result):
     assert json.loads(text) == doc
     assert (doc["schema"], doc["version"]) == ("parity.conformance", reports.SCHEMA_VERSION)
     assert set(doc) == {"schema", "version", "parity_version", "created", "elapsed_s", "environment", "options",
-                        "cases", "targets", "cells", "deviations", "type_rules", "summary", "exit_code"}
+                        "cases", "targets", "cells", "deviations", "type_rules", "summary", "exit_code", "models"}
+    assert doc["models"] == {} and doc["options"]["models"] is False  # filled by --models (test_zoo.py)
     assert doc["exit_code"] == 1 and doc["cases"] == result.cases
     assert {t["backend"] + "/" + t["device"] for t in doc["targets"]} == {"reference/cpu", "wrong/cpu", "wrong/cuda"}
     cell_keys = {"op", "family", "kind", "dtype", "backend", "device", "status", "cases", "passed", "failed",
