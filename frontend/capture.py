@@ -96,8 +96,11 @@ def capture(fn, *args, **kwargs) -> Graph:
     return capture_program(fn, *args, **kwargs).graph
 
 
-def capture_program(fn, *args, **kwargs) -> CapturedProgram:
-    """Like :func:`capture`, with the names of the graph's inputs/outputs and the state."""
+def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram:
+    """Like :func:`capture`, with the names of the graph's inputs/outputs and the state.
+
+    ``dynamic_shapes`` is torch.export's (e.g. ``({0: torch.export.Dim("batch")},)``): those
+    dims become IR symbols."""
     from torch.export.graph_signature import InputKind, OutputKind
 
     from ..ir.passes import dce
@@ -108,7 +111,7 @@ def capture_program(fn, *args, **kwargs) -> CapturedProgram:
     module = fn if isinstance(fn, torch.nn.Module) else _FunctionModule(fn)
     # strict=True traces with Dynamo, which records the user's whole stack per node;
     # non-strict export keeps only frames named "forward" (a plain function has none).
-    exported = torch.export.export(module, tuple(args), kwargs or None, strict=True)
+    exported = torch.export.export(module, tuple(args), kwargs or None, strict=True, dynamic_shapes=dynamic_shapes)
     exported = exported.run_decompositions(decomposition_table())
     signature = exported.graph_signature
     translation = fx_to_ir(exported.graph_module, name=_graph_name(fn))

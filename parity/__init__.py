@@ -5,10 +5,12 @@
 """
 
 from . import distributed, ir
+from .export import export  # the function shadows its module's name here (torch loads on first call)
 from .ir.sharding import Mesh, PartitionSpec
 
 __version__ = "0.1.0"
-__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "distributed", "explain", "ir", "shard", "__version__"]
+__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "distributed", "explain", "export", "ir", "shard",
+           "__version__"]
 
 
 def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None, mesh=None,
@@ -56,3 +58,4 @@ def explain(fn, *args, backends=None, **kwargs):
     from .frontend.explain import explain as explain_
 
     return explain_(fn, *args, backends=backends, **kwargs)
+

@@ -57,7 +57,8 @@ def value_info(name: str, t: TensorType):
 class Emitter:
     """Collects the nodes and initializers of one ONNX graph."""
 
-    def __init__(self):
+    def __init__(self, reserved: Sequence[str] = ()):
+        self._reserved = frozenset(reserved)  # the graph's own input/output names: never generated
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
         self.inputs: list[Any] = []
@@ -67,7 +68,8 @@ class Emitter:
         self._symbol_values: dict[str, str] = {}
 
     def fresh(self, hint: str) -> str:
-        return f"{hint}_{next(self._counter)}"
+        name = f"{hint}_{next(self._counter)}"
+        return name if name not in self._reserved else self.fresh(hint)
 
     def input(self, name: str, t: TensorType) -> str:
         self.inputs.append(value_info(name, t))

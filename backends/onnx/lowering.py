@@ -49,19 +49,27 @@ LOWERINGS = {**ELEMENTWISE, **STRUCTURAL, **REDUCTIONS, **COMPOSITES}
 _TYPED_OPERAND = {"select": 1}
 
 
-def to_model(graph: Graph, *, legalize: bool = True) -> onnx.ModelProto:
-    """Lower ``graph`` to an ONNX model (inputs ``in0..``, outputs ``out0..``).
+def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] | None = None,
+             output_names: Sequence[str] | None = None) -> onnx.ModelProto:
+    """Lower ``graph`` to an ONNX model (inputs ``in0..``, outputs ``out0..``, or the names given).
 
     ``legalize=False`` skips the dtype legalization (the kernel probe uses it to find
     ORT's gaps); a model built that way may not run.
     """
+    input_names = list(input_names or (f"in{i}" for i in range(len(graph.inputs))))
+    output_names = list(output_names or (f"out{i}" for i in range(len(graph.outputs))))
+    if len(input_names) != len(graph.inputs) or len(output_names) != len(graph.outputs):
+        raise ValueError(f"@{graph.name} has {len(graph.inputs)} inputs and {len(graph.outputs)} outputs; "
+                         f"got {len(input_names)} input and {len(output_names)} output names")
+    if len(set(input_names + output_names)) != len(input_names) + len(output_names):
+        raise ValueError(f"input and output names must be distinct: {input_names + output_names}")
     graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
-    em = Emitter()
-    env = {value: em.input(f"in{i}", value.type) for i, value in enumerate(graph.inputs)}
+    em = Emitter(reserved=input_names + output_names)
+    env = {value: em.input(name, value.type) for name, value in zip(input_names, graph.inputs)}
     for node in graph.nodes:
         outputs = lower_node(em, node, [env[v] for v in node.inputs], legalize=legalize)
         env.update(zip(node.outputs, outputs))
-    output_names = _name_outputs(em, [env[v] for v in graph.outputs])
+    _name_outputs(em, [env[v] for v in graph.outputs], output_names)
     proto = helper.make_graph(
         em.nodes, graph.name, em.inputs,
         [value_info(name, v.type) for name, v in zip(output_names, graph.outputs)],
@@ -134,12 +142,11 @@ def _narrow(em: Emitter, x: str, wide, t) -> str:
     return em.cast(x, t.dtype)
 
 
-def _name_outputs(em: Emitter, names: list[str]) -> list[str]:
-    """Rename each output's producer to ``out{i}``; inputs, constants and repeats get an Identity."""
+def _name_outputs(em: Emitter, names: list[str], targets: list[str]) -> None:
+    """Rename each output's producer to its target name; inputs, constants and repeats get an Identity."""
     fixed = {vi.name for vi in em.inputs} | {t.name for t in em.initializers}
     rename: dict[str, str] = {}
-    for i, name in enumerate(names):
-        target = f"out{i}"
+    for name, target in zip(names, targets):
         if name in fixed or name in rename:
             em.nodes.append(helper.make_node("Identity", [name], [target]))
         else:
@@ -149,4 +156,3 @@ def _name_outputs(em: Emitter, names: list[str]) -> list[str]:
             for j, name in enumerate(field):
                 if name in rename:
                     field[j] = rename[name]
-    return [f"out{i}" for i in range(len(names))]

@@ -11,7 +11,8 @@ import torch
 
 from parity.backends import get_backend
 from parity.backends.onnx import OnnxBackend
-from parity.backends.onnx.backend import OnnxDeviceError
+from parity.backends.onnx import to_model
+from parity.backends.onnx.backend import OnnxDeviceError, make_session
 from parity.ir import OP_TABLE, DType, GraphBuilder, ParityError, SourceLoc, Symbol, UnsupportedOpError, bf16, f32, f64, i32
 
 
@@ -169,3 +170,18 @@ def test_outputs_that_are_inputs_or_repeated_get_their_own_names():
     run = OnnxBackend().compile(b.build([x, x, c, b.neg(x), b.neg(x)]), "cpu")
     outs = run(np.array([1, 2], np.int32))
     assert [o.tolist() for o in outs] == [[1, 2], [1, 2], [7, 8], [-1, -2], [-1, -2]]
+
+
+def test_model_names_inputs_and_outputs_without_clashing_with_generated_names(tmp_path):
+    import onnx
+
+    b = GraphBuilder()
+    x = b.input(f32[2])
+    graph = b.build([b.add(x, b.constant(np.ones(2, np.float32))), x])
+    model = OnnxBackend().export(graph, tmp_path / "m.onnx", input_names=["c_0"], output_names=["add_1", "same"])
+    assert [i.name for i in model.graph.input] == ["c_0"] and [o.name for o in model.graph.output] == ["add_1", "same"]
+    assert all(t.name != "c_0" for t in model.graph.initializer)  # the constant got another name
+    session = make_session(onnx.load(tmp_path / "m.onnx"))
+    assert [a.tolist() for a in session.run(None, {"c_0": np.array([1, 2], np.float32)})] == [[2, 3], [1, 2]]
+    with pytest.raises(ValueError, match="must be distinct"):
+        to_model(graph, input_names=["a"], output_names=["a", "b"])

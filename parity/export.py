@@ -1,0 +1,206 @@
+"""``parity.export``: a function or ``nn.Module`` as a file another runtime runs without parity.
+
+The model is captured whole, then handed to the backend that writes the format. Capture
+is one ``make_fx`` pass with parity's decomposition table (flat tensor arguments, static
+shapes, no buffer updates: most inference exports), else
+:func:`parity.frontend.capture.capture_program` (strict torch.export, needed for dynamic
+dims). :data:`EXPORTERS` maps each
+format to a backend name in the registry (``"onnx"``: the onnx backend, a
+self-contained ``.onnx`` file; ``"stablehlo"``: the xla backend, StableHLO text whose
+header comment names the inputs and outputs); that backend's ``export(graph, path,
+input_names=, output_names=, dim_names=)`` writes the file and returns its in-memory form.
+Adding a format is one row here and one method on a backend.
+
+Parameters and buffers become constants by default (``params="constants"``: folded into
+the graph, so the file is self-contained), or named graph inputs (``params="inputs"``,
+named like ``fc1.weight``, ahead of the user's inputs). ``dynamic_dims`` makes dims
+symbolic: ``{"x": {0: "batch"}}`` (input name → axis → the dim's name in the file).
+
+Example::
+
+    >>> import tempfile, os, torch, parity
+    >>> path = os.path.join(tempfile.mkdtemp(), "double.onnx")
+    >>> model = parity.export(lambda x: x * 2, (torch.ones(3),), path=path, input_names=["x"])
+    >>> [i.name for i in model.graph.input], [o.name for o in model.graph.output]
+    (['x'], ['output0'])
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .ir.errors import ParityError
+from .ir.graph import Graph, Node
+from .ir.types import Symbol
+
+# format -> the registry name of the backend whose ``export`` method writes it.
+EXPORTERS: dict[str, str] = {"onnx": "onnx", "stablehlo": "xla"}
+
+
+class ExportError(ParityError):
+    """An export that cannot be done as asked (unknown format, names that do not fit)."""
+
+
+def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path: str | Path | None = None,
+           input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+           dynamic_dims: Mapping[str, Mapping[int, str]] | None = None, params: str = "constants",
+           kwargs: Mapping[str, Any] | None = None):
+    """Capture ``fn_or_module(*args, **kwargs)`` and write it to ``path`` in ``format``.
+
+    ``input_names`` names the user's tensor arguments (default: the function's parameter
+    names), ``output_names`` its outputs (default ``output0..``); ``dynamic_dims`` maps an
+    input name to ``{axis: dim name}``; ``params`` is ``"constants"`` or ``"inputs"``.
+    Returns what the format's backend returns (an ``onnx.ModelProto`` for ``"onnx"``).
+    """
+    from .backends.registry import get_backend
+    from .frontend.capture import capture_program, unwrap_compiled
+
+    if format not in EXPORTERS:
+        raise ExportError(f"parity.export has no format {format!r}; choose one of {sorted(EXPORTERS)}")
+    if params not in ("constants", "inputs"):
+        raise ExportError(f"params={params!r}: choose 'constants' (folded into the file) or 'inputs'")
+    fn = unwrap_compiled(fn_or_module)
+    args = tuple(args)
+    user_names = list(input_names) if input_names is not None else _parameter_names(fn, len(args))
+    if len(user_names) != len(args):
+        raise ExportError(f"{len(user_names)} input names for {len(args)} arguments: {user_names}")
+    unknown = set(dynamic_dims or {}) - set(user_names)
+    if unknown:
+        raise ExportError(f"dynamic_dims names {sorted(unknown)}, which are not inputs {user_names}")
+    program = (_trace(fn, args, user_names) if _traceable(fn, args, kwargs, dynamic_dims) else
+               capture_program(fn, *args, dynamic_shapes=_dynamic_shapes(user_names, args, dynamic_dims),
+                               **dict(kwargs or {})))
+    graph, names = _named_inputs(program, user_names, params)
+    outputs = _output_names(program.output_names, output_names)
+    dim_names = {}
+    for value, name in zip(graph.inputs, names):
+        for axis, dim_name in (dynamic_dims or {}).get(name, {}).items():
+            dim = value.type.shape[axis]
+            if isinstance(dim, Symbol):
+                dim_names[dim.name] = dim_name
+    backend = get_backend(EXPORTERS[format])
+    return backend.export(graph, path or f"model.{format}", input_names=names, output_names=outputs,
+                          dim_names=dim_names)
+
+
+def _traceable(fn, args, kwargs, dynamic_dims) -> bool:
+    """Whether the fast tracer fits: flat tensor arguments, static shapes, no buffer updates."""
+    import torch
+
+    module = fn if isinstance(fn, torch.nn.Module) else None
+    updates_buffers = module is not None and module.training and any(True for _ in module.buffers())
+    return (not kwargs and not dynamic_dims and not updates_buffers
+            and all(isinstance(a, torch.Tensor) for a in args))
+
+
+def _trace(fn, args, user_names):
+    """The fast capture: one ``make_fx`` pass with parity's decomposition table straight to
+    core ATen (what torch.export + run_decompositions give, without Dynamo's bytecode
+    analysis or a second decomposition pass), then the frontend's translation.
+    Parameters and buffers are the leading placeholders, as in torch.export."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from .frontend.capture import CapturedProgram
+    from .frontend.translate import fx_to_ir
+
+    module = fn if isinstance(fn, torch.nn.Module) else None
+    params = dict(module.named_parameters()) if module is not None else {}
+    buffers = dict(module.named_buffers()) if module is not None else {}
+    state = {**params, **buffers}
+    names = list(state)
+
+    def flat(*values):
+        if module is None:
+            return fn(*values)
+        return torch.func.functional_call(module, dict(zip(names, values[:len(names)])), values[len(names):])
+
+    gm = make_fx(flat, decomposition_table=_decompositions(), tracing_mode="fake",
+                 record_stack_traces=True)(*state.values(), *args)
+    name = type(fn).__name__ if module is not None else getattr(fn, "__name__", "main")
+    translation = fx_to_ir(gm, name=name if name.isidentifier() else "main")
+    labels = [f"param {n}" for n in params] + [f"buffer {n}" for n in buffers] + [f"input {n}" for n in user_names]
+    input_names = [labels[j] for j in translation.inputs] + [f"key {k}" for k in range(translation.num_keys)]
+    outputs = [f"output {k}" for k, where in enumerate(translation.outputs) if where[0] == "ir"]
+    return CapturedProgram(translation.graph, input_names, outputs, dict(state))
+
+
+@functools.cache
+def _decompositions() -> dict:
+    """The frontend's decomposition table, built once (building it takes ~0.2 s)."""
+    from .frontend.compiler import decomposition_table
+
+    return decomposition_table()
+
+
+def _parameter_names(fn, count: int) -> list[str]:
+    target = fn.forward if hasattr(fn, "forward") else fn
+    try:
+        names = [p.name for p in inspect.signature(target).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    names = names[:count]
+    return names + [f"input{i}" for i in range(len(names), count)]
+
+
+def _dynamic_shapes(names, args, dynamic_dims):
+    """torch.export's dynamic_shapes for ``dynamic_dims`` (one Dim object per dim name)."""
+    if not dynamic_dims:
+        return None
+    import torch
+
+    dims = {}
+    return tuple({axis: dims.setdefault(d, torch.export.Dim(d)) for axis, d in dynamic_dims[n].items()}
+                 if n in dynamic_dims else None for n, _ in zip(names, args))
+
+
+def _named_inputs(program, user_names: list[str], params: str) -> tuple[Graph, list[str]]:
+    """The graph with parameters bound as constants (folded) or kept as inputs, and its input names."""
+    from .frontend.tensors import to_array
+    from .ir.passes import dce, fold_constants
+
+    user = iter(user_names)
+    names, bound = [], {}
+    for i, label in enumerate(program.input_names):
+        kind, _, name = label.partition(" ")
+        if kind == "input":
+            names.append(next(user))
+        elif kind == "key":
+            names.append(f"key{name}")
+        elif params == "inputs":
+            names.append(name)
+        else:
+            bound[i] = to_array(program.state[name])
+    graph = program.graph
+    if bound:
+        graph, _ = fold_constants(_bind(graph, bound))
+        graph, _ = dce(graph)
+    return graph, names
+
+
+def _bind(graph: Graph, values: Mapping[int, Any]) -> Graph:
+    """``graph`` with the inputs at the given positions replaced by constants."""
+    from .ir.builder import GraphBuilder
+
+    b = GraphBuilder(graph.name)
+    env = {v: b.constant(values[i], v.type.dtype) if i in values else b.input(v.type)
+           for i, v in enumerate(graph.inputs)}
+    for node in graph.nodes:
+        new = Node(node.op, [env[v] for v in node.inputs], node.attrs, [v.type for v in node.outputs], node.loc)
+        b.nodes.append(new)
+        env.update(zip(node.outputs, new.outputs))
+    return b.build([env[v] for v in graph.outputs])
+
+
+def _output_names(labels: list[str], given: Sequence[str] | None) -> list[str]:
+    """``output K`` → the given name (default ``outputK``); ``buffer NAME`` (an updated buffer) → NAME."""
+    user = [label for label in labels if label.startswith("output ")]
+    if given is not None and len(given) != len(user):
+        raise ExportError(f"{len(given)} output names for {len(user)} outputs")
+    names = iter(given or [f"output{label.split()[1]}" for label in user])
+    return [next(names) if label.startswith("output ") else label.partition(" ")[2] for label in labels]
