@@ -159,3 +159,17 @@ def test_attention_with_fully_masked_queries_and_many_batch_dims(dtype):
 def test_causal_attention_unbatched_rectangular():
     q, k, v = normal(f32, 5, 4), normal(f32, 3, 4), normal(f32, 3, 6)
     measured("scaled_dot_product_attention", f32, [q, k, v, np.array(False)], scale=0.5, causal=True)
+
+
+def test_compiled_model_with_a_composite_in_an_unclaimed_dtype_runs_decomposed():
+    # float64 attention is not claimed (ORT's is float32-accurate): parity.compile must still
+    # run it, through the decomposition, instead of rejecting the dtype.
+    import torch
+
+    import parity
+
+    fn = parity.compile(lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+                        backend="onnx")
+    q = torch.randn(2, 3, 4, dtype=torch.float64)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    torch.testing.assert_close(fn(q, q, q), expected, rtol=1e-14, atol=1e-15)
