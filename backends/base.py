@@ -57,6 +57,10 @@ class Deviation:
     """A known, measured difference from the spec, published in the conformance matrix.
 
     ``max_error`` is what was measured (e.g. "5 ulp" or "flushes to 0 below -15.8").
+    ``op`` may be :data:`ANY_OP`. ``flush_to_zero``: the backend reads subnormal inputs as
+    ±0 and flushes subnormal results to ±0 (in the precision its arithmetic runs in:
+    float32 for float16/bfloat16); conformance then excuses a failing case only if it
+    passes once subnormals are zero on both sides (docs/conformance.md).
     """
 
     op: str
@@ -64,6 +68,10 @@ class Deviation:
     max_error: str
     dtype: DType | None = None
     device: str | None = None
+    flush_to_zero: bool = False
+
+
+ANY_OP = "*"  # a Deviation's op that matches every op (with flush_to_zero: a property of the runtime)
 
 
 class Backend(abc.ABC):

@@ -29,6 +29,7 @@ from ..ir.builder import GraphBuilder
 from ..ir.dtypes import DType
 from ..ir.errors import TypeRuleError
 from ..ir.graph import Graph, Value
+from ..ir.sharding import GraphSharding
 from ..ir.types import TensorType
 
 InputFn = Callable[[np.random.Generator], Sequence[np.ndarray]]
@@ -46,7 +47,9 @@ class Case:
     an operand index to ``(shape, broadcast_dimensions)``. ``mask(arrays)`` returns, per
     output, a bool array of the elements to compare (None: all) — the one place where
     implementation-defined elements are excluded. ``build`` replaces the single op by a
-    small graph (fuzzer regressions); ``bound`` then overrides the op's bound.
+    small graph (fuzzer regressions); ``bound`` then overrides the op's bound. ``mesh``
+    (an ``ir.sharding.Mesh``) gives the graph a device mesh, which ``sharding_constraint``
+    needs to be a valid graph.
     """
 
     op: str
@@ -59,6 +62,7 @@ class Case:
     mask: MaskFn | None = None
     build: BuildFn | None = None
     bound: Any = None  # a bounds.Bound overriding the op's, for multi-op cases
+    mesh: Any = None  # an ir.sharding.Mesh the graph carries (None: no sharding)
 
     @property
     def id(self) -> str:
@@ -86,7 +90,8 @@ class Case:
             out = self.build(b, operands, self.attrs)
         else:
             out = b.op(self.op, *operands, **self.attrs)
-        return b.build(list(out) if isinstance(out, tuple) else [out])
+        graph = b.build(list(out) if isinstance(out, tuple) else [out])
+        return graph if self.mesh is None else graph.with_sharding(GraphSharding(self.mesh))
 
     def masks(self, arrays: Sequence[np.ndarray], n_outputs: int) -> list[np.ndarray | None]:
         if self.mask is None:

@@ -8,9 +8,11 @@ that is absent here is *not run* (never a pass); compile errors and exceptions a
 failures whose message is kept.
 
 Cells (op × dtype × backend × device) then meet the backend's declared deviations: a
-failing cell covered by a deviation is a *recorded deviation* (unless its error exceeds
-the ULPs the deviation records), a failing cell without one is an *unexpected
-failure*, and a deviation none of whose run cells fails is *stale*. Either unexpected
+failing cell whose every failing case a deviation explains is a *recorded deviation*
+(a case is explained when its error is within the ULPs the deviation records, or, for a
+``flush_to_zero`` deviation, when it passes with subnormals read as zero on both sides),
+any other failing cell is an *unexpected failure*, and a deviation that explains no
+failure of the cells it covers is *stale*. Either unexpected
 outcome makes :attr:`ConformanceRun.exit_code` 1.
 
 Example::
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backends.base import Backend, Deviation
+from ..backends.base import ANY_OP, Backend, Deviation
 from ..backends.registry import BackendNotFound, backend_names, get_backend
 from ..ir.dtypes import DType
 from ..ir.graph import Graph, Node
@@ -75,6 +77,10 @@ class CaseResult:
     mismatches: int = 0
     message: str = ""
     worst: dict = field(default_factory=dict)
+    # Measured again with subnormals flushed to zero (only for a failing case that a
+    # flush_to_zero deviation covers): whether it passes then, and its max ULP.
+    flushed_passed: bool | None = None
+    flushed_ulp: float | None = None
 
 
 @dataclass
@@ -97,6 +103,7 @@ class Cell:
     worst: dict = field(default_factory=dict)
     message: str = ""
     deviation: dict | None = None  # the declared deviation covering this cell, if any
+    explained_by: list[dict] = field(default_factory=list)  # the deviations that explain its failures
 
 
 @dataclass
@@ -223,7 +230,7 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
             runnable.append((i, *lower_for(backend, p.graph, claims)))
         except Unsupported as exc:
             results[i] = CaseResult(**_ids(backend, device, p.case), status="unsupported", message=str(exc))
-    if len(runnable) > 1:
+    if len(runnable) > 1 and all(g.sharding is None for _, g, _ in runnable):  # a mesh is per graph
         merged = Graph(f"bundle_{bundle[0].case.op}", [v for _, g, _ in runnable for v in g.inputs],
                        [n for _, g, _ in runnable for n in g.nodes], [v for _, g, _ in runnable for v in g.outputs])
         try:
@@ -260,9 +267,52 @@ def _execute(backend: Backend, device: str, graph: Graph, arrays) -> list[np.nda
 
 def _measured(backend, device, p: Prepared, paths, outputs) -> CaseResult:
     m = measure(p.case, p.graph, p.arrays, p.oracle, outputs)
-    return CaseResult(**_ids(backend, device, p.case), status="pass" if m.passed else "fail",
-                      path=paths.get(p.case.op, ""), max_ulp=m.max_ulp, max_ratio=m.max_ratio, max_rel=m.max_rel,
-                      mismatches=m.mismatches, message=m.message, worst=m.worst)
+    result = CaseResult(**_ids(backend, device, p.case), status="pass" if m.passed else "fail",
+                        path=paths.get(p.case.op, ""), max_ulp=m.max_ulp, max_ratio=m.max_ratio, max_rel=m.max_rel,
+                        mismatches=m.mismatches, message=m.message, worst=m.worst)
+    if not m.passed and not m.message and any(
+            d.flush_to_zero and _covers(d, p.case.op, p.case.dtype.short, device) for d in backend.deviations):
+        flushed = measure_flushed(p, outputs)
+        result.flushed_passed, result.flushed_ulp = flushed.passed, flushed.max_ulp
+    return result
+
+
+def flush_subnormals(array: np.ndarray, dtype: DType | None = None) -> np.ndarray:
+    """``array`` (of IR dtype ``dtype``: default, its own) with values below float32's normal
+    range (float64's for f64) as signed zeros: what a runtime with FTZ/DAZ reads and makes of
+    them (f16/bf16 compute in float32)."""
+    a = np.asarray(array)
+    dtype = dtype or (DType.from_numpy(a.dtype) if a.dtype.kind in "fV" or a.dtype == DType.bfloat16.numpy else None)
+    if dtype is None or not dtype.is_float:
+        return a
+    tiny = np.finfo(np.float64 if dtype is DType.float64 else np.float32).tiny
+    wide = a.astype(np.float64)
+    return np.where(np.abs(wide) < tiny, np.copysign(0.0, wide), wide).astype(a.dtype)
+
+
+def measure_flushed(p: Prepared, outputs):
+    """The case measured as if subnormals were zero: each output element against the oracle
+    or the oracle on flushed inputs (whichever is nearer: a runtime may flush some operands
+    and not others), results flushed on both sides."""
+    arrays = [flush_subnormals(a) for a in p.arrays]
+    flushed = evaluate(p.graph, arrays, oracle=True)
+    expected, actual = [], []
+    for o, f, a, t in zip(p.oracle, flushed, outputs, p.graph.output_types):
+        o, f, a = (flush_subnormals(v, t.dtype) for v in (o, f, a))
+        expected.append(np.where(_distance(f, a) <= _distance(o, a), f, o).astype(np.asarray(o).dtype))
+        actual.append(a)
+    return measure(p.case, p.graph, arrays, expected, actual)
+
+
+def _distance(expected, actual) -> np.ndarray:
+    """|expected - actual| per element, 0 where both are NaN (or equal), inf where one is."""
+    e, a = np.asarray(expected), np.asarray(actual)
+    if e.dtype.kind not in "fV" and e.dtype != DType.bfloat16.numpy:
+        return np.where(e == a, 0.0, np.inf)
+    e, a = e.astype(np.float64), a.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        d = np.abs(e - a)
+    return np.where((e == a) | (np.isnan(e) & np.isnan(a)), 0.0, np.where(np.isnan(d), np.inf, d))
 
 
 def _short(text: str, limit: int = 600) -> str:
@@ -349,7 +399,7 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         extra, section = zoo.rows(targets, progress=lambda text: progress(done, done, text) if progress else None)
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
         cells += _cells_for(keys, targets, extra, cpu_only=zoo.is_model_row)
-    deviations = _check_deviations(targets, cells)
+    deviations = _check_deviations(targets, cells, whole=not (ops or dtypes or cases))
     type_rules = _type_rules(ops)
     options = {"backends": [t.backend for t in targets], "devices": list(devices or []),
                "dtypes": [d.short for d in dtypes], "ops": ops, "quick": quick}
@@ -398,26 +448,41 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
     cell.max_ulp = max(ulps) if ulps else None
     worst = max(ran, key=lambda r: (r.status != "pass", r.max_ratio))
     cell.max_ratio = worst.max_ratio
-    covering = _covering(deviations, cell)
-    cell.deviation = _deviation_dict(covering) if covering else None
+    covering = [d for d in deviations if _covers(d, cell.op, cell.dtype, cell.device)]
+    cell.deviation = _deviation_dict(covering[0]) if covering else None
     if not cell.failed:
         cell.status = PASS
         return
     cell.worst_case, cell.worst, cell.message = worst.case, worst.worst, worst.message
-    limit = _ulp_limit(covering) if covering else None
-    if covering and (limit is None or (cell.max_ulp or 0.0) <= limit):
+    explained = [_explaining(covering, r) for r in ran if r.status != "pass"]
+    if all(explained):
         cell.status = DEVIATION
+        cell.explained_by = [_deviation_dict(d) for d in dict.fromkeys(explained)]
+        cell.deviation = cell.explained_by[0]
     else:
         cell.status = FAIL
-        if covering:
+        numeric = [d for d in covering if not d.flush_to_zero]
+        if numeric:
             cell.message = (f"max error {cell.max_ulp:.3g} ULP exceeds the recorded deviation "
-                            f"({covering.max_error}). " + cell.message)
+                            f"({numeric[0].max_error}). " + cell.message)
 
 
-def _covering(deviations: Sequence[Deviation], cell: Cell) -> Deviation | None:
-    for d in deviations:
-        if d.op == cell.op and (d.dtype is None or d.dtype.short == cell.dtype) and (
-                d.device is None or d.device == cell.device):
+def _covers(d: Deviation, op: str, dtype: str, device: str) -> bool:
+    return d.op in (op, ANY_OP) and (d.dtype is None or d.dtype.short == dtype) and (
+        d.device is None or d.device == device)
+
+
+def _explaining(covering: Sequence[Deviation], r: CaseResult) -> Deviation | None:
+    """The deviation that explains one failing case: a flush_to_zero one if the case passes
+    with subnormals flushed, else one whose recorded ULPs cover the error that remains."""
+    if r.flushed_passed:
+        return next(d for d in covering if d.flush_to_zero)
+    error = r.max_ulp if r.flushed_passed is None else (np.inf if r.flushed_ulp is None else r.flushed_ulp)
+    for d in covering:
+        if d.flush_to_zero:
+            continue
+        limit = _ulp_limit(d)
+        if limit is None or (error or 0.0) <= limit:
             return d
     return None
 
@@ -436,7 +501,9 @@ def _deviation_dict(d: Deviation) -> dict:
             "max_error": d.max_error}
 
 
-def _check_deviations(targets: Sequence[Target], cells: Sequence[Cell]) -> list[DeviationCheck]:
+def _check_deviations(targets: Sequence[Target], cells: Sequence[Cell], whole: bool = True) -> list[DeviationCheck]:
+    """Each declared deviation's state. One that covers every op (ANY_OP) can be called
+    stale only by a run over the whole database (``whole``)."""
     checks = []
     seen = set()
     for t in targets:
@@ -445,17 +512,20 @@ def _check_deviations(targets: Sequence[Target], cells: Sequence[Cell]) -> list[
         seen.add(t.backend)
         mine = [c for c in cells if c.backend == t.backend and c.status not in (NOT_RUN, UNSUPPORTED)]
         for d in t.instance.deviations:
-            covered = [c for c in mine if _covering([d], c) is d]
+            covered = [c for c in mine if _covers(d, c.op, c.dtype, c.device)]
             if not covered:
                 state = "not checked"
-            elif any(c.status == DEVIATION for c in covered):
+            elif any(_deviation_dict(d) in c.explained_by for c in covered):
                 state = "recorded"
-            elif all(c.status == PASS for c in covered):
+            elif d.op == ANY_OP and not whole:
+                state = "not checked"
+            elif all(c.status in (PASS, DEVIATION) for c in covered):
                 state = "stale"
             else:
                 state = "recorded"  # covered cells fail beyond it: those cells are the failures
+            cells_of = [c for c in covered if _deviation_dict(d) in c.explained_by] or covered
             checks.append(DeviationCheck(t.backend, d.op, d.dtype.short if d.dtype else None, d.device, d.reason,
-                                         d.max_error, state, [f"{c.op}[{c.dtype}]@{c.device}" for c in covered]))
+                                         d.max_error, state, [f"{c.op}[{c.dtype}]@{c.device}" for c in cells_of]))
     return checks
 
 

@@ -77,6 +77,9 @@ def _conv_cases() -> list[Case]:
                             attrs, tags=tags or ("random",)))
         out.append(case(op, d, "specials", lambda rng, d=d: (mixed(rng, d, (1, 2, 8)), V.normal(rng, d, (2, 2, 3))),
                         _CONV_ROWS[0][3], tags=(EDGE,)))
+        out.append(case(op, d, "subnormals",  # products and sums of subnormals (FTZ runtimes flush them)
+                        lambda rng, d=d: (V.subnormals(rng, d, (1, 2, 8)), V.normal(rng, d, (2, 2, 3), scale=1.0)),
+                        _CONV_ROWS[0][3], tags=(EDGE,)))
         out.append(case(op, d, "transposed_input",
                         lambda rng, d=d: (V.transposed(V.normal(rng, d, (2, 3, 10))), V.normal(rng, d, (4, 3, 3))),
                         _CONV_ROWS[0][3], tags=(LAYOUT,)))

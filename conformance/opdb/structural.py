@@ -14,6 +14,7 @@ import numpy as np
 
 from ...ir.dtypes import ALL_DTYPES, INT_DTYPES, DType
 from ...ir.ops import OP_TABLE
+from ...ir.sharding import Mesh
 from ...ir.types import tensor as _t
 from .. import values as V
 from ..case import Case, ErrorCase
@@ -140,6 +141,11 @@ def _indexing_cases() -> list[Case]:
                             lambda rng, d=d, i=idx: (mixed(rng, d, (4, 3)), _in_range(rng, (6, 3), 4, i),
                                                      mixed(rng, d, (6, 3))),
                             {"axis": 0, "reduce": "add"}, tags=(EDGE,)))
+            if d.is_float:  # sums of subnormals (FTZ runtimes flush them)
+                out.append(case("scatter", d, "add_subnormals",
+                                lambda rng, d=d, i=idx: (V.subnormals(rng, d, (4, 3)), _in_range(rng, (6, 3), 4, i),
+                                                         V.subnormals(rng, d, (6, 3))),
+                                {"axis": 0, "reduce": "add"}, tags=(EDGE,)))
             out.append(case("scatter", d, "add_random",
                             lambda rng, d=d, i=idx: (V.normal(rng, d, (4, 5)), _in_range(rng, (8, 5), 4, i),
                                                      V.normal(rng, d, (8, 5)))
@@ -148,11 +154,14 @@ def _indexing_cases() -> list[Case]:
 
 
 def _sharding_cases() -> list[Case]:
-    """The identity with a layout hint: replicated (a graph without a mesh names no axes)."""
+    """The identity with a layout hint, on a one-device mesh (a constraint needs a mesh to be
+    a valid graph; one device runs everywhere): replicated, and split over the mesh axis."""
     if "sharding_constraint" not in OP_TABLE:  # the op is being added alongside this suite
         return []
-    return [case("sharding_constraint", d, "replicated", lambda rng, d=d: (mixed(rng, d, (3, 4)),),
-                 {"spec": (None, None)}, tags=(EDGE,)) for d in ALL_DTYPES]
+    mesh = Mesh({"data": 1})
+    return [case("sharding_constraint", d, name, lambda rng, d=d: (mixed(rng, d, (3, 4)),),
+                 {"spec": spec}, tags=(EDGE,), mesh=mesh)
+            for d in ALL_DTYPES for name, spec in (("replicated", (None, None)), ("split", ("data", None)))]
 
 
 OPS = ("constant", "iota", *_SHAPE_ROWS, "gather", "scatter", "dynamic_slice", "dynamic_update_slice",

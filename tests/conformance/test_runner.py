@@ -4,13 +4,15 @@ wrong backend: failures, errors, unsupported cells, absent devices and deviation
 import numpy as np
 import pytest
 
-from parity.backends.base import Backend, Deviation, OpClaim
+from parity.backends.base import ANY_OP, Backend, Deviation, OpClaim
 from parity.backends.registry import get_backend, register_backend, unregister_backend
 from parity.conformance import regressions, runner
 from parity.conformance.opdb import all_cases
 from parity.ir import evaluate
+from parity.ir.interpreter import evaluate_node
 from parity.ir.dtypes import DType
 from parity.ir.ops import primitives
+from parity.ir.ops.conversion import round_float
 
 from .perturbed import Perturbed
 
@@ -159,3 +161,67 @@ def test_composite_claimed_in_some_dtypes_runs_natively_there_and_decomposed_els
     paths = {c.dtype: (c.path, c.status) for c in result.cells}
     assert paths == {"f32": ("native", "pass"), "f16": ("decomposed", "pass")}
     assert ["softmax"] in backend.seen and any("exp" in ops and "softmax" not in ops for ops in backend.seen)
+
+
+class FlushingBackend(Backend):
+    """The reference interpreter on a CPU with FTZ/DAZ: float inputs and results below float32's
+    normal range (float64's for f64) are read and written as ±0. sqrt is also 2**-10 off, so
+    that a flush_to_zero deviation is seen not to excuse errors it does not explain."""
+
+    name = "flushing"
+    devices = ("cpu",)
+    deviations = (Deviation(ANY_OP, "FTZ/DAZ on purpose", "subnormals read and written as ±0", device="cpu",
+                            flush_to_zero=True),)
+
+    def claims(self):
+        return {op.name: OpClaim(frozenset(op.dtypes)) for op in primitives()}
+
+    def compile(self, graph, device):
+        def run(*arrays):
+            env = {v: runner.flush_subnormals(np.asarray(a)) for v, a in zip(graph.inputs, arrays)}
+            for node in graph.nodes:
+                ins = [env[v] for v in node.inputs]
+                results = evaluate_node(node.op, ins, node.attrs, [v.type for v in node.inputs],
+                                        [v.type for v in node.outputs])
+                for v, r in zip(node.outputs, results):
+                    r = runner.flush_subnormals(np.asarray(r), v.type.dtype)
+                    env[v] = round_float(r * (1 + 2**-10), v.dtype) if node.op == "sqrt" else r
+            return [env[v] for v in graph.outputs]
+
+        return run
+
+
+def test_flush_subnormals_model():
+    f32 = runner.flush_subnormals(np.array([1e-39, -1e-39, 2e-38, np.nan, -np.inf], np.float32))
+    assert f32[:3].tolist() == [0.0, -0.0, np.float32(2e-38)] and np.signbit(f32[1])
+    assert np.isnan(f32[3]) and f32[4] == -np.inf
+    assert runner.flush_subnormals(np.array([1e-39, 5e-324])).tolist() == [1e-39, 0.0]  # f64: its own range
+    assert runner.flush_subnormals(np.array([1e-39]), DType.float32).tolist() == [0.0]  # an f32 oracle in f64
+    assert runner.flush_subnormals(np.array([6e-8], np.float16)).tolist() == [np.float16(6e-8)]  # normal in f32
+    assert runner.flush_subnormals(np.array([3, -1])).tolist() == [3, -1]
+
+
+def test_flush_to_zero_deviation_explains_only_what_flushing_explains():
+    backend = FlushingBackend()
+    result = runner.run([backend], ops="^(exp|mul|relu|max_pool|sqrt)$", dtypes=[DType.float32], quick=True)
+    status = {c.op: c for c in result.cells}
+    for op in ("exp", "mul", "relu", "max_pool"):  # subnormal cases fail, each explained by flushing
+        assert status[op].status == "deviation" and status[op].failed > 0, op
+        assert status[op].explained_by[0]["reason"] == "FTZ/DAZ on purpose"
+    assert status["sqrt"].status == "fail"  # 2**-10 off on normal values: flushing does not explain it
+    (check,) = result.deviations
+    assert check.state == "recorded" and "exp[f32]@cpu" in check.cells and "sqrt[f32]@cpu" not in check.cells
+
+
+def test_a_deviation_for_every_op_is_stale_only_on_a_whole_run():
+    class Exact(FlushingBackend):
+        name = "exact"
+
+        def compile(self, graph, device):
+            return lambda *arrays: evaluate(graph, list(arrays))
+
+    subset = runner.run([Exact()], ops="^exp$", dtypes=[DType.float32], quick=True)
+    assert [d.state for d in subset.deviations] == ["not checked"] and subset.exit_code == 0
+    cells = [runner.Cell("exp", "f32", "exact", "cpu", runner.PASS)]
+    targets = [runner.Target("exact", "cpu", True, Exact())]
+    assert [d.state for d in runner._check_deviations(targets, cells, whole=True)] == ["stale"]
