@@ -53,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fuzz.add_argument("--backend", action="append", help="only these backends (repeatable; default: all)")
     fuzz.add_argument("--device", default="cpu", help="device to run on (default cpu)")
     fuzz.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long (reports the count)")
+    fuzz.add_argument("--graph", type=int, action="append", metavar="I",
+                      help="only graph I of the seed's stream (repeatable; reproduces a finding)")
     fuzz.add_argument("--no-save", action="store_true", help="do not write regressions to conformance/regressions/")
     fuzz.add_argument("--no-shrink", action="store_true", help="report mismatches without minimising them")
     fuzz.add_argument("--json", metavar="PATH", help="write the fuzzing report as JSON")
@@ -168,7 +170,7 @@ def _run_fuzz(args) -> int:
     with terminal.progress_bar(console, "fuzz") as progress:
         report = fuzz.run(args.budget, seed=args.seed, backends=args.backend, device=args.device,
                           do_shrink=not args.no_shrink, save=not args.no_save, deadline_s=args.time_limit,
-                          progress=progress)
+                          progress=progress, only=args.graph)
     for line in report.lines():
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if args.json:

@@ -105,9 +105,11 @@ ProgressFn = Callable[[int, int, str], None]
 
 def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None = None, device: str = "cpu",
         bundle: int = 16, do_shrink: bool = True, save: bool = True, directory=regressions.DIRECTORY,
-        deadline_s: float | None = None, progress: ProgressFn | None = None) -> FuzzReport:
+        deadline_s: float | None = None, progress: ProgressFn | None = None,
+        only: Sequence[int] | None = None) -> FuzzReport:
     """Fuzz ``budget`` graphs (or until ``deadline_s`` seconds have passed) on ``backends``
-    (default: every registered backend with ``device`` here)."""
+    (default: every registered backend with ``device`` here). ``only`` runs just those
+    graph indices of the stream (to reproduce a finding)."""
     start = time.perf_counter()
     report = FuzzReport(seed, budget)
     targets = [t for t in resolve_targets(backends, [device]) if t.available]
@@ -115,9 +117,10 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
     seen = known_signatures(directory)
     for t in targets:
         report.backends[t.backend] = Counter({k: 0 for k in ("pass", "fail", "error", "deviation", "unsupported")})
+    stream = list(only) if only is not None else range(budget)
     index = 0
-    while index < budget and (deadline_s is None or time.perf_counter() - start < deadline_s):
-        chunk = [generate(seed, i) for i in range(index, min(index + bundle, budget))]
+    while index < len(stream) and (deadline_s is None or time.perf_counter() - start < deadline_s):
+        chunk = [generate(seed, i) for i in stream[index:index + bundle]]
         index += len(chunk)
         for fg in chunk:
             report.ops.update(fg.graph.op_counts())
@@ -134,7 +137,7 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
                     report.findings.append(_finding(t.instance, device, fg, r, seen, do_shrink, save, directory))
         report.graphs = index
         if progress:
-            progress(index, budget, f"{len(report.findings)} mismatches")
+            progress(index, len(stream), f"{len(report.findings)} mismatches")
     report.elapsed_s = time.perf_counter() - start
     return report
 
@@ -144,6 +147,12 @@ def known_signatures(directory=regressions.DIRECTORY) -> set[tuple]:
     is already recorded (counted as known, not saved again)."""
     return {_signature(r.meta["backend"], r.meta.get("status", "fail"), r.meta["op"], r.meta["dtype"],
                        r.meta.get("error_type", "")) for r in regressions.load_all(directory)}
+
+
+def error_kind(message: str) -> str:
+    """What kind of error a message is: its first 100 characters with numbers as N (so one
+    bug raising at different sizes is one kind, and two bugs raising one type are two)."""
+    return re.sub(r"\d+", "N", message)[:100]
 
 
 def fuzz_case(fg: FuzzGraph, op: str = "fuzz", dtype=None) -> Case:
@@ -204,8 +213,8 @@ def _finding(backend: Backend, device: str, fg: FuzzGraph, r, seen: set, do_shri
         node = _undeclared(backend, device, r.worst.get("nodes", []) or [{"op": "?", "dtype": "?"}])
         op, dtype, error_type = node["op"], node["dtype"], ""
     else:
-        error_type = r.message.split(":", 1)[0]
-        op, dtype = fg.graph.nodes[-1].op, fg.graph.nodes[-1].outputs[0].type.dtype.short
+        error_type = error_kind(r.message)
+        op, dtype = fg.graph.nodes[-1].op, _node_dtype(fg.graph.nodes[-1])
     f = Finding(backend.name, device, fg.name, r.status, op, dtype, r.message, r.max_ulp, r.max_ratio, r.worst,
                 nodes=len(fg.graph.nodes))
     sig = _signature(backend.name, r.status, op, dtype, error_type)
@@ -246,7 +255,7 @@ def _still_fails(backend: Backend, device: str, status: str, op: str, dtype: str
     def fails(graph, arrays) -> bool:
         r = run_case(backend, device, fuzz_case(FuzzGraph(0, 0, graph, list(arrays))))
         if status == "error":
-            return r.status == "error" and r.message.split(":", 1)[0] == error_type
+            return r.status == "error" and error_kind(r.message) == error_type
         return r.status == "fail" and any(n["op"] == op and n["dtype"] == dtype and not _all_declared(
             backend, device, [n]) for n in r.worst.get("nodes", []))
 
