@@ -211,3 +211,17 @@ def test_ci_budget_finds_nothing_that_is_not_recorded():
     assert report.backends["reference"]["pass"] == 30
     new = [f"{f.backend}: {f.op}[{f.dtype}] in {f.graph}: {f.message[:200]}" for f in report.new_findings]
     assert not new, "new mismatches (run `parity fuzz --budget 30 --seed 20260` to save them):\n" + "\n".join(new)
+
+
+def test_cli_fuzz_writes_its_report_and_exits_on_new_findings(tmp_path, capsys):
+    import json
+
+    from parity.cli import main
+
+    path = tmp_path / "fuzz.json"
+    assert main(["fuzz", "--budget", "3", "--seed", "1", "--backend", "reference", "--no-save", "--json", str(path)]) == 0
+    doc = json.loads(path.read_text())
+    assert doc["graphs"] == 3 and doc["backends"]["reference"]["pass"] == 3 and doc["findings"] == []
+    assert "fuzz: 3 graphs (seed 1)" in capsys.readouterr().out
+    assert main(["fuzz", "--budget", "3", "--graph", "7", "--backend", "reference", "--no-save"]) == 0
+    assert main(["fuzz", "--backend", "no_such_backend"]) == 2
