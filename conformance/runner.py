@@ -392,6 +392,7 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         progress(len(chosen), len(chosen), "")
     cells = _cells(chosen, targets, results)
     section: dict = {}
+    chosen_count = len(chosen)
     if models:
         from . import zoo
 
@@ -399,13 +400,14 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         extra, section = zoo.rows(targets, progress=lambda text: progress(done, done, text) if progress else None)
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
         cells += _cells_for(keys, targets, extra, cpu_only=zoo.is_model_row)
+        chosen_count = len(chosen) + len({r.case for r in extra})  # model and random-draw cases too
     deviations = _check_deviations(targets, cells, whole=not (ops or dtypes or cases))
     type_rules = _type_rules(ops)
     options = {"backends": [t.backend for t in targets], "devices": list(devices or []),
                "dtypes": [d.short for d in dtypes], "ops": ops, "quick": quick}
     options["models"] = models
-    return ConformanceRun(targets, cells, deviations, type_rules, len(chosen), time.perf_counter() - start, options,
-                          section)
+    return ConformanceRun(targets, cells, deviations, type_rules, chosen_count, time.perf_counter() - start,
+                          options, section)
 
 
 def _cells(cases: Sequence[Case], targets: Sequence[Target], results: Sequence[CaseResult]) -> list[Cell]:
