@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(session, config, items):
     names = config.getoption("parity_backend")
     if not names:
         return
-    suite = ConformanceSuite.from_parent(session, name="parity")
+    suite = ConformanceSuite.from_parent(session, name="parity", nodeid="parity")
     for item in suite.collect():
         config.hook.pytest_itemcollected(item=item)
         items.append(item)
