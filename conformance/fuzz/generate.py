@@ -235,8 +235,8 @@ def _positive(rng, d, shape):
 
 # -- makers ---------------------------------------------------------------------------------------
 
-_UNARY_FLOAT = [o for o in ("exp exp2 expm1 log log2 log1p sqrt rsqrt reciprocal sin cos tan asin acos atan sinh "
-                            "cosh tanh asinh acosh atanh erf logistic floor ceil round trunc").split()]
+_UNARY_FLOAT = ("exp exp2 expm1 log log2 log1p sqrt rsqrt reciprocal sin cos tan asin acos atan sinh "
+                "cosh tanh asinh acosh atanh erf logistic floor ceil round trunc").split()
 _UNARY_ANY = ["neg", "abs", "sign", "bitwise_not", "is_nan", "is_inf", "is_finite", "logical_not"]
 _ACTIVATIONS = ["relu", "gelu", "silu", "elu", "selu", "softplus", "mish", "hardtanh", "hardsigmoid", "hardswish",
                 "leaky_relu"]
