@@ -56,22 +56,21 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     return CompiledFunction(fn_or_module, session, traced)
 
 
-def _run(compiled, eager, args, kwargs):
-    """Call the torch.compile'd callable; show parity's or the user's own error, not Dynamo's."""
+def _raise_user_error(err: Exception, eager, args, kwargs) -> None:
+    """Raise parity's or the user's own error in place of Dynamo's wrapping of it, if it is one.
+
+    Returns when ``err`` is none of those; the caller then re-raises it as it is.
+    """
     from torch._dynamo import exc as dynamo_exc
 
-    try:
-        return compiled(*args, **kwargs)
-    except dynamo_exc.BackendCompilerFailed as err:
+    if isinstance(err, dynamo_exc.BackendCompilerFailed):
         inner = getattr(err, "inner_exception", None)
         if isinstance(inner, ParityError):
             raise inner.with_traceback(None) from None
-        raise
-    except (dynamo_exc.TorchRuntimeError, dynamo_exc.UserError, dynamo_exc.Unsupported):
+    elif isinstance(err, (dynamo_exc.TorchRuntimeError, dynamo_exc.UserError, dynamo_exc.Unsupported)):
         # The user's code fails while being traced (bad shapes or types): run it eagerly,
         # which raises the user's own error from the user's own line.
         eager(*args, **kwargs)
-        raise
 
 
 class CompiledFunction:
@@ -85,7 +84,12 @@ class CompiledFunction:
         self._compiled = torch.compile(traced or fn, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
 
     def __call__(self, *args, **kwargs):
-        return _run(self._compiled, self.fn, args, kwargs)
+        # The hot path is this one call; errors are sorted out only when there is one.
+        try:
+            return self._compiled(*args, **kwargs)
+        except Exception as err:
+            _raise_user_error(err, self.fn, args, kwargs)
+            raise
 
 
 class CompiledModule(torch.nn.Module):
@@ -99,7 +103,11 @@ class CompiledModule(torch.nn.Module):
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
 
     def forward(self, *args, **kwargs):
-        return _run(self._compiled, self.module, args, kwargs)
+        try:
+            return self._compiled(*args, **kwargs)
+        except Exception as err:
+            _raise_user_error(err, self.module, args, kwargs)
+            raise
 
 
 def _dynamic(session: Session) -> bool:

@@ -26,7 +26,7 @@ from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE
 from .errors import UnsupportedAtenOp, warning_text
 from .sharding import apply_sharding
-from .tensors import to_array, to_torch
+from .tensors import array_converter, result_converter
 from .translate import Translation, fx_to_ir
 
 #: Counters of the work done: "translations" (FX graphs translated to IR),
@@ -205,17 +205,13 @@ def draw_keys(n: int) -> list:
     return [bits[i] for i in range(n)]
 
 
-def _unaliased(result, inputs):
-    """A result that shares memory with an input (a backend may return views) is copied."""
-    import numpy as np
-
-    if isinstance(result, np.ndarray) and any(np.may_share_memory(result, a) for a in inputs):
-        return result.copy()
-    return result
-
-
 class CompiledGraph:
-    """A compiled FX graph in AOTAutograd's boxed calling convention (a list of args in)."""
+    """A compiled FX graph in AOTAutograd's boxed calling convention (a list of args in).
+
+    Everything a call needs that does not depend on the argument values — which argument
+    feeds which IR input, how each crosses to NumPy (by its static IR dtype), where each
+    output comes from — is worked out here, once, so a call only converts and runs.
+    """
 
     def __init__(self, translation: Translation, graph: Graph, executable):
         # an instance attribute: torch's wrappers copy __dict__, not class attributes
@@ -223,26 +219,47 @@ class CompiledGraph:
         self.translation = translation
         self.graph = graph
         self.executable = executable
-        self._out_dtypes = [v.type.dtype for v in graph.outputs]
+        t = translation
+        self._inputs = tuple((j, array_converter(v.type.dtype)) for j, v in zip(t.inputs, graph.inputs))
+        self._num_keys = t.num_keys
+        convert = [result_converter(v.type.dtype) for v in graph.outputs]
+        plan = []
+        for kind, what in t.outputs:
+            if kind == "ir":
+                plan.append((_IR, what, convert[what]))
+            elif kind == "input":
+                plan.append((_INPUT, what, None))
+            elif kind == "sym":
+                plan.append((_SYM, *t.symbols[what]))
+            else:
+                plan.append((_CONST, what, None))
+        self._outputs = tuple(plan)
+        # The common case: the FX outputs are the IR outputs, in order.
+        self._direct = tuple(convert) if [p[:2] for p in plan] == [(_IR, k) for k in range(len(convert))] else None
 
     def __call__(self, args: list) -> list:
-        t = self.translation
-        arrays = [to_array(args[j]) for j in t.inputs]
-        if t.num_keys:
-            arrays += draw_keys(t.num_keys)
+        arrays = [convert(args[j]) for j, convert in self._inputs]
+        if self._num_keys:
+            arrays += draw_keys(self._num_keys)
         results = self.executable(*arrays)
-        results = [_unaliased(r, arrays) for r in results]
-        outputs = []
-        for spec in t.outputs:
-            kind = spec[0]
-            if kind == "ir":
-                outputs.append(to_torch(results[spec[1]], self._out_dtypes[spec[1]]))
-            elif kind == "input":
-                outputs.append(args[spec[1]])
-            elif kind == "sym":
-                index, dim = t.symbols[spec[1]]
-                outputs.append(int(args[index]) if dim is None else int(args[index].shape[dim]))
-            else:
-                outputs.append(spec[1])
+        if self._direct is not None:
+            outputs = [convert(r, arrays) for convert, r in zip(self._direct, results)]
+        else:
+            outputs = [self._output(spec, args, results, arrays) for spec in self._outputs]
         args.clear()  # the boxed convention: the callee frees its inputs
         return outputs
+
+    @staticmethod
+    def _output(spec: tuple, args: list, results, arrays: list):
+        kind, a, b = spec
+        if kind is _IR:
+            return b(results[a], arrays)
+        if kind is _INPUT:
+            return args[a]
+        if kind is _SYM:  # a symbolic size, read off the argument that carries it
+            return int(args[a]) if b is None else int(args[a].shape[b])
+        return a
+
+
+# Output kinds of CompiledGraph's plan (Translation.outputs' kinds, compared by identity).
+_IR, _INPUT, _SYM, _CONST = "ir", "input", "sym", "const"

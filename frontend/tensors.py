@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,53 @@ def to_array(tensor: torch.Tensor) -> np.ndarray:
     if tensor.dtype is torch.bfloat16:
         return tensor.view(torch.int16).numpy().view(DType.bfloat16.numpy)
     return tensor.numpy()
+
+
+def array_converter(dtype: DType) -> Callable[[torch.Tensor], np.ndarray]:
+    """:func:`to_array` for inputs of IR dtype ``dtype``, specialised once per graph input."""
+    return to_array if dtype is DType.bfloat16 else _numpy_view
+
+
+def _numpy_view(tensor: torch.Tensor) -> np.ndarray:
+    # to_array without the bfloat16 case: numpy(force=True) detaches and moves to CPU itself.
+    if not tensor.is_contiguous():
+        tensor = tensor.contiguous()
+    return tensor.numpy(force=True)
+
+
+def result_converter(dtype: DType) -> Callable[[Any, Sequence[np.ndarray]], torch.Tensor]:
+    """``convert(result, inputs)``: :func:`to_torch` of a backend result that never aliases ``inputs``.
+
+    A result sharing memory with an input array (a backend may return a view of its
+    input) is copied, as are read-only and non-contiguous NumPy results (torch needs a
+    writable C-contiguous buffer); any other NumPy result is wrapped without a copy.
+    """
+    want = dtype.numpy
+
+    def convert(result: Any, inputs: Sequence[np.ndarray]) -> torch.Tensor:
+        if type(result) is not np.ndarray or dtype is DType.bfloat16:
+            return to_torch(_unaliased(result, inputs), dtype)
+        if result.dtype != want:
+            return torch.from_numpy(result.astype(want, order="C"))  # a fresh array already
+        flags = result.flags
+        if not (flags.writeable and flags.c_contiguous) or _shares_memory(result, inputs):
+            result = result.copy()
+        return torch.from_numpy(result)
+
+    return convert
+
+
+def _shares_memory(array: np.ndarray, inputs: Sequence[np.ndarray]) -> bool:
+    for other in inputs:
+        if np.may_share_memory(array, other):
+            return True
+    return False
+
+
+def _unaliased(result: Any, inputs: Sequence[np.ndarray]) -> Any:
+    if isinstance(result, np.ndarray) and _shares_memory(result, inputs):
+        return result.copy()
+    return result
 
 
 def to_torch(array: Any, dtype: DType) -> torch.Tensor:
