@@ -10,7 +10,7 @@ import torch
 from parity.backends import get_backend
 from parity.backends.xla import LOWERINGS, XlaBackend, XlaDeviceError, export_stablehlo
 from parity.backends.xla.backend import _as_array, installed_platforms
-from parity.ir import GraphBuilder, Symbol, UnsupportedOpError, bf16, evaluate, f32, f64, i64, primitives
+from parity.ir import DType, GraphBuilder, Symbol, UnsupportedOpError, bf16, evaluate, f32, f64, i64, primitives
 
 
 def _square_graph(dtype=f32, shape=(4,)):
@@ -135,6 +135,41 @@ def test_wrong_input_dtype_is_an_error_not_a_conversion():
     run = XlaBackend().compile(_square_graph(), "cpu")
     with pytest.raises(Exception, match="expected f32\\[4\\]"):
         run(np.ones(4, np.float64))
+
+
+@pytest.mark.parametrize("user_x64", [False, True])
+def test_the_fast_path_checks_numpy_inputs_exactly(user_x64):
+    # Outside x64 mode JAX would quietly cut an f64 array to f32; parity refuses it instead.
+    run = XlaBackend().compile(_square_graph(), "cpu")
+    with jax.enable_x64(user_x64):
+        with pytest.raises(Exception, match="input 0 of @square is float64\\[4\\], expected f32\\[4\\]"):
+            run(np.ones(4, np.float64))
+        with pytest.raises(Exception, match="input 0 of @square has shape \\[5\\], expected f32\\[4\\]"):
+            run(np.ones(5, np.float32))
+        with pytest.raises(Exception, match="takes 1 inputs, got 2"):
+            run(np.ones(4, np.float32), np.ones(4, np.float32))
+        (out,) = run(np.array([1.5, -2.0, 3.0, -0.0], np.float32))
+    assert out.dtype == np.float32 and out.tolist() == [2.25, 4.0, 9.0, 0.0]
+    (out,) = run(np.array([3.0, 1.0, 2.0, 4.0, 9.0, 5.0, 6.0, 7.0], np.float32)[::2])  # a strided view
+    assert out.tolist() == [9.0, 4.0, 81.0, 36.0]
+
+
+def test_x64_mode_is_entered_only_for_64_bit_inputs(monkeypatch):
+    entered = []
+    real = jax.enable_x64
+    monkeypatch.setattr(jax, "enable_x64", lambda on=True: entered.append(on) or real(on))
+    b = GraphBuilder()
+    x = b.input(f32[2])
+    widen = XlaBackend().compile(b.build([b.convert(x, dtype=DType.float64), b.convert(x, dtype=DType.int64)]), "cpu")
+    entered.clear()  # compiling enters it
+    wide, ints = widen(np.array([1 + 2**-20, -3.75], np.float32))
+    assert entered == []  # 64-bit outputs come back whole without it
+    assert wide.dtype == np.float64 and wide.tolist() == [1 + 2**-20, -3.75]
+    assert ints.dtype == np.int64 and ints.tolist() == [1, -3]
+    square = XlaBackend().compile(_square_graph(i64, (2,)), "cpu")
+    entered.clear()
+    assert square(np.array([2**32 + 1, -3]))[0].tolist() == [2**33 + 1, 9]  # wraps mod 2**64
+    assert entered == [True]
 
 
 def test_composites_run_through_their_decomposition():
