@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import onnx
 from onnx import helper
 
@@ -89,6 +90,10 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
                                  f"(backends/onnx/lowering.py); use backend='reference' or 'xla'")
     in_types = tuple(v.type for v in node.inputs)
     out_types = tuple(v.type for v in node.outputs)
+    if all(t.is_static and 0 in t.shape for t in out_types):
+        # Every result is empty: several ORT kernels reject empty inputs (LayerNormalization,
+        # RMSNormalization, Trilu's Reshape), and there is nothing to compute.
+        return [em.const(np.zeros(t.shape, t.dtype.numpy)) for t in out_types]
     first = _TYPED_OPERAND.get(node.op, 0)
     dtype = (in_types[first:] or out_types)[0].dtype
     native = NATIVE.get(node.op)

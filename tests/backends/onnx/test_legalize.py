@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import onnx
+import pytest
 import onnxruntime.capi._pybind_state as ort_state
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -13,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from probe_kernels import gaps  # noqa: E402
 
 from parity.backends.onnx import OPSET, to_model  # noqa: E402
+from parity.backends.registry import get_backend  # noqa: E402
 from parity.backends.onnx.legalize import GAPS, PRECISION, UNSUPPORTED, WIDEN  # noqa: E402
 from parity.ir import DType, GraphBuilder, bf16, f16, f32  # noqa: E402
 
@@ -44,7 +47,8 @@ def _nodes(op, dtype):
 
 def test_widening_casts_around_the_op():
     assert _nodes("add", bf16) == ["Cast", "Cast", "Add", "Cast"]  # ORT has no bfloat16 Add
-    assert _nodes("add", f16) == ["Add"]  # but float16 Add it has
+    # float16 is widened too: ORT would drop the rounding between consecutive nodes
+    assert _nodes("add", f16) == ["Cast", "Cast", "Add", "Cast"]
     assert _nodes("mul", f32) == ["Mul"]
 
 
@@ -55,3 +59,43 @@ def test_select_widens_its_values_not_its_mask():
     onnx.checker.check_model(model, full_check=True)
     casts = [n for n in model.graph.node if n.op_type == "Cast"]
     assert len(casts) == 3 and "in0" not in {i for n in casts for i in n.input}
+
+
+def _run(graph, *arrays):
+    exe = get_backend("onnx").compile(graph)
+    return [np.asarray(o) for o in exe(*arrays)]
+
+
+def test_float16_rounds_between_consecutive_nodes():
+    # Fuzz regression onnx-mul-f16: the dot gives 26312.34 -> f16 26320, and
+    # 26320 * 2.18359375 = 57472.19 -> 57472. ORT's inserted Casts used to hand the mul
+    # the unrounded float32 dot (about 26304 after float32 summation order), giving 57440.
+    b = GraphBuilder()
+    x, w, s = b.input(f16[1, 1, 3]), b.input(f16[1, 3, 3]), b.input(f16[1, 1, 3])
+    d = b.dot_general(x, w, lhs_contracting_dims=[2], rhs_contracting_dims=[1],
+                      lhs_batch_dims=[0], rhs_batch_dims=[0])
+    graph = b.build([d, b.mul(d, s)])
+    xs = np.array([[[1.187, -2.477, -2.836]]], np.float16)
+    ws = np.array([[[9.351e-04, 2.218e+04, -4.098e+02], [1.851e+02, 9.662e-05, -3.411e+04],
+                    [-5.829e-03, 1.192e-06, 1.431e-05]]], np.float16)
+    ss = np.full((1, 1, 3), 2.184, np.float16)
+    dot, prod = _run(graph, xs, ws, ss)
+    assert dot[0, 0, 1] == np.float16(26320)
+    assert prod[0, 0, 1] == np.float16(57472)
+    assert prod[0, 0, 1] == np.float16(np.float64(dot[0, 0, 1]) * np.float64(ss[0, 0, 1]))
+
+
+@pytest.mark.parametrize("build", [
+    lambda b: b.layer_norm(b.input(f16[0, 1, 0]), b.input(f16[1, 0]), b.input(f16[1, 0]),
+                           normalized_ndim=2, eps=1e-5),
+    lambda b: b.rms_norm(b.input(f32[0, 1]), b.input(f32[0, 1]), normalized_ndim=2, eps=1e-6),
+    lambda b: b.tril(b.input(f16[1, 1, 0]), diagonal=1),
+], ids=["layer_norm", "rms_norm", "tril"])
+def test_empty_results_need_no_kernel(build):
+    # ORT's LayerNormalization, RMSNormalization and Trilu reject these empty inputs.
+    b = GraphBuilder()
+    graph = b.build([build(b)])
+    arrays = [np.zeros(v.type.shape, v.type.dtype.numpy) for v in graph.inputs]
+    (out,) = _run(graph, *arrays)
+    t = graph.outputs[0].type
+    assert out.shape == tuple(t.shape) and out.dtype == t.dtype.numpy
