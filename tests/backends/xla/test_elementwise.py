@@ -215,3 +215,17 @@ def test_flush_to_zero_is_still_recorded(runner, op):
     arg = np.array([x], np.float32)
     assert float(evaluate(g, [arg])[0][0]) == pytest.approx(exact, rel=1e-6)
     assert float(runner.run(g, [arg])[0][0]) == flushed
+
+
+def test_reciprocal_rounds_its_operand_first(runner):
+    # Fuzz regression xla-reciprocal-f32: XLA folded 1 / softmax(x) = 1 / (e / s) into
+    # s * exp(-u), skipping softmax's rounding (432.84833 instead of 432.84836, 1.09 ULP).
+    # The reciprocal of the returned softmax value must be correctly rounded.
+    b = GraphBuilder()
+    x = b.input(DType.float32[1, 4])
+    s = b.softmax(x, axis=1)
+    g = b.build([s, b.reciprocal(s)])
+    xs = np.array([[1059849136, 1055663480, 3206686845, 3231005024]], np.uint32).view(np.float32)
+    soft, rec = runner.run(g, [xs])
+    assert rec.tolist() == (1.0 / soft.astype(np.float64)).astype(np.float32).tolist()
+    assert rec[0, 3] == np.float32(432.84836102912067)
