@@ -99,3 +99,15 @@ def test_empty_results_need_no_kernel(build):
     (out,) = _run(graph, *arrays)
     t = graph.outputs[0].type
     assert out.shape == tuple(t.shape) and out.dtype == t.dtype.numpy
+
+
+def test_float16_rounding_survives_when_the_intermediate_is_not_returned():
+    # 1.1865234375 * 22176 = 26312.34 -> f16 26320; 26320 * 2.18359375 -> 57472, while the
+    # unrounded product would give 57455.9 -> 57440. ORT's optimizers must keep our Casts.
+    b = GraphBuilder()
+    x, y, z = b.input(f16[1]), b.input(f16[1]), b.input(f16[1])
+    graph = b.build([b.mul(b.mul(x, y), z)])
+    xs, ys, zs = (np.array([v], np.float16) for v in (1.187, 22180, 2.184))
+    assert (xs[0], ys[0], zs[0]) == (np.float16(1.1865234375), np.float16(22176), np.float16(2.18359375))
+    (out,) = _run(graph, xs, ys, zs)
+    assert out.tolist() == [57472.0]
