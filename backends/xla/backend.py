@@ -47,10 +47,11 @@ from .sharding import collectives, compile_sharded, put_inputs, to_host
 PLATFORMS = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
 
 # Per-compilation XLA options (the user's XLA_FLAGS and JAX config stay as they are).
-# Fast min/max lets elementwise max/min drop NaN; the IR propagates it.
+# Fast min/max lets elementwise max/min drop NaN; the IR propagates it. Excess precision
+# lets XLA carry bf16/f16 values in f32 between ops, skipping roundings the IR requires.
 COMPILER_OPTIONS = {
-    "cpu": {"xla_cpu_enable_fast_min_max": False},
-    "gpu": {"xla_gpu_enable_fast_min_max": False},
+    "cpu": {"xla_cpu_enable_fast_min_max": False, "xla_allow_excess_precision": False},
+    "gpu": {"xla_gpu_enable_fast_min_max": False, "xla_allow_excess_precision": False},
     "tpu": {},
 }
 
