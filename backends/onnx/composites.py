@@ -89,9 +89,12 @@ def log_softmax(ctx, x):
     out = ctx.op("LogSoftmax", x, axis=axis)
     if ctx.dtype is not _F64:
         return out
-    # ORT's float64 LogSoftmax gives -inf beside a +inf in the row; the IR's is NaN (inf - inf).
-    top = ctx.op("ReduceMax", x, ctx.em.ints([axis]), keepdims=1)
-    inf_row = ctx.expand(ctx.op("Equal", top, ctx.scalar(np.inf)), _keep_axis(ctx.in_types[0].shape, axis),
+    # ORT's float64 LogSoftmax gives -inf beside a +inf in the row, and finite values beside
+    # a NaN that is not the row's first element (its max skips NaN); the IR's row is NaN.
+    # NaN counts as +inf here, so one ReduceMax finds both.
+    inf = ctx.scalar(np.inf)
+    top = ctx.op("ReduceMax", ctx.op("Where", ctx.op("IsNaN", x), inf, x), ctx.em.ints([axis]), keepdims=1)
+    inf_row = ctx.expand(ctx.op("Equal", top, inf), _keep_axis(ctx.in_types[0].shape, axis),
                          ctx.in_types[0].shape)
     return ctx.where(inf_row, ctx.scalar(np.nan), out, _F64)
 
