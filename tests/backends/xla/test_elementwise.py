@@ -229,3 +229,21 @@ def test_reciprocal_rounds_its_operand_first(runner):
     soft, rec = runner.run(g, [xs])
     assert rec.tolist() == (1.0 / soft.astype(np.float64)).astype(np.float32).tolist()
     assert rec[0, 3] == np.float32(432.84836102912067)
+
+
+def test_bfloat16_widened_op_reads_its_operand_rounded(runner):
+    # Fuzz regression xla-sin-bf16: a 1-element bf16 dot (-1.63e21 * -2.78125) feeding sin.
+    # XLA fused both in f32 and dropped the bf16 rounding between them, so sin saw the
+    # unrounded product: -0.3203 instead of sin(bf16 product) (399 ULP). Fixed by compiling
+    # with xla_allow_excess_precision=false (backend.COMPILER_OPTIONS).
+    b = GraphBuilder()
+    x, w = b.input(DType.bfloat16[1]), b.input(DType.bfloat16[1, 1])
+    d = b.dot_general(x, w, lhs_contracting_dims=[0], rhs_contracting_dims=[0], lhs_batch_dims=[],
+                      rhs_batch_dims=[])
+    g = b.build([d, b.sin(d)])
+    xs = np.array([58033], np.uint16).view(ml_dtypes.bfloat16)
+    ws = np.array([[49202]], np.uint16).view(ml_dtypes.bfloat16)
+    dot, sin = runner.run(g, [xs, ws])
+    expected_dot = (xs.astype(np.float64) * ws[0].astype(np.float64)).astype(ml_dtypes.bfloat16)
+    assert dot.view(np.uint16).tolist() == expected_dot.view(np.uint16).tolist()
+    assert sin.tolist() == np.sin(dot.astype(np.float64)).astype(ml_dtypes.bfloat16).tolist()
