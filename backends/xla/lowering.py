@@ -579,11 +579,29 @@ def _convolution(ctx, lhs, rhs):
     if ctx.out.numel == 0:  # XLA rejects windows that do not fit; the IR gives empty dims
         return _full(0, ctx.out)
     spec = tuple(range(lhs.ndim))
-    return lax.conv_general_dilated(
+    numbers = lax.ConvDimensionNumbers(spec, spec, spec)
+    out = lax.conv_general_dilated(
         lhs, rhs, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
-        dimension_numbers=lax.ConvDimensionNumbers(spec, spec, spec),
-        feature_group_count=a["feature_group_count"], precision=lax.Precision.HIGHEST,
+        dimension_numbers=numbers, feature_group_count=a["feature_group_count"], precision=lax.Precision.HIGHEST,
         preferred_element_type=_np(ctx.out.dtype))
+    zeros = [(max(lo, 0), max(hi, 0), d - 1) for (lo, hi), d in zip(a["padding"], a["lhs_dilation"])]
+    if not ctx.out.dtype.is_float or not any(any(z) for z in zeros):
+        return out
+    # XLA skips the zeros of padding and lhs dilation; the IR multiplies them (as torch's
+    # padded conv does), so a non-finite kernel tap over one makes the output NaN (fuzz
+    # regression xla-convolution-f32: 0 instead of 0 * inf). Padding explicitly made a
+    # stride-2 transposed conv several times slower (measured); instead one single-channel
+    # conv of the zeros' mask with the kernel's non-finite taps finds the outputs to set to NaN.
+    f32 = np.float32
+    holes = lax.pad(np.zeros((1, 1, *ctx.in_types[0].shape[2:]), f32), np.array(1, f32),
+                    [(0, 0, 0)] * 2 + [(lo, hi, d) for lo, hi, d in zeros])
+    bad = lax.convert_element_type(lax.bitwise_not(lax.is_finite(rhs)), f32)
+    bad = lax.expand_dims(lax.reduce_max(bad, (1,)), (1,))
+    crop = [(min(lo, 0), min(hi, 0)) for lo, hi in a["padding"]]
+    hit = lax.conv_general_dilated(holes, bad, a["window_strides"], crop, None, a["rhs_dilation"],
+                                   dimension_numbers=numbers, precision=lax.Precision.HIGHEST)
+    return lax.select(lax.broadcast_in_dim(lax.gt(hit, np.array(0, f32)), out.shape, tuple(range(out.ndim))),
+                      lax.full_like(out, np.nan), out)
 
 
 def _reduce_window(ctx, x):

@@ -232,3 +232,24 @@ def test_reduce_window(runner, contract, kind, dtype):
         data[0, 0, 0, 0] = np.nan
         data[0, 1] = -0.0
     _exact(runner, contract, g, [data])
+
+
+def _conv1d(runner, x, w, padding, lhs_dilation):
+    b = GraphBuilder()
+    xi, wi = b.input(DType.float32[1, 1, len(x)]), b.input(DType.float32[1, 1, len(w)])
+    g = b.build([b.convolution(xi, wi, window_strides=[1], padding=[padding], lhs_dilation=[lhs_dilation],
+                               rhs_dilation=[1], feature_group_count=1)])
+    return runner.run(g, [np.array([[x]], np.float32), np.array([[w]], np.float32)])[0][0, 0].tolist()
+
+
+def test_convolution_multiplies_padding_and_dilation_zeros(runner):
+    # The IR (like torch's padded conv) multiplies the zeros: 0 * inf = NaN. XLA skipped
+    # them (fuzz regression xla-convolution-f32: [0, -inf] for the dilated case).
+    got = _conv1d(runner, [1, 2, 3], [np.inf, 1], [1, 1], 1)
+    assert np.isnan(got[0]) and got[1:] == [np.inf] * 3
+    got = _conv1d(runner, [-5.788865], [np.inf], [1, 0], 2)
+    assert np.isnan(got[0]) and got[1] == -np.inf
+    got = _conv1d(runner, [1, 2], [1, np.inf], [0, 0], 2)  # [1, 0, 2]: the hole meets inf first
+    assert np.isnan(got[0]) and got[1] == np.inf
+    assert _conv1d(runner, [1, 2, 3], [2, 1], [1, 1], 1) == [1, 4, 7, 6]  # finite kernels unchanged
+    assert _conv1d(runner, [1, 2, 3], [np.inf, 1], [-1, 0], 1) == [np.inf]  # cropping: no zeros
