@@ -262,7 +262,21 @@ def _ids(backend: Backend, device: str, case: Case) -> dict:
 
 def _execute(backend: Backend, device: str, graph: Graph, arrays) -> list[np.ndarray]:
     executable = backend.compile(graph, device)
-    return [np.asarray(o) for o in executable(*arrays)]
+    return [_as_array(o) for o in executable(*arrays)]
+
+
+def _as_array(output) -> np.ndarray:
+    """A backend's output as a host NumPy array. torch tensors (the Triton backend returns
+    them, possibly on a GPU) come to the host first; bfloat16, which NumPy's buffer protocol
+    lacks, crosses as its 16-bit words."""
+    if type(output).__module__.startswith("torch"):
+        import torch  # only when a backend returned torch tensors
+
+        output = output.detach().cpu().contiguous()
+        if output.dtype is torch.bfloat16:
+            return output.view(torch.int16).numpy().view(DType.bfloat16.numpy)
+        return output.numpy()
+    return np.asarray(output)
 
 
 def _measured(backend, device, p: Prepared, paths, outputs) -> CaseResult:
