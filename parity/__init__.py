@@ -21,6 +21,13 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
     ``parity.compile(module, backend="onnx", strict=False)``; see
     :func:`parity.frontend.api.compile` for the details, and docs/sharding.md for
     ``mesh``, ``in_shardings`` and ``out_shardings``.
+
+    Example::
+
+        >>> import torch, parity
+        >>> double_tanh = parity.compile(lambda x: torch.tanh(x) * 2, backend="reference")
+        >>> double_tanh(torch.tensor([0.0, 100.0])).tolist()
+        [0.0, 2.0]
     """
     from .frontend.api import compile as compile_
 

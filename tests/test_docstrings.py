@@ -10,7 +10,7 @@ import parity
 
 
 def _modules():
-    names = []
+    names = ["parity"]
     for info in pkgutil.walk_packages(parity.__path__, "parity."):
         names.append(info.name)
     for sub in ("ir", "backends", "frontend", "conformance"):
