@@ -37,6 +37,7 @@ from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.types import Symbol, TensorType
 from ..base import Backend, OpClaim
+from ..cache import BuildOnceCache
 from .composites import NATIVE
 from .deviations import DEVIATIONS
 from .emitter import ONNX_DTYPES
@@ -211,15 +212,6 @@ def _bind_sizes(t: TensorType, shape: Sequence[int], sizes: dict[str, int], i: i
             raise ParityError(f"input {i} of @{graph} has shape {list(shape)}, expected {t}")
 
 
-class _Pending:
-    """A cache slot being filled: other threads wait on it instead of building again."""
-
-    def __init__(self):
-        self.done = threading.Event()
-        self.value: Any = None
-        self.error: BaseException | None = None
-
-
 class OnnxBackend(Backend):
     """Lowers every primitive to ONNX (opset :data:`~.lowering.OPSET`) for onnxruntime."""
 
@@ -228,9 +220,12 @@ class OnnxBackend(Backend):
     deviations = DEVIATIONS
 
     def __init__(self):
-        self._cache: dict[tuple, _Pending] = {}
-        self._lock = threading.Lock()
-        self.session_count = 0  # sessions built by this backend (tests watch it)
+        self._sessions = BuildOnceCache()
+
+    @property
+    def session_count(self) -> int:
+        """Sessions built by this backend (tests watch it)."""
+        return self._sessions.builds
 
     def claims(self):
         out = {}
@@ -284,28 +279,7 @@ class OnnxBackend(Backend):
         return OnnxExecutable(graph, device, self._session(graph, device, key))
 
     def _session(self, graph: Graph, device: str, key: tuple) -> ort.InferenceSession:
-        with self._lock:
-            slot = self._cache.get(key)
-            owner = slot is None
-            if owner:
-                slot = self._cache[key] = _Pending()
-        if not owner:
-            slot.done.wait()
-            if slot.error is not None:
-                raise slot.error
-            return slot.value
-        try:
-            slot.value = make_session(to_model(graph), device)
-            with self._lock:
-                self.session_count += 1
-        except BaseException as exc:
-            slot.error = exc
-            with self._lock:
-                self._cache.pop(key, None)  # a later call may retry
-            raise
-        finally:
-            slot.done.set()
-        return slot.value
+        return self._sessions.get_or_build(key, lambda: make_session(to_model(graph), device))
 
 
 _cuda_state: list[bool] = []

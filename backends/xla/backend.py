@@ -26,7 +26,6 @@ Example::
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +39,7 @@ from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.types import Symbol, TensorType
 from ..base import ANY_OP, Backend, Deviation, OpClaim
+from ..cache import BuildOnceCache
 from .lowering import LOWERINGS, graph_function, unlowered_nodes
 from .sharding import collectives, compile_sharded, put_inputs, to_host
 
@@ -246,15 +246,6 @@ class XlaExecutable:
         return collectives(self.hlo_text())
 
 
-class _Pending:
-    """A cache slot being filled: other threads wait on it instead of compiling again."""
-
-    def __init__(self):
-        self.done = threading.Event()
-        self.value: Any = None
-        self.error: BaseException | None = None
-
-
 class XlaBackend(Backend):
     """Lowers every primitive to ``jax.lax``; composites run through their decompositions."""
 
@@ -263,9 +254,12 @@ class XlaBackend(Backend):
     deviations: tuple[Deviation, ...] = (FTZ_DEVIATION, *_ACCURACY_DEVIATIONS)
 
     def __init__(self):
-        self._cache: dict[tuple, Any] = {}
-        self._lock = threading.Lock()
-        self.compile_count = 0  # XLA compilations this backend has run (tests watch it)
+        self._executables = BuildOnceCache()
+
+    @property
+    def compile_count(self) -> int:
+        """XLA compilations this backend has run (tests watch it)."""
+        return self._executables.builds
 
     def claims(self):
         return {name: OpClaim(frozenset(OP_TABLE[name].dtypes)) for name in LOWERINGS if name in OP_TABLE}
@@ -308,28 +302,7 @@ class XlaBackend(Backend):
     def _compiled(self, graph: Graph, content_hash: str, device: str, in_types: Sequence[TensorType]):
         """The XLA executable for these input types, compiled at most once per key."""
         key = (content_hash, device, tuple(map(str, in_types)))
-        with self._lock:
-            slot = self._cache.get(key)
-            owner = slot is None
-            if owner:
-                slot = self._cache[key] = _Pending()
-        if not owner:
-            slot.done.wait()
-            if slot.error is not None:
-                raise slot.error
-            return slot.value
-        try:
-            slot.value = self._build(graph, device, in_types)
-            with self._lock:
-                self.compile_count += 1
-        except BaseException as exc:
-            slot.error = exc
-            with self._lock:
-                self._cache.pop(key, None)  # a later call may retry (e.g. after a fix)
-            raise
-        finally:
-            slot.done.set()
-        return slot.value
+        return self._executables.get_or_build(key, lambda: self._build(graph, device, in_types))
 
     def _build(self, graph: Graph, device: str, in_types: Sequence[TensorType]):
         target = jax_device(device)
