@@ -271,9 +271,11 @@ def _erf(ctx, x):
 def _div(ctx, x, y):
     # XLA's simplifier turns a / broadcast(b) into a * broadcast(1 / b), whatever the options
     # (1.1 ulp in f16, ~25% of f32/f64 quotients off by one ulp, measured); the barrier hides
-    # the divisor's producer so the quotient stays correctly rounded.
+    # the divisor's producer so the quotient stays correctly rounded. The dividend goes through
+    # the barrier too: else (1 / c) / y is reassociated into 1 / (c * y), skipping the rounding
+    # of the first quotient (fuzz regression xla-div-f32-9c4b15ff: logistic then div, 1.003 ULP).
     if ctx.out.dtype.is_float:
-        y = lax.optimization_barrier(y)
+        x, y = lax.optimization_barrier((x, y))
     return lax.div(x, y)
 
 
