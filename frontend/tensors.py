@@ -77,13 +77,20 @@ def result_converter(dtype: DType) -> Callable[[Any, Sequence[np.ndarray]], torc
 
     A result sharing memory with an input array (a backend may return a view of its
     input) is copied, as are read-only and non-contiguous NumPy results (torch needs a
-    writable C-contiguous buffer); any other NumPy result is wrapped without a copy.
+    writable C-contiguous buffer); any other NumPy result is wrapped without a copy, and
+    DLPack-capable results (large XLA outputs) go through ``torch.from_dlpack``, also
+    without one.
     """
     want = dtype.numpy
 
     def convert(result: Any, inputs: Sequence[np.ndarray]) -> torch.Tensor:
         if type(result) is not np.ndarray or dtype is DType.bfloat16:
-            return to_torch(_unaliased(result, inputs), dtype)
+            tensor = to_torch(_unaliased(result, inputs), dtype)
+            if tensor.device.type == "cpu" and not isinstance(result, np.ndarray) and _shares_memory(
+                    tensor.numpy(force=True) if dtype is not DType.bfloat16 else tensor.view(torch.int16).numpy(),
+                    inputs):
+                tensor = tensor.clone()  # a DLPack result over an input's memory
+            return tensor
         if result.dtype != want:
             return torch.from_numpy(result.astype(want, order="C"))  # a fresh array already
         flags = result.flags

@@ -10,9 +10,11 @@ calls skip it (entering it costs ~2 µs and slows JAX's dispatch).
 I/O: inputs are NumPy arrays, CPU torch tensors (viewed through ``tensor.numpy()``;
 bfloat16 as its raw bits) or JAX arrays. On CPU, NumPy arrays are handed to the
 executable as they are (~8 µs per call, while ``jax.device_put`` costs ~30 µs and DLPack
-~50 µs per small tensor). Outputs are NumPy arrays on CPU (``np.asarray`` of the result,
-a zero-copy view of the XLA buffer) and JAX arrays elsewhere (DLPack-capable:
-``torch.from_dlpack(out)``); ``run_device`` always returns JAX arrays.
+~50 µs per small tensor). Outputs on CPU are NumPy arrays (``np.asarray`` of the result,
+a zero-copy but read-only view of the XLA buffer) up to :data:`DLPACK_MIN_BYTES`, and JAX
+arrays above it and on other devices (DLPack-capable: ``torch.from_dlpack(out)`` wraps the
+buffer without a copy; torch cannot wrap a read-only NumPy view, so a large NumPy output
+would cost a full copy, 10 ms for 64 MiB); ``run_device`` always returns JAX arrays.
 
 Example::
 
@@ -45,6 +47,11 @@ from .sharding import collectives, compile_sharded, put_inputs, to_host
 
 # parity device name -> JAX platform name.
 PLATFORMS = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
+
+# CPU outputs from this size up are returned as JAX arrays (for DLPack) instead of NumPy
+# views. torch.from_dlpack costs ~13 µs + ~45 µs/MiB here, a copy of the view ~4 µs +
+# ~220 µs/MiB: they cross near 256 KiB.
+DLPACK_MIN_BYTES = 1 << 18
 
 # Per-compilation XLA options (the user's XLA_FLAGS and JAX config stay as they are).
 # Fast min/max lets elementwise max/min drop NaN; the IR propagates it. Excess precision
@@ -150,6 +157,11 @@ def _needs_x64(types: Sequence[TensorType]) -> bool:
     return any(np.dtype(t.dtype.numpy).itemsize == 8 for t in types)
 
 
+def _host_outputs(outputs: Sequence[jax.Array]) -> list[Any]:
+    """CPU results: NumPy views of small outputs, the JAX arrays themselves for large ones."""
+    return [np.asarray(o) if o.nbytes < DLPACK_MIN_BYTES else o for o in outputs]
+
+
 class XlaExecutable:
     """A graph bound to a device; calls compile (once per input types) and run."""
 
@@ -227,12 +239,12 @@ class XlaExecutable:
                         outputs = fast[0](*inputs)
                 else:
                     outputs = fast[0](*inputs)
-                return [np.asarray(o) for o in outputs] if fast[2] else list(outputs)
+                return _host_outputs(outputs) if fast[2] else list(outputs)
         outputs = self.run_device(*inputs)
         if self.graph.sharding is not None:  # whole values, gathered from every process's shards
             return [to_host(o) for o in outputs]
         if self._jax_device.platform == "cpu":
-            return [np.asarray(o) for o in outputs]
+            return _host_outputs(outputs)
         return list(outputs)
 
     def hlo_text(self) -> str:

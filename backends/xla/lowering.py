@@ -529,6 +529,31 @@ def _arg(name: str) -> Rule:
     return rule
 
 
+def _shift_invariant(name: str) -> Rule:
+    """softmax/log_softmax: the IR's decomposition, with the row maximum taken by a plain max.
+
+    The maximum only shifts the row. A row holding a NaN is NaN everywhere whatever the
+    shift (x - m is NaN there, so the row's sum is NaN, and every output divides by it or
+    subtracts its log); a row without NaN has the same maximum either way. So XLA's
+    NaN-dropping max gives bit-identical results here, and unlike the NaN-checking combiner
+    it fuses with the exp and the sum: 8192×1024 softmax + layer norm, 30.3 → 24.0 ms
+    (jax.jit: 23.5 ms).
+    """
+    from ...ir.builder import GraphBuilder
+    from ...ir.ops import OP_TABLE
+
+    def rule(ctx, x):
+        sub = GraphBuilder(name)
+        (result,) = [OP_TABLE[name].decompose(sub, ctx.attrs, sub.input(ctx.in_types[0]))]
+        return run_graph(sub.build([result]), [x], {"reduce_max": _plain_max})[0]
+
+    return rule
+
+
+def _plain_max(ctx, x):
+    return lax.reduce(x, _extreme(ctx.in_types[0].dtype, high=False), lax.max, ctx.attrs["axes"])
+
+
 _SCANS = {"cumsum": lax.cumsum, "cumprod": lax.cumprod, "cummax": lax.cummax, "cummin": lax.cummin}
 
 
@@ -641,6 +666,7 @@ _RULES: dict[str, Rule] = {
     **{name: _scan(name) for name in _SCANS},
     "sort": _sort, "top_k": _top_k,
     "dot_general": _dot_general, "convolution": _convolution, "reduce_window": _reduce_window,
+    "softmax": _shift_invariant("softmax"), "log_softmax": _shift_invariant("log_softmax"),
     "sharding_constraint": constraint_rule,  # a composite claimed natively: the partitioner reads it
 }
 LOWERINGS: dict[str, Rule] = {name: _widened(name, rule) if name in WIDEN else rule for name, rule in _RULES.items()}
@@ -669,15 +695,17 @@ def _bind(t: TensorType, shape: Sequence[int], bindings: dict[str, int]) -> None
             bindings.setdefault(dim.name, size)
 
 
-def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args, bindings, loc=None):
-    """Emit one op on traced operands; composites without a rule expand in place."""
+def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args, bindings, loc=None,
+               overrides: Mapping[str, Rule] | None = None):
+    """Emit one op on traced operands; composites without a rule expand in place.
+    ``overrides`` replaces rules by op name (a composite's rule may relax one of its parts)."""
     from ...ir.ops import OP_TABLE
 
     for t, a in zip(in_types, args):
         _bind(t, a.shape, bindings)
     in_types = tuple(_resolve(t, bindings) for t in in_types)
     out_types = tuple(_resolve(t, bindings) for t in out_types)
-    rule = LOWERINGS.get(node_op)
+    rule = (overrides or {}).get(node_op) or LOWERINGS.get(node_op)
     if rule is not None:
         attrs = {k: _resolve_attr(v, bindings) for k, v in attrs.items()}
         result = rule(LowerCtx(attrs, in_types, out_types), *args)
@@ -695,10 +723,10 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
     params = [sub.input(t) for t in in_types]
     results = opdef.decompose(sub, attrs, *params)
     results = results if isinstance(results, tuple) else (results,)
-    return run_graph(sub.build(list(results)), args)
+    return run_graph(sub.build(list(results)), args, overrides)
 
 
-def run_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
+def run_graph(graph: Graph, args: Sequence[Any], overrides: Mapping[str, Rule] | None = None) -> list[Any]:
     """Trace ``graph`` on JAX values ``args``; return its outputs as JAX values."""
     env: dict = dict(zip(graph.inputs, args))
     bindings: dict[str, int] = {}
@@ -706,7 +734,7 @@ def run_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
         _bind(value.type, array.shape, bindings)
     for node in graph.nodes:
         outs = lower_node(node.op, node.attrs, [v.type for v in node.inputs], [v.type for v in node.outputs],
-                          [env[v] for v in node.inputs], bindings, node.loc)
+                          [env[v] for v in node.inputs], bindings, node.loc, overrides)
         env.update(zip(node.outputs, outs))
     return [env[v] for v in graph.outputs]
 

@@ -64,3 +64,19 @@ def test_results_of_another_dtype_or_kind_become_the_ir_dtype():
     bf = np.array([1.5, -0.0], ml_dtypes.bfloat16)
     out = result_converter(DType.bfloat16)(bf, [])
     assert out.dtype == torch.bfloat16 and out.tolist() == [1.5, -0.0] and torch.signbit(out[1])
+
+
+def test_dlpack_results_are_wrapped_without_a_copy_unless_they_alias_an_input():
+    import jax
+
+    convert = result_converter(DType.float32)
+    fresh = jax.numpy.arange(1 << 17, dtype=np.float32) * 2
+    t = convert(fresh, [np.zeros(2, np.float32)])
+    assert t.data_ptr() == fresh.unsafe_buffer_pointer() and t[3].item() == 6.0
+    t[0] = 7.0  # torch tensors are writable; the JAX array was the only other owner
+    assert t[0].item() == 7.0
+    source = torch.arange(1 << 17, dtype=torch.float32).numpy()  # torch's 64-byte alignment
+    over_input = jax.device_put(source)
+    assert over_input.unsafe_buffer_pointer() == source.ctypes.data  # JAX viewed it, no copy
+    u = convert(over_input, [source])
+    assert u.data_ptr() != source.ctypes.data and u[5].item() == 5.0

@@ -253,3 +253,27 @@ def test_convolution_multiplies_padding_and_dilation_zeros(runner):
     assert np.isnan(got[0]) and got[1] == np.inf
     assert _conv1d(runner, [1, 2, 3], [2, 1], [1, 1], 1) == [1, 4, 7, 6]  # finite kernels unchanged
     assert _conv1d(runner, [1, 2, 3], [np.inf, 1], [-1, 0], 1) == [np.inf]  # cropping: no zeros
+
+
+@pytest.mark.parametrize("n", [5, 4097, 100_000])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_rule_with_a_plain_max_matches_the_decomposition_bit_for_bit(runner, contract, op, n):
+    """The native rule takes the row max with XLA's NaN-dropping max; rows with NaN, +inf,
+    only -inf, signed zeros and long rows must still equal the NaN-checking decomposition."""
+    from parity.ir.passes.decompose import decompose
+
+    b = GraphBuilder()
+    x = b.input(f32[6, n])
+    g = b.build([b.op(op, x, axis=1)])
+    expanded, changed = decompose(g, lambda name: name != op)
+    assert changed and op not in {node.op for node in expanded.nodes}
+    data = np.random.default_rng(n).standard_normal((6, n)).astype(np.float32) * 10
+    data[0, n // 2] = np.nan
+    data[1, [0, -1]] = [np.inf, np.nan]
+    data[2] = -np.inf
+    data[3, 1] = np.inf
+    data[4] = -0.0
+    data[4, -1] = 0.0
+    rule = runner.run(g, [data])[0]
+    contract.assert_exact(rule, runner.run(expanded, [data])[0], what=f"{op} rule vs decomposition")
+    assert np.isnan(rule[:4]).all() and not np.isnan(rule[4:]).any()
