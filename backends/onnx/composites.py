@@ -138,8 +138,7 @@ def max_pool(ctx, x):
         return out
     # MaxPool skips NaN; the IR's max propagates it: pool a NaN indicator alongside.
     nan = ctx.op("MaxPool", ctx.cast(ctx.op("IsNaN", x), ctx.dtype), dilations=dilations, **attrs)
-    return ctx.where(ctx.op("Greater", nan, ctx.scalar(0, ctx.dtype)), ctx.scalar(np.nan, ctx.dtype), out,
-                     ctx.dtype)
+    return ctx.poison(out, nan)
 
 
 def avg_pool(ctx, x):
@@ -188,6 +187,10 @@ def scaled_dot_product_attention(ctx, q, k, v, mask):
     return ctx.where(empty, ctx.full(0.0, ctx.out), out, ctx.dtype)
 
 
+def relu(ctx, x):
+    return ctx.op("Relu", x)  # ORT's Relu keeps -0.0 and NaN, as the IR's x < 0 ? 0 : x does
+
+
 def _not_training(attrs, in_types) -> bool:
     return not attrs["training"]
 
@@ -197,6 +200,7 @@ NATIVE: dict[str, Native] = {
     "rms_norm": Native(rms_norm, _FLOATS, _eps_exact),
     "group_norm": Native(group_norm, _FLOATS, _eps_exact),
     "batch_norm": Native(batch_norm, _FLOATS, lambda a, t: _not_training(a, t) and _eps_exact(a, t)),
+    "relu": Native(relu, _FLOATS),  # ORT's Where is ~15x slower than its Relu (16M f32: 160 vs 11 ms)
     "softmax": Native(softmax, _FLOATS),
     "log_softmax": Native(log_softmax, _FLOATS),
     "gelu": Native(gelu, frozenset({_F16, _BF16, _F32})),  # ORT has no float64 Erf

@@ -40,6 +40,7 @@ from .emitter import Emitter, value_info
 from .legalize import UNSUPPORTED, WIDEN
 from .reductions import RULES as REDUCTIONS
 from .structural import RULES as STRUCTURAL
+from .structural import reshape_to
 
 # The highest opset both the onnx package and onnxruntime 1.32 know (tests check it).
 OPSET = 28
@@ -67,10 +68,19 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
     graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
     em = Emitter(reserved=input_names + output_names)
     env = {value: em.input(name, value.type) for name, value in zip(input_names, graph.inputs)}
+    views = _Views(em, legalize)
     for node in graph.nodes:
-        outputs = lower_node(em, node, [env[v] for v in node.inputs], legalize=legalize)
-        env.update(zip(node.outputs, outputs))
-    _name_outputs(em, [env[v] for v in graph.outputs], output_names)
+        if node.op == "broadcast_in_dim" and views.may_stay_compact(node):
+            env[node.outputs[0]] = views.broadcast(node, views.full(node.inputs[0], env[node.inputs[0]]))
+        elif node.op in ELEMENTWISE and views.may_stay_compact(node):
+            operands = [env[v] for v in node.inputs]
+            outputs = lower_node(em, node, operands, legalize=legalize)
+            views.record(node, operands, outputs)
+            env.update(zip(node.outputs, outputs))
+        else:
+            outputs = lower_node(em, node, [views.full(v, env[v]) for v in node.inputs], legalize=legalize)
+            env.update(zip(node.outputs, outputs))
+    _name_outputs(em, [views.full(v, env[v]) for v in graph.outputs], output_names)
     proto = helper.make_graph(
         em.nodes, graph.name, em.inputs,
         [value_info(name, v.type) for name, v in zip(output_names, graph.outputs)],
@@ -79,6 +89,59 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
     opsets = [helper.make_opsetid("", OPSET)]
     return helper.make_model(proto, opset_imports=opsets, producer_name="parity",
                              ir_version=helper.find_min_ir_version_for(opsets))
+
+
+class _Views:
+    """Broadcasts left unexpanded: ONNX's elementwise ops broadcast numpy-style themselves.
+
+    ``broadcast_in_dim`` becomes only a Reshape to its view (size-1 dims where it
+    broadcasts), and an elementwise node whose operands are such views computes on the
+    broadcast of their shapes, so ``x * 2.0`` reads no expanded tensor of 2.0s and
+    ``exp(bias)`` runs once per bias element. Anything else gets the full tensor (one
+    Expand per value, made on first need). Only static shapes without zero sizes take part
+    (ORT's Expand and broadcasting disagree with numpy about 1 → 0).
+    """
+
+    def __init__(self, em: Emitter, legalize: bool):
+        self.em = em
+        self.legalize = legalize
+        self.shape_of: dict[str, tuple[int, ...]] = {}  # ONNX name → its shape, where smaller than the IR value's
+        self.expanded: dict[str, str] = {}
+
+    @staticmethod
+    def may_stay_compact(node: Node) -> bool:
+        return all(v.type.is_static and 0 not in v.type.shape for v in (*node.inputs, *node.outputs))
+
+    def full(self, value, name: str) -> str:
+        """``name`` at the IR value's full shape."""
+        if name not in self.shape_of:
+            return name
+        if name not in self.expanded:
+            dtype = value.type.dtype
+            # ORT has no bfloat16 Expand: Cast around it (exact)
+            wide = WIDEN.get(("broadcast_in_dim", dtype)) if self.legalize else None
+            x = name if wide is None else self.em.cast(name, wide)
+            x = self.em.op("Expand", x, self.em.shape(value.type.shape))
+            self.expanded[name] = x if wide is None else self.em.cast(x, dtype)
+        return self.expanded[name]
+
+    def broadcast(self, node: Node, x: str) -> str:
+        shape, dims = node.attrs["shape"], node.attrs["broadcast_dimensions"]
+        view = [1] * len(shape)
+        for i, d in enumerate(dims):
+            view[d] = node.inputs[0].type.shape[i]
+        ctx = LowerCtx(self.em, node.op, node.attrs, (node.inputs[0].type,), (node.outputs[0].type,))
+        name = reshape_to(ctx, x, view, node.inputs[0].type.shape)
+        if tuple(view) != tuple(shape):
+            self.shape_of[name] = tuple(view)
+        return name
+
+    def record(self, node: Node, operands: Sequence[str], outputs: Sequence[str]) -> None:
+        """Outputs of an elementwise node are as large as the broadcast of its operands."""
+        shape = np.broadcast_shapes(*(self.shape_of.get(name, v.type.shape) for v, name in zip(node.inputs, operands)))
+        for v, name in zip(node.outputs, outputs):
+            if shape != tuple(v.type.shape):
+                self.shape_of[name] = shape
 
 
 def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bool = True) -> list[str]:

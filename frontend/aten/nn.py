@@ -216,7 +216,14 @@ def _max_pool_with_indices(n: int):
             patch = b.slice(padded, start_indices=starts, limit_indices=limits, strides=[1] * lead + list(stride))
             patches.append(ctx.reshape(patch, (*out_shape, 1)))
         stacked = b.concatenate(*patches, dimension=rank) if len(patches) > 1 else patches[0]
-        values = b.reduce_max(stacked, axes=(rank,))
+        if rank == n + 2:
+            # The values as the max_pool composite, which backends claim natively (ORT MaxPool,
+            # XLA reduce_window) where the stacked patches would be copied; unused indices
+            # (inference) then vanish with their patches.
+            values = b.max_pool(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+                                ceil_mode=ceil_mode)
+        else:  # [C, *spatial]: max_pool takes [N, C, *spatial]
+            values = b.reduce_max(stacked, axes=(rank,))
         which = b.argmax(stacked, axis=rank)  # the kernel offset number, i64
         index, row = None, 1
         for axis in reversed(range(n)):

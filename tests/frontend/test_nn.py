@@ -146,3 +146,17 @@ def test_group_norm_backward_op_and_upsampling(via_ir):
                 torch.ops.aten.upsample_bilinear2d.vec(t, [6, 5], False, None)
         (out,) = via_ir(up, x)
         torch.testing.assert_close(out, up(x), rtol=RTOL, atol=ATOL)
+
+
+def test_max_pool_values_are_the_max_pool_composite_and_unused_indices_vanish():
+    import parity
+
+    x = torch.randn(2, 3, 8, 8)
+    x[0, 1, 2, 3] = float("nan")
+    graph = parity.capture(lambda t: F.max_pool2d(t, 3, stride=2, padding=1, ceil_mode=True), x)
+    ops = [node.op for node in graph.nodes]
+    assert ops.count("max_pool") == 1 and "argmax" not in ops and "concatenate" not in ops
+    got = parity.compile(lambda t: F.max_pool2d(t, 3, stride=2, padding=1, ceil_mode=True), backend="onnx")(x)
+    want = F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)
+    assert torch.equal(got.isnan(), want.isnan()) and bool(got.isnan().any())
+    assert torch.equal(got.nan_to_num(), want.nan_to_num())

@@ -185,3 +185,31 @@ def test_model_names_inputs_and_outputs_without_clashing_with_generated_names(tm
     assert [a.tolist() for a in session.run(None, {"c_0": np.array([1, 2], np.float32)})] == [[2, 3], [1, 2]]
     with pytest.raises(ValueError, match="must be distinct"):
         to_model(graph, input_names=["a"], output_names=["a", "b"])
+
+
+def test_large_output_arrays_are_recycled_only_once_the_caller_lets_go():
+    run = OnnxBackend().compile(_double(t=f32[1 << 15]), "cpu")
+    x = np.arange(1 << 15, dtype=np.float32)
+    first = run(x)[0]
+    second = run(x)[0]  # `first` is still held: a new array
+    assert not np.shares_memory(first, second)
+    view = first[10:]
+    del first, second
+    third = run(x + 1)[0]  # `first` lives on through its view: not written again
+    assert not np.shares_memory(third, view) and view[0] == 20.0
+    address = third.ctypes.data
+    del third
+    fourth = run(x)[0]  # released: ORT writes into the array it already has
+    assert fourth.ctypes.data == address
+    np.testing.assert_array_equal(fourth, 2 * x)
+    tensor = torch.from_numpy(fourth)
+    del fourth
+    fifth = run(x + 1)[0]  # the torch tensor holds it
+    assert fifth.ctypes.data != tensor.data_ptr() and float(tensor[3]) == 6.0 and float(fifth[3]) == 8.0
+
+
+def test_sessions_use_the_cpus_this_process_may_run_on():
+    from parity.backends.onnx.backend import _session_options
+    import os
+
+    assert _session_options().intra_op_num_threads == len(os.sched_getaffinity(0))

@@ -66,6 +66,7 @@ def test_claims_leave_out_the_dtypes_ort_gets_wrong():
     ("max_pool", [normal(f32, 1, 2, 6)], {"kernel": (3,), "stride": (2,), "padding": (1,), "ceil_mode": True},
      "MaxPool"),
     ("avg_pool", [normal(f32, 1, 2, 6)], {"kernel": (2,)}, "AveragePool"),
+    ("relu", [np.array([-0.0, np.nan, -np.inf, 0.0, -1.5, 2.5, np.inf], np.float32)], {}, "Relu"),
 ])
 def test_native_composite_is_its_onnx_op(op, arrays, attrs, onnx_op):
     assert onnx_op in op_types(op, arrays, **attrs)
@@ -186,3 +187,12 @@ def test_compiled_model_with_a_composite_in_an_unclaimed_dtype_runs_decomposed()
     q = torch.randn(2, 3, 4, dtype=torch.float64)
     expected = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
     torch.testing.assert_close(fn(q, q, q), expected, rtol=1e-14, atol=1e-15)
+
+
+def test_relu_keeps_negative_zero_and_nan_bit_for_bit():
+    x = np.array([-0.0, np.nan, -np.inf, 0.0, -1.5, 2.5, np.inf, -1e-45], np.float32)
+    b = GraphBuilder()
+    xi = b.input(f32[8])
+    got = BACKEND.compile(b.build([b.relu(xi)]), "cpu")(x)[0]
+    assert np.signbit(got[0]) and np.isnan(got[1]) and got[2:].tolist() == [0.0, 0.0, 0.0, 2.5, np.inf, 0.0]
+    assert not np.signbit(got[2:]).any()

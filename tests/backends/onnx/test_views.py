@@ -1,0 +1,67 @@
+"""Broadcasts left to ONNX's own broadcasting (backends/onnx/lowering.py ``_Views``): which
+nodes a model holds, and results equal to the interpreter's whether or not a broadcast is
+expanded."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from parity.backends.onnx import OnnxBackend, to_model
+from parity.ir import GraphBuilder, bf16, evaluate, f32
+
+BACKEND = OnnxBackend()
+
+
+def _scalar(b, value, dtype, shape):
+    return b.broadcast_in_dim(b.constant(np.array(value, dtype.numpy)), shape=shape, broadcast_dimensions=())
+
+
+def _run_both(graph, args):
+    got = BACKEND.compile(graph, "cpu")(*args)
+    want = evaluate(graph, args)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).astype(np.float64), np.asarray(w).astype(np.float64))
+    return got
+
+
+def test_elementwise_ops_read_scalars_and_rows_unexpanded():
+    b = GraphBuilder()
+    x, bias = b.input(f32[64, 32]), b.input(f32[32])
+    row = b.broadcast_in_dim(bias, shape=(64, 32), broadcast_dimensions=(1,))
+    y = b.sub(b.mul(b.add(x, row), _scalar(b, 2.0, f32, (64, 32))), b.exp(row))  # exp on 32 values
+    graph = b.build([y])
+    nodes = [n.op_type for n in to_model(graph).graph.node]
+    assert "Expand" not in nodes and nodes.count("Exp") == 1
+    rng = np.random.default_rng(1)
+    _run_both(graph, [rng.standard_normal((64, 32)).astype(np.float32), rng.standard_normal(32).astype(np.float32)])
+
+
+def test_a_broadcast_is_expanded_for_consumers_that_do_not_broadcast_and_for_outputs():
+    b = GraphBuilder()
+    x, bias = b.input(f32[4, 3]), b.input(f32[3])
+    row = b.broadcast_in_dim(bias, shape=(4, 3), broadcast_dimensions=(1,))
+    doubled = b.add(row, row)  # still [1, 3] in the model
+    total = b.reduce_sum(doubled, axes=(0,))  # a reduction needs the [4, 3] tensor
+    graph = b.build([total, doubled, b.mul(x, row)])
+    model = to_model(graph)
+    assert [n.op_type for n in model.graph.node].count("Expand") == 1  # one per value, shared
+    got = _run_both(graph, [np.arange(12, dtype=np.float32).reshape(4, 3), np.array([1.0, -0.0, 2.5], np.float32)])
+    assert got[1].shape == (4, 3) and got[0].tolist() == [8.0, 0.0, 20.0]
+
+
+def test_bfloat16_views_are_expanded_through_float32():
+    b = GraphBuilder()
+    bias = b.input(bf16[3])
+    row = b.broadcast_in_dim(bias, shape=(2, 3), broadcast_dimensions=(1,))
+    graph = b.build([b.neg(row)])
+    got = _run_both(graph, [np.array([1.5, -0.0, 3.0e38], bf16.numpy)])
+    assert got[0].dtype == bf16.numpy and got[0].shape == (2, 3) and np.signbit(got[0][1, 1]) == 0
+
+
+def test_all_operands_broadcast_keeps_the_result_small_until_needed():
+    b = GraphBuilder()
+    a = b.input(f32[5])
+    col = b.broadcast_in_dim(a, shape=(5, 6), broadcast_dimensions=(0,))
+    graph = b.build([b.mul(col, _scalar(b, 3.0, f32, (5, 6)))])
+    got = _run_both(graph, [np.arange(5, dtype=np.float32)])
+    assert got[0].shape == (5, 6) and got[0][:, 4].tolist() == [0.0, 3.0, 6.0, 9.0, 12.0]
