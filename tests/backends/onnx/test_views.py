@@ -5,9 +5,10 @@ expanded."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from parity.backends.onnx import OnnxBackend, to_model
-from parity.ir import GraphBuilder, bf16, evaluate, f32
+from parity.ir import GraphBuilder, bf16, evaluate, f16, f32
 
 BACKEND = OnnxBackend()
 
@@ -65,3 +66,38 @@ def test_all_operands_broadcast_keeps_the_result_small_until_needed():
     graph = b.build([b.mul(col, _scalar(b, 3.0, f32, (5, 6)))])
     got = _run_both(graph, [np.arange(5, dtype=np.float32)])
     assert got[0].shape == (5, 6) and got[0][:, 4].tolist() == [0.0, 3.0, 6.0, 9.0, 12.0]
+
+
+def _conv_bias_graph(x_shape, w_shape, stride, pad, keep_conv_output):
+    b = GraphBuilder()
+    x, w, bias = b.input(f32[x_shape]), b.input(f32[w_shape]), b.input(f32[w_shape[0]])
+    conv = b.convolution(x, w, window_strides=(stride, stride), padding=((pad, pad), (pad, pad)),
+                         lhs_dilation=(1, 1), rhs_dilation=(1, 1), feature_group_count=1)
+    out = b.add(conv, b.broadcast_in_dim(bias, shape=conv.type.shape, broadcast_dimensions=(1,)))
+    return b.build([out, conv] if keep_conv_output else [out])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, pad", [
+    ((2, 3, 17, 17), (8, 3, 3, 3), 1, 1), ((1, 16, 12, 12), (32, 16, 3, 3), 2, 1), ((3, 8, 9, 9), (16, 8, 1, 1), 1, 0),
+    ((2, 32, 20, 20), (64, 32, 5, 5), 1, 2)])
+def test_convolution_plus_a_channel_bias_is_one_conv_and_bit_identical(x_shape, w_shape, stride, pad):
+    fused = _conv_bias_graph(x_shape, w_shape, stride, pad, keep_conv_output=False)
+    plain = _conv_bias_graph(x_shape, w_shape, stride, pad, keep_conv_output=True)  # the sum is used twice
+    fused_nodes = [(n.op_type, len(n.input)) for n in to_model(fused).graph.node]
+    assert ("Conv", 3) in fused_nodes and not any(op == "Add" for op, _ in fused_nodes)
+    assert ("Conv", 2) in [(n.op_type, len(n.input)) for n in to_model(plain).graph.node]
+    rng = np.random.default_rng(sum(x_shape))
+    args = [(rng.standard_normal(x_shape) * 100).astype(np.float32), rng.standard_normal(w_shape).astype(np.float32),
+            (rng.standard_normal(w_shape[0]) * 1000).astype(np.float32)]
+    args[2][0] = -0.0
+    got, want = BACKEND.compile(fused, "cpu")(*args)[0], BACKEND.compile(plain, "cpu")(*args)[0]
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_a_half_precision_convolution_keeps_its_own_rounding_before_the_bias():
+    b = GraphBuilder()
+    x, w, bias = b.input(f16[1, 2, 5, 5]), b.input(f16[4, 2, 3, 3]), b.input(f16[4])
+    conv = b.convolution(x, w, window_strides=(1, 1), padding=((1, 1), (1, 1)), lhs_dilation=(1, 1),
+                         rhs_dilation=(1, 1), feature_group_count=1)
+    graph = b.build([b.add(conv, b.broadcast_in_dim(bias, shape=conv.type.shape, broadcast_dimensions=(1,)))])
+    assert all(len(n.input) == 2 for n in to_model(graph).graph.node if n.op_type == "Conv")
