@@ -111,10 +111,12 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
     module = fn if isinstance(fn, torch.nn.Module) else _FunctionModule(fn)
     # strict=True traces with Dynamo, which records the user's whole stack per node;
     # non-strict export keeps only frames named "forward" (a plain function has none).
+    if isinstance(module, _FunctionModule) and isinstance(dynamic_shapes, tuple):
+        dynamic_shapes = {"args": dynamic_shapes}  # the wrapper's forward takes them as *args
     exported = torch.export.export(module, tuple(args), kwargs or None, strict=True, dynamic_shapes=dynamic_shapes)
     exported = exported.run_decompositions(decomposition_table())
     signature = exported.graph_signature
-    translation = fx_to_ir(exported.graph_module, name=_graph_name(fn))
+    translation = fx_to_ir(exported.graph_module, name=_graph_name(fn), backend=None)
     graph, _ = dce(translation.graph)
 
     user_names = iter(_user_input_names(fn, args, kwargs, signature))

@@ -29,12 +29,19 @@ class TranslationBug(FrontendError):
 class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
     """An aten op that cannot run on the chosen backend (strict mode)."""
 
-    def __init__(self, aten_op: str, loc: SourceLoc | None, why: str, *, backend: str):
+    def __init__(self, aten_op: str, loc: SourceLoc | None, why: str, *, backend: str | None):
         self.aten_op = aten_op
         self.loc = loc
         self.why = why
         self.backend = backend
         where = f" at {loc}" if loc else " (source line unknown)"
+        if backend is None:  # parity.capture / parity.export: the whole model must be in the IR
+            super().__init__(
+                f"{aten_op}{where} cannot be captured into parity's IR\n"
+                f"  why: {why}\n"
+                f"  fix: capture and export need every op in the IR: rewrite this piece (for a symbolic size, "
+                f"export without dynamic_dims); parity.compile(..., strict=False) can run it eagerly instead")
+            return
         others = ""
         try:
             from ..backends.registry import backend_names

@@ -78,9 +78,13 @@ def table_key(target: Any) -> str:
     return name[5:] if name.startswith("aten.") else name
 
 
+# Python's operators on SymInts, as the expression they build (for error messages).
+_OPERATORS = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//", "mod": "%", "truediv": "/", "neg": "-"}
+
+
 def fx_to_ir(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None = None, *,
              name: str = "main", claims: Callable[[Node], str | None] | None = None,
-             backend: str = "reference") -> Translation:
+             backend: str | None = "reference") -> Translation:
     """Translate an aten-level FX graph into a :class:`Translation` (an ``ir.Graph`` + calling spec).
 
     Nodes need ``meta["val"]`` (fake tensors, as AOTAutograd, make_fx and torch.export
@@ -128,8 +132,13 @@ class _Translator:
                 fn = TABLE.get(key) or PARITY_OPS.get(key)
                 name = aten_name(node.target)
                 if fn is None:
-                    raise UnsupportedAtenOp(name, loc, "parity has no translation for this op "
-                                            "(see `parity aten`)", backend=self.backend)
+                    why = "parity has no translation for this op (see `parity aten`)"
+                    if getattr(node.target, "__module__", None) in ("_operator", "operator"):
+                        symbol = _OPERATORS.get(node.target.__name__, node.target.__name__)
+                        expr = f" {symbol} ".join(str(getattr(a, "meta", {}).get("val", a)) for a in node.args)
+                        why = (f"arithmetic on symbolic sizes ({expr}) has no IR form: an IR dim is an integer "
+                               f"or one symbol, not an expression of symbols")
+                    raise UnsupportedAtenOp(name, loc, why, backend=self.backend)
                 self.aten_ops.append(name)
                 self.env[node] = self._call(fn, node, name, loc)
             elif node.op == "get_attr":

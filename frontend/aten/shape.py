@@ -55,7 +55,12 @@ def _static(ctx: Lowering, dim, what: str) -> int:
 
 
 def slice_values(ctx: Lowering, x, dim: int, start, end, step: int = 1):
-    """x[start:end:step] along ``dim`` with Python's clamping of out-of-range bounds."""
+    """x[start:end:step] along ``dim`` with Python's clamping of out-of-range bounds.
+
+    Only the sliced dim needs a static size (or the slice must keep it whole); the others
+    may be symbolic."""
+    if isinstance(x.type.shape[dim], Symbol) and start in (None, 0) and step == 1 and (end is None or end >= 2**62):
+        return x  # x[:] of a symbolic dim (torch spells the open end as sys.maxsize)
     size = _static(ctx, x.type.shape[dim], "slice")
     start = 0 if start is None else start
     end = size if end is None else end
@@ -64,7 +69,7 @@ def slice_values(ctx: Lowering, x, dim: int, start, end, step: int = 1):
     if (start, end, step) == (0, size, 1):
         return x
     starts = [0] * x.type.rank
-    limits = [_static(ctx, d, "slice") for d in x.type.shape]
+    limits = list(x.type.shape)  # a symbolic limit keeps its dim whole
     strides = [1] * x.type.rank
     starts[dim], limits[dim], strides[dim] = start, end, step
     return ctx.b.slice(x, start_indices=starts, limit_indices=limits, strides=strides)

@@ -131,7 +131,8 @@ def test_an_op_without_translation_names_the_op_and_the_line(monkeypatch):
         parity.capture(_uses_tanh, torch.randn(3))
     first = str(info.value).splitlines()[0]
     assert first == (f"aten.tanh.default at {__file__}:{_uses_tanh.__code__.co_firstlineno + 2} in _uses_tanh "
-                     f"cannot run on backend 'reference'")
+                     f"cannot be captured into parity's IR")
+    assert "fix: capture and export need every op in the IR" in str(info.value)
 
 
 def test_code_that_cannot_be_captured_whole_is_torchs_export_error():

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import parity
+from parity.frontend.errors import UnsupportedAtenOp
 from parity.export import EXPORTERS, ExportError
 
 
@@ -81,6 +82,31 @@ def test_dynamic_batch_dim_is_symbolic_and_runs_at_other_sizes(tmp_path):
         x = torch.randn(n, 16)
         (got,) = run_without_parity(tmp_path / "d.onnx", {"x": x.numpy()}, tmp_path)
         np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_slices_along_static_dims_keep_a_symbolic_batch(tmp_path):
+    def heads(x):  # [B, 3, 8] -> three [B, 8] pieces, selected along the static dim
+        return x[:, 0] * x[:, 1] + x[:, 2], x[:, 1:, 2:6]
+
+    x = torch.randn(4, 3, 8)
+    parity.export(heads, (x,), path=tmp_path / "h.onnx", input_names=["x"], dynamic_dims={"x": {0: "batch"}})
+    for n in (1, 6):
+        xn = torch.randn(n, 3, 8)
+        got = run_without_parity(tmp_path / "h.onnx", {"x": xn.numpy()}, tmp_path)
+        for g, w in zip(got, heads(xn)):
+            np.testing.assert_array_equal(g, w.numpy())
+
+
+def test_symbolic_size_arithmetic_is_refused_with_what_to_do(tmp_path):
+    def flat(x):
+        return x.reshape(x.shape[0] * 2, -1)  # a dim that is an expression of the batch
+
+    with pytest.raises(UnsupportedAtenOp) as info:
+        parity.export(flat, (torch.randn(4, 6),), path=tmp_path / "f.onnx", input_names=["x"],
+                      dynamic_dims={"x": {0: "batch"}})
+    message = str(info.value)
+    assert "cannot be captured into parity's IR" in message and "* 2) has no IR form" in message
+    assert "export without dynamic_dims" in message
 
 
 def test_function_with_two_outputs_and_default_names(tmp_path):
