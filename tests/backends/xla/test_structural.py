@@ -277,3 +277,25 @@ def test_softmax_rule_with_a_plain_max_matches_the_decomposition_bit_for_bit(run
     rule = runner.run(g, [data])[0]
     contract.assert_exact(rule, runner.run(expanded, [data])[0], what=f"{op} rule vs decomposition")
     assert np.isnan(rule[:4]).all() and not np.isnan(rule[4:]).any()
+
+
+@pytest.mark.parametrize("window, strides, padding, dilation", [
+    ((1, 1, 2, 2), (1, 1, 2, 2), ((0, 0), (0, 0), (0, 0), (0, 0)), (1, 1, 1, 1)),
+    ((1, 1, 3, 3), (1, 1, 2, 1), ((0, 0), (0, 0), (1, 1), (1, 2)), (1, 1, 1, 2)),
+    ((1, 1, 9, 8), (1, 1, 1, 1), ((0, 0), (0, 0), (4, 4), (0, 0)), (1, 1, 1, 1)),  # 72 taps: reduce_window
+])
+def test_max_windows_match_the_interpreter_with_nan_and_infinities(runner, contract, window, strides, padding,
+                                                                    dilation):
+    b = GraphBuilder()
+    x = b.input(f32[2, 3, 12, 11])
+    g = b.build([b.reduce_window(x, kind="max", window_dimensions=window, window_strides=strides, padding=padding,
+                                 window_dilations=dilation)])
+    data = np.random.default_rng(7).standard_normal((2, 3, 12, 11)).astype(np.float32)
+    data[0, 0, 3, 4] = np.nan
+    data[0, 1, :, :] = -np.inf
+    data[1, 2, 5, 5] = np.inf
+    data[1, 1, 2:6, 2:6] = np.nan
+    got = _exact(runner, contract, g, [data], signed_zero=False)[0]
+    assert np.isnan(got[0, 0]).any() and (got[0, 1] == -np.inf).all()
+    unrolled = np.prod(window) <= 64
+    assert ("reduce-window" in runner.backend.compile(g, "cpu").hlo_text()) is not unrolled
