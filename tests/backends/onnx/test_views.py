@@ -101,3 +101,20 @@ def test_a_half_precision_convolution_keeps_its_own_rounding_before_the_bias():
                          rhs_dilation=(1, 1), feature_group_count=1)
     graph = b.build([b.add(conv, b.broadcast_in_dim(bias, shape=conv.type.shape, broadcast_dimensions=(1,)))])
     assert all(len(n.input) == 2 for n in to_model(graph).graph.node if n.op_type == "Conv")
+
+
+@pytest.mark.parametrize("m, k, n", [(74, 175, 431), (296, 509, 487), (33, 1024, 64)])
+def test_a_bias_after_a_matmul_is_added_to_the_rounded_product(m, k, n):
+    """ORT's MatMulAddFusion would add the bias inside the accumulation (disabled)."""
+    b = GraphBuilder()
+    x, w, bias = b.input(f32[m, k]), b.input(f32[k, n]), b.input(f32[n])
+    product = b.dot_general(x, w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,), lhs_batch_dims=(),
+                            rhs_batch_dims=())
+    out = b.add(product, b.broadcast_in_dim(bias, shape=(m, n), broadcast_dimensions=(1,)))
+    rng = np.random.default_rng(m)
+    args = [(rng.standard_normal((m, k)) * 3).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32),
+            (rng.standard_normal(n) * 300).astype(np.float32)]
+    (alone,) = BACKEND.compile(b.build([out]), "cpu")(*args)
+    both, rounded_product = BACKEND.compile(b.build([out, product]), "cpu")(*args)  # the product is kept
+    np.testing.assert_array_equal(alone, both)
+    np.testing.assert_array_equal(alone, rounded_product + args[2])  # one rounding after the rounded product
