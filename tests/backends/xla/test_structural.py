@@ -299,3 +299,21 @@ def test_max_windows_match_the_interpreter_with_nan_and_infinities(runner, contr
     assert np.isnan(got[0, 0]).any() and (got[0, 1] == -np.inf).all()
     unrolled = np.prod(window) <= 64
     assert ("reduce-window" in runner.backend.compile(g, "cpu").hlo_text()) is not unrolled
+
+
+@pytest.mark.parametrize("m, k, n", [(74, 175, 431), (33, 1024, 64)])
+def test_a_bias_after_a_matmul_is_added_to_the_rounded_product(runner, m, k, n):
+    """Were XLA to fold the add into the dot's accumulation (an output fusion with an addend),
+    the sum would differ from round(round(a @ w) + b)."""
+    b = GraphBuilder()
+    x, w, bias = b.input(f32[m, k]), b.input(f32[k, n]), b.input(f32[n])
+    product = b.dot_general(x, w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,), lhs_batch_dims=(),
+                            rhs_batch_dims=())
+    out = b.add(product, b.broadcast_in_dim(bias, shape=(m, n), broadcast_dimensions=(1,)))
+    rng = np.random.default_rng(m)
+    args = [(rng.standard_normal((m, k)) * 3).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32),
+            (rng.standard_normal(n) * 300).astype(np.float32)]
+    (alone,) = runner.run(b.build([out]), args)
+    both, rounded_product = runner.run(b.build([out, product]), args)
+    np.testing.assert_array_equal(np.asarray(alone), np.asarray(both))
+    np.testing.assert_array_equal(np.asarray(alone), np.asarray(rounded_product) + args[2])
