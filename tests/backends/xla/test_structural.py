@@ -5,7 +5,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from parity.ir import DType, GraphBuilder, bf16, f16, f32, f64, i8, i32, i64, u8, u32
+from parity.ir import DType, GraphBuilder, bf16, evaluate, f16, f32, f64, i8, i32, i64, u8, u32
 
 bool_ = DType.bool
 
@@ -317,3 +317,28 @@ def test_a_bias_after_a_matmul_is_added_to_the_rounded_product(runner, m, k, n):
     both, rounded_product = runner.run(b.build([out, product]), args)
     np.testing.assert_array_equal(np.asarray(alone), np.asarray(both))
     np.testing.assert_array_equal(np.asarray(alone), np.asarray(rounded_product) + args[2])
+
+
+@pytest.mark.parametrize("dtype", [f32, f64], ids=lambda d: d.short)
+@pytest.mark.parametrize("groups", [4, 2])  # depthwise (one input channel per group) leaked in XLA
+def test_a_non_finite_value_stays_in_its_convolution_group(runner, dtype, groups):
+    """XLA:CPU runs a depthwise conv as one conv with zeros outside each group, so a NaN in one
+    group reached the others (0 * NaN); the rule then runs the groups one by one."""
+    b = GraphBuilder()
+    x, w = b.input(dtype[2, 4, 6]), b.input(dtype[4, 4 // groups, 3])
+    g = b.build([b.convolution(x, w, window_strides=(2,), padding=((1, 1),), lhs_dilation=(1,), rhs_dilation=(1,),
+                               feature_group_count=groups)])
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((2, 4, 6)).astype(dtype.numpy)
+    taps = rng.standard_normal((4, 4 // groups, 3)).astype(dtype.numpy)
+    data[0, 3, 3] = np.nan  # the last group of batch 0
+    taps[0, 0, 2] = np.inf  # output channel 0 (the first group)
+    got = np.asarray(runner.run(g, [data, taps])[0])
+    want = evaluate(g, [data, taps])[0]
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
+    assert not np.isnan(got[1, 1:]).any() and not np.isnan(got[0, 1]).any() and np.isnan(got[0, 3]).any()
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5 if dtype is f32 else 1e-12)
+    clean = [rng.standard_normal((2, 4, 6)).astype(dtype.numpy),
+             rng.standard_normal((4, 4 // groups, 3)).astype(dtype.numpy)]
+    np.testing.assert_allclose(np.asarray(runner.run(g, clean)[0]), evaluate(g, clean)[0], rtol=1e-5)
