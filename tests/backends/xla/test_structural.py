@@ -342,3 +342,26 @@ def test_a_non_finite_value_stays_in_its_convolution_group(runner, dtype, groups
     clean = [rng.standard_normal((2, 4, 6)).astype(dtype.numpy),
              rng.standard_normal((4, 4 // groups, 3)).astype(dtype.numpy)]
     np.testing.assert_allclose(np.asarray(runner.run(g, clean)[0]), evaluate(g, clean)[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [f32, f64], ids=lambda d: d.short)
+def test_xla_fuses_a_product_into_the_following_sum_as_recorded(runner, dtype):
+    """The recorded FMA deviation (backend.FMA_REASON) still happens: if XLA stops contracting
+    a·b - c, this fails and the deviation should go."""
+    from parity.backends.xla.backend import FMA_REASON
+
+    assert {(d.op, d.dtype) for d in runner.backend.deviations if d.reason == FMA_REASON} == {
+        (op, t) for op in ("add", "sub") for t in (DType.float32, DType.float64)}
+    b = GraphBuilder()
+    x, y, z = b.input(dtype[4, 1]), b.input(dtype[4, 64]), b.input(dtype[4, 64])
+    product = b.mul(b.broadcast_in_dim(x, shape=(4, 64), broadcast_dimensions=(0, 1)), y)
+    graph = b.build([b.sub(product, z)])
+    rng = np.random.default_rng(3)
+    a, c = rng.standard_normal((4, 1)).astype(dtype.numpy), rng.standard_normal((4, 64)).astype(dtype.numpy)
+    z_data = (a.astype(np.float64) * c + rng.standard_normal((4, 64)) * 1e-4).astype(dtype.numpy)
+    got = np.asarray(runner.run(graph, [a, c, z_data])[0])
+    two_roundings = (a * c).astype(dtype.numpy) - z_data  # NumPy rounds the product, then the difference
+    one_rounding = (a.astype(np.longdouble) * c - z_data).astype(dtype.numpy) if dtype is f32 else None
+    assert (got != two_roundings).mean() > 0.5
+    if one_rounding is not None:  # float32: the exact a·c - z fits a long double
+        np.testing.assert_array_equal(got, one_rounding)
