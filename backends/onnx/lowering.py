@@ -71,9 +71,13 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
     views = _Views(em, legalize)
     biased = _conv_bias_adds(graph, legalize)
     deferred = {conv for conv, _ in biased.values()}
+    users = graph.users()
+    unused = {v.producer for add in biased for v in add.inputs  # broadcasts of a bias that only the Conv reads
+              if v.producer is not None and v.producer.op == "broadcast_in_dim" and len(users[v]) == 1
+              and v not in graph.outputs}
     for node in graph.nodes:
-        if node in deferred:
-            continue  # emitted at its add, with the bias
+        if node in deferred or node in unused:
+            continue  # a deferred conv is emitted at its add, with the bias
         if node in biased:
             conv, bias = biased[node]
             (out,) = lower_node(em, conv, [views.full(v, env[v]) for v in conv.inputs], legalize=legalize)
