@@ -42,7 +42,7 @@ from ...ir.ops import OP_TABLE
 from ...ir.types import Symbol, TensorType
 from ..base import ANY_OP, Backend, Deviation, OpClaim
 from ..cache import BuildOnceCache
-from .lowering import LOWERINGS, graph_function, unlowered_nodes
+from .lowering import LOWERINGS, fuses_products, graph_function, unlowered_nodes
 from .sharding import collectives, compile_sharded, put_inputs, to_host
 
 # parity device name -> JAX platform name.
@@ -75,19 +75,6 @@ FTZ_DEVIATION = Deviation(ANY_OP, FTZ_REASON, "subnormal inputs read as ±0, sub
                           device="cpu", flush_to_zero=True)
 
 
-# XLA:CPU evaluates a·b ± c as one fused multiply-add whenever the product and the sum share a
-# fused loop: the product is not rounded on its own, as the IR says it is. No compile option
-# turns this off (measured: xla_cpu_enable_fast_math=false, xla_cpu_use_fusion_emitters=false,
-# xla_cpu_max_isa=SSE4_2, an optimization barrier between them). For float32 a product taken
-# in float64 and rounded by reduce_precision does avoid it, but it split XLA's fused softmax +
-# layer norm into seven loops (8192×1024: 28.6 → 64.2 ms) and was not kept; float64 has no
-# wider type. f16/bf16 are not affected: their products are rounded by explicit converts.
-FMA_REASON = ("XLA:CPU fuses a product feeding this add/sub into one FMA (no compile option disables it), "
-              "so the product's own rounding is skipped: the result is the correctly rounded a·b ± c")
-FMA_ERROR = ("no ULP bound: under cancellation the skipped rounding (≤ ½ ulp of a·b) is any number of ULPs "
-             "of the sum (measured 724,970 ulp f32 and 1,522,234 ulp f64 on the xla-*-fma regressions)")
-
-
 # Measured on XLA:CPU (jaxlib 0.10.2) against the float64 oracle by the conformance suite.
 # Products of full-range bfloat16 values are computed in float64 (as f16/f32 ones are, see
 # lowering.WIDEN), yet bf16 spans f32's exponent range: XLA's tree order can still overflow
@@ -99,8 +86,6 @@ _ACCURACY_DEVIATIONS = (
     Deviation("cumprod", "partial products of full-range bf16 values overflow float64 in XLA's scan order "
               "(the sequential product stays finite)", "NaN (inf · 0) where the product is ±0",
               DType.bfloat16, "cpu"),
-    *(Deviation(op, FMA_REASON, FMA_ERROR, dtype, "cpu")
-      for op in ("add", "sub") for dtype in (DType.float32, DType.float64)),
 )
 
 
@@ -143,6 +128,11 @@ def jax_device(device: str):
 
 def _spec(t: TensorType, device) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(t.shape, t.dtype.numpy, sharding=jax.sharding.SingleDeviceSharding(device))
+
+
+# Every executable takes one more input after the graph's: an int32 0 it only sees at run
+# time, which keeps XLA from fusing products into sums (lowering._opaque).
+RUN_TIME_ZERO = np.zeros((), np.int32)
 
 
 def _as_array(value: Any, dtype: DType) -> Any:
@@ -194,6 +184,7 @@ class XlaExecutable:
         self._static = all(t.is_static for t in graph.input_types)
         self._last: tuple[Any, Any] | None = None  # (input types, compiled): the fast path
         self._x64 = _needs_x64(graph.input_types)
+        self._zero = jax.device_put(RUN_TIME_ZERO, self._jax_device)  # placed once: a cheap argument
         # Static, unsharded graphs: (compiled, ((dtype, shape) per input), numpy outputs?) for
         # __call__'s fast path, which only checks NumPy inputs against these and calls.
         # ... and, on CPU, which outputs stay JAX arrays (jax.Array.nbytes costs ~4 µs a call).
@@ -242,11 +233,11 @@ class XlaExecutable:
         compiled = self._compiled_for(arrays)
         if self.graph.sharding is not None:
             with jax.enable_x64(True):  # also around device_put: it would cut i64/f64 to 32 bits
-                return compiled(*put_inputs(compiled, arrays))
+                return compiled(*put_inputs(compiled, [*arrays, RUN_TIME_ZERO]))
         if self._x64:
             with jax.enable_x64(True):
-                return compiled(*arrays)
-        return compiled(*arrays)  # ~2 µs cheaper, and faster JAX dispatch, outside x64 mode
+                return compiled(*arrays, self._zero)
+        return compiled(*arrays, self._zero)  # ~2 µs cheaper, and faster JAX dispatch, outside x64 mode
 
     def __call__(self, *inputs: Any) -> list[Any]:
         fast = self._fast
@@ -258,9 +249,9 @@ class XlaExecutable:
             else:
                 if self._x64:
                     with jax.enable_x64(True):
-                        outputs = fast[0](*inputs)
+                        outputs = fast[0](*inputs, self._zero)
                 else:
-                    outputs = fast[0](*inputs)
+                    outputs = fast[0](*inputs, self._zero)
                 if not fast[2]:
                     return list(outputs)
                 return [o if large else np.asarray(o) for o, large in zip(outputs, self._large_outputs)]
@@ -342,12 +333,20 @@ class XlaBackend(Backend):
 
     def _build(self, graph: Graph, device: str, in_types: Sequence[TensorType]):
         target = jax_device(device)
+        options = COMPILER_OPTIONS.get(target.platform, {})
         if graph.sharding is not None:
-            return compile_sharded(graph, graph_function(graph), target.platform, in_types,
-                                   COMPILER_OPTIONS.get(target.platform, {}))
+            return compile_sharded(graph, graph_function(graph, run_time_zero=True), target.platform, in_types, options)
+        specs = [*(_spec(t, target) for t in in_types),
+                 jax.ShapeDtypeStruct((), np.int32, sharding=jax.sharding.SingleDeviceSharding(target))]
         with jax.enable_x64(True):
-            lowered = jax.jit(graph_function(graph)).lower(*[_spec(t, target) for t in in_types])
-            return lowered.compile(COMPILER_OPTIONS.get(target.platform, {}))
+            # First as it is: a graph whose products XLA does not fuse into sums in its own
+            # loops needs no protection, and protecting them would split fusions XLA hands to
+            # YNNPACK (softmax + layer norm 8192×1024: 1.09× jax.jit protected, 1.00× not).
+            plain = jax.jit(graph_function(graph, run_time_zero=True, keep_products=False)).lower(*specs)
+            compiled = plain.compile(options)
+            if target.platform != "cpu" or not fuses_products(compiled.as_text()):
+                return compiled
+            return jax.jit(graph_function(graph, run_time_zero=True)).lower(*specs).compile(options)
 
 
 def export_stablehlo(graph: Graph, shapes: dict[str, int] | None = None) -> str:

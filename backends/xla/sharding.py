@@ -83,10 +83,12 @@ def compile_sharded(graph: Graph, fn, platform: str, in_types: Sequence[TensorTy
         problem = spec is not None and spec_problem(spec, t, sharding.mesh)
         if problem:
             raise ParityError(f"input {k} of @{graph.name} ({t}) cannot be sharded as {spec}: {problem}")
-    ins = tuple(named(mesh, s) for s in sharding.inputs)
+    # fn takes the run-time zero last (backend.RUN_TIME_ZERO), replicated.
+    ins = (*(named(mesh, s) for s in sharding.inputs), named(mesh, None))
     # None lets the partitioner choose an unspecified output's layout.
     outs = [None if s is None else named(mesh, s) for s in sharding.outputs]  # fn returns a list
     structs = [jax.ShapeDtypeStruct(t.shape, t.dtype.numpy, sharding=s) for t, s in zip(in_types, ins)]
+    structs.append(jax.ShapeDtypeStruct((), np.int32, sharding=ins[-1]))
     with jax.enable_x64(True), jax.set_mesh(mesh):
         lowered = jax.jit(fn, in_shardings=ins, out_shardings=outs).lower(*structs)
         return lowered.compile(options)
@@ -99,7 +101,9 @@ def put_inputs(compiled, arrays: Sequence[Any]) -> list[Any]:
     """
     placed = []
     for array, sharding in zip(arrays, compiled.input_shardings[0]):
-        if isinstance(array, jax.Array):
+        if sharding is None:  # an input the graph never reads (jit prunes it): passed as it is
+            placed.append(array)
+        elif isinstance(array, jax.Array):
             placed.append(array if array.sharding == sharding else jax.device_put(array, sharding))
         else:
             host = np.asarray(array)

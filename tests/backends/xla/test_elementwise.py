@@ -11,14 +11,12 @@ import numpy as np
 import pytest
 
 from parity.backends.xla import XlaBackend
-from parity.backends.xla.backend import FMA_REASON, deviation_bound
+from parity.backends.xla.backend import deviation_bound
 from parity.ir import OP_TABLE, Accuracy, DType, GraphBuilder, evaluate
 from parity.ir.dtypes import FLOAT_DTYPES, INT_DTYPES
 
 BACKEND = XlaBackend()
-# The FMA deviations show only where a product feeds the add/sub (the xla-*-fma regressions,
-# test_structural.py); a lone add or sub is still correctly rounded.
-DEVIATIONS = {(d.op, d.dtype): d for d in BACKEND.deviations if not d.flush_to_zero and d.reason != FMA_REASON}
+DEVIATIONS = {(d.op, d.dtype): d for d in BACKEND.deviations if not d.flush_to_zero}
 FLUSHES = any(d.flush_to_zero and d.op == "*" and d.device == "cpu" for d in BACKEND.deviations)
 _NEEDS_X = {"pow", "atan2"}  # float-only binary ops
 
