@@ -67,7 +67,9 @@ def _host(plan: Plan) -> str:
                              f"device=device)")
             if step.launched:
                 args = ", ".join(name(v) for v in step.inputs + step.outputs)
-                lines.append(f"    {step.name}[{step.grid}]({args})")
+                # No FMA contraction (Triton's default fuses a * b + c on GPUs, skipping the
+                # IR's rounding of the product; the interpreter accepts and ignores it).
+                lines.append(f"    {step.name}[{step.grid}]({args}, enable_fp_fusion=False)")
         else:
             lines.append(_extern_call(step, name))
     outs = []

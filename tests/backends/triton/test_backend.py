@@ -151,3 +151,12 @@ def test_conformance_runner_reads_bfloat16_and_uint32_outputs(backend):
                         quick=True)
     cells = {(c.op, c.dtype): c.status for c in result.cells}
     assert cells == {("neg", "bf16"): "pass", ("scatter", "bf16"): "pass", ("scatter", "u32"): "pass"}
+
+
+def test_every_launch_turns_off_fma_contraction(backend):
+    """Triton fuses a * b + c into an FMA on GPUs unless told not to, which skips the IR's
+    rounding of the product (XLA:CPU did exactly that: fuzz regression xla-sub-f64-d09e2dca)."""
+    run = backend.compile(_softmax_graph(), "cpu")
+    run(np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32))
+    launches = [line for line in run.source.splitlines() if "](" in line and line.startswith("    ")]
+    assert launches and all(line.rstrip().endswith("enable_fp_fusion=False)") for line in launches)
