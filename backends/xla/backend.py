@@ -42,7 +42,8 @@ from ...ir.ops import OP_TABLE
 from ...ir.types import Symbol, TensorType
 from ..base import ANY_OP, Backend, Deviation, OpClaim
 from ..cache import BuildOnceCache
-from .lowering import LOWERINGS, fuses_products, graph_function, unlowered_nodes
+from .lowering import LOWERINGS, graph_function, unlowered_nodes
+from .products import fuses_products
 from .sharding import collectives, compile_sharded, put_inputs, to_host
 
 # parity device name -> JAX platform name.
@@ -131,7 +132,7 @@ def _spec(t: TensorType, device) -> jax.ShapeDtypeStruct:
 
 
 # Every executable takes one more input after the graph's: an int32 0 it only sees at run
-# time, which keeps XLA from fusing products into sums (lowering._opaque).
+# time, which keeps XLA from fusing products into sums (products.opaque).
 RUN_TIME_ZERO = np.zeros((), np.int32)
 
 
