@@ -152,7 +152,18 @@ class ClaimCheck:
 
 
 def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Session, kind: str):
-    """AOTAutograd's compiler hook: one FX graph → a boxed callable on torch tensors."""
+    """AOTAutograd's compiler hook: one FX graph → a boxed callable on torch tensors.
+
+    AOTAutograd calls it with its fake-tensor mode still active; parity's work here is on
+    real tensors (constants the graph holds become IR constants), so that mode is lifted.
+    """
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        return _compile_fx_graph(gm, session, kind)
+
+
+def _compile_fx_graph(gm: torch.fx.GraphModule, session: Session, kind: str):
     from torch._functorch.aot_autograd import make_boxed_func
 
     options = session.options

@@ -1,0 +1,229 @@
+"""Run one Hugging Face zoo entry through a compiler and eager torch side by side.
+
+:func:`run_entry` builds three copies of the same model (same seed): one compiled, one
+eager float32, one eager float64 (the oracle for ill-conditioned tensors). It checks,
+in order:
+
+1. **forward**: eval mode, every tensor the model returns (logits, hidden states, the
+   loss);
+2. **gradients**: train mode with dropout off, the model's own loss and every
+   parameter's gradient after ``backward()``;
+3. **step**: one SGD step on the compiled and the eager copy, then a second training
+   forward; its loss (the parameters changed under the compiled graphs: a stale
+   weight baked in as a constant would show here).
+
+A tensor *matches* when ``max|got - eager| <= RTOL * max|eager|`` or, failing that,
+when it is no farther from the float64 run than eager's own float32 result is (this
+covers ill-conditioned tensors, where float32 eager is itself far from exact). Nothing
+here asserts; :mod:`.matrix` turns the results into verdicts.
+
+Example::
+
+    >>> from parity.conformance.hf.architectures import get_architecture
+    >>> result = run_entry(get_architecture("bert"), compiler="eager")
+    >>> result.forward.passed, result.gradients.passed
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from .spec import HFSpec
+
+RTOL = 1e-4  # relative to the tensor's own scale (max |eager|)
+_DROPOUT = re.compile(r"(dropout|pdrop|drop_path|layerdrop|_prob$|drop_rate)")
+
+
+@dataclass
+class Check:
+    """One stage's verdict: worst relative error (to the tensor's scale) and its tensor."""
+
+    passed: bool = False
+    worst: float = 0.0
+    tensor: str = ""
+    tensors: int = 0
+    error: str = ""  # set when the stage raised; ``passed`` is False then
+
+    @property
+    def status(self) -> str:
+        return "error" if self.error else "pass" if self.passed else "fail"
+
+
+@dataclass
+class EntryResult:
+    """What :func:`run_entry` measured for one (architecture, compiler)."""
+
+    name: str
+    compiler: str
+    forward: Check = field(default_factory=Check)
+    gradients: Check = field(default_factory=Check)
+    step: Check = field(default_factory=Check)
+    compile_seconds: float = 0.0  # first forward + backward through the compiler, minus eager's
+    graphs: int = 0  # IR graphs parity translated (0 for the torch.compile anchors)
+    fallback: dict = field(default_factory=dict)  # from parity.explain, when strict=False
+
+
+def quiet_config(config) -> None:
+    """Turn off every dropout-like probability of a transformers config (and its sub-configs)."""
+    for key, value in list(vars(config).items()):
+        if hasattr(value, "to_dict") and hasattr(value, "model_type"):
+            quiet_config(value)
+        elif isinstance(value, float) and _DROPOUT.search(key):
+            setattr(config, key, 0.0)
+
+
+def build(spec: HFSpec, seed: int = 0) -> torch.nn.Module:
+    """The spec's model with dropout off, so training mode is deterministic."""
+    import transformers
+
+    config = getattr(transformers, spec.config)(**spec.settings)
+    quiet_config(config)
+    torch.manual_seed(seed)
+    return getattr(transformers, spec.model)(config)
+
+
+def compiler_for(name: str, strict: bool = True) -> Callable[[torch.nn.Module], Callable]:
+    """``"eager"``, ``"aot_eager"``, ``"inductor"`` (torch.compile) or a parity backend's name."""
+    if name == "eager":
+        return lambda m: m
+    if name in ("aot_eager", "inductor"):
+        return lambda m: torch.compile(m, backend=name)
+    import parity
+
+    return lambda m: parity.compile(m, backend=name, strict=strict)
+
+
+def tensors_of(output) -> dict[str, torch.Tensor]:
+    """The tensors of a model output by name (``logits``, ``hidden_states.1``...); caches left out."""
+    out: dict[str, torch.Tensor] = {}
+
+    def walk(prefix, value):
+        if isinstance(value, torch.Tensor):
+            out[prefix] = value
+        elif isinstance(value, dict) or hasattr(value, "items"):
+            for k, v in value.items():
+                if k != "past_key_values":
+                    walk(f"{prefix}.{k}" if prefix else k, v)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(f"{prefix}.{i}", v)
+
+    walk("", output)
+    return out
+
+
+def compare(got: dict, eager: dict, exact: dict | None) -> Check:
+    """The worst tensor of ``got`` against ``eager`` (float64 ``exact`` as the second chance)."""
+    check = Check(passed=True, tensors=len(eager))
+    for name, e in eager.items():
+        g = got.get(name)
+        if g is None or g.shape != e.shape:
+            why = "missing" if g is None else f"shape {tuple(g.shape)} instead of {tuple(e.shape)}"
+            return Check(False, float("inf"), name, len(eager), error=f"{name}: {why}")
+        g, e = g.detach().double(), e.detach().double()
+        scale = float(e.abs().max()) if e.numel() else 0.0
+        both_nan = torch.isnan(g) & torch.isnan(e)
+        diff = torch.where(both_nan, torch.zeros_like(g), (g - e).abs())
+        diff = torch.nan_to_num(diff, nan=float("inf"))
+        worst = float(diff.max()) / scale if scale > 0 and diff.numel() else float(diff.max()) if diff.numel() else 0.0
+        ok = worst <= RTOL
+        if not ok and exact is not None and name in exact:
+            x = exact[name].detach().double()
+            ok = float((g - x).abs().max()) <= float((e - x).abs().max())
+        if worst > check.worst or not check.tensor:
+            check.worst, check.tensor = worst, name
+        check.passed &= ok
+    return check
+
+
+def _grads(model) -> dict[str, torch.Tensor]:
+    missing = {}
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            missing[f"grad {name}"] = p.grad if p.grad is not None else torch.full_like(p, float("nan"))
+    return missing
+
+
+def _stage(result: EntryResult, attr: str, fn) -> bool:
+    try:
+        setattr(result, attr, fn())
+    except Exception as exc:  # noqa: BLE001 - a failing stage is a result
+        text = f"{type(exc).__name__}: {str(exc)}".strip()
+        setattr(result, attr, Check(False, float("inf"), error=text[:2000]))
+        return False
+    return True
+
+
+def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True, seed: int = 0) -> EntryResult:
+    """Forward, gradients and a second step of ``spec`` through ``compiler``, against eager."""
+    torch._dynamo.reset()
+    inputs = spec.inputs(seed + 1)
+    double_inputs = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                     for k, v in inputs.items()}
+    model, eager = build(spec, seed), build(spec, seed)
+    exact = copy.deepcopy(eager).double()
+    compiled = compiler_for(compiler, strict)(model)
+    result = EntryResult(spec.name, compiler)
+    before = _translations()
+
+    def forward():
+        for m in (model, eager, exact):
+            m.eval()
+        with torch.no_grad():
+            return compare(tensors_of(compiled(**inputs)), tensors_of(eager(**inputs)),
+                           tensors_of(exact(**double_inputs)))
+
+    def gradients():
+        for m in (model, eager, exact):
+            m.train()
+        start = time.perf_counter()
+        out = compiled(**inputs)
+        out.loss.backward()
+        compiled_time = time.perf_counter() - start
+        start = time.perf_counter()
+        expected = eager(**inputs)
+        expected.loss.backward()
+        result.compile_seconds = max(0.0, compiled_time - (time.perf_counter() - start))
+        reference = exact(**double_inputs)
+        reference.loss.backward()
+        got = {"loss": out.loss, **_grads(model)}
+        return compare(got, {"loss": expected.loss, **_grads(eager)}, {"loss": reference.loss, **_grads(exact)})
+
+    def step():
+        for m in (model, eager, exact):
+            with torch.no_grad():
+                for p in m.parameters():
+                    if p.grad is not None:
+                        p -= 0.5 * p.grad
+                    p.grad = None
+        got, expected, reference = (compiled(**inputs).loss, eager(**inputs).loss, exact(**double_inputs).loss)
+        return compare({"loss after step": got}, {"loss after step": expected}, {"loss after step": reference})
+
+    _stage(result, "forward", forward)
+    if _stage(result, "gradients", gradients):
+        _stage(result, "step", step)
+    else:
+        result.step = Check(False, float("inf"), error="not run: the gradients stage failed")
+    result.graphs = _translations() - before
+    if compiler not in ("eager", "aot_eager", "inductor") and not strict:
+        result.fallback = _fallback_share(compiled)
+    return result
+
+
+def _translations() -> int:
+    from ...frontend import STATS
+
+    return STATS["translations"]
+
+
+def _fallback_share(compiled) -> dict:
+    from ...frontend.compiler import fallback_report
+
+    return fallback_report(compiled)
