@@ -13,9 +13,21 @@ Example::
 
 from __future__ import annotations
 
-from . import attention, elementwise, indexing, nn, random, reduction, shape
+from . import (
+    attention,
+    contraction,
+    elementwise,
+    embedding,
+    indexing,
+    nn,
+    pooling,
+    random,
+    reduction,
+    sampling,
+    shape,
+)
 
-FAMILIES = (elementwise, shape, reduction, indexing, nn, attention, random)
+FAMILIES = (elementwise, shape, reduction, indexing, contraction, nn, pooling, sampling, embedding, attention, random)
 
 
 def _collect() -> dict:

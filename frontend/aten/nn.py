@@ -1,61 +1,18 @@
-"""Contractions and neural-network aten ops: matmuls, convolution (forward and backward),
-pooling (forward and backward), layer/batch/group norm (forward and backward), embedding.
+"""Neural-network aten ops: convolution (forward and backward, transposed too) and
+layer/batch/group norm (forward and backward), weight norm.
 
 Backward ops follow the transposition rules of the forward (as in JAX's
-``conv_general_dilated`` transpose), written with IR primitives.
+``conv_general_dilated`` transpose), written with IR primitives. Matmuls live in
+``contraction.py``, pooling in ``pooling.py``, resampling in ``sampling.py`` and
+embeddings in ``embedding.py``.
 """
 
 from __future__ import annotations
 
 import math
 
-from ...ir.dtypes import DType
 from ...ir.types import Symbol
 from ..translate import Lowering, unsupported
-
-
-def _dot(ctx: Lowering, a, b, contract, batch=((), ())):
-    return ctx.b.dot_general(a, b, lhs_contracting_dims=contract[0], rhs_contracting_dims=contract[1],
-                             lhs_batch_dims=batch[0], rhs_batch_dims=batch[1])
-
-
-def mm(ctx: Lowering, a, b):
-    return _dot(ctx, a, b, ((1,), (0,)))
-
-
-def bmm(ctx: Lowering, a, b):
-    return _dot(ctx, a, b, ((2,), (1,)), ((0,), (0,)))
-
-
-def mv(ctx: Lowering, a, b):
-    return _dot(ctx, a, b, ((1,), (0,)))
-
-
-def dot(ctx: Lowering, a, b):
-    return _dot(ctx, a, b, ((0,), (0,)))
-
-
-def addmm(ctx: Lowering, bias, a, b, *, beta=1, alpha=1):
-    out = ctx.out
-    product = mm(ctx, a, b)
-    if alpha != 1:
-        product = ctx.b.mul(product, ctx.full(alpha, out.dtype, out.shape))
-    if beta == 0:
-        return product
-    bias = ctx.broadcast(ctx.convert(bias, out.dtype), out.shape)
-    if beta != 1:
-        bias = ctx.b.mul(bias, ctx.full(beta, out.dtype, out.shape))
-    return ctx.b.add(bias, product)
-
-
-def matmul(ctx: Lowering, a, b):
-    return ctx.b.matmul(a, b)
-
-
-def linear(ctx: Lowering, x, w, bias=None):
-    if bias is None:
-        bias = ctx.full(0, x.type.dtype, (w.type.shape[0],))
-    return ctx.b.linear(x, w, bias)
 
 
 # -- convolution ------------------------------------------------------------------------
@@ -169,161 +126,6 @@ def convolution_backward(ctx: Lowering, grad, x, w, bias_sizes, stride, padding,
     if output_mask[2]:
         grad_bias = ctx.b.reduce_sum(grad, axes=(0, *range(2, 2 + n)))
     return grad_input, grad_weight, grad_bias
-
-
-# -- pooling ----------------------------------------------------------------------------
-# Pooling ops act on the trailing ``n`` dims (n = 2 for *2d, 3 for *3d); the leading
-# dims (batch, channels, or channels only) are carried along.
-
-
-def _pool_args(x, n, kernel_size, stride, padding, dilation):
-    kernel = _ints(kernel_size, n)
-    stride = _ints(stride, n) if stride else kernel
-    spatial = tuple(x.type.shape[-n:])
-    if any(isinstance(d, Symbol) for d in spatial):
-        unsupported("pooling needs static spatial sizes")
-    return kernel, stride, _ints(padding, n), _ints(dilation, n), spatial
-
-
-def _high_pad(size, k, s, p, d, o):
-    """Padding past the end so that all ``o`` windows (ceil_mode included) fit."""
-    return max((o - 1) * s + d * (k - 1) + 1 - size - p, 0)
-
-
-def _offsets(kernel):
-    if not kernel:
-        return [()]
-    return [(k,) + rest for k in range(kernel[0]) for rest in _offsets(kernel[1:])]
-
-
-def _max_pool_with_indices(n: int):
-    def translate(ctx: Lowering, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-        """Window maxima and their flat input indices (first maximum wins, like torch's CPU kernel)."""
-        kernel, stride, padding, dilation, spatial = _pool_args(x, n, kernel_size, stride, padding, dilation)
-        b, i64, rank = ctx.b, DType.int64, x.type.rank
-        out_shape = ctx.out_type(0).shape
-        out_spatial = tuple(out_shape[-n:])
-        lead = rank - n
-        low = [0] * lead + list(padding)
-        high = [0] * lead + [_high_pad(*g) for g in zip(spatial, kernel, stride, padding, dilation, out_spatial)]
-        lowest = -math.inf if x.type.dtype.is_float else x.type.dtype.iinfo.min
-        padded = b.pad(x, ctx.const(lowest, x.type.dtype), edge_padding_low=low, edge_padding_high=high,
-                       interior_padding=[0] * rank)
-        patches = []
-        for offset in _offsets(kernel):
-            starts = [0] * lead + [o * d for o, d in zip(offset, dilation)]
-            limits = list(out_shape[:lead]) + [st + (o - 1) * s + 1 for st, o, s in zip(starts[lead:], out_spatial, stride)]
-            patch = b.slice(padded, start_indices=starts, limit_indices=limits, strides=[1] * lead + list(stride))
-            patches.append(ctx.reshape(patch, (*out_shape, 1)))
-        stacked = b.concatenate(*patches, dimension=rank) if len(patches) > 1 else patches[0]
-        if rank == n + 2:
-            # The values as the max_pool composite, which backends claim natively (ORT MaxPool,
-            # XLA reduce_window) where the stacked patches would be copied; unused indices
-            # (inference) then vanish with their patches.
-            values = b.max_pool(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
-                                ceil_mode=ceil_mode)
-        else:  # [C, *spatial]: max_pool takes [N, C, *spatial]
-            values = b.reduce_max(stacked, axes=(rank,))
-        which = b.argmax(stacked, axis=rank)  # the kernel offset number, i64
-        index, row = None, 1
-        for axis in reversed(range(n)):
-            inner = math.prod(kernel[axis + 1:])
-            k_pos = b.rem(b.div(which, ctx.full(inner, i64, out_shape)), ctx.full(kernel[axis], i64, out_shape))
-            start = b.mul(b.iota(dtype=i64, shape=out_shape, dimension=lead + axis), ctx.full(stride[axis], i64, out_shape))
-            pos = b.add(b.sub(start, ctx.full(padding[axis], i64, out_shape)),
-                        b.mul(k_pos, ctx.full(dilation[axis], i64, out_shape)))
-            term = b.mul(pos, ctx.full(row, i64, out_shape)) if row != 1 else pos
-            index = term if index is None else b.add(index, term)
-            row *= spatial[axis]
-        return values, index
-
-    return translate
-
-
-def _max_pool_backward(n: int):
-    def translate(ctx: Lowering, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
-        """Scatter-add the output gradient to the recorded argmax positions."""
-        spatial = _pool_args(x, n, kernel_size, stride, padding, dilation)[-1]
-        lead = tuple(x.type.shape[:-n])
-        out_size = math.prod(grad.type.shape[-n:])
-        flat_grad = ctx.reshape(grad, (*lead, out_size))
-        flat_index = ctx.reshape(indices, (*lead, out_size))
-        zeros = ctx.full(0, x.type.dtype, (*lead, math.prod(spatial)))
-        result = ctx.b.scatter(zeros, flat_index, flat_grad, axis=len(lead), reduce="add")
-        return ctx.reshape(result, x.type.shape)
-
-    return translate
-
-
-def _avg_divisor(ctx: Lowering, dtype, geometry, count_include_pad, divisor_override):
-    """Per-window divisors, shaped like the output's spatial dims (torch's rules)."""
-    kernel, stride, padding, spatial, out_spatial = geometry
-    if divisor_override:
-        return ctx.full(divisor_override, dtype, out_spatial)
-    if count_include_pad:  # window elements inside the padded input (ceil_mode windows may reach past it)
-        extent = tuple(s + 2 * p for s, p in zip(spatial, padding))
-        pads = tuple((0, max((o - 1) * st + k - e, 0)) for k, st, e, o in zip(kernel, stride, extent, out_spatial))
-    else:  # window elements inside the input itself
-        extent = spatial
-        pads = tuple((p, _high_pad(s, k, st, p, 1, o)) for s, k, st, p, o in zip(spatial, kernel, stride, padding, out_spatial))
-    counts = ctx.b.reduce_window(ctx.full(1, dtype, extent), kind="sum", window_dimensions=kernel,
-                                 window_strides=stride, padding=pads, window_dilations=(1,) * len(kernel))
-    return _crop(ctx, counts, out_spatial)
-
-
-def _crop(ctx: Lowering, x, out_spatial):
-    n = len(out_spatial)
-    if tuple(x.type.shape[-n:]) == tuple(out_spatial):
-        return x
-    limits = list(x.type.shape[:-n]) + list(out_spatial)
-    return ctx.b.slice(x, start_indices=[0] * x.type.rank, limit_indices=limits, strides=[1] * x.type.rank)
-
-
-def _spread(ctx: Lowering, divisor, shape):
-    n = divisor.type.rank
-    return ctx.b.broadcast_in_dim(divisor, shape=shape, broadcast_dimensions=tuple(range(len(shape) - n, len(shape))))
-
-
-def _avg_pool(n: int):
-    def translate(ctx: Lowering, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                  divisor_override=None):
-        kernel, stride, padding, _, spatial = _pool_args(x, n, kernel_size, stride, padding, 1)
-        out = ctx.out
-        out_spatial = tuple(out.shape[-n:])
-        lead = x.type.rank - n
-        pads = ((0, 0),) * lead + tuple((p, _high_pad(s, k, st, p, 1, o))
-                                        for s, k, st, p, o in zip(spatial, kernel, stride, padding, out_spatial))
-        sums = ctx.b.reduce_window(x, kind="sum", window_dimensions=(1,) * lead + kernel,
-                                   window_strides=(1,) * lead + stride, padding=pads,
-                                   window_dilations=(1,) * x.type.rank)
-        sums = _crop(ctx, sums, out_spatial)
-        divisor = _avg_divisor(ctx, x.type.dtype, (kernel, stride, padding, spatial, out_spatial),
-                               count_include_pad, divisor_override)
-        return ctx.b.div(sums, _spread(ctx, divisor, out.shape))
-
-    return translate
-
-
-def _avg_pool_backward(n: int):
-    def translate(ctx: Lowering, grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                  divisor_override):
-        """Spread grad / divisor over each window: a per-channel transposed convolution with ones."""
-        kernel, stride, padding, _, spatial = _pool_args(x, n, kernel_size, stride, padding, 1)
-        out_spatial = tuple(grad.type.shape[-n:])
-        divisor = _avg_divisor(ctx, x.type.dtype, (kernel, stride, padding, spatial, out_spatial),
-                               count_include_pad, divisor_override)
-        scaled = ctx.b.div(grad, _spread(ctx, divisor, grad.type.shape))
-        channels = math.prod(x.type.shape[:-n])
-        scaled = ctx.reshape(scaled, (1, channels, *out_spatial))
-        ones = ctx.full(1, x.type.dtype, (channels, 1, *kernel))
-        result = conv_input_grad(ctx, scaled, ones, spatial, stride, padding, (1,) * n, channels)
-        return ctx.reshape(result, x.type.shape)
-
-    return translate
-
-
-def adaptive_avg_pool(ctx: Lowering, x, output_size):
-    return ctx.b.adaptive_avg_pool(x, output_size=tuple(output_size))
 
 
 # -- normalization --------------------------------------------------------------------------
@@ -532,50 +334,9 @@ def native_group_norm_backward(ctx: Lowering, grad, x, mean, rstd, weight, n, c,
     return grad_input, grad_weight, grad_bias
 
 
-def _upsample(mode: str):
-    def translate(ctx: Lowering, x, output_size, *args):
-        """.vec: (size, [align_corners,] scale_factors); .default: (size, [align_corners,] *scales)."""
-        align_corners = bool(args[0]) if mode == "bilinear" and args else False
-        rest = args[1:] if mode == "bilinear" else args
-        scales = [f for a in rest for f in (a if isinstance(a, (list, tuple)) else [a]) if f is not None]
-        out_spatial = tuple(ctx.out.shape[2:])
-        if scales and any(o != s * f for o, s, f in zip(out_spatial, x.type.shape[2:], scales)):
-            unsupported("upsampling with a scale factor that does not divide the sizes exactly")
-        attrs = {"align_corners": align_corners} if mode == "bilinear" else {}
-        return ctx.b.interpolate(x, size=out_spatial, mode=mode, **attrs)
-
-    return translate
-
-
-# -- embedding ----------------------------------------------------------------------------
-
-
-def embedding(ctx: Lowering, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    return ctx.b.embedding(weight, indices)
-
-
-def embedding_dense_backward(ctx: Lowering, grad, indices, num_weights, padding_idx, scale_grad_by_freq):
-    if scale_grad_by_freq:
-        unsupported("embedding backward with scale_grad_by_freq=True")
-    dim = grad.type.shape[-1]
-    count = math.prod(indices.type.shape) if indices.type.is_static else unsupported("symbolic embedding indices")
-    flat_idx = ctx.reshape(ctx.convert(indices, DType.int64), (count,))
-    flat_grad = ctx.reshape(grad, (count, dim))
-    if padding_idx is not None and padding_idx >= 0:
-        keep = ctx.b.ne(flat_idx, ctx.full(padding_idx, DType.int64, (count,)))
-        keep = ctx.b.broadcast_in_dim(keep, shape=(count, dim), broadcast_dimensions=(0,))
-        flat_grad = ctx.b.select(keep, flat_grad, ctx.full(0, grad.type.dtype, (count, dim)))
-    index = ctx.b.broadcast_in_dim(flat_idx, shape=(count, dim), broadcast_dimensions=(0,))
-    zeros = ctx.full(0, grad.type.dtype, (num_weights, dim))
-    return ctx.b.scatter(zeros, index, flat_grad, axis=0, reduce="add")
-
-
 def _table():
-    table = {
-        "mm.default": mm, "bmm.default": bmm, "mv.default": mv, "dot.default": dot, "addmm.default": addmm,
-        "matmul.default": matmul, "linear.default": linear,
+    return {
         "convolution.default": convolution, "convolution_backward.default": convolution_backward,
-        "embedding.default": embedding, "embedding_dense_backward.default": embedding_dense_backward,
         "native_layer_norm.default": native_layer_norm,
         "native_layer_norm_backward.default": native_layer_norm_backward,
         "_native_batch_norm_legit_functional.default": batch_norm_functional,
@@ -585,19 +346,7 @@ def _table():
         "native_batch_norm_backward.default": batch_norm_backward,
         "native_group_norm.default": native_group_norm,
         "native_group_norm_backward.default": native_group_norm_backward,
-        "upsample_nearest2d.vec": _upsample("nearest"),
-        "upsample_bilinear2d.vec": _upsample("bilinear"),
-        "upsample_nearest2d.default": _upsample("nearest"),
-        "upsample_bilinear2d.default": _upsample("bilinear"),
-        "_adaptive_avg_pool2d.default": adaptive_avg_pool,
-        "_adaptive_avg_pool3d.default": adaptive_avg_pool,
     }
-    for n in (2, 3):
-        table[f"max_pool{n}d_with_indices.default"] = _max_pool_with_indices(n)
-        table[f"max_pool{n}d_with_indices_backward.default"] = _max_pool_backward(n)
-        table[f"avg_pool{n}d.default"] = _avg_pool(n)
-        table[f"avg_pool{n}d_backward.default"] = _avg_pool_backward(n)
-    return table
 
 
 TABLE = _table()

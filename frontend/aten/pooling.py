@@ -1,0 +1,181 @@
+"""Pooling aten ops, forward and backward: max pooling (with indices), average pooling,
+adaptive average pooling, and ``col2im`` (``F.fold``).
+
+Pooling ops act on the trailing ``n`` dims (n = 2 for *2d, 3 for *3d); the leading
+dims (batch, channels, or channels only) are carried along.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...ir.dtypes import DType
+from ...ir.types import Symbol
+from ..translate import Lowering, unsupported
+from .nn import _ints, conv_input_grad
+
+
+def _pool_args(x, n, kernel_size, stride, padding, dilation):
+    kernel = _ints(kernel_size, n)
+    stride = _ints(stride, n) if stride else kernel
+    spatial = tuple(x.type.shape[-n:])
+    if any(isinstance(d, Symbol) for d in spatial):
+        unsupported("pooling needs static spatial sizes")
+    return kernel, stride, _ints(padding, n), _ints(dilation, n), spatial
+
+
+def _high_pad(size, k, s, p, d, o):
+    """Padding past the end so that all ``o`` windows (ceil_mode included) fit."""
+    return max((o - 1) * s + d * (k - 1) + 1 - size - p, 0)
+
+
+def _offsets(kernel):
+    if not kernel:
+        return [()]
+    return [(k,) + rest for k in range(kernel[0]) for rest in _offsets(kernel[1:])]
+
+
+def _max_pool_with_indices(n: int):
+    def translate(ctx: Lowering, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+        """Window maxima and their flat input indices (first maximum wins, like torch's CPU kernel)."""
+        kernel, stride, padding, dilation, spatial = _pool_args(x, n, kernel_size, stride, padding, dilation)
+        b, i64, rank = ctx.b, DType.int64, x.type.rank
+        out_shape = ctx.out_type(0).shape
+        out_spatial = tuple(out_shape[-n:])
+        lead = rank - n
+        low = [0] * lead + list(padding)
+        high = [0] * lead + [_high_pad(*g) for g in zip(spatial, kernel, stride, padding, dilation, out_spatial)]
+        lowest = -math.inf if x.type.dtype.is_float else x.type.dtype.iinfo.min
+        padded = b.pad(x, ctx.const(lowest, x.type.dtype), edge_padding_low=low, edge_padding_high=high,
+                       interior_padding=[0] * rank)
+        patches = []
+        for offset in _offsets(kernel):
+            starts = [0] * lead + [o * d for o, d in zip(offset, dilation)]
+            limits = list(out_shape[:lead]) + [st + (o - 1) * s + 1 for st, o, s in zip(starts[lead:], out_spatial, stride)]
+            patch = b.slice(padded, start_indices=starts, limit_indices=limits, strides=[1] * lead + list(stride))
+            patches.append(ctx.reshape(patch, (*out_shape, 1)))
+        stacked = b.concatenate(*patches, dimension=rank) if len(patches) > 1 else patches[0]
+        if rank == n + 2:
+            # The values as the max_pool composite, which backends claim natively (ORT MaxPool,
+            # XLA reduce_window) where the stacked patches would be copied; unused indices
+            # (inference) then vanish with their patches.
+            values = b.max_pool(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+                                ceil_mode=ceil_mode)
+        else:  # [C, *spatial]: max_pool takes [N, C, *spatial]
+            values = b.reduce_max(stacked, axes=(rank,))
+        which = b.argmax(stacked, axis=rank)  # the kernel offset number, i64
+        index, row = None, 1
+        for axis in reversed(range(n)):
+            inner = math.prod(kernel[axis + 1:])
+            k_pos = b.rem(b.div(which, ctx.full(inner, i64, out_shape)), ctx.full(kernel[axis], i64, out_shape))
+            start = b.mul(b.iota(dtype=i64, shape=out_shape, dimension=lead + axis), ctx.full(stride[axis], i64, out_shape))
+            pos = b.add(b.sub(start, ctx.full(padding[axis], i64, out_shape)),
+                        b.mul(k_pos, ctx.full(dilation[axis], i64, out_shape)))
+            term = b.mul(pos, ctx.full(row, i64, out_shape)) if row != 1 else pos
+            index = term if index is None else b.add(index, term)
+            row *= spatial[axis]
+        return values, index
+
+    return translate
+
+
+def _max_pool_backward(n: int):
+    def translate(ctx: Lowering, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+        """Scatter-add the output gradient to the recorded argmax positions."""
+        spatial = _pool_args(x, n, kernel_size, stride, padding, dilation)[-1]
+        lead = tuple(x.type.shape[:-n])
+        out_size = math.prod(grad.type.shape[-n:])
+        flat_grad = ctx.reshape(grad, (*lead, out_size))
+        flat_index = ctx.reshape(indices, (*lead, out_size))
+        zeros = ctx.full(0, x.type.dtype, (*lead, math.prod(spatial)))
+        result = ctx.b.scatter(zeros, flat_index, flat_grad, axis=len(lead), reduce="add")
+        return ctx.reshape(result, x.type.shape)
+
+    return translate
+
+
+def _avg_divisor(ctx: Lowering, dtype, geometry, count_include_pad, divisor_override):
+    """Per-window divisors, shaped like the output's spatial dims (torch's rules)."""
+    kernel, stride, padding, spatial, out_spatial = geometry
+    if divisor_override:
+        return ctx.full(divisor_override, dtype, out_spatial)
+    if count_include_pad:  # window elements inside the padded input (ceil_mode windows may reach past it)
+        extent = tuple(s + 2 * p for s, p in zip(spatial, padding))
+        pads = tuple((0, max((o - 1) * st + k - e, 0)) for k, st, e, o in zip(kernel, stride, extent, out_spatial))
+    else:  # window elements inside the input itself
+        extent = spatial
+        pads = tuple((p, _high_pad(s, k, st, p, 1, o)) for s, k, st, p, o in zip(spatial, kernel, stride, padding, out_spatial))
+    counts = ctx.b.reduce_window(ctx.full(1, dtype, extent), kind="sum", window_dimensions=kernel,
+                                 window_strides=stride, padding=pads, window_dilations=(1,) * len(kernel))
+    return _crop(ctx, counts, out_spatial)
+
+
+def _crop(ctx: Lowering, x, out_spatial):
+    n = len(out_spatial)
+    if tuple(x.type.shape[-n:]) == tuple(out_spatial):
+        return x
+    limits = list(x.type.shape[:-n]) + list(out_spatial)
+    return ctx.b.slice(x, start_indices=[0] * x.type.rank, limit_indices=limits, strides=[1] * x.type.rank)
+
+
+def _spread(ctx: Lowering, divisor, shape):
+    n = divisor.type.rank
+    return ctx.b.broadcast_in_dim(divisor, shape=shape, broadcast_dimensions=tuple(range(len(shape) - n, len(shape))))
+
+
+def _avg_pool(n: int):
+    def translate(ctx: Lowering, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                  divisor_override=None):
+        kernel, stride, padding, _, spatial = _pool_args(x, n, kernel_size, stride, padding, 1)
+        out = ctx.out
+        out_spatial = tuple(out.shape[-n:])
+        lead = x.type.rank - n
+        pads = ((0, 0),) * lead + tuple((p, _high_pad(s, k, st, p, 1, o))
+                                        for s, k, st, p, o in zip(spatial, kernel, stride, padding, out_spatial))
+        sums = ctx.b.reduce_window(x, kind="sum", window_dimensions=(1,) * lead + kernel,
+                                   window_strides=(1,) * lead + stride, padding=pads,
+                                   window_dilations=(1,) * x.type.rank)
+        sums = _crop(ctx, sums, out_spatial)
+        divisor = _avg_divisor(ctx, x.type.dtype, (kernel, stride, padding, spatial, out_spatial),
+                               count_include_pad, divisor_override)
+        return ctx.b.div(sums, _spread(ctx, divisor, out.shape))
+
+    return translate
+
+
+def _avg_pool_backward(n: int):
+    def translate(ctx: Lowering, grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                  divisor_override):
+        """Spread grad / divisor over each window: a per-channel transposed convolution with ones."""
+        kernel, stride, padding, _, spatial = _pool_args(x, n, kernel_size, stride, padding, 1)
+        out_spatial = tuple(grad.type.shape[-n:])
+        divisor = _avg_divisor(ctx, x.type.dtype, (kernel, stride, padding, spatial, out_spatial),
+                               count_include_pad, divisor_override)
+        scaled = ctx.b.div(grad, _spread(ctx, divisor, grad.type.shape))
+        channels = math.prod(x.type.shape[:-n])
+        scaled = ctx.reshape(scaled, (1, channels, *out_spatial))
+        ones = ctx.full(1, x.type.dtype, (channels, 1, *kernel))
+        result = conv_input_grad(ctx, scaled, ones, spatial, stride, padding, (1,) * n, channels)
+        return ctx.reshape(result, x.type.shape)
+
+    return translate
+
+
+def adaptive_avg_pool(ctx: Lowering, x, output_size):
+    return ctx.b.adaptive_avg_pool(x, output_size=tuple(output_size))
+
+
+def _table():
+    table = {
+        "_adaptive_avg_pool2d.default": adaptive_avg_pool,
+        "_adaptive_avg_pool3d.default": adaptive_avg_pool,
+    }
+    for n in (2, 3):
+        table[f"max_pool{n}d_with_indices.default"] = _max_pool_with_indices(n)
+        table[f"max_pool{n}d_with_indices_backward.default"] = _max_pool_backward(n)
+        table[f"avg_pool{n}d.default"] = _avg_pool(n)
+        table[f"avg_pool{n}d_backward.default"] = _avg_pool_backward(n)
+    return table
+
+
+TABLE = _table()
