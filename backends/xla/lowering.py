@@ -99,14 +99,18 @@ _BINARY = {
 # fixed by one more width.
 _HALF = {DType.float16: np.float32, DType.bfloat16: np.float32}
 _WIDEN_ALL = {**_HALF, DType.float32: np.float64}
+_PRODUCTS = {DType.float16: np.float64, DType.bfloat16: np.float64, DType.float32: np.float64}
 _TRANSCENDENTAL = ("exp exp2 expm1 log log1p rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh "
                    "atanh erf logistic pow atan2").split()
 WIDEN: dict[str, Mapping[DType, Any]] = {
     **{name: _HALF for name in _TRANSCENDENTAL + ["log2"]},
     **{name: _WIDEN_ALL for name in ("sinh", "cosh", "expm1", "exp2", "atan")},
     # Products in the input type overflow (or reach inf · 0) in XLA's tree order where the
-    # exact product is finite: f16/bf16/f32 full-range products measured inf and NaN.
-    **{name: _WIDEN_ALL for name in ("reduce_prod", "cumprod")},
+    # exact product is finite: f16/bf16/f32 full-range products measured inf and NaN. All
+    # three go to float64: float32 has no more range than bfloat16, so a bf16 running
+    # product computed in f32 underflowed to 0 and stayed there (cumprod bf16 full_range
+    # returned 0.0 where the product was 0.407, 1.77e9, 8.7e28).
+    **{name: _PRODUCTS for name in ("reduce_prod", "cumprod")},
 }
 
 
