@@ -19,7 +19,9 @@ from . import (
     elementwise,
     embedding,
     indexing,
+    linalg,
     nn,
+    pad,
     pooling,
     random,
     reduction,
@@ -27,7 +29,7 @@ from . import (
     shape,
 )
 
-FAMILIES = (elementwise, shape, reduction, indexing, contraction, nn, pooling, sampling, embedding, attention, random)
+FAMILIES = (elementwise, shape, reduction, indexing, contraction, linalg, nn, pad, pooling, sampling, embedding, attention, random)
 
 
 def _collect() -> dict:

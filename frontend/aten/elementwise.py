@@ -190,6 +190,11 @@ def _float_binary(op: str):
     return translate
 
 
+def atan2_out(ctx: Lowering, x, y, *, out=None):
+    """The out= form: the IR has no mutation, the result is the value torch writes to ``out``."""
+    return _float_binary("atan2")(ctx, x, y)
+
+
 def _comparison(op: str):
     def translate(ctx: Lowering, x, y):
         _, dtype = ctx.promote(x, y)
@@ -285,6 +290,7 @@ def _table():
         "log10.default": log10,
         "elu.default": elu,
         "atan2.default": _float_binary("atan2"),
+        "atan2.out": atan2_out,
         "logical_not.default": logical_not,
         "where.self": where,
         "clamp.default": clamp,

@@ -142,6 +142,46 @@ def slice_scatter(ctx: Lowering, x, src, dim=0, start=None, end=None, step=1):
     return _scatter_along(ctx, x, src, axis, start, step)
 
 
+def _mask_ranks(ctx: Lowering, mask, shape):
+    """(flat mask, k) over ``shape``: element i is the k-th True of the mask (row-major), k from 0."""
+    n = math.prod(shape)
+    flat = ctx.reshape(ctx.broadcast(ctx.convert(mask, DType.bool), shape), (n,))
+    ranks = ctx.b.cumsum(ctx.convert(flat, DType.int64), axis=0)
+    return flat, ctx.b.sub(ranks, ctx.full(1, DType.int64, (n,)))
+
+
+def masked_scatter(ctx: Lowering, x, mask, source):
+    """x where the mask is False; the mask's k-th True takes source.flatten()[k] (static shapes).
+
+    Example: x = [0, 0, 0], mask = [True, False, True], source = [5, 6, 7] gives [5, 0, 6].
+    """
+    shape = ctx.out.shape
+    if not all(isinstance(d, int) for d in (*shape, *source.type.shape)):
+        unsupported("masked_scatter with symbolic sizes")
+    n, count = math.prod(shape), math.prod(source.type.shape)
+    flat, ranks = _mask_ranks(ctx, mask, shape)
+    if count == 0:
+        return ctx.broadcast(x, shape)
+    # positions the mask skips read element 0 and are not selected
+    index = ctx.b.max(ranks, ctx.full(0, DType.int64, (n,)))
+    picked = ctx.b.gather(ctx.reshape(ctx.convert(source, ctx.out.dtype), (count,)), index, axis=0)
+    base = ctx.reshape(ctx.broadcast(ctx.convert(x, ctx.out.dtype), shape), (n,))
+    return ctx.reshape(ctx.b.select(flat, picked, base), shape)
+
+
+def masked_scatter_backward(ctx: Lowering, grad, mask, sizes):
+    """The source's gradient: the mask's k-th True sends its gradient to source element k."""
+    out = ctx.out
+    count, n = math.prod(out.shape), math.prod(grad.type.shape)
+    flat, ranks = _mask_ranks(ctx, mask, grad.type.shape)
+    # unmasked positions go to an extra slot (count), cut off at the end
+    index = ctx.b.select(flat, ranks, ctx.full(count, DType.int64, (n,)))
+    zeros = ctx.full(0, grad.type.dtype, (count + 1,))
+    total = ctx.b.scatter(zeros, index, ctx.reshape(grad, (n,)), axis=0, reduce="add")
+    kept = ctx.b.slice(total, start_indices=(0,), limit_indices=(count,), strides=(1,))
+    return ctx.reshape(kept, out.shape)
+
+
 TABLE = {
     "gather.default": gather,
     "scatter.value": scatter_value,
@@ -155,4 +195,6 @@ TABLE = {
     "_unsafe_index_put.default": index_put,
     "select_scatter.default": select_scatter,
     "slice_scatter.default": slice_scatter,
+    "masked_scatter.default": masked_scatter,
+    "masked_scatter_backward.default": masked_scatter_backward,
 }

@@ -113,16 +113,24 @@ def convolution(ctx: Lowering, x, w, bias, stride, padding, dilation, transposed
 
 def convolution_backward(ctx: Lowering, grad, x, w, bias_sizes, stride, padding, dilation, transposed,
                          output_padding, groups, output_mask):
-    if transposed:
-        unsupported("the backward of a transposed convolution is not translated yet")
     n = x.type.rank - 2
     stride, padding, dilation = _ints(stride, n), _ints(padding, n), _ints(dilation, n)
     in_spatial = _spatial(x)
+    kernel = tuple(w.type.shape[2:])
     grad_input = grad_weight = grad_bias = None
-    if output_mask[0]:
-        grad_input = conv_input_grad(ctx, grad, w, in_spatial, stride, padding, dilation, groups)
-    if output_mask[1]:
-        grad_weight = conv_weight_grad(ctx, x, grad, tuple(w.type.shape[2:]), stride, padding, dilation, groups)
+    if transposed:
+        # y = C_w^T(x), the transpose of the plain conv C_w: [N, C_out] -> [N, C_in]. Hence
+        # dx = C_w(dy) (output_padding only added rows dx never reads), and dw is C_w's weight
+        # gradient with input dy and output gradient x.
+        if output_mask[0]:
+            grad_input = _conv(ctx, grad, w, stride, tuple((p, p) for p in padding), dilation, groups)
+        if output_mask[1]:
+            grad_weight = conv_weight_grad(ctx, grad, x, kernel, stride, padding, dilation, groups)
+    else:
+        if output_mask[0]:
+            grad_input = conv_input_grad(ctx, grad, w, in_spatial, stride, padding, dilation, groups)
+        if output_mask[1]:
+            grad_weight = conv_weight_grad(ctx, x, grad, kernel, stride, padding, dilation, groups)
     if output_mask[2]:
         grad_bias = ctx.b.reduce_sum(grad, axes=(0, *range(2, 2 + n)))
     return grad_input, grad_weight, grad_bias
@@ -334,6 +342,33 @@ def native_group_norm_backward(ctx: Lowering, grad, x, mean, rstd, weight, n, c,
     return grad_input, grad_weight, grad_bias
 
 
+def weight_norm(ctx: Lowering, v, g, dim=0):
+    """(v * g / norm, norm), norm = ||v|| over every dim but ``dim`` (kept as size 1; f32 for bf16 g)."""
+    norm = _norm_except(ctx, v, dim, ctx.out_type(1).dtype)
+    scale = ctx.b.div(g, ctx.convert(norm, g.type.dtype))
+    return ctx.b.mul(v, _expand(ctx, scale, v.type.shape)), norm
+
+
+def _norm_except(ctx: Lowering, v, dim: int, dtype):
+    axes = tuple(d for d in range(v.type.rank) if d != ctx.axis(dim, v.type.rank))
+    x = ctx.convert(v, dtype)
+    norm = ctx.b.sqrt(ctx.b.reduce_sum(ctx.b.mul(x, x), axes=axes))
+    return ctx.reshape(norm, tuple(1 if d in axes else s for d, s in enumerate(v.type.shape)))
+
+
+def weight_norm_backward(ctx: Lowering, grad, v, g, norms, dim):
+    """torch's formula: s = sum(grad * v) per slice; dg = s / norm; dv = g / norm * (grad - v * s / norm²)."""
+    b, dtype = ctx.b, norms.type.dtype
+    axes = tuple(d for d in range(v.type.rank) if d != ctx.axis(dim, v.type.rank))
+    keep = norms.type.shape
+    sums = ctx.reshape(b.reduce_sum(b.mul(ctx.convert(grad, dtype), ctx.convert(v, dtype)), axes=axes), keep)
+    grad_g = b.div(sums, norms)
+    ratio = b.div(sums, b.mul(norms, norms))
+    inner = b.sub(ctx.convert(grad, dtype), b.mul(ctx.convert(v, dtype), _expand(ctx, ratio, v.type.shape)))
+    grad_v = b.mul(_expand(ctx, b.div(ctx.convert(g, dtype), norms), v.type.shape), inner)
+    return ctx.convert(grad_v, ctx.out_type(0).dtype), ctx.convert(grad_g, ctx.out_type(1).dtype)
+
+
 def _table():
     return {
         "convolution.default": convolution, "convolution_backward.default": convolution_backward,
@@ -343,6 +378,9 @@ def _table():
         "_native_batch_norm_legit_no_training.default": batch_norm_no_training,
         "_native_batch_norm_legit.no_stats": batch_norm_no_stats,
         "native_batch_norm.default": native_batch_norm,
+        "_native_batch_norm_legit.default": native_batch_norm,
+        "_weight_norm_interface.default": weight_norm,
+        "_weight_norm_interface_backward.default": weight_norm_backward,
         "native_batch_norm_backward.default": batch_norm_backward,
         "native_group_norm.default": native_group_norm,
         "native_group_norm_backward.default": native_group_norm_backward,

@@ -63,6 +63,19 @@ def randint(ctx: Lowering, *args, **_kwargs):
     return ctx.convert(ctx.b.add(span, ctx.full(low, DType.float64, out.shape)), out.dtype)
 
 
+def randperm(ctx: Lowering, n, **_kwargs):
+    """The order that sorts n random 32-bit words: a uniform permutation (ties keep index order).
+
+    Not torch's permutation for the same seed (another generator), but the same on every backend.
+    """
+    out = ctx.out
+    if n == 0:
+        return ctx.full(0, out.dtype, (0,))
+    words = ctx.convert(ctx.b.random_bits(ctx.new_key(), shape=(n,)), DType.int64)
+    _, order = ctx.b.sort(words, axis=0)
+    return ctx.convert(order, out.dtype)
+
+
 TABLE = {
     "rand.default": rand,
     "randn.default": randn,
@@ -74,4 +87,6 @@ TABLE = {
     "bernoulli.default": bernoulli,
     "randint.default": randint,
     "randint.low": randint,
+    "randperm.default": randperm,
+    "randperm.generator": randperm,
 }

@@ -147,6 +147,39 @@ def topk(ctx: Lowering, x, k, dim=-1, largest=True, sorted=True):
     return ctx.b.top_k(x, k=k, largest=bool(largest))
 
 
+def histc(ctx: Lowering, x, bins=100, min=0, max=0):
+    """Counts of x in ``bins`` equal bins of [min, max], computed as torch's CPU kernel does.
+
+    bin = trunc((x - lo) * bins / (hi - lo)) in x's dtype (the last bin takes hi too);
+    elements outside [lo, hi] and NaN are not counted. min == max means the data's range
+    (widened by 1 each way if that is one value too).
+
+    Example: ``histc([0., 1., 1., 3.], bins=3, min=0, max=3)`` is ``[1., 2., 1.]``.
+    """
+    b, dtype = ctx.b, ctx.out.dtype
+    if not dtype.is_float:
+        unsupported(f"histc of {dtype.short} (torch takes floats only)")
+    x = ctx.reshape(ctx.convert(x, dtype), (_numel(ctx, x),))
+    lo, hi = ctx.const(min, dtype), ctx.const(max, dtype)
+    if min == max:
+        if x.type.shape[0] == 0:
+            return ctx.full(0, dtype, (bins,))
+        lo, hi = b.reduce_min(x, axes=(0,)), b.reduce_max(x, axes=(0,))
+        same = b.eq(lo, hi)
+        lo = b.select(same, b.sub(lo, ctx.const(1, dtype)), lo)
+        hi = b.select(same, b.add(hi, ctx.const(1, dtype)), hi)
+    shape = x.type.shape
+    lo, hi = ctx.broadcast(lo, shape), ctx.broadcast(hi, shape)
+    scaled = b.div(b.mul(b.sub(x, lo), ctx.full(bins, dtype, shape)), b.sub(hi, lo))
+    inside = b.logical_and(b.ge(x, lo), b.le(x, hi))
+    # an element outside the range goes to an extra bin (bins), dropped at the end
+    safe = b.select(inside, scaled, ctx.full(0, dtype, shape))
+    index = b.min(ctx.convert(safe, DType.int64), ctx.full(bins - 1, DType.int64, shape))
+    index = b.select(inside, index, ctx.full(bins, DType.int64, shape))
+    counts = b.scatter(ctx.full(0, dtype, (bins + 1,)), index, ctx.full(1, dtype, shape), axis=0, reduce="add")
+    return b.slice(counts, start_indices=(0,), limit_indices=(bins,), strides=(1,))
+
+
 def _table():
     table = {
         "sum.dim_IntList": _reduce("reduce_sum"), "sum.default": _reduce("reduce_sum"),
@@ -166,6 +199,7 @@ def _table():
         "_softmax_backward_data.default": softmax_backward,
         "_log_softmax_backward_data.default": log_softmax_backward,
         "logsumexp.default": logsumexp,
+        "histc.default": histc,
         "sort.default": sort, "sort.stable": sort_stable, "topk.default": topk,
     }
     return table

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...ir.dtypes import DType
 from ...ir.types import Symbol
-from ..translate import Lowering, unsupported
+from ..translate import Lowering, dim_of, unsupported
 
 
 def reshape(ctx: Lowering, x, *_args, **_kwargs):
@@ -230,6 +232,70 @@ def sym_numel(ctx: Lowering, x):
     return math.prod(x.type.shape)
 
 
+def sym_stride(ctx: Lowering, x, dim):
+    """torch's stride of x (from the traced tensor): IR values have no strides, torch's answer is a constant."""
+    return _traced_int(ctx, "stride")
+
+
+def sym_storage_offset(ctx: Lowering, x):
+    return _traced_int(ctx, "storage offset")
+
+
+def _traced_int(ctx: Lowering, what: str) -> int | Symbol:
+    if ctx.val is None:
+        unsupported(f"the {what} is unknown (the FX node has no traced value)")
+    return dim_of(ctx.val)
+
+
+def as_strided(ctx: Lowering, x, size, stride, storage_offset=None):
+    """A gather over x's elements, when every storage element it reads belongs to x.
+
+    torch reads ``storage[offset + sum(i_k * stride_k)]``. The traced x's own strides say
+    which storage element each of x's (logical, row-major) elements is, so the view is a
+    gather with constant indices into flattened x. A read of storage outside x (x is a
+    view of something larger) or an x whose elements overlap has no such form.
+
+    Example: ``as_strided(arange(6.), (2, 2), (1, 2), 1)`` reads storage 1, 3, 2, 4.
+    """
+    traced = ctx.node.args[0].meta.get("val")
+    if traced is None or not x.type.is_static or not ctx.out.is_static:
+        unsupported("as_strided needs static sizes and the traced input's strides")
+    positions = _storage_positions(ctx, tuple(x.type.shape), traced.stride(), traced.storage_offset())
+    inverse = np.full(int(positions.max(initial=-1)) + 1, -1, np.int64)
+    inverse[positions] = np.arange(positions.size)
+    if np.count_nonzero(inverse >= 0) != positions.size:
+        unsupported(f"as_strided of a tensor whose elements overlap in storage (strides {tuple(traced.stride())})")
+    offset = traced.storage_offset() if storage_offset is None else storage_offset
+    wanted = _storage_positions(ctx, tuple(ctx.out.shape), stride, offset)
+    if wanted.size and (wanted.min() < 0 or wanted.max() >= inverse.size or (inverse[wanted] < 0).any()):
+        unsupported(f"as_strided(size={list(size)}, stride={list(stride)}, storage_offset={offset}) reads storage "
+                    f"outside the tensor it views ({x.type}): only views within the tensor translate")
+    if wanted.size == 0:
+        return ctx.full(0, x.type.dtype, ctx.out.shape)
+    index = inverse[wanted]
+    flat = ctx.reshape(x, (x.type.numel,))
+    if index.size == x.type.numel and (index == np.arange(index.size)).all():
+        return ctx.reshape(flat, ctx.out.shape)
+    picked = ctx.b.gather(flat, ctx.b.constant(index.reshape(-1)), axis=0)
+    return ctx.reshape(picked, ctx.out.shape)
+
+
+def _storage_positions(ctx: Lowering, shape, stride, offset) -> np.ndarray:
+    """offset + sum(i_k * stride_k) for every index of ``shape``, row-major, flattened."""
+    stride, offset = [dim_of(s) for s in stride], dim_of(offset)
+    if any(isinstance(v, Symbol) for v in (*stride, offset)):
+        unsupported("as_strided with symbolic strides or offset")
+    positions = np.full(shape, offset, np.int64)
+    for axis, (n, st) in enumerate(zip(shape, stride)):
+        positions += (np.arange(n, dtype=np.int64) * st).reshape((n,) + (1,) * (len(shape) - axis - 1))
+    return positions.reshape(-1)
+
+
+def assertion(ctx: Lowering, *_args, **_kwargs):
+    """Runtime assertions emit nothing: the IR has no ops with effects (docs/frontend.md)."""
+    return None
+
+
 def _table():
     table = {}
     for key in ("view.default", "_unsafe_view.default", "reshape.default", "view_copy.default",
@@ -261,6 +327,10 @@ def _table():
         "full.default": full, "full_like.default": full_like, "new_full.default": new_full,
         "scalar_tensor.default": scalar_tensor, "fill.Scalar": fill, "fill.Tensor": fill,
         "sym_size.int": sym_size, "sym_numel.default": sym_numel,
+        "sym_stride.int": sym_stride, "sym_storage_offset.default": sym_storage_offset,
+        "as_strided.default": as_strided, "as_strided_copy.default": as_strided,
+        "_assert_async.default": assertion, "_assert_async.msg": assertion,
+        "_assert_tensor_metadata.default": assertion, "_assert_scalar.default": assertion,
     })
     return table
 

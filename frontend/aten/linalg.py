@@ -1,0 +1,112 @@
+"""Norms and distances: ``linalg_vector_norm``, ``_cdist_forward``, ``_pdist_forward``.
+
+A p-norm is written with primitives by its definition; the special orders are torch's:
+0 counts nonzeros, inf / -inf are the max / min of |x|, 1 and 2 avoid ``pow``.
+
+Example: ``torch.linalg.vector_norm(x, 3, dim=1)`` becomes
+``pow(reduce_sum(pow(abs(x), 3), axes=(1,)), 1/3)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..translate import Lowering, unsupported
+
+
+def p_norm(ctx: Lowering, x, p: float, axes: tuple[int, ...]):
+    """||x||_p over ``axes`` (removed), in x's float dtype."""
+    b, dtype = ctx.b, x.type.dtype
+    out_shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
+    if p == 0:
+        nonzero = ctx.convert(b.ne(x, ctx.full(0, dtype, x.type.shape)), dtype)
+        return b.reduce_sum(nonzero, axes=axes)
+    mag = b.abs(x)
+    if p == math.inf:
+        return b.reduce_max(mag, axes=axes)
+    if p == -math.inf:
+        return b.reduce_min(mag, axes=axes)
+    if p == 1:
+        return b.reduce_sum(mag, axes=axes)
+    if p == 2:
+        return b.sqrt(b.reduce_sum(b.mul(x, x), axes=axes))
+    powered = b.pow(mag, ctx.full(p, dtype, x.type.shape))
+    return b.pow(b.reduce_sum(powered, axes=axes), ctx.full(1.0 / p, dtype, out_shape))
+
+
+def vector_norm(ctx: Lowering, x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.vector_norm: every ord torch accepts (0, ±inf, any other real)."""
+    out = ctx.out
+    if not out.dtype.is_float:
+        unsupported(f"vector_norm with result dtype {out.dtype.short}")
+    axes = ctx.axes(dim, x.type.rank)
+    x = ctx.convert(x, out.dtype)
+    if x.type.rank == 0:
+        x, axes = ctx.reshape(x, (1,)), (0,)
+    return ctx.reshape(p_norm(ctx, x, float(ord), axes), out.shape)
+
+
+def _uses_matmul(p: float, rows: int, cols: int, compute_mode) -> bool:
+    """torch's choice for p = 2: the matmul form for more than 25 rows or columns (mode 0/None) or always (1)."""
+    if p != 2 or compute_mode == 2:
+        return False
+    return compute_mode == 1 or rows > 25 or cols > 25
+
+
+def cdist(ctx: Lowering, x1, x2, p, compute_mode=None):
+    """Distances between rows: x1 [*B, P, M], x2 [*B, R, M] -> [*B, P, R], as torch computes them."""
+    out = ctx.out
+    x1, x2 = ctx.convert(x1, out.dtype), ctx.convert(x2, out.dtype)
+    batch, rows, cols, m = tuple(out.shape[:-2]), out.shape[-2], out.shape[-1], x1.type.shape[-1]
+    x1 = ctx.broadcast(x1, (*batch, rows, m))
+    x2 = ctx.broadcast(x2, (*batch, cols, m))
+    if _uses_matmul(float(p), rows, cols, compute_mode):
+        return _euclid_matmul(ctx, x1, x2)
+    nb = len(batch)
+    wide = (*batch, rows, cols, m)
+    a = ctx.b.broadcast_in_dim(x1, shape=wide, broadcast_dimensions=(*range(nb), nb, nb + 2))
+    c = ctx.b.broadcast_in_dim(x2, shape=wide, broadcast_dimensions=(*range(nb), nb + 1, nb + 2))
+    return p_norm(ctx, ctx.b.sub(a, c), float(p), (nb + 2,))
+
+
+def _euclid_matmul(ctx: Lowering, x1, x2):
+    """torch's ``_euclidean_dist``: sqrt(max([-2·x1, |x1|², 1] @ [x2, 1, |x2|²]ᵀ, 0))."""
+    b, dtype = ctx.b, x1.type.dtype
+    nb = x1.type.rank - 2
+
+    def squared_norms(x):
+        sq = b.reduce_sum(b.mul(x, x), axes=(nb + 1,))
+        return ctx.reshape(sq, (*x.type.shape[:-1], 1))
+
+    ones1 = ctx.full(1, dtype, (*x1.type.shape[:-1], 1))
+    ones2 = ctx.full(1, dtype, (*x2.type.shape[:-1], 1))
+    left = b.concatenate(b.mul(x1, ctx.full(-2, dtype, x1.type.shape)), squared_norms(x1), ones1, dimension=nb + 1)
+    right = b.concatenate(x2, ones2, squared_norms(x2), dimension=nb + 1)
+    batch = tuple(range(nb))
+    product = b.dot_general(left, right, lhs_contracting_dims=(nb + 1,), rhs_contracting_dims=(nb + 1,),
+                            lhs_batch_dims=batch, rhs_batch_dims=batch)
+    return b.sqrt(b.max(product, ctx.full(0, dtype, product.type.shape)))
+
+
+def pdist(ctx: Lowering, x, p=2):
+    """Distances between all pairs i < j of rows of x [N, M], in torch's row-major pair order."""
+    n, m = x.type.shape
+    first, second = np.triu_indices(n, k=1)
+    if first.size == 0:
+        return ctx.full(0, ctx.out.dtype, (0,))
+    x = ctx.convert(x, ctx.out.dtype)
+
+    def rows(index):
+        positions = ctx.b.constant(np.broadcast_to(index[:, None], (index.size, m)).astype(np.int64))
+        return ctx.b.gather(x, positions, axis=0)
+
+    return p_norm(ctx, ctx.b.sub(rows(first), rows(second)), float(p), (1,))
+
+
+TABLE = {
+    "linalg_vector_norm.default": vector_norm,
+    "_cdist_forward.default": cdist,
+    "_pdist_forward.default": pdist,
+}
