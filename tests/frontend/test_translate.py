@@ -75,15 +75,15 @@ def test_parity_aten_cli_counts(capsys):
     assert f"{len(report['core_missing'])} Core ATen ops do not translate yet" in out
 
 
-def _distances(x):
-    return torch.cdist(x, x)
+def _spectrum(x):  # complex results: no IR form (docs/frontend.md)
+    return torch.fft.rfft(x).abs()
 
 
 def test_untranslated_op_is_reported_with_its_name_and_line():
     from parity.frontend.errors import UnsupportedAtenOp
 
-    line = _distances.__code__.co_firstlineno + 1
-    with pytest.raises(UnsupportedAtenOp, match=rf"^aten._cdist_forward.default at .*test_translate.py:{line} "
-                                                 r"in _distances cannot run on backend 'reference'\n  why: parity has "
+    line = _spectrum.__code__.co_firstlineno + 1
+    with pytest.raises(UnsupportedAtenOp, match=rf"^aten._fft_r2c.default at .*test_translate.py:{line} "
+                                                 r"in _spectrum cannot run on backend 'reference'\n  why: parity has "
                                                  r"no translation for this op"):
-        parity.compile(_distances)(torch.ones(1, 2, 3))
+        parity.compile(_spectrum)(torch.ones(1, 2, 8))
