@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...ir.dtypes import DType
 from ...ir.types import Symbol
 from ..translate import Lowering, unsupported
@@ -165,10 +167,92 @@ def adaptive_avg_pool(ctx: Lowering, x, output_size):
     return ctx.b.adaptive_avg_pool(x, output_size=tuple(output_size))
 
 
+
+def _adaptive_windows(size: int, out: int) -> list[tuple[int, int]]:
+    """torch's adaptive pooling windows: [floor(j·size/out), ceil((j+1)·size/out))."""
+    return [((j * size) // out, -((-(j + 1) * size) // out)) for j in range(out)]
+
+
+def adaptive_avg_pool_backward(ctx: Lowering, grad, x):
+    """grad / kh / kw (torch's order), then each input element sums the windows holding it.
+
+    Per spatial axis, the k-th window that holds position h is a gather (a zero slot for
+    positions held by fewer windows), so only real contributions are added, in window order.
+    """
+    b, dtype = ctx.b, grad.type.dtype
+    dims = _spatial_dims(ctx, grad, x)
+    lead = grad.type.rank - len(dims)
+    for axis, (size, out) in enumerate(dims):
+        lengths = np.array([e - s for s, e in _adaptive_windows(size, out)], np.float64)
+        divisor = ctx.b.constant(lengths.astype(dtype.numpy))
+        grad = b.div(grad, b.broadcast_in_dim(divisor, shape=grad.type.shape, broadcast_dimensions=(lead + axis,)))
+    for axis, (size, out) in enumerate(dims):
+        grad = _spread_windows(ctx, grad, lead + axis, _adaptive_windows(size, out), size)
+    return grad
+
+
+def _spatial_dims(ctx: Lowering, grad, x):
+    n = 3 if ctx.name.startswith("aten._adaptive_avg_pool3d") else 2
+    pairs = list(zip(x.type.shape[-n:], grad.type.shape[-n:]))
+    if not all(isinstance(d, int) for pair in pairs for d in pair):
+        unsupported("adaptive pooling needs static spatial sizes")
+    return pairs
+
+
+def _spread_windows(ctx: Lowering, grad, axis: int, windows, size: int):
+    """Along ``axis``: input position h gets the sum of grad over the windows that hold h."""
+    b, shape = ctx.b, list(grad.type.shape)
+    holders = [[j for j, (s, e) in enumerate(windows) if s <= h < e] for h in range(size)]
+    zero_slot = len(windows)
+    low, high = [0] * len(shape), [0] * len(shape)
+    high[axis] = 1
+    padded = b.pad(grad, ctx.const(0, grad.type.dtype), edge_padding_low=low, edge_padding_high=high,
+                   interior_padding=[0] * len(shape))
+    shape[axis] = size
+    total = None
+    for k in range(max(len(h) for h in holders)):
+        index = np.array([h[k] if k < len(h) else zero_slot for h in holders], np.int64)
+        index = b.broadcast_in_dim(b.constant(index), shape=tuple(shape), broadcast_dimensions=(axis,))
+        term = b.gather(padded, index, axis=axis)
+        total = term if total is None else b.add(total, term)
+    return total
+
+
+def col2im(ctx: Lowering, x, output_size, kernel_size, dilation, padding, stride):
+    """F.fold: each kernel offset's column block, spread with the stride and summed in torch's order."""
+    b = ctx.b
+    out = ctx.out
+    kernel, dilation, padding, stride = (_ints(v, 2) for v in (kernel_size, dilation, padding, stride))
+    size = tuple(out.shape[-2:])
+    lead = tuple(out.shape[:-2])  # [N, C] or [C]
+    blocks = [(o + 2 * p - d * (k - 1) - 1) // s + 1 for o, p, d, k, s in zip(size, padding, dilation, kernel, stride)]
+    cols = ctx.reshape(ctx.convert(x, out.dtype), (*lead, kernel[0] * kernel[1], *blocks))
+    rank, total = len(lead) + 2, None
+    for offset in range(kernel[0] * kernel[1]):
+        starts = [0] * (rank + 1)
+        starts[len(lead)] = offset
+        limits = [*lead, offset + 1, *blocks]
+        block = ctx.reshape(b.slice(cols, start_indices=starts, limit_indices=limits, strides=[1] * (rank + 1)),
+                            (*lead, *blocks))
+        low, high, interior = [0] * rank, [0] * rank, [0] * rank
+        for axis, k_pos in enumerate(divmod(offset, kernel[1])):
+            d = len(lead) + axis
+            low[d] = k_pos * dilation[axis] - padding[axis]
+            interior[d] = stride[axis] - 1
+            high[d] = size[axis] - low[d] - ((blocks[axis] - 1) * stride[axis] + 1)
+        placed = b.pad(block, ctx.const(0, out.dtype), edge_padding_low=low, edge_padding_high=high,
+                       interior_padding=interior)
+        total = placed if total is None else b.add(total, placed)
+    return total
+
+
 def _table():
     table = {
         "_adaptive_avg_pool2d.default": adaptive_avg_pool,
         "_adaptive_avg_pool3d.default": adaptive_avg_pool,
+        "_adaptive_avg_pool2d_backward.default": adaptive_avg_pool_backward,
+        "_adaptive_avg_pool3d_backward.default": adaptive_avg_pool_backward,
+        "col2im.default": col2im,
     }
     for n in (2, 3):
         table[f"max_pool{n}d_with_indices.default"] = _max_pool_with_indices(n)
