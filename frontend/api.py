@@ -33,8 +33,9 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     (guards, recompiles and graph breaks: Python it cannot trace runs eagerly between
     captured graphs) plus AOTAutograd (forward and backward graphs), translated to the
     parity IR. ``strict=True`` raises :class:`~parity.frontend.errors.UnsupportedAtenOp`
-    for an op the backend cannot run; ``strict=False`` runs that graph eagerly in torch
-    with one warning. ``dynamic=True`` (or ``torch._dynamo.mark_dynamic``) makes sizes
+    for an op the backend cannot run; ``strict=False`` runs just the nodes the backend
+    cannot run eagerly in torch (one warning per op) and the rest of the graph on the
+    backend (``parity.explain`` shows the share; frontend/partition.py). ``dynamic=True`` (or ``torch._dynamo.mark_dynamic``) makes sizes
     symbolic IR dimensions. A module comes back as a module sharing its parameters.
     ``mesh``, ``in_shardings``, ``out_shardings`` and ``parity.shard`` run the graphs
     sharded over several devices (backend="xla"; docs/sharding.md).
@@ -79,6 +80,7 @@ class CompiledFunction:
     def __init__(self, fn, session: Session, traced=None):
         functools.update_wrapper(self, fn)
         self.fn = fn
+        self.session = session
         self.options = session.options
         # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
         self._compiled = torch.compile(traced or fn, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
@@ -98,6 +100,7 @@ class CompiledModule(torch.nn.Module):
     def __init__(self, module: torch.nn.Module, session: Session, traced=None):
         super().__init__()
         self.module = module
+        self.session = session
         self.options = session.options
         compiled = torch.compile(traced or module, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters

@@ -21,10 +21,11 @@ import torch
 
 from ..backends.registry import get_backend
 from ..ir.builder import GraphBuilder
+from ..ir.errors import ParityError
 from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE
-from .errors import UnsupportedAtenOp, warning_text
+from .errors import InternalError, UnsupportedAtenOp, warning_text
 from .sharding import apply_sharding
 from .tensors import array_converter, result_converter
 from .translate import Translation, fx_to_ir
@@ -55,12 +56,14 @@ class Session:
 
     options: CompileOptions
     warned: set[str] = field(default_factory=set)
+    reports: list = field(default_factory=list)  # a PartitionReport per graph split by strict=False
 
-    def fall_back(self, err: UnsupportedAtenOp) -> None:
-        if err.aten_op in self.warned:
+    def fall_back(self, aten_op: str, loc, why: str) -> None:
+        """Warn (once per aten op) that ``aten_op`` runs in eager torch, not on the backend."""
+        if aten_op in self.warned:
             return
-        self.warned.add(err.aten_op)
-        warnings.warn(warning_text(err.aten_op, err.loc, err.why, self.options.backend), UserWarning, stacklevel=2)
+        self.warned.add(aten_op)
+        warnings.warn(warning_text(aten_op, loc, why, self.options.backend), UserWarning, stacklevel=2)
 
 
 def reset_caches() -> None:
@@ -94,7 +97,7 @@ def make_dynamo_backend(session: Session):
     aot = aot_autograd(fw_compiler=compile_fw, bw_compiler=compile_bw, inference_compiler=compile_inference,
                        decompositions=decomposition_table())
 
-    def backend(gm, example_inputs):
+    def parity(gm, example_inputs):
         # With mkldnn on, torch's aten.lstm decomposition emits the fused
         # aten.mkldnn_rnn_layer for a layer whose input needs no grad; tracing with it
         # off gives plain matmuls and pointwise ops, which translate.
@@ -106,7 +109,7 @@ def make_dynamo_backend(session: Session):
         finally:
             torch._C._set_mkldnn_enabled(enabled)
 
-    return backend
+    return parity
 
 
 # -- claims -----------------------------------------------------------------------------
@@ -148,6 +151,27 @@ class ClaimCheck:
         return None
 
 
+def backends_that_run(nodes: list[Node], exclude: str | None = None) -> list[str]:
+    """The registered backends (other than ``exclude``) that claim every IR node of ``nodes``.
+
+    Used by error messages, so that a fix line only suggests backends that would work;
+    a backend that cannot be loaded here is left out.
+    """
+    from ..backends.registry import backend_names
+
+    found = []
+    for name in backend_names():
+        if name == exclude:
+            continue
+        try:
+            check = ClaimCheck(get_backend(name))
+        except (ParityError, ImportError):
+            continue
+        if all(check(node) is None for node in nodes):
+            found.append(name)
+    return found
+
+
 # -- compiling one FX graph ---------------------------------------------------------
 
 
@@ -160,27 +184,71 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily():
-        return _compile_fx_graph(gm, session, kind)
+        try:
+            return _compile_fx_graph(gm, session, kind)
+        except ParityError:
+            raise
+        except Exception as exc:  # not ours on purpose: a bug report, never Dynamo's opaque wrapper
+            raise InternalError(kind, session.options.backend, _user_locs(gm), exc) from exc
+
+
+def _user_locs(gm: torch.fx.GraphModule) -> list:
+    from .source import loc_from_stack_trace
+
+    locs = (loc_from_stack_trace(n.meta.get("stack_trace")) for n in gm.graph.nodes)
+    return [loc for loc in locs if loc is not None]
 
 
 def _compile_fx_graph(gm: torch.fx.GraphModule, session: Session, kind: str):
-    from torch._functorch.aot_autograd import make_boxed_func
-
-    options = session.options
-    backend = get_backend(options.backend)
+    backend = get_backend(session.options.backend)
     try:
-        translation = fx_to_ir(gm, name=kind, claims=ClaimCheck(backend), backend=backend.name)
+        return _compile_whole(gm, session, backend, kind)
     except UnsupportedAtenOp as err:
-        if options.strict:
+        if session.options.strict:
             raise
-        session.fall_back(err)
-        return make_boxed_func(gm.forward)
+        return _compile_split(gm, session, backend, kind, err)
+
+
+def _compile_whole(gm: torch.fx.GraphModule, session: Session, backend, kind: str) -> CompiledGraph:
+    """The whole FX graph as one backend executable (raises UnsupportedAtenOp if it cannot be)."""
+    options = session.options
+    translation = fx_to_ir(gm, name=kind, claims=ClaimCheck(backend), backend=backend.name)
     STATS["translations"] += 1
     graph = apply_sharding(translation.graph, mesh=options.mesh, backend=backend, strict=options.strict,
                            site=options.site, warned=session.warned)
     graph = prepare(graph, backend)
     executable = compiled_executable(graph, backend, options.device)
     return CompiledGraph(translation, graph, executable)
+
+
+def _compile_split(gm: torch.fx.GraphModule, session: Session, backend, kind: str, err: UnsupportedAtenOp):
+    """strict=False: the nodes the backend cannot run go to eager torch, the rest stays on it."""
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    from .partition import Fallback, PartitionReport, compile_partitioned, rejected_nodes
+
+    rejected = {} if session.options.mesh is not None else rejected_nodes(gm, backend)
+    if not rejected:  # sharded, or no single node to blame: the graph runs eagerly as a whole
+        session.fall_back(err.aten_op, err.loc, err.why)
+        nodes = sum(n.op == "call_function" for n in gm.graph.nodes)
+        session.reports.append(PartitionReport(kind, backend.name, in_eager=nodes,
+                                               fallbacks=[Fallback(err.aten_op, err.loc, err.why)]))
+        return make_boxed_func(gm.forward)
+    split, report = compile_partitioned(gm, backend, kind, lambda sub: _compile_whole(sub, session, backend, kind),
+                                        rejected)
+    for fallback in report.fallbacks:
+        session.fall_back(fallback.aten_op, fallback.loc, fallback.why)
+    session.reports.append(report)
+    return make_boxed_func(split.forward)
+
+
+def fallback_report(compiled) -> list:
+    """The :class:`~.partition.PartitionReport` of every graph ``compiled`` split (strict=False).
+
+    ``compiled`` is what ``parity.compile`` returned; graphs that ran whole on the backend
+    have no report.
+    """
+    return list(compiled.session.reports)
 
 
 def prepare(graph: Graph, backend) -> Graph:

@@ -26,14 +26,34 @@ class TranslationBug(FrontendError):
     """
 
 
+class InternalError(FrontendError):
+    """Something inside parity failed while compiling a captured graph: a bug to report.
+
+    The message says which graph and backend, the span of the user's code it covers, the
+    original error, and what to attach to a bug report.
+    """
+
+    def __init__(self, kind: str, backend: str, locs: list, cause: BaseException):
+        first, last = (locs[0], locs[-1]) if locs else (None, None)
+        span = f" (your code from {first} to {last})" if first else ""
+        cause_text = f"{type(cause).__name__}: {cause}".strip().splitlines()
+        super().__init__(
+            f"parity failed to compile the {kind} graph for backend {backend!r}{span}\n"
+            f"  why: an internal error, not a problem in your code: {cause_text[0] if cause_text else ''}\n"
+            f"  fix: please report it with the output of parity.explain(fn, *args) and this traceback; "
+            f"meanwhile try another backend or run this code without parity.compile")
+
+
 class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
     """An aten op that cannot run on the chosen backend (strict mode)."""
 
-    def __init__(self, aten_op: str, loc: SourceLoc | None, why: str, *, backend: str | None):
+    def __init__(self, aten_op: str, loc: SourceLoc | None, why: str, *, backend: str | None,
+                 alternatives: list[str] | None = None):
         self.aten_op = aten_op
         self.loc = loc
         self.why = why
         self.backend = backend
+        self.alternatives = alternatives
         where = f" at {loc}" if loc else " (source line unknown)"
         if backend is None:  # parity.capture / parity.export: the whole model must be in the IR
             super().__init__(
@@ -42,19 +62,13 @@ class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
                 f"  fix: capture and export need every op in the IR: rewrite this piece (for a symbolic size, "
                 f"export without dynamic_dims); parity.compile(..., strict=False) can run it eagerly instead")
             return
-        others = ""
-        try:
-            from ..backends.registry import backend_names
-
-            rest = [n for n in backend_names() if n != backend]
-            if rest:
-                others = f" or another backend ({', '.join(rest)})"
-        except Exception:  # the registry is optional for the message
-            pass
+        # Only backends known to run this op are suggested: a missing translation fails on all of them.
+        others = f"; or use a backend that runs it: {', '.join(alternatives)}" if alternatives else ""
         message = (
             f"{aten_op}{where} cannot run on backend {backend!r}\n"
             f"  why: {why}\n"
-            f"  fix: pass strict=False to run this piece eagerly in torch{others}"
+            f"  fix: pass strict=False to run only this op eagerly in torch (the rest of the graph stays on "
+            f"{backend!r}){others}"
         )
         super().__init__(message)
 

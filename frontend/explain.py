@@ -32,10 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..ir.graph import SourceLoc
-from ..ir.opdef import Kind
-from ..ir.ops import OP_TABLE
-
-NATIVE, DECOMPOSED, UNSUPPORTED, UNTRANSLATABLE = "native", "decomposed", "unsupported", "untranslatable"
+from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
 
 
 @dataclass
@@ -51,6 +48,7 @@ class OpReport:
     loc: SourceLoc | None
     status: dict[str, str] = field(default_factory=dict)
     why: dict[str, str] = field(default_factory=dict)
+    nodes_on: dict[str, int] = field(default_factory=dict)  # occurrences that run on each backend
 
 
 @dataclass
@@ -67,6 +65,11 @@ class GraphReport:
             if report.op == name:
                 return report
         raise KeyError(f"{name} is not in graph {self.index}; it has {', '.join(r.op for r in self.ops)}")
+
+    def share(self, backend: str) -> tuple[int, int]:
+        """(aten nodes that run on ``backend``, all aten nodes): with ``strict=False`` the
+        rest run in eager torch, each in its own partition (frontend/partition.py)."""
+        return sum(r.nodes_on.get(backend, 0) for r in self.ops), sum(r.count for r in self.ops)
 
 
 @dataclass
@@ -101,6 +104,12 @@ class ExplainReport:
         width = max((len(f"{r.op} x{r.count}") for g in self.graphs for r in g.ops), default=0)
         for graph in self.graphs:
             lines.append(f"graph {graph.index} ({graph.kind}, {sum(r.count for r in graph.ops)} aten ops):")
+            shares = []
+            for b in self.backends:
+                on, total = graph.share(b)
+                shares.append(f"{b} {on}/{total}" + ("" if on == total else f" ({total - on} in eager torch "
+                                                                              f"with strict=False)"))
+            lines.append("  on the backend: " + ", ".join(shares))
             for r in graph.ops:
                 cells = "  ".join(f"{b}: {r.status.get(b, '?')}" for b in self.backends)
                 lines.append(f"  {f'{r.op} x{r.count}':<{width}}  {cells}")
@@ -200,9 +209,10 @@ def _op_reports(gm, backends: dict) -> list[OpReport]:
         if report is None:
             report = reports[name] = OpReport(name, 0, loc_from_stack_trace(node.meta.get("stack_trace")))
         report.count += 1
-        translated = _translate_alone(node)
+        translated = translate_alone(node)
         for backend_name, backend in backends.items():
-            status, why = _classify(translated, backend, checks[backend_name])
+            status, why = classify(translated, backend, checks[backend_name])
+            report.nodes_on[backend_name] = report.nodes_on.get(backend_name, 0) + (status in RUNS)
             # the worst case over the op's occurrences (a later one may need more)
             if _RANK[status] > _RANK.get(report.status.get(backend_name), -1):
                 report.status[backend_name] = status
@@ -211,63 +221,3 @@ def _op_reports(gm, backends: dict) -> list[OpReport]:
 
 
 _RANK = {NATIVE: 0, DECOMPOSED: 1, UNSUPPORTED: 2, UNTRANSLATABLE: 3}
-
-
-def _translate_alone(node):
-    """The IR graph of one aten node translated alone, or why it does not translate."""
-    from .errors import TranslationBug, UnsupportedAtenOp
-    from .translate import fx_to_ir
-
-    try:
-        return fx_to_ir(_single_node_module(node)).graph
-    except UnsupportedAtenOp as err:
-        return err.why
-    except TranslationBug as err:
-        return f"parity's translation is wrong here (a bug): {err}"
-
-
-def _classify(translated, backend, check) -> tuple[str, str]:
-    """(status, why) of one translated aten node (or the reason it has none) on ``backend``.
-
-    ``check`` is the backend's ClaimCheck: why an IR node cannot run there, or None.
-    """
-    if isinstance(translated, str):
-        return UNTRANSLATABLE, translated
-    claims = backend.claims()
-    composites = []
-    for ir_node in translated.nodes:
-        why = check(ir_node)
-        if why is not None:
-            return UNSUPPORTED, why
-        if ir_node.op not in claims and OP_TABLE[ir_node.op].kind is Kind.COMPOSITE:
-            composites.append(ir_node.op)
-    if composites:
-        return DECOMPOSED, "runs the decomposition of " + ", ".join(sorted(set(composites)))
-    return NATIVE, ""
-
-
-def _single_node_module(node) -> torch.fx.GraphModule:
-    """An FX graph holding just ``node`` (its tensor operands become placeholders)."""
-    graph = torch.fx.Graph()
-    placeholders: dict = {}
-
-    def operand(arg):
-        if arg not in placeholders:
-            placeholder = graph.placeholder(f"in{len(placeholders)}")
-            placeholder.meta["val"] = arg.meta.get("val")
-            placeholders[arg] = placeholder
-        return placeholders[arg]
-
-    copy = graph.node_copy(node, operand)
-    val = node.meta.get("val")
-    if isinstance(val, (tuple, list)):
-        results = []
-        for i, v in enumerate(val):
-            if isinstance(v, torch.Tensor):
-                item = graph.call_function(operator.getitem, (copy, i))
-                item.meta["val"] = v
-                results.append(item)
-        graph.output(tuple(results))
-    else:
-        graph.output(copy)
-    return torch.fx.GraphModule(torch.nn.Module(), graph)

@@ -207,10 +207,14 @@ class _Translator:
                 raise TranslationBug(f"translating {name} at {loc} failed: {exc!r}") from exc
         _check_types(name, loc, result, node.meta.get("val"))
         if self.claims is not None:
-            for ir_node in self.b.nodes[start:]:
+            emitted = self.b.nodes[start:]
+            for ir_node in emitted:
                 why = self.claims(ir_node)
                 if why is not None:
-                    raise UnsupportedAtenOp(name, loc, why, backend=self.backend)
+                    from .compiler import backends_that_run
+
+                    raise UnsupportedAtenOp(name, loc, why, backend=self.backend,
+                                            alternatives=backends_that_run(emitted, exclude=self.backend))
         return result
 
     def _arg(self, node):

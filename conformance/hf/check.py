@@ -13,9 +13,13 @@ in order:
    weight baked in as a constant would show here).
 
 A tensor *matches* when ``max|got - eager| <= RTOL * max|eager|`` or, failing that,
-when it is no farther from the float64 run than eager's own float32 result is (this
-covers ill-conditioned tensors, where float32 eager is itself far from exact). Nothing
-here asserts; :mod:`.matrix` turns the results into verdicts.
+when its distance from the float64 run is at most :data:`NOISE_FACTOR` times eager's
+own float32 distance. The second rule covers ill-conditioned tensors, where float32
+eager is itself far from exact: the key bias's gradient in BERT is zero analytically
+(softmax ignores a per-row constant), so both float32 runs give rounding noise of the
+same size (~1e-12 against a neighbouring gradient of 3e-6) and neither is the better
+estimate; two roundings of one computation differ by about their own size, hence a
+factor of 2 and not 1. Nothing here asserts; the matrix turns results into verdicts.
 
 Example::
 
@@ -38,6 +42,7 @@ import torch
 from .spec import HFSpec
 
 RTOL = 1e-4  # relative to the tensor's own scale (max |eager|)
+NOISE_FACTOR = 2.0  # how much farther from float64 than eager's float32 a result may be
 _DROPOUT = re.compile(r"(dropout|pdrop|drop_path|layerdrop|_prob$|drop_rate)")
 
 
@@ -136,7 +141,7 @@ def compare(got: dict, eager: dict, exact: dict | None) -> Check:
         ok = worst <= RTOL
         if not ok and exact is not None and name in exact:
             x = exact[name].detach().double()
-            ok = float((g - x).abs().max()) <= float((e - x).abs().max())
+            ok = float((g - x).abs().max()) <= NOISE_FACTOR * float((e - x).abs().max())
         if worst > check.worst or not check.tensor:
             check.worst, check.tensor = worst, name
         check.passed &= ok
