@@ -177,6 +177,10 @@ class _Views:
         ctx = LowerCtx(self.em, node.op, node.attrs, (node.inputs[0].type,), (node.outputs[0].type,))
         name = reshape_to(ctx, x, view, node.inputs[0].type.shape)
         if tuple(view) != tuple(shape):
+            if name == x:
+                # The view is the operand itself: a name of its own, so that expanding the
+                # broadcast never changes what the operand's name means (it may be an output).
+                name = self.em.op("Identity", x)
             self.shape_of[name] = tuple(view)
         return name
 

@@ -13,7 +13,7 @@ from parity.backends import get_backend
 from parity.backends.onnx import OnnxBackend
 from parity.backends.onnx import to_model
 from parity.backends.onnx.backend import OnnxDeviceError, make_session
-from parity.ir import OP_TABLE, DType, GraphBuilder, ParityError, SourceLoc, Symbol, UnsupportedOpError, bf16, f32, f64, i32
+from parity.ir import OP_TABLE, DType, GraphBuilder, ParityError, SourceLoc, Symbol, UnsupportedOpError, bf16, evaluate, f32, f64, i32
 
 
 def _double(name: str = "double", t=f32[3]):
@@ -213,3 +213,24 @@ def test_sessions_use_the_cpus_this_process_may_run_on():
     import os
 
     assert _session_options().intra_op_num_threads == len(os.sched_getaffinity(0))
+
+
+def test_an_output_that_is_also_broadcast_keeps_its_own_shape():
+    # A [2,1,8,8] mask is an output and is broadcast to [2,4,8,8] for a transpose. Its view has
+    # the mask's own shape, so the Reshape is a no-op; expanding that view must not change
+    # what the mask's own name means (BERT's saved mask came back [2,4,8,8]).
+    b = GraphBuilder("mask")
+    mask, scores = b.input(f32[2, 1, 8, 8]), b.input(f32[2, 4, 8, 8])
+    cond = b.gt(mask, b.broadcast_in_dim(b.constant(np.array(0.0, np.float32)), shape=(2, 1, 8, 8),
+                                         broadcast_dimensions=()))
+    masked = b.select(cond, mask, b.broadcast_in_dim(b.constant(np.array(-np.inf, np.float32)), shape=(2, 1, 8, 8),
+                                                     broadcast_dimensions=()))
+    wide = b.broadcast_in_dim(masked, shape=(2, 4, 8, 8), broadcast_dimensions=(0, 1, 2, 3))
+    graph = b.build([b.add(scores, b.transpose(wide, permutation=(0, 1, 3, 2))), masked])
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((2, 1, 8, 8)).astype(np.float32), rng.standard_normal((2, 4, 8, 8)).astype(np.float32)]
+    got = OnnxBackend().compile(graph, "cpu")(*arrays)
+    expected = evaluate(graph, arrays)
+    assert [np.shape(g) for g in got] == [(2, 4, 8, 8), (2, 1, 8, 8)]
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(np.asarray(g), e)
