@@ -27,12 +27,13 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from ..ir.graph import Graph
+from .outputs import PREFIX, FlatOutputs
 
 
 @dataclass
@@ -43,13 +44,18 @@ class CapturedProgram:
     bn.running_mean"``, ``"constant NAME"``, ``"input x"`` (the user's argument, by
     torch.export's placeholder name) or ``"key K"`` (a random key). ``output_names``
     likewise: ``"buffer NAME"`` (an updated buffer) or ``"output K"``. ``state`` holds
-    the tensors of the parameter, buffer and constant inputs by name.
+    the tensors of the parameter, buffer and constant inputs by name. ``output_paths[K]``
+    is the name of ``"output K"`` in the model's output (``logits``, ``cache.0.key``,
+    ``output0``: :mod:`.outputs`), and ``notes`` says, one line each, what the output
+    held that is not in the graph (values that are not tensors, inputs passed through).
     """
 
     graph: Graph
     input_names: list[str]
     output_names: list[str]
     state: dict[str, torch.Tensor]
+    output_paths: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def run(self, *args, keys: list | None = None, **kwargs) -> list[torch.Tensor]:
         """Evaluate the graph on the reference interpreter with the captured state.
@@ -75,17 +81,6 @@ class CapturedProgram:
         return [to_torch(r, v.type.dtype) for r, v in zip(results, self.graph.outputs)]
 
 
-class _FunctionModule(torch.nn.Module):
-    """torch.export takes modules; a plain function is wrapped (its frame stays the user's)."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args, **kwargs):
-        return self.fn(*args, **kwargs)
-
-
 def capture(fn, *args, **kwargs) -> Graph:
     """The whole forward of ``fn(*args, **kwargs)`` as an ``ir.Graph`` (see the module doc).
 
@@ -108,12 +103,13 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
     from .translate import fx_to_ir
 
     fn = unwrap_compiled(fn)
-    module = fn if isinstance(fn, torch.nn.Module) else _FunctionModule(fn)
+    # The model runs inside a wrapper that flattens its output to named tensors (caches and
+    # ModelOutput dataclasses included: .outputs); its state's names gain the wrapper's prefix.
     # strict=True traces with Dynamo, which records the user's whole stack per node;
     # non-strict export keeps only frames named "forward" (a plain function has none).
-    if isinstance(module, _FunctionModule) and isinstance(dynamic_shapes, tuple):
-        dynamic_shapes = {"args": dynamic_shapes}  # the wrapper's forward takes them as *args
-    exported = torch.export.export(module, tuple(args), kwargs or None, strict=True, dynamic_shapes=dynamic_shapes)
+    module = FlatOutputs(fn)
+    exported = torch.export.export(module, tuple(args), kwargs or None, strict=True,
+                                   dynamic_shapes=_wrapper_dynamic_shapes(fn, dynamic_shapes))
     exported = exported.run_decompositions(decomposition_table())
     signature = exported.graph_signature
     translation = fx_to_ir(exported.graph_module, name=_graph_name(fn), backend=None)
@@ -124,31 +120,75 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
     state: dict[str, torch.Tensor] = {}
     params, buffers, constants = exported.state_dict, dict(exported.named_buffers()), exported.constants
     for spec in signature.input_specs:
+        name = _unprefixed(spec.target) if spec.target else spec.target
         if spec.kind is InputKind.PARAMETER:
-            placeholder_names.append(f"param {spec.target}")
-            state[spec.target] = params[spec.target]
+            placeholder_names.append(f"param {name}")
+            state[name] = params[spec.target]
         elif spec.kind is InputKind.BUFFER:
-            placeholder_names.append(f"buffer {spec.target}")
-            state[spec.target] = buffers[spec.target] if spec.target in buffers else constants[spec.target]
+            placeholder_names.append(f"buffer {name}")
+            state[name] = buffers[spec.target] if spec.target in buffers else constants[spec.target]
         elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
-            placeholder_names.append(f"constant {spec.target}")
-            state[spec.target] = constants[spec.target]
+            placeholder_names.append(f"constant {name}")
+            state[name] = constants[spec.target]
         else:
             placeholder_names.append(f"input {next(user_names)}")
     input_names = [placeholder_names[j] for j in translation.inputs]
     input_names += [f"key {k}" for k in range(translation.num_keys)]
 
-    output_names = []
-    user_index = 0
+    paths, notes = _output_layout(exported)
+    user = iter(paths)
+    output_names, output_paths = [], []
     for spec, where in zip(signature.output_specs, translation.outputs):
-        if where[0] != "ir":
-            continue  # an input passed through or a constant: not a graph output
         if spec.kind is OutputKind.BUFFER_MUTATION:
-            output_names.append(f"buffer {spec.target}")
+            if where[0] == "ir":
+                output_names.append(f"buffer {_unprefixed(spec.target)}")
+            continue
+        path = next(user)
+        if path is None:
+            continue  # a note's placeholder (a constant None)
+        if where[0] != "ir":
+            notes.append(f"output {path!r} is {_not_computed(where[0])}: left out of the graph's outputs")
         else:
-            output_names.append(f"output {user_index}")
-        user_index += spec.kind is not OutputKind.BUFFER_MUTATION
-    return CapturedProgram(graph, input_names, output_names, state)
+            output_names.append(f"output {len(output_paths)}")
+            output_paths.append(path)
+    return CapturedProgram(graph, input_names, output_names, state, output_paths, notes)
+
+
+def _unprefixed(name: str) -> str:
+    """A state name without the output wrapper's submodule prefix."""
+    return name[len(PREFIX):] if name.startswith(PREFIX) else name
+
+
+def _wrapper_dynamic_shapes(fn, dynamic_shapes):
+    """torch.export's ``dynamic_shapes`` for the wrapper's ``forward(*args, **kwargs)``: a
+    tuple is the positional arguments'; a dict keyed by ``fn``'s parameter names is split."""
+    if dynamic_shapes is None:
+        return None
+    if isinstance(dynamic_shapes, (tuple, list)):
+        return {"args": tuple(dynamic_shapes)}
+    import inspect
+
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    positional = [p.name for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    given = [n for n in positional if n in dynamic_shapes]
+    args = tuple(dynamic_shapes.get(n) for n in positional[:positional.index(given[-1]) + 1]) if given else ()
+    return {"args": args, "kwargs": {k: v for k, v in dynamic_shapes.items() if k not in positional}}
+
+
+def _output_layout(exported) -> tuple[list[str | None], list[str]]:
+    """Each user output's name in the model's output (``None`` for the notes' placeholders),
+    in the exported program's order, and the notes (the wrapper returns ``(tensors, notes)``)."""
+    spec = exported.call_spec.out_spec
+    tensors, notes = spec.unflatten(list(range(spec.num_leaves)))
+    paths: list[str | None] = [None] * spec.num_leaves
+    for name, k in tensors.items():
+        paths[k] = name
+    return paths, list(notes)
+
+
+def _not_computed(kind: str) -> str:
+    return {"input": "an input or parameter returned unchanged", "sym": "a symbolic size"}.get(kind, "a constant")
 
 
 def unwrap_compiled(fn):

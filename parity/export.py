@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,10 @@ EXPORTERS: dict[str, str] = {"onnx": "onnx", "stablehlo": "xla"}
 
 class ExportError(ParityError):
     """An export that cannot be done as asked (unknown format, names that do not fit)."""
+
+
+class ExportWarning(UserWarning):
+    """Part of the model's output that is not in the file (a value that is not a tensor), one line each."""
 
 
 def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path: str | Path | None = None,
@@ -71,11 +77,14 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     unknown = set(dynamic_dims or {}) - set(user_names)
     if unknown:
         raise ExportError(f"dynamic_dims names {sorted(unknown)}, which are not inputs {user_names}")
-    program = (_trace(fn, args, user_names) if _traceable(fn, args, kwargs, dynamic_dims) else
+    rename = dict(zip(_parameter_names(fn, len(args)), user_names))
+    program = (_trace(fn, args, list(rename)) if _traceable(fn, args, kwargs, dynamic_dims) else
                capture_program(fn, *args, dynamic_shapes=_dynamic_shapes(user_names, args, dynamic_dims),
                                **dict(kwargs or {})))
-    graph, names = _named_inputs(program, user_names, params)
-    outputs = _output_names(program.output_names, output_names)
+    for note in program.notes:
+        warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=2)
+    graph, names = _named_inputs(program, rename, params)
+    outputs = _output_names(program, output_names)
     dim_names = {}
     for value, name in zip(graph.inputs, names):
         for axis, dim_name in (dynamic_dims or {}).get(name, {}).items():
@@ -97,7 +106,7 @@ def _traceable(fn, args, kwargs, dynamic_dims) -> bool:
             and all(isinstance(a, torch.Tensor) for a in args))
 
 
-def _trace(fn, args, user_names):
+def _trace(fn, args, arg_names):
     """The fast capture: one ``make_fx`` pass with parity's decomposition table straight to
     core ATen (what torch.export + run_decompositions give, without Dynamo's bytecode
     analysis or a second decomposition pass), then the frontend's translation.
@@ -106,6 +115,7 @@ def _trace(fn, args, user_names):
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from .frontend.capture import CapturedProgram
+    from .frontend.outputs import flatten_outputs
     from .frontend.translate import fx_to_ir
 
     module = fn if isinstance(fn, torch.nn.Module) else None
@@ -114,19 +124,29 @@ def _trace(fn, args, user_names):
     state = {**params, **buffers}
     names = list(state)
 
+    notes: list[str] = []
+    paths: list[str] = []
+
     def flat(*values):
         if module is None:
-            return fn(*values)
-        return torch.func.functional_call(module, dict(zip(names, values[:len(names)])), values[len(names):])
+            result = fn(*values)
+        else:
+            result = torch.func.functional_call(module, dict(zip(names, values[:len(names)])), values[len(names):])
+        tensors = flatten_outputs(result, notes)
+        paths[:] = tensors
+        return tuple(tensors.values())  # make_fx keeps a dict whole in its output node
 
     gm = make_fx(flat, decomposition_table=_decompositions(), tracing_mode="fake",
                  record_stack_traces=True)(*state.values(), *args)
     name = type(fn).__name__ if module is not None else getattr(fn, "__name__", "main")
     translation = fx_to_ir(gm, name=name if name.isidentifier() else "main")
-    labels = [f"param {n}" for n in params] + [f"buffer {n}" for n in buffers] + [f"input {n}" for n in user_names]
+    labels = [f"param {n}" for n in params] + [f"buffer {n}" for n in buffers] + [f"input {n}" for n in arg_names]
     input_names = [labels[j] for j in translation.inputs] + [f"key {k}" for k in range(translation.num_keys)]
-    outputs = [f"output {k}" for k, where in enumerate(translation.outputs) if where[0] == "ir"]
-    return CapturedProgram(translation.graph, input_names, outputs, dict(state))
+    kept = [path for path, where in zip(paths, translation.outputs) if where[0] == "ir"]
+    notes += [f"output {path!r} is not computed by the graph (an input or a constant): left out of its outputs"
+              for path, where in zip(paths, translation.outputs) if where[0] != "ir"]
+    outputs = [f"output {k}" for k in range(len(kept))]
+    return CapturedProgram(translation.graph, input_names, outputs, dict(state), kept, notes)
 
 
 @functools.cache
@@ -159,17 +179,20 @@ def _dynamic_shapes(names, args, dynamic_dims):
                  if n in dynamic_dims else None for n, _ in zip(names, args))
 
 
-def _named_inputs(program, user_names: list[str], params: str) -> tuple[Graph, list[str]]:
-    """The graph with parameters bound as constants (folded) or kept as inputs, and its input names."""
+def _named_inputs(program, rename: Mapping[str, str], params: str) -> tuple[Graph, list[str]]:
+    """The graph with parameters bound as constants (folded) or kept as inputs, and its input names.
+
+    A user input is named by its parameter (``x``; ``xs[1]`` inside a list; a keyword
+    argument's key), with ``rename`` (parameter name → the caller's ``input_names``) applied."""
     from .frontend.tensors import to_array
     from .ir.passes import dce, fold_constants
 
-    user = iter(user_names)
     names, bound = [], {}
     for i, label in enumerate(program.input_names):
         kind, _, name = label.partition(" ")
         if kind == "input":
-            names.append(next(user))
+            base = re.match(r"[^\[]*", name).group()
+            names.append(rename.get(base, base) + name[len(base):])
         elif kind == "key":
             names.append(f"key{name}")
         elif params == "inputs":
@@ -197,10 +220,13 @@ def _bind(graph: Graph, values: Mapping[int, Any]) -> Graph:
     return b.build([env[v] for v in graph.outputs])
 
 
-def _output_names(labels: list[str], given: Sequence[str] | None) -> list[str]:
-    """``output K`` → the given name (default ``outputK``); ``buffer NAME`` (an updated buffer) → NAME."""
+def _output_names(program, given: Sequence[str] | None) -> list[str]:
+    """``output K`` → the given name, by default its path in the model's output (``logits``,
+    ``cache.0.key``, ``output0``); ``buffer NAME`` (an updated buffer) → NAME."""
+    labels = program.output_names
     user = [label for label in labels if label.startswith("output ")]
     if given is not None and len(given) != len(user):
-        raise ExportError(f"{len(given)} output names for {len(user)} outputs")
-    names = iter(given or [f"output{label.split()[1]}" for label in user])
+        raise ExportError(f"{len(given)} output names for {len(user)} outputs: the model's outputs are "
+                          f"{program.output_paths}")
+    names = iter(given if given is not None else program.output_paths)
     return [next(names) if label.startswith("output ") else label.partition(" ")[2] for label in labels]
