@@ -56,11 +56,14 @@ class OpClaim:
 class Deviation:
     """A known, measured difference from the spec, published in the conformance matrix.
 
-    ``max_error`` is what was measured (e.g. "5 ulp" or "flushes to 0 below -15.8").
-    ``op`` may be :data:`ANY_OP`. ``flush_to_zero``: the backend reads subnormal inputs as
-    ±0 and flushes subnormal results to ±0 (in the precision its arithmetic runs in:
-    float32 for float16/bfloat16); conformance then excuses a failing case only if it
-    passes once subnormals are zero on both sides (docs/conformance.md).
+    ``max_error`` is what was measured, and it starts with the number conformance holds
+    the backend to: "5 ulp (measured 4.2)". A deviation without that number explains
+    nothing (the cell fails), and no deviation excuses an exception or an output of the
+    wrong shape or dtype. ``op`` may be :data:`ANY_OP`. ``flush_to_zero``: in ``dtype``
+    (measured per dtype and device; None is not allowed for it) the backend reads subnormal
+    inputs as ±0 and flushes subnormal results to ±0; conformance then excuses a failing
+    case of that dtype only if it passes once subnormals are zero on both sides
+    (docs/conformance.md).
     """
 
     op: str
@@ -74,12 +77,32 @@ class Deviation:
 ANY_OP = "*"  # a Deviation's op that matches every op (with flush_to_zero: a property of the runtime)
 
 
+@dataclass(frozen=True)
+class Summation:
+    """How a backend sums, where it sums in longer sequential chains than the contract's.
+
+    The contract bounds a sum of ``n`` terms by ``(ceil(log2 n) + B)·ε·Σ|terms|``: chains of
+    at most ``B`` terms added one after another, combined by a tree (B is
+    ``conformance.bounds.CONTRACT_BLOCK``). A backend whose kernel adds longer chains
+    declares the longest here, measured: ``block`` terms, or None for one sequential pass
+    over all ``n`` terms (then the bound is the classic ``n·ε·Σ|terms|``). ``op`` may be
+    :data:`ANY_OP`; an entry for the op itself wins over an ``ANY_OP`` one.
+    """
+
+    op: str
+    block: int | None
+    reason: str
+    dtype: DType | None = None
+    device: str | None = None
+
+
 class Backend(abc.ABC):
     """Subclass this (or duck-type it) to add a backend; register it by entry point."""
 
     name: str = ""
     devices: tuple[str, ...] = ()
     deviations: tuple[Deviation, ...] = ()
+    summation: tuple[Summation, ...] = ()  # only where it sums in longer chains than the contract
 
     @abc.abstractmethod
     def claims(self) -> Mapping[str, OpClaim]:

@@ -7,13 +7,22 @@ Three kinds of bound:
 - ``ulp``: ``|a - o| <= k * ulp(o)`` in the output dtype (correctly rounded: 1;
   transcendental: 4 in float32/float64, 1 in float16/bfloat16, which are computed wider
   and rounded once).
-- ``scaled``: ``|a - o| <= (c0 + c1 * n) * (eps * S + eta) + w * ulp(o)``, where ``n`` is
-  the number of terms per output element (from the op and its attributes), ``S`` a
-  per-element scale (below), ``eps``/``eta`` the machine epsilon and smallest subnormal
-  of the dtype the op computes in (float32 for a float16/bfloat16 composite that widens;
+- ``scaled``: ``|a - o| <= (c0 + c1 * m) * (eps * S + eta) + w * ulp(o)``, where ``m`` is
+  the length of the longest chain of roundings an accumulation of ``n`` terms (from the op
+  and its attributes) goes through, ``S`` a per-element scale (below), ``eps``/``eta``
+  the machine epsilon and smallest subnormal of the dtype the op computes in (float32 for
+  a float16/bfloat16 composite that widens and for every float16/bfloat16 accumulation;
   then ``w = 1`` adds the final rounding to the output dtype, else ``w = 0``). ``eta``
-  covers underflow. Accumulation is ``c0 = 0, c1 = 1, S = Σ|terms|``: the classic
-  ``n·ε·Σ|terms|``, which holds for any summation order.
+  covers underflow. Accumulation is ``c0 = 0, c1 = 1, S = Σ|terms|``.
+
+**Chains** (:func:`chain`). A sum added in chains of at most ``B`` terms whose partial
+sums are combined by a tree has ``m = ⌈log₂ n⌉ + B`` (Higham, *Accuracy and Stability*,
+§4.2: the error of each term is bounded by the depth of its path). The contract's ``B``
+is :data:`CONTRACT_BLOCK` (64: XLA's CPU reductions chain 32 terms, Triton's 16, its dot
+64, measured); a backend that adds longer chains declares its block as data
+(``Backend.summation``, measured), and one that sums in one sequential pass declares so
+and gets the classic ``m = n``. Products gain nothing from a tree (every factor's
+rounding reaches the result): ``reduce_prod`` and ``cumprod`` keep ``m = n``.
 
 Scales: ``oracle`` = ``|o|``; ``terms`` = the same graph evaluated in oracle mode on
 ``|inputs|`` (Σ|terms| for sums and contractions, ``∏|x|`` for products); ``in_out`` =
@@ -66,8 +75,29 @@ class Bound:
             return f"≤ {self.c0:g} ULP"
         if self.kind == "local":
             return "each node within its own bound"
-        factor = " + ".join(t for t in (f"{self.c0:g}" if self.c0 else "", f"{self.c1:g}·n" if self.c1 else "") if t)
+        factor = " + ".join(t for t in (f"{self.c0:g}" if self.c0 else "", f"{self.c1:g}·m" if self.c1 else "") if t)
         return f"({factor})·ε·S" if self.c0 and self.c1 else f"{factor}·ε·S"
+
+
+# The longest chain of sequential additions the contract allows a sum of n terms to have
+# before its partial sums meet in a tree (see the module docstring, "Chains").
+CONTRACT_BLOCK = 64
+
+# Accumulations whose terms are multiplied, not added: a tree does not shorten them.
+PRODUCTS = frozenset({"reduce_prod", "cumprod"})
+
+
+def sum_chain(n: int, block: int | None) -> int:
+    """Roundings on the longest path of a sum of ``n`` terms added in chains of ``block``
+    terms under a tree (``block`` None: one sequential pass): ``min(n, ⌈log₂ n⌉ + block)``."""
+    if block is None or n <= 1:
+        return n
+    return min(n, math.ceil(math.log2(n)) + block)
+
+
+def chain(op: str, n: int, block: int | None) -> int:
+    """``m`` of the scaled bound for ``op`` with ``n`` terms and the backend's ``block``."""
+    return n if op in PRODUCTS else sum_chain(n, block)
 
 
 EXACT = Bound("exact")
@@ -151,6 +181,18 @@ def terms(op: str, in_types: Sequence[TensorType], attrs: Mapping) -> int:
     return max(fn(in_types, attrs), 1) if fn else 1
 
 
+# IN_OUT scales: the |x| beyond which the decomposition no longer cancels (its result is
+# saturated or exact there), so |x| counts in S only up to it: hardsigmoid and hardswish
+# are clamped outside [-3, 3]; gelu's 1 + erf(x/√2) is exactly 0 or 2, and 1 + tanh(...)
+# exactly 0 or 2, beyond |x| = 10 in every float dtype. Without the cap hardsigmoid(3.4e38)
+# accepted 0.5 instead of 1.
+IN_OUT_CAP = {"hardsigmoid": 6.0, "hardswish": 6.0, "gelu": 10.0}
+
+
+def _in_out(op: str) -> str:
+    return f"S = max(|o|, min(|x|, {IN_OUT_CAP[op]:g}))"
+
+
 # -- the composite table --------------------------------------------------------------------------
 
 BoundRule = Bound | Callable[[Mapping[str, Any]], Bound]
@@ -163,12 +205,12 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
     "leaky_relu": _scaled(1),
     "elu": _scaled(6),
     "selu": _scaled(7),
-    "gelu": lambda a: _scaled(14 if a["approximate"] == "tanh" else 10, scale=Scale.IN_OUT),
+    "gelu": lambda a: _scaled(14 if a["approximate"] == "tanh" else 10, scale=Scale.IN_OUT, note=_in_out("gelu")),
     "silu": _scaled(6),
     "mish": _scaled(16),
     "softplus": _scaled(11),
-    "hardsigmoid": _scaled(3, scale=Scale.IN_OUT),
-    "hardswish": _scaled(4, scale=Scale.IN_OUT),
+    "hardsigmoid": _scaled(3, scale=Scale.IN_OUT, note=_in_out("hardsigmoid")),
+    "hardswish": _scaled(4, scale=Scale.IN_OUT, note=_in_out("hardswish")),
     "softmax": _scaled(9, 2, Scale.ROW),
     "log_softmax": _scaled(12, 2, Scale.ROW),
     "logsumexp": _scaled(12, 2, Scale.CUSTOM, "S = max(|o|, 1)"),
@@ -203,9 +245,14 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
 _COMPUTES_WIDE = frozenset({"normal", "interpolate"})
 
 
+
 def widens(op: str) -> bool:
-    """Does the composite compute float16/bfloat16 in float32 and round once at the end?"""
+    """Does ``op`` compute float16/bfloat16 in float32 and round once at the end? Composites
+    that say so, and every accumulation primitive (the spec sums in float64; a float16 sum
+    of 2²⁰ terms in float16 would be off by far more than any bound worth stating)."""
     opdef = OP_TABLE.get(op)  # None for a multi-op case named after what it tests
+    if opdef is not None and opdef.kind is Kind.PRIMITIVE:
+        return opdef.accuracy is Accuracy.ACCUMULATION
     return op in _COMPUTES_WIDE or (opdef is not None and opdef.kind is Kind.COMPOSITE
                                     and hasattr(opdef.decompose, "__wrapped__"))
 
@@ -261,8 +308,11 @@ _CLASS_ROWS = (
     ("correctly rounded (add, sub, mul, div, sqrt, reciprocal, convert float→float)", "≤ 1 ULP of the output dtype"),
     ("transcendental in float32/float64", "≤ 4 ULP"),
     ("transcendental in float16/bfloat16 (computed wider, rounded once)", "≤ 1 ULP"),
-    ("accumulation (reduce_sum/prod, cumsum/cumprod, dot_general, convolution, reduce_window sum, scatter add)",
-     "abs error ≤ n·ε·Σ\\|terms\\| + n·η"),
+    ("accumulation (reduce_sum, cumsum, dot_general, convolution, reduce_window sum, scatter add)",
+     f"abs error ≤ m·(ε·Σ\\|terms\\| + η), m = min(n, ⌈log₂ n⌉ + B), B = {CONTRACT_BLOCK} or the backend's "
+     "declared block; "
+     "f16/bf16 summed in f32 (ε, η of f32) + 1 ULP of the output"),
+    ("accumulation of products (reduce_prod, cumprod)", "abs error ≤ n·(ε·∏\\|x\\| + η); f16/bf16 in f32 + 1 ULP"),
 )
 
 

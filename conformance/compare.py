@@ -21,8 +21,9 @@ import numpy as np
 
 from ..ir.graph import Graph, Node
 from ..ir.interpreter import evaluate
-from .bounds import Bound, bound_for, compute_eps, terms
+from .bounds import Bound, bound_for, chain, compute_eps, terms
 from .case import Case
+from .declared import NOTHING, Declared
 from .metrics import Measurement, abs_error, exact_mismatch, rel_error, ulp, worst_element
 from .scales import ScaleContext, scale
 
@@ -42,17 +43,19 @@ def operands_of(graph: Graph, node: Node, arrays: Sequence[np.ndarray]) -> list[
 
 
 def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequence[np.ndarray],
-            actual: Sequence) -> Measurement:
+            actual: Sequence, declared: Declared = NOTHING) -> Measurement:
     """Check every output of ``actual`` against ``oracle`` under its bound.
 
-    A case whose bound is :data:`.bounds.LOCAL` is measured node by node instead
-    (:func:`.local.measure_local`; ``oracle`` is not used)."""
+    ``declared``: what the backend declares as data (its summation blocks; flush-to-zero is
+    for the caller). A case whose bound is :data:`.bounds.LOCAL` is measured node by node
+    instead (:func:`.local.measure_local`; ``oracle`` is not used)."""
     if case.bound is not None and case.bound.kind == "local":
         from .local import measure_local
 
-        return measure_local(graph, arrays, actual)
+        return measure_local(graph, arrays, actual, declared)
     if len(actual) != len(oracle):
-        return Measurement(False, max_ratio=np.inf, message=f"returned {len(actual)} outputs, expected {len(oracle)}")
+        return Measurement(False, max_ratio=np.inf, malformed=True,
+                           message=f"returned {len(actual)} outputs, expected {len(oracle)}")
     node = op_node(case, graph)
     masks = case.masks(arrays, len(oracle))
     result = Measurement(True)
@@ -60,7 +63,8 @@ def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequ
     for i, (t, o, a_raw) in enumerate(zip(graph.output_types, oracle, actual)):
         a = np.asarray(a_raw)
         if a.dtype != t.dtype.numpy or a.shape != tuple(t.shape):
-            return Measurement(False, max_ratio=np.inf, message=f"output {i} is {a.dtype}{list(a.shape)}, "
+            return Measurement(False, max_ratio=np.inf, malformed=True,
+                               message=f"output {i} is {a.dtype}{list(a.shape)}, "
                                                                 f"expected {t.dtype.numpy}{list(t.shape)} ({t})")
         bound = case.bound or bound_for(case.op, node.attrs if node is not None else {}, t.dtype)
         mask = np.ones(a.shape, bool) if masks[i] is None else np.broadcast_to(masks[i], a.shape)
@@ -79,8 +83,9 @@ def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequ
             ctx = ScaleContext(case.op, attrs, operands, oracle, i, graph, arrays, eps)
             s = np.broadcast_to(scale(bound.scale, ctx), a.shape)
             n = terms(case.op, [v.type for v in node.inputs], attrs) if node is not None else 1
+            m = chain(case.op, n, declared.block(case.op, case.dtype))
             with np.errstate(all="ignore"):
-                allowed = (bound.c0 + bound.c1 * n) * (eps * s + eta)
+                allowed = (bound.c0 + bound.c1 * m) * (eps * s + eta)
                 if wide:
                     allowed = allowed + ulp(t.dtype, o)
         _scaled(result, i, t.dtype, o, a, mask, s, allowed, bound)

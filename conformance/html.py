@@ -62,6 +62,7 @@ function show(td){
     ['target', c.backend + '/' + c.device], ['status', c.status], ['path', c.path || '-'],
     ['cases', c.passed + ' passed / ' + c.cases + (c.unsupported ? ' (' + c.unsupported + ' unsupported)' : '')],
     ['max ULP', c.max_ulp === null ? '-' : c.max_ulp], ['error / bound', c.max_ratio]];
+  if (c.flush_to_zero) rows.splice(6, 0, ['flush-to-zero', (c.flushed_ulp === null ? '-' : c.flushed_ulp) + ' ULP after flushing (max ULP is the raw figure)']);
   if (c.worst_case) rows.push(['worst case', c.worst_case]);
   let h = '<table>' + rows.map(r => '<tr><th>' + r[0] + '</th><td>' + esc(String(r[1])) + '</td></tr>').join('') + '</table>';
   if (c.worst && Object.keys(c.worst).length) h += '<b>worst element</b><pre>' + esc(JSON.stringify(c.worst, null, 1)) + '</pre>';
@@ -85,14 +86,17 @@ def _shade(cell: dict) -> float:
     if cell["status"] == "pass":
         ratio = cell["max_ratio"]
         return 0.0 if not isinstance(ratio, (int, float)) else max(0.0, min(1.0, ratio))
-    ulps = cell["max_ulp"]
+    ulps = cell["flushed_ulp"] if cell.get("flush_to_zero") else cell["max_ulp"]
     if not isinstance(ulps, (int, float)) or ulps <= 0:
-        return 1.0
+        return 0.0 if cell.get("flush_to_zero") else 1.0
     return max(0.0, min(1.0, math.log10(1 + ulps) / 8))
 
 
 def _title(c: dict) -> str:
     text = f"{c['op']} {c['dtype']} on {c['backend']}/{c['device']}: {c['status']}"
+    if c.get("flush_to_zero"):
+        left = c.get("flushed_ulp")
+        text += " (flush-to-zero" + (f", {left:.3g} ulp after flushing" if isinstance(left, (int, float)) else "") + ")"
     if c["max_ulp"] is not None:
         text += f", max {c['max_ulp']:.3g} ulp" if isinstance(c["max_ulp"], float) else f", max {c['max_ulp']} ulp"
     if c["cases"]:

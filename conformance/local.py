@@ -34,6 +34,7 @@ from ..ir.graph import Graph, Node
 from ..ir.interpreter import evaluate, evaluate_node
 from .bounds import Scale, bound_for, terms
 from .case import Case
+from .declared import NOTHING, Declared
 from .metrics import Measurement
 
 _DTYPE_OPERAND = {"select": 1}  # as runner.node_dtype: the operand the op table's dtypes speak of
@@ -117,9 +118,10 @@ def _spec_meets_bound(node: Node, case: Case, sub: Graph, operands) -> bool:
     return measure(case, sub, operands, evaluate(sub, operands, oracle=True), spec).passed
 
 
-def flush_subnormals(a: np.ndarray, dtype) -> np.ndarray:
-    """``a`` with the subnormals of ``dtype`` replaced by zeros of their sign (float arrays only)."""
-    if not dtype.is_float:
+def flush_subnormals(a: np.ndarray, dtype, flushes=None) -> np.ndarray:
+    """``a`` with the subnormals of ``dtype`` replaced by zeros of their sign (float arrays
+    only; with ``flushes``, only when ``dtype`` is one of them)."""
+    if not dtype.is_float or flushes is not None and dtype not in flushes:
         return a
     x = np.asarray(a)
     tiny = float(dtype.finfo.tiny)
@@ -127,26 +129,30 @@ def flush_subnormals(a: np.ndarray, dtype) -> np.ndarray:
     return np.where(np.abs(wide) < tiny, np.copysign(0.0, wide), wide).astype(x.dtype)
 
 
-def _passes_flushed(case: Case, sub: Graph, operands, got) -> bool:
-    """Does the node meet its bound once flush-to-zero is assumed: subnormals read as zeros
-    in the operands, the oracle's results and the backend's results? An accumulation may
-    also lose a subnormal partial result per term, so its results may differ from the
-    flushed oracle by ``n`` times the smallest normal. (A backend that declares
-    flush-to-zero is then within its declaration.)"""
+def _passes_flushed(case: Case, sub: Graph, operands, got, declared: Declared) -> bool:
+    """Does the node meet its bound once the backend's declared flush-to-zero is assumed:
+    subnormals of the dtypes it flushes (and only those) read as zeros in the operands, the
+    oracle's results and the backend's results? An accumulation (a bound scaled by
+    Σ|terms|) may also lose a subnormal partial result per term, so its results may differ
+    from the flushed oracle by ``n`` times that dtype's smallest normal; no other bound
+    gets slack."""
     from ..ir.ops.conversion import round_float
     from .compare import measure
 
-    flushed = [flush_subnormals(a, v.type.dtype) for a, v in zip(operands, sub.inputs)]
-    oracle = [flush_subnormals(o, v.type.dtype) for o, v in zip(evaluate(sub, flushed, oracle=True), sub.outputs)]
-    mine = [flush_subnormals(np.asarray(g), v.type.dtype) for g, v in zip(got, sub.outputs)]
+    flushes = declared.flushes
+    flushed = [flush_subnormals(a, v.type.dtype, flushes) for a, v in zip(operands, sub.inputs)]
+    oracle = [flush_subnormals(o, v.type.dtype, flushes)
+              for o, v in zip(evaluate(sub, flushed, oracle=True), sub.outputs)]
+    mine = [flush_subnormals(np.asarray(g), v.type.dtype, flushes) for g, v in zip(got, sub.outputs)]
     node = sub.nodes[0]
     n = terms(node.op, [v.type for v in node.inputs], node.attrs)
     for i, v in enumerate(sub.outputs):
-        if v.type.dtype.is_float and bound_for(node.op, node.attrs, v.type.dtype).kind == "scaled":
+        bound = bound_for(node.op, node.attrs, v.type.dtype) if v.type.dtype.is_float else None
+        if bound is not None and bound.kind == "scaled" and bound.scale is Scale.TERMS and v.type.dtype in flushes:
             slack = n * float(v.type.dtype.finfo.tiny)
             close = np.abs(mine[i].astype(np.float64) - oracle[i]) <= slack
             mine[i] = np.where(close, round_float(oracle[i], v.type.dtype), mine[i]).astype(mine[i].dtype)
-    return measure(case, sub, flushed, oracle, mine).passed
+    return measure(case, sub, flushed, oracle, mine, declared).passed
 
 
 def single_node_graph(node: Node) -> Graph:
@@ -157,27 +163,30 @@ def single_node_graph(node: Node) -> Graph:
     return b.build(list(out) if isinstance(out, tuple) else [out])
 
 
-def measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence) -> Measurement:
+def measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence,
+                  declared: Declared = NOTHING) -> Measurement:
     """Measure every node of ``graph`` against its own bound (see the module docstring).
 
     ``actual`` are the backend's values of ``graph.outputs``. A node whose results are not
     all outputs is not measured; its results are computed by the reference interpreter
     (rounded as the spec rounds) so later nodes still have operands. ``worst["nodes"]``
-    lists every failing node: index, op, dtype, max ULP, max error/bound ratio and whether
-    flush-to-zero explains it (``flush_to_zero``, see :func:`_passes_flushed`);
+    lists every failing node: index, op, dtype, max ULP, max error/bound ratio, whether its
+    outputs were malformed (``malformed``) and whether the flush-to-zero the backend declares
+    for that dtype explains it (``flush_to_zero``, see :func:`_passes_flushed`; False when it
+    declares none);
     ``worst["outside"]`` the nodes whose operands lie where the spec itself misses the
     bound (:func:`_spec_meets_bound`), which are not held to it.
     """
     with warnings.catch_warnings(), np.errstate(all="ignore"):  # NaN/inf operands are compared, not warned about
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _measure_local(graph, arrays, actual)
+        return _measure_local(graph, arrays, actual, declared)
 
 
-def _measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence) -> Measurement:
+def _measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence, declared: Declared) -> Measurement:
     from .compare import measure  # compare dispatches here for the LOCAL bound
 
     if len(actual) != len(graph.outputs):
-        return Measurement(False, max_ratio=np.inf,
+        return Measurement(False, max_ratio=np.inf, malformed=True,
                            message=f"returned {len(actual)} outputs, expected {len(graph.outputs)}")
     env = {v: np.asarray(a) for v, a in zip(graph.inputs, arrays)}
     for v, a in zip(graph.outputs, actual):
@@ -201,7 +210,7 @@ def _measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence)
                      terms_in_range(node, sub, operands))
         case = Case(node.op, node_dtype(node), lambda rng, a=operands: a, node.attrs, f"node{k}",
                     mask=lambda arrays, m=masks: m)
-        m = measure(case, sub, operands, evaluate(sub, operands, oracle=True), got)
+        m = measure(case, sub, operands, evaluate(sub, operands, oracle=True), got, declared)
         total.compared += m.compared
         total.mismatches += m.mismatches
         if m.max_ulp is not None:
@@ -211,12 +220,14 @@ def _measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence)
         if m.passed:
             total.max_ratio = max(total.max_ratio, m.max_ratio)
             continue
-        if not _spec_meets_bound(node, case, sub, operands):
+        total.malformed |= m.malformed
+        if not m.malformed and not _spec_meets_bound(node, case, sub, operands):
             outside.append({"node": k, "op": node.op, "dtype": node_dtype(node).short})
             continue
+        flushes = not m.malformed and bool(declared.flushes) and _passes_flushed(case, sub, operands, got, declared)
         failures.append({"node": k, "op": node.op, "dtype": node_dtype(node).short, "max_ulp": m.max_ulp,
                          "max_ratio": m.max_ratio, "message": m.message, "worst": m.worst,
-                         "flush_to_zero": _passes_flushed(case, sub, operands, got)})
+                         "malformed": m.malformed, "flush_to_zero": flushes})
         if len(failures) == 1 or m.max_ratio > total.max_ratio:
             total.max_ratio = max(total.max_ratio, m.max_ratio)
     if outside:

@@ -97,7 +97,8 @@ class Measurement:
 
     ``max_ulp``: worst error in ULPs at the bound's scale (None for exact or non-float
     outputs); ``max_ratio``: worst error / allowed error (passes when <= 1; inf for an
-    exact mismatch); ``mismatches``: elements over their bound.
+    exact mismatch); ``mismatches``: elements over their bound; ``malformed``: the outputs
+    were the wrong number, shape or dtype (no error figure exists, no deviation excuses it).
     """
 
     passed: bool
@@ -108,6 +109,7 @@ class Measurement:
     compared: int = 0
     worst: dict = field(default_factory=dict)
     message: str = ""
+    malformed: bool = False
 
 
 def worst_element(index: tuple, output: int, oracle, actual, **extra) -> dict:

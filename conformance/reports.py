@@ -96,7 +96,9 @@ def target_names(result: ConformanceRun) -> list[str]:
 
 def matrix(result: ConformanceRun) -> list[tuple[str, dict[str, dict]]]:
     """[(op, {target: aggregate})], ops in op-table order. The aggregate of an op's cells
-    on one target: the worst status, its max ULP, and how many dtypes are in each status."""
+    on one target: the worst status, its max ULP, and how many dtypes are in each status.
+    Where every cell of the worst status is a deviation flush-to-zero explains, the max ULP
+    is what remains after flushing (``flush_to_zero`` True); the JSON keeps the raw figure."""
     by_op: dict[str, dict[str, list[Cell]]] = defaultdict(lambda: defaultdict(list))
     for c in result.cells:
         by_op[c.op][f"{c.backend}/{c.device}"].append(c)
@@ -105,18 +107,26 @@ def matrix(result: ConformanceRun) -> list[tuple[str, dict[str, dict]]]:
         row = {}
         for target, cells in by_op[op].items():
             worst = min(cells, key=lambda c: STATUS_ORDER.index(c.status))
-            ulps = [c.max_ulp for c in cells if c.status == worst.status and c.max_ulp is not None]
+            same = [c for c in cells if c.status == worst.status]
+            flushed = worst.status == DEVIATION and all(c.flush_to_zero for c in same)
+            ulps = [shown_ulp(c) for c in same if shown_ulp(c) is not None]
             counts = {s: sum(c.status == s for c in cells) for s in STATUS_ORDER}
             row[target] = {"status": worst.status, "max_ulp": max(ulps) if ulps else None, "counts": counts,
-                           "dtypes": {c.dtype: c.status for c in cells}}
+                           "dtypes": {c.dtype: c.status for c in cells}, "flush_to_zero": flushed}
         rows.append((op, row))
     return rows
 
 
+def shown_ulp(c: Cell) -> float | None:
+    """The error a matrix shows for a cell: after flushing, for a deviation flush-to-zero explains."""
+    return c.flushed_ulp if c.flush_to_zero else c.max_ulp
+
+
 def cell_text(agg: dict) -> str:
-    """Short text of an aggregate: 'pass', 'fail 5.2 ulp', 'deviation', 'unsupported', 'not run'."""
+    """Short text of an aggregate: 'pass', 'fail 5.2 ulp', 'deviation 5 ulp', 'flush-to-zero 0.5 ulp'
+    (a deviation flush-to-zero explains, with the error left after flushing), 'unsupported', 'not run'."""
     status, ulps = agg["status"], agg["max_ulp"]
-    text = status
+    text = "flush-to-zero" if status == DEVIATION and agg.get("flush_to_zero") else status
     if status in (FAIL, DEVIATION) and ulps is not None:
         text += f" {_fmt_ulp(ulps)}"
     partial = agg["counts"][UNSUPPORTED]
@@ -200,7 +210,10 @@ def _verdict(result: ConformanceRun) -> str:
 
 def _detail(c: Cell) -> str:
     bits = []
-    if c.max_ulp is not None:
+    if c.flush_to_zero:
+        left = "" if c.flushed_ulp is None else f"{_fmt_ulp(c.flushed_ulp)} after flushing, "
+        bits.append(f"flush-to-zero: {left}{_fmt_ulp(c.max_ulp) if c.max_ulp is not None else '-'} raw")
+    elif c.max_ulp is not None:
         bits.append(f"max {_fmt_ulp(c.max_ulp)}")
     if c.worst_case:
         bits.append(f"worst case `{c.worst_case}`")

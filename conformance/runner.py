@@ -10,10 +10,13 @@ failures whose message is kept.
 Cells (op × dtype × backend × device) then meet the backend's declared deviations: a
 failing cell whose every failing case a deviation explains is a *recorded deviation*
 (a case is explained when its error is within the ULPs the deviation records, or, for a
-``flush_to_zero`` deviation, when it passes with subnormals read as zero on both sides),
-any other failing cell is an *unexpected failure*, and a deviation that explains no
-failure of the cells it covers is *stale*. Either unexpected
-outcome makes :attr:`ConformanceRun.exit_code` 1.
+``flush_to_zero`` deviation of the case's dtype, when it passes with that dtype's
+subnormals read as zero on both sides), any other failing cell is an *unexpected
+failure*, and a deviation that explains no failure of the cells it covers is *stale*.
+A case that raised or returned outputs of the wrong number, shape or dtype is never
+explained, and a deviation that records no number in ULPs (or a flush-to-zero one with
+no dtype) explains nothing and is *invalid*. Any of these unexpected outcomes makes
+:attr:`ConformanceRun.exit_code` 1.
 
 Example::
 
@@ -42,6 +45,8 @@ from ..ir.passes import decompose
 from . import opdb, regressions
 from .case import Case
 from .compare import measure
+from .declared import Declared
+from .local import flush_subnormals as flush_declared
 from .opdb.common import EDGE, LONG
 
 # Cell statuses, worst first (a row of the matrix shows its worst cell).
@@ -77,8 +82,9 @@ class CaseResult:
     mismatches: int = 0
     message: str = ""
     worst: dict = field(default_factory=dict)
-    # Measured again with subnormals flushed to zero (only for a failing case that a
-    # flush_to_zero deviation covers): whether it passes then, and its max ULP.
+    malformed: bool = False  # outputs of the wrong number, shape or dtype (no deviation excuses it)
+    # Measured again with subnormals flushed to zero (only for a failing case of a dtype the
+    # backend declares flush-to-zero in): whether it passes then, and its max ULP.
     flushed_passed: bool | None = None
     flushed_ulp: float | None = None
 
@@ -104,6 +110,10 @@ class Cell:
     message: str = ""
     deviation: dict | None = None  # the declared deviation covering this cell, if any
     explained_by: list[dict] = field(default_factory=list)  # the deviations that explain its failures
+    # Explained by flush-to-zero: the max ULP that remains once subnormals are flushed (what
+    # the matrix shows; max_ulp keeps the raw figure).
+    flush_to_zero: bool = False
+    flushed_ulp: float | None = None
 
 
 @dataclass
@@ -114,8 +124,9 @@ class DeviationCheck:
     device: str | None
     reason: str
     max_error: str
-    state: str  # recorded | stale | not checked
+    state: str  # recorded | stale | not checked | invalid
     cells: list[str] = field(default_factory=list)
+    problem: str = ""  # why an invalid deviation explains nothing
 
 
 @dataclass
@@ -148,12 +159,17 @@ class ConformanceRun:
         return [d for d in self.deviations if d.state == "stale"]
 
     @property
+    def invalid_deviations(self) -> list[DeviationCheck]:
+        return [d for d in self.deviations if d.state == "invalid"]
+
+    @property
     def type_rule_failures(self) -> list[dict]:
         return [t for t in self.type_rules if not t["ok"]]
 
     @property
     def exit_code(self) -> int:
-        bad = self.unexpected_failures or self.stale_deviations or self.type_rule_failures
+        bad = (self.unexpected_failures or self.stale_deviations or self.invalid_deviations
+               or self.type_rule_failures)
         return 1 if bad else 0
 
     def summary(self) -> dict[str, dict[str, int]]:
@@ -223,6 +239,7 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
     fails, each case is run alone so that the failure lands on the case that causes it.
     """
     claims = backend.claims() if claims is None else claims
+    declared = Declared.of(backend, device)
     results: list[CaseResult | None] = [None] * len(bundle)
     runnable = []
     for i, p in enumerate(bundle):
@@ -241,7 +258,7 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
             k = 0
             for i, g, paths in runnable:
                 n = len(g.outputs)
-                results[i] = _measured(backend, device, bundle[i], paths, outputs[k:k + n])
+                results[i] = _measured(backend, device, bundle[i], paths, outputs[k:k + n], declared)
                 k += n
             return results
     for i, g, paths in runnable:
@@ -252,7 +269,7 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
                                     path=paths.get(bundle[i].case.op, ""), max_ratio=np.inf,
                                     message=f"{type(exc).__name__}: {_short(str(exc))}")
             continue
-        results[i] = _measured(backend, device, bundle[i], paths, outputs)
+        results[i] = _measured(backend, device, bundle[i], paths, outputs, declared)
     return results
 
 
@@ -279,14 +296,14 @@ def _as_array(output) -> np.ndarray:
     return np.asarray(output)
 
 
-def _measured(backend, device, p: Prepared, paths, outputs) -> CaseResult:
-    m = measure(p.case, p.graph, p.arrays, p.oracle, outputs)
+def _measured(backend, device, p: Prepared, paths, outputs, declared: Declared) -> CaseResult:
+    m = measure(p.case, p.graph, p.arrays, p.oracle, outputs, declared)
     result = CaseResult(**_ids(backend, device, p.case), status="pass" if m.passed else "fail",
                         path=paths.get(p.case.op, ""), max_ulp=m.max_ulp, max_ratio=m.max_ratio, max_rel=m.max_rel,
-                        mismatches=m.mismatches, message=m.message, worst=m.worst)
-    if not m.passed and not m.message and any(
-            d.flush_to_zero and _covers(d, p.case.op, p.case.dtype.short, device) for d in backend.deviations):
-        flushed = measure_flushed(p, outputs)
+                        mismatches=m.mismatches, message=m.message, worst=m.worst, malformed=m.malformed)
+    local = p.case.bound is not None and p.case.bound.kind == "local"  # measure_local flushes per node
+    if not m.passed and not m.malformed and not local and p.case.dtype in declared.flushes:
+        flushed = measure_flushed(p, outputs, declared)
         result.flushed_passed, result.flushed_ulp = flushed.passed, flushed.max_ulp
     return result
 
@@ -304,18 +321,20 @@ def flush_subnormals(array: np.ndarray, dtype: DType | None = None) -> np.ndarra
     return np.where(np.abs(wide) < tiny, np.copysign(0.0, wide), wide).astype(a.dtype)
 
 
-def measure_flushed(p: Prepared, outputs):
-    """The case measured as if subnormals were zero: each output element against the oracle
-    or the oracle on flushed inputs (whichever is nearer: a runtime may flush some operands
-    and not others), results flushed on both sides."""
-    arrays = [flush_subnormals(a) for a in p.arrays]
+def measure_flushed(p: Prepared, outputs, declared: Declared):
+    """The case measured as if the subnormals of the dtypes ``declared`` flushes (below each
+    one's own smallest normal; no other dtype's) were zero: each output element against the
+    oracle or the oracle on flushed inputs (whichever is nearer: a runtime may flush some
+    operands and not others), results flushed on both sides."""
+    flushes = declared.flushes
+    arrays = [flush_declared(a, t.dtype, flushes) for a, t in zip(p.arrays, p.graph.input_types)]
     flushed = evaluate(p.graph, arrays, oracle=True)
     expected, actual = [], []
     for o, f, a, t in zip(p.oracle, flushed, outputs, p.graph.output_types):
-        o, f, a = (flush_subnormals(v, t.dtype) for v in (o, f, a))
+        o, f, a = (flush_declared(v, t.dtype, flushes) for v in (o, f, a))
         expected.append(np.where(_distance(f, a) <= _distance(o, a), f, o).astype(np.asarray(o).dtype))
         actual.append(a)
-    return measure(p.case, p.graph, arrays, expected, actual)
+    return measure(p.case, p.graph, arrays, expected, actual, declared)
 
 
 def _distance(expected, actual) -> np.ndarray:
@@ -470,35 +489,57 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
         cell.status = PASS
         return
     cell.worst_case, cell.worst, cell.message = worst.case, worst.worst, worst.message
-    explained = [_explaining(covering, r) for r in ran if r.status != "pass"]
+    failing = [r for r in ran if r.status != "pass"]
+    explained = [_explaining(covering, r) for r in failing]
     if all(explained):
         cell.status = DEVIATION
         cell.explained_by = [_deviation_dict(d) for d in dict.fromkeys(explained)]
         cell.deviation = cell.explained_by[0]
-    else:
-        cell.status = FAIL
-        numeric = [d for d in covering if not d.flush_to_zero]
-        if numeric:
-            cell.message = (f"max error {cell.max_ulp:.3g} ULP exceeds the recorded deviation "
-                            f"({numeric[0].max_error}). " + cell.message)
+        if any(d.flush_to_zero for d in explained):
+            cell.flush_to_zero = True
+            left = [r.flushed_ulp if r.flushed_ulp is not None else r.max_ulp for r in ran]
+            left = [u for u in left if u is not None and np.isfinite(u)]
+            cell.flushed_ulp = max(left) if left else None
+        return
+    cell.status = FAIL
+    unexplained = next(r for r, d in zip(failing, explained) if d is None)
+    if unexplained.status == "error" or unexplained.malformed:
+        if covering:
+            cell.message = "a deviation never excuses an exception or a malformed output. " + cell.message
+        return
+    numeric = [d for d in covering if not d.flush_to_zero]
+    if numeric and _ulp_limit(numeric[0]) is None:
+        cell.message = (f"the deviation covering it records no number in ULPs ({numeric[0].max_error!r}), "
+                        "so it explains nothing. " + cell.message)
+    elif numeric:
+        cell.message = (f"max error {cell.max_ulp:.3g} ULP exceeds the recorded deviation "
+                        f"({numeric[0].max_error}). " + cell.message)
 
 
 def _covers(d: Deviation, op: str, dtype: str, device: str) -> bool:
+    if d.flush_to_zero and d.dtype is None:  # flush-to-zero is measured per dtype: without one it is invalid
+        return False
     return d.op in (op, ANY_OP) and (d.dtype is None or d.dtype.short == dtype) and (
         d.device is None or d.device == device)
 
 
 def _explaining(covering: Sequence[Deviation], r: CaseResult) -> Deviation | None:
-    """The deviation that explains one failing case: a flush_to_zero one if the case passes
-    with subnormals flushed, else one whose recorded ULPs cover the error that remains."""
+    """The deviation that explains one failing case: a flush_to_zero one (of the case's
+    dtype) if the case passes with subnormals flushed, else one whose recorded ULPs cover
+    the error that remains. Nothing explains an exception, a malformed output, an error
+    with no ULP figure, or (from a deviation that records no number) anything."""
+    if r.status == "error" or r.malformed:
+        return None
     if r.flushed_passed:
         return next(d for d in covering if d.flush_to_zero)
-    error = r.max_ulp if r.flushed_passed is None else (np.inf if r.flushed_ulp is None else r.flushed_ulp)
+    error = r.max_ulp if r.flushed_passed is None else r.flushed_ulp
+    if error is None or not np.isfinite(error):
+        return None
     for d in covering:
         if d.flush_to_zero:
             continue
         limit = _ulp_limit(d)
-        if limit is None or (error or 0.0) <= limit:
+        if limit is not None and error <= limit:
             return d
     return None
 
@@ -510,6 +551,15 @@ def _ulp_limit(d: Deviation) -> float | None:
     """The ULPs a deviation records ("5 ulp (measured ...)" → 5.0), or None when it says no number."""
     m = _ULP.match(d.max_error)
     return float(m.group(1)) if m else None
+
+
+def invalid_reason(d: Deviation) -> str:
+    """Why a declared deviation cannot explain anything ("" when it is valid)."""
+    if d.flush_to_zero:
+        return "" if d.dtype is not None else "flush-to-zero is declared per dtype (measured): this one names none"
+    if _ulp_limit(d) is None:
+        return f"max_error must start with the number it allows, e.g. '5 ulp (measured 4.2)'; got {d.max_error!r}"
+    return ""
 
 
 def _deviation_dict(d: Deviation) -> dict:
@@ -529,7 +579,9 @@ def _check_deviations(targets: Sequence[Target], cells: Sequence[Cell], whole: b
         mine = [c for c in cells if c.backend == t.backend and c.status not in (NOT_RUN, UNSUPPORTED)]
         for d in t.instance.deviations:
             covered = [c for c in mine if _covers(d, c.op, c.dtype, c.device)]
-            if not covered:
+            if invalid_reason(d):
+                state = "invalid"
+            elif not covered:
                 state = "not checked"
             elif any(_deviation_dict(d) in c.explained_by for c in covered):
                 state = "recorded"
@@ -541,7 +593,8 @@ def _check_deviations(targets: Sequence[Target], cells: Sequence[Cell], whole: b
                 state = "recorded"  # covered cells fail beyond it: those cells are the failures
             cells_of = [c for c in covered if _deviation_dict(d) in c.explained_by] or covered
             checks.append(DeviationCheck(t.backend, d.op, d.dtype.short if d.dtype else None, d.device, d.reason,
-                                         d.max_error, state, [f"{c.op}[{c.dtype}]@{c.device}" for c in cells_of]))
+                                         d.max_error, state, [f"{c.op}[{c.dtype}]@{c.device}" for c in cells_of],
+                                         invalid_reason(d)))
     return checks
 
 

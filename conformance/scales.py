@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.interpreter import evaluate
-from .bounds import Scale
+from .bounds import IN_OUT_CAP, Scale
 
 _BOX_MULLER_RADIUS = 8.5  # sqrt(-2 log(2**-53)) < 8.6; float32 draws stay below 5.7
 
@@ -37,8 +37,9 @@ def scale(kind: Scale, ctx: ScaleContext) -> np.ndarray:
     o = np.abs(np.asarray(ctx.oracle[ctx.output], dtype=np.float64))
     if kind is Scale.ORACLE:
         return o
-    if kind is Scale.IN_OUT:
-        return np.maximum(o, np.abs(np.asarray(ctx.operands[0], dtype=np.float64)))
+    if kind is Scale.IN_OUT:  # |x| only up to where the decomposition can still cancel
+        x = np.abs(np.asarray(ctx.operands[0], dtype=np.float64))
+        return np.maximum(o, np.minimum(x, IN_OUT_CAP[ctx.op]))
     if kind is Scale.ROW:
         axis = ctx.attrs["axis"]
         return np.max(o, axis=axis, keepdims=True, initial=0.0) if o.size else o

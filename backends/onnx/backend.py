@@ -41,7 +41,7 @@ from ...ir.types import Symbol, TensorType
 from ..base import Backend, OpClaim
 from ..cache import BuildOnceCache
 from .composites import NATIVE
-from .deviations import DEVIATIONS
+from .deviations import DEVIATIONS, SUMMATION
 from .emitter import ONNX_DTYPES
 from .legalize import UNSUPPORTED
 from .lowering import LOWERINGS, to_model
@@ -277,6 +277,7 @@ class OnnxBackend(Backend):
     name = "onnx"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
+    summation = SUMMATION
 
     def __init__(self):
         self._sessions = BuildOnceCache()

@@ -4,11 +4,15 @@
 index)``), runs them on every backend — several graphs side by side per compilation,
 as the runner bundles cases — and measures every node against its own bound on the
 backend's own operands (:data:`~..bounds.LOCAL`). A failing node that the backend
-declares as a deviation (within the ULPs it records) is counted as such. Any other
+declares as a deviation (within the ULPs it records; or flush-to-zero in a dtype it declares
+flushing) is counted as such; no deviation excuses an error or a malformed output. Any other
 mismatch — a node over its bound, or a compile/run error on a valid graph — is shrunk
 (:mod:`.shrink`) and saved as a regression (:mod:`..regressions`) that every later
-``parity conform`` replays. A mismatch with the signature of one already found (same
-backend, op and dtype; or the same error type) is counted, not saved again.
+``parity conform`` replays. A mismatch is *known* (counted, not saved again) only when it
+is the very graph a saved regression was found in (same backend, seed and index) failing
+the same way, or has the signature (backend, op and dtype; or error type) of a mismatch
+already found in this run. A saved regression of the same op elsewhere hides nothing: a
+fixed bug's signature must not mask a new one.
 
 Example::
 
@@ -54,7 +58,8 @@ class Finding:
     nodes: int = 0  # before shrinking
     shrunk_nodes: int = 0
     regression: str = ""  # the saved regression's name ("" if not saved)
-    duplicate: bool = False  # same signature as an earlier finding or saved regression
+    duplicate: bool = False  # known: a saved regression's own graph, or an earlier finding's signature
+    known: str = ""  # the saved regression this very graph was found as
     text: str = ""  # the shrunk graph
 
 
@@ -93,7 +98,8 @@ class FuzzReport:
                        f"{c['deviation']} recorded deviation, {c['unsupported']} unsupported; "
                        f"{self.outside[name]} nodes outside the contract's domain")
         for f in self.findings:
-            tag = "known" if f.duplicate else f"saved {f.regression}" if f.regression else "new"
+            tag = (f"known: {f.known}" if f.known else "as an earlier finding" if f.duplicate
+                   else f"saved {f.regression}" if f.regression else "new")
             err = f" max {f.max_ulp:.3g} ulp" if f.max_ulp is not None else ""
             out.append(f"  {f.status} on {f.backend}/{f.device}: {f.op}[{f.dtype}]{err} in {f.graph} "
                        f"({f.nodes} → {f.shrunk_nodes} nodes; {tag}): {f.message[:160]}")
@@ -114,7 +120,8 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
     report = FuzzReport(seed, budget)
     targets = [t for t in resolve_targets(backends, [device]) if t.available]
     claims = {t.backend: t.instance.claims() for t in targets}
-    seen = known_signatures(directory)
+    known = known_graphs(directory)
+    seen: set[tuple] = set()  # signatures found in this run
     for t in targets:
         report.backends[t.backend] = Counter({k: 0 for k in ("pass", "fail", "error", "deviation", "unsupported")})
     stream = list(only) if only is not None else range(budget)
@@ -134,7 +141,8 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
                 report.backends[t.backend][status] += 1
                 report.outside[t.backend] += len(r.worst.get("outside", []))
                 if status in ("fail", "error"):
-                    report.findings.append(_finding(t.instance, device, fg, r, seen, do_shrink, save, directory))
+                    report.findings.append(_finding(t.instance, device, fg, r, known, seen, do_shrink, save,
+                                                    directory))
         report.graphs = index
         if progress:
             progress(index, len(stream), f"{len(report.findings)} mismatches")
@@ -142,11 +150,17 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
     return report
 
 
-def known_signatures(directory=regressions.DIRECTORY) -> set[tuple]:
-    """The signatures of the regressions saved in ``directory``: a mismatch with one of them
-    is already recorded (counted as known, not saved again)."""
-    return {_signature(r.meta["backend"], r.meta.get("status", "fail"), r.meta["op"], r.meta["dtype"],
-                       r.meta.get("error_type", "")) for r in regressions.load_all(directory)}
+def known_graphs(directory=regressions.DIRECTORY) -> dict[tuple, tuple[str, tuple]]:
+    """The regressions saved in ``directory`` by the graph they were found in: (backend,
+    seed, index) → (name, signature). Only that graph failing that way again is known."""
+    out = {}
+    for r in regressions.load_all(directory):
+        found = r.meta.get("found") or {}
+        if "seed" in found and "index" in found:
+            sig = _signature(r.meta["backend"], r.meta.get("status", "fail"), r.meta["op"], r.meta["dtype"],
+                             r.meta.get("error_type", ""))
+            out[(r.meta["backend"], found["seed"], found["index"])] = (r.name, sig)
+    return out
 
 
 def error_kind(message: str) -> str:
@@ -164,9 +178,12 @@ def fuzz_case(fg: FuzzGraph, op: str = "fuzz", dtype=None) -> Case:
 
 def _all_declared(backend: Backend, device: str, nodes: list[dict]) -> bool:
     """Is every failing node covered by a declared deviation (within the ULPs it records), or
-    explained by flush-to-zero on a backend that declares it?"""
+    explained by flush-to-zero in a dtype the backend declares flushing? A malformed node
+    (outputs of the wrong shape or dtype) never is."""
     for n in nodes:
-        if n.get("flush_to_zero") and declares_flush_to_zero(backend, device):
+        if n.get("malformed"):
+            return False
+        if n.get("flush_to_zero") and declares_flush_to_zero(backend, device, n["dtype"]):
             continue
         if not any(_covers(d, n["op"], n["dtype"], device) and not _flushes(d) and _within(d, n["max_ulp"])
                    for d in backend.deviations):
@@ -184,15 +201,17 @@ def _flushes(d) -> bool:
 
 def _within(d, max_ulp) -> bool:
     """Is ``max_ulp`` within the ULPs the deviation records ("5 ulp (measured 4.2)")? A
-    deviation that records no number covers any error."""
+    deviation that records no number covers nothing, and an error without a ULP figure
+    is within no deviation."""
     m = re.match(r"^\s*([0-9]+(?:\.[0-9]*)?(?:e[-+]?[0-9]+)?)\s*ulp", d.max_error, re.IGNORECASE)
-    return m is None or (max_ulp or 0.0) <= float(m.group(1))
+    return m is not None and max_ulp is not None and max_ulp <= float(m.group(1))
 
 
-def declares_flush_to_zero(backend: Backend, device: str) -> bool:
-    """Does ``backend`` declare flush-to-zero on ``device`` (a deviation about subnormals)?
-    Composites then inherit it from the primitives they decompose into."""
-    return any(d.device in (None, device) and (_flushes(d) or "subnormal" in (d.max_error + d.reason).lower())
+def declares_flush_to_zero(backend: Backend, device: str, dtype: str) -> bool:
+    """Does ``backend`` declare, as data (``flush_to_zero=True`` with that dtype), that it
+    flushes subnormals of ``dtype`` (short name) on ``device``? Composites then inherit it
+    from the primitives they decompose into."""
+    return any(_flushes(d) and d.dtype is not None and d.dtype.short == dtype and d.device in (None, device)
                for d in backend.deviations)
 
 
@@ -207,8 +226,8 @@ def _undeclared(backend: Backend, device: str, nodes: list[dict]) -> dict:
     return nodes[0]
 
 
-def _finding(backend: Backend, device: str, fg: FuzzGraph, r, seen: set, do_shrink: bool, save: bool,
-             directory) -> Finding:
+def _finding(backend: Backend, device: str, fg: FuzzGraph, r, known: dict, seen: set, do_shrink: bool,
+             save: bool, directory) -> Finding:
     if r.status == "fail":
         node = _undeclared(backend, device, r.worst.get("nodes", []) or [{"op": "?", "dtype": "?"}])
         op, dtype, error_type = node["op"], node["dtype"], ""
@@ -218,6 +237,10 @@ def _finding(backend: Backend, device: str, fg: FuzzGraph, r, seen: set, do_shri
     f = Finding(backend.name, device, fg.name, r.status, op, dtype, r.message, r.max_ulp, r.max_ratio, r.worst,
                 nodes=len(fg.graph.nodes))
     sig = _signature(backend.name, r.status, op, dtype, error_type)
+    name, saved_sig = known.get((backend.name, fg.seed, fg.index), ("", None))
+    if saved_sig == sig:  # the very graph a saved regression was found in, failing the same way
+        f.duplicate, f.known = True, name
+        return f
     if sig in seen:
         f.duplicate = True
         return f

@@ -11,6 +11,7 @@ from parity.backends.registry import get_backend
 from parity.conformance import fuzz, regressions, runner
 from parity.conformance.fuzz.generate import generate
 from parity.conformance.fuzz.shrink import drop_node, shrink
+from parity.conformance.declared import Declared
 from parity.conformance.local import measure_local, undefined_mask
 from parity.ir import GraphBuilder, evaluate, f16, f32, i32, parse, verify
 from parity.ir.dtypes import DType
@@ -109,15 +110,20 @@ def test_overflowing_terms_and_spec_overflow_are_outside_the_contract():
     assert m.passed and m.worst["outside"] == [{"node": 0, "op": "layer_norm", "dtype": "bf16"}]
 
 
-def test_flush_to_zero_is_recognised_per_node():
+def test_flush_to_zero_is_recognised_per_node_only_in_a_dtype_declared_flushing():
     b = GraphBuilder()
     x = b.input(f16[2])
     g = b.build([b.mul(x, x)])
     tiny = np.array([2.0**-8, 3.0], np.float16)  # (2**-8)**2 = 2**-16 is an f16 subnormal
-    m = measure_local(g, [tiny], [np.array([0.0, 9.0], np.float16)])
+    f16_flushes = Declared(frozenset({DType.float16}))
+    m = measure_local(g, [tiny], [np.array([0.0, 9.0], np.float16)], f16_flushes)
     assert not m.passed and m.worst["nodes"][0]["flush_to_zero"] is True
-    m = measure_local(g, [tiny], [np.array([0.0, 8.0], np.float16)])
+    m = measure_local(g, [tiny], [np.array([0.0, 8.0], np.float16)], f16_flushes)
     assert m.worst["nodes"][0]["flush_to_zero"] is False
+    # A backend that declares flushing in f32/bf16/f64 only (as XLA:CPU, measured) does not flush f16.
+    others = Declared(frozenset({DType.float32, DType.bfloat16, DType.float64}))
+    m = measure_local(g, [tiny], [np.array([0.0, 9.0], np.float16)], others)
+    assert not m.passed and m.worst["nodes"][0]["flush_to_zero"] is False
 
 
 # -- shrinking and regressions ----------------------------------------------------------------------

@@ -39,7 +39,7 @@ def test_json_schema(result):
     assert {t["backend"] + "/" + t["device"] for t in doc["targets"]} == {"reference/cpu", "wrong/cpu", "wrong/cuda"}
     cell_keys = {"op", "family", "kind", "dtype", "backend", "device", "status", "cases", "passed", "failed",
                  "unsupported", "path", "max_ulp", "max_ratio", "worst_case", "worst", "message", "deviation",
-                 "explained_by"}
+                 "explained_by", "flush_to_zero", "flushed_ulp"}
     assert all(set(c) == cell_keys for c in doc["cells"])
     cos = next(c for c in doc["cells"] if c["op"] == "cos" and c["dtype"] == "f32" and c["backend"] == "wrong"
                and c["device"] == "cpu")

@@ -1,9 +1,11 @@
 """Elementwise ops on XLA against the interpreter: every unary and binary op, every dtype,
 one multi-output graph per dtype (one XLA compilation each), measured per accuracy class.
 
-Subnormal inputs and results are left out of the ULP sweep only because the backend
-records the flush-to-zero deviation (one rule for every op); test_flush_to_zero_is_still_recorded
-keeps that honest.
+In the dtypes where the backend declares flush-to-zero (f32, f64 and bf16 on CPU, one rule
+for every op), each element is measured against the nearer of the spec and the spec on
+flushed inputs, subnormal results flushed on both sides: nothing is left out, so an
+output that is wrong on normal values fails (test_the_check_fails_a_planted_all_zero_output).
+test_flush_to_zero_is_still_recorded keeps the declaration honest.
 """
 
 import ml_dtypes
@@ -17,7 +19,7 @@ from parity.ir.dtypes import FLOAT_DTYPES, INT_DTYPES
 
 BACKEND = XlaBackend()
 DEVIATIONS = {(d.op, d.dtype): d for d in BACKEND.deviations if not d.flush_to_zero}
-FLUSHES = any(d.flush_to_zero and d.op == "*" and d.device == "cpu" for d in BACKEND.deviations)
+FLUSHES = {d.dtype for d in BACKEND.deviations if d.flush_to_zero and d.op == "*" and d.device == "cpu"}
 _NEEDS_X = {"pow", "atan2"}  # float-only binary ops
 
 
@@ -48,9 +50,33 @@ def _int_values(dtype: DType) -> np.ndarray:
     return np.array(vals, dtype=np.int64).astype(dtype.numpy)
 
 
-def _subnormal(x: np.ndarray, dtype: DType) -> np.ndarray:
-    x = np.abs(np.asarray(x, np.float64))
-    return (x > 0) & (x < float(ml_dtypes.finfo(dtype.numpy).tiny))
+def _flush(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """``x`` with the subnormals of ``dtype`` as zeros of their sign, where XLA flushes ``dtype``."""
+    x = np.asarray(x)
+    if dtype not in FLUSHES:
+        return x
+    wide = x.astype(np.float64)
+    tiny = float(ml_dtypes.finfo(dtype.numpy).tiny)
+    return np.where(np.abs(wide) < tiny, np.copysign(0.0, wide), wide).astype(x.dtype)
+
+
+def _flushed_spec(graph, inputs, dtype: DType):
+    """(spec, oracle) on the inputs as a flushing runtime reads them; None where ``dtype`` does not flush."""
+    if dtype not in FLUSHES:
+        return None
+    flushed = [_flush(x, dtype) for x in inputs]
+    return evaluate(graph, flushed), evaluate(graph, flushed, oracle=True)
+
+
+def _nearer(got, plain, flushed):
+    """Per element, ``plain`` or ``flushed``, whichever ``got`` is closer to (NaN meets NaN)."""
+    def distance(want):
+        g, w = got.astype(np.float64), np.asarray(want).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            d = np.abs(g - w)
+        return np.where((g == w) | (np.isnan(g) & np.isnan(w)), 0.0, np.where(np.isnan(d), np.inf, d))
+
+    return np.where(distance(flushed) < distance(plain), flushed, plain).astype(np.asarray(plain).dtype)
 
 
 def _ops(arity: int, dtype: DType) -> list[str]:
@@ -60,24 +86,23 @@ def _ops(arity: int, dtype: DType) -> list[str]:
             and "elementwise" in {g.value for g in op.groups} | ({"elementwise"} if arity == 2 else set())]
 
 
-def _check(op, dtype, got, native, oracle, inputs, contract):
-    """One output against its class; returns the measured ULP error for float math."""
+def _check(op, dtype, got, native, oracle, contract, flushed=None):
+    """One output against its class; returns the measured ULP error for float math.
+    ``flushed``: (spec, oracle) of this output on flushed inputs, where the dtype flushes."""
     out_dtype = DType.from_numpy(native.dtype)
-    keep = np.ones(native.shape, bool)
-    if FLUSHES and dtype.is_float:
-        for x in inputs:
-            keep &= ~_subnormal(x, dtype)
-        if out_dtype.is_float:
-            keep &= ~_subnormal(oracle, out_dtype) & ~_subnormal(native, out_dtype)
-            # Flushed inputs/intermediates make results that should be tiny-but-normal land at 0.
-            keep &= ~((np.abs(oracle.astype(np.float64)) < float(ml_dtypes.finfo(out_dtype.numpy).tiny) * 2**30)
-                      & (got.astype(np.float64) == 0))
+    got = np.asarray(got)
+    if flushed is not None:
+        got = _flush(got, out_dtype)
+        flushed_native, flushed_oracle = (_flush(v, out_dtype) for v in flushed)
+        native_ref, oracle_ref = _flush(native, out_dtype), _flush(oracle, out_dtype)
+        native = _nearer(got, native_ref, flushed_native)
+        oracle = _nearer(got, oracle_ref, flushed_oracle)
     accuracy = OP_TABLE[op].accuracy
     if accuracy is Accuracy.EXACT or not out_dtype.is_float:
         signed_zero = op not in ("max", "min")  # implementation-defined sign of max(-0.0, 0.0)
-        contract.assert_exact(got[keep], native[keep], signed_zero=signed_zero, what=f"{op} {dtype.short}")
+        contract.assert_exact(got, native, signed_zero=signed_zero, what=f"{op} {dtype.short}")
         return None
-    return contract.max_ulp(got[keep], oracle[keep], out_dtype)
+    return contract.max_ulp(got, oracle, out_dtype)
 
 
 def _assert_within(op, dtype, err):
@@ -98,9 +123,10 @@ def test_unary_float_ops(runner, contract, dtype):
     g = b.build([b.op(n, xi) for n in names])
     got, native = runner.both(g, [x])
     oracle = runner.oracle(g, [x])
+    flushed = _flushed_spec(g, [x], dtype)
     assert len(names) >= 30
-    for name, gv, nv, ov in zip(names, got, native, oracle):
-        err = _check(name, dtype, gv, nv, ov, [x], contract)
+    for i, (name, gv, nv, ov) in enumerate(zip(names, got, native, oracle)):
+        err = _check(name, dtype, gv, nv, ov, contract, None if flushed is None else (flushed[0][i], flushed[1][i]))
         if err is not None:
             _assert_within(name, dtype, err)
 
@@ -145,8 +171,9 @@ def test_binary_ops(runner, contract, dtype):
     g = b.build([b.op(n, xi, yi) for n in names])
     got, native = runner.both(g, [x, y])
     oracle = runner.oracle(g, [x, y])
-    for name, gv, nv, ov in zip(names, got, native, oracle):
-        err = _check(name, dtype, gv, nv, ov, [x, y], contract)
+    flushed = _flushed_spec(g, [x, y], dtype) if dtype.is_float else None
+    for i, (name, gv, nv, ov) in enumerate(zip(names, got, native, oracle)):
+        err = _check(name, dtype, gv, nv, ov, contract, None if flushed is None else (flushed[0][i], flushed[1][i]))
         if err is not None:
             _assert_within(name, dtype, err)
 
@@ -206,8 +233,9 @@ _FTZ_CASES = {
 
 @pytest.mark.parametrize("op", sorted(_FTZ_CASES))
 def test_flush_to_zero_is_still_recorded(runner, op):
-    """XLA:CPU flushes subnormals; if it ever stops, this fails: drop the FTZ deviations."""
-    assert FLUSHES
+    """XLA:CPU flushes f32 subnormals; if it ever stops, this fails: drop the FTZ deviations.
+    (Every dtype's declaration is probed by tests/conformance/test_declared.py.)"""
+    assert DType.float32 in FLUSHES
     x, exact, flushed = _FTZ_CASES[op]
     b = GraphBuilder()
     xi = b.input(DType.float32[1])
@@ -247,3 +275,25 @@ def test_bfloat16_widened_op_reads_its_operand_rounded(runner):
     expected_dot = (xs.astype(np.float64) * ws[0].astype(np.float64)).astype(ml_dtypes.bfloat16)
     assert dot.view(np.uint16).tolist() == expected_dot.view(np.uint16).tolist()
     assert sin.tolist() == np.sin(dot.astype(np.float64)).astype(ml_dtypes.bfloat16).tolist()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: d.short)
+def test_the_check_fails_a_planted_all_zero_output(runner, contract, dtype):
+    """The unary sweep's measurement must be able to fail: an output of zeros (XLA with a
+    fault planted at its executable's boundary) is far out of bound in every dtype, float16
+    too (the old rule dropped every element where got == 0 and |oracle| < tiny·2**30, all
+    of float16's finite range)."""
+    x = np.random.default_rng(5).uniform(-4, 4, 2000).astype(dtype.numpy)  # every result finite and normal
+    b = GraphBuilder()
+    xi = b.input(dtype[x.size])
+    g = b.build([b.exp(xi), b.neg(xi)])
+    got = [np.zeros_like(np.asarray(v)) for v in runner.run(g, [x])]  # the planted fault
+    native, oracle = evaluate(g, [x]), runner.oracle(g, [x])
+    flushed = _flushed_spec(g, [x], dtype)
+    err = _check("exp", dtype, got[0], native[0], oracle[0], contract,
+                 None if flushed is None else (flushed[0][0], flushed[1][0]))
+    with pytest.raises(AssertionError):
+        _assert_within("exp", dtype, err)
+    with pytest.raises(AssertionError):
+        _check("neg", dtype, got[1], native[1], oracle[1], contract,
+               None if flushed is None else (flushed[0][1], flushed[1][1]))

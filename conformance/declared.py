@@ -1,0 +1,83 @@
+"""What a backend declares as data that changes how its results are measured.
+
+Two facts, both per (backend, device) and read from the backend's own declarations:
+
+- **flush-to-zero**: the float dtypes in which it reads subnormal inputs as ±0 and
+  flushes subnormal results (``Deviation(..., dtype=D, flush_to_zero=True)``, one per
+  dtype, each measured: :func:`flushes` runs the probe). Nothing else counts: text that
+  mentions "subnormal" declares nothing.
+- **summation**: where the backend adds longer sequential chains of terms than the
+  contract's ``CONTRACT_BLOCK`` (``Backend.summation``), so its accumulations are held
+  to ``(⌈log₂ n⌉ + block)·ε·Σ|terms|`` with its own block, or ``n·ε·Σ|terms|`` when it
+  declares one sequential pass.
+
+Example::
+
+    >>> from parity.backends.registry import get_backend
+    >>> from parity.ir.dtypes import DType
+    >>> d = Declared.of(get_backend("reference"), "cpu")
+    >>> d.flushes, d.block("reduce_sum", DType.float32)
+    (frozenset(), 64)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..backends.base import ANY_OP, Summation
+from ..ir.dtypes import DType
+from .bounds import CONTRACT_BLOCK
+
+
+@dataclass(frozen=True)
+class Declared:
+    flushes: frozenset[DType] = frozenset()
+    summation: tuple[Summation, ...] = field(default=())
+
+    @classmethod
+    def of(cls, backend, device: str) -> Declared:
+        """The declarations of ``backend`` (any object with ``deviations``/``summation``) on ``device``."""
+        flushes = frozenset(d.dtype for d in getattr(backend, "deviations", ())
+                            if getattr(d, "flush_to_zero", False) and d.dtype is not None
+                            and d.device in (None, device))
+        summation = tuple(s for s in getattr(backend, "summation", ()) if s.device in (None, device))
+        return cls(flushes, summation)
+
+    def block(self, op: str, dtype: DType) -> int | None:
+        """The longest sequential chain of ``op``'s sums in ``dtype``: the backend's declared
+        block (None: one sequential pass), else the contract's."""
+        fits = [s for s in self.summation if s.op in (op, ANY_OP) and s.dtype in (None, dtype)]
+        if not fits:
+            return CONTRACT_BLOCK
+        return min(fits, key=lambda s: s.op == ANY_OP).block  # the op's own entry first
+
+
+NOTHING = Declared()
+
+
+def probe_flush_to_zero(backend, device: str, dtype: DType) -> bool:
+    """Does ``backend`` flush subnormals of ``dtype`` on ``device``? Runs sqrt of two
+    subnormal inputs and a product whose exact result is subnormal; True when every result
+    is zero where the spec's is not (and False when none is: a mixture raises)."""
+    from ..ir import GraphBuilder
+    from ..ir.interpreter import evaluate
+    from .runner import _execute, lower_for
+
+    tiny = float(dtype.finfo.tiny)
+    x = np.array([tiny / 4, tiny / 2], dtype.numpy)
+    y = np.array([np.sqrt(tiny) / 2, np.sqrt(tiny) / 4], dtype.numpy)
+    b = GraphBuilder("ftz_probe")
+    xi, yi = b.input(dtype[2]), b.input(dtype[2])
+    graph = b.build([b.sqrt(xi), b.mul(yi, yi)])
+    lowered, _ = lower_for(backend, graph)
+    got = np.concatenate([np.asarray(o).astype(np.float64) for o in _execute(backend, device, lowered, [x, y])])
+    spec = np.concatenate([o.astype(np.float64) for o in evaluate(graph, [x, y])])
+    zero = got == 0
+    if zero.all() and (spec != 0).all():
+        return True
+    if not zero.any():
+        return False
+    raise AssertionError(f"{backend.name} on {device} flushes some {dtype.short} subnormals and not others: "
+                         f"got {got.tolist()}, the spec {spec.tolist()}")
