@@ -55,7 +55,10 @@ def core_aten_ops() -> list[str]:
     import torch
 
     names = []
-    for packet_name in dir(torch.ops.aten):
+    # torch.ops.aten lists only the packets already looked up: look every aten schema up first
+    packets = {schema.name.split("::", 1)[1] for schema in torch._C._jit_get_all_schemas()
+               if schema.name.startswith("aten::")}
+    for packet_name in sorted(packets | set(dir(torch.ops.aten))):
         packet = getattr(torch.ops.aten, packet_name, None)
         if not isinstance(packet, torch._ops.OpOverloadPacket):
             continue

@@ -70,8 +70,11 @@ def embedding_bag(ctx: Lowering, weight, indices, offsets, scale_grad_by_freq=Fa
             output = _divide_nonempty(ctx, output, sizes)
     offset2bag = ctx.convert(bag, ctx.out_type(1).dtype) if ctx.out_type(1).shape == (count,) else \
         ctx.full(0, ctx.out_type(1).dtype, ctx.out_type(1).shape)
-    int_type = ctx.out_type(2).dtype
+    int_type, size_len = ctx.out_type(2).dtype, ctx.out_type(2).shape[0]
     bag_size = ctx.full(0, int_type, (bags,)) if mode == _SUM else ctx.convert(sizes, int_type)
+    if size_len > bags:  # _embedding_bag_forward_only: offsets-sized, the extra entries 0
+        bag_size = b.pad(bag_size, ctx.const(0, int_type), edge_padding_low=(0,),
+                         edge_padding_high=(size_len - bags,), interior_padding=(0,))
     max_type = ctx.out_type(3)
     max_indices = ctx.convert(chosen, max_type.dtype) if mode == _MAX else (
         bag_size if mode == _MEAN else ctx.full(0, max_type.dtype, max_type.shape))

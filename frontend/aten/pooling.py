@@ -164,6 +164,9 @@ def _avg_pool_backward(n: int):
 
 
 def adaptive_avg_pool(ctx: Lowering, x, output_size):
+    if x.type.rank == len(output_size) + 1:  # unbatched [C, *spatial]: the composite takes [N, C, *spatial]
+        pooled = ctx.b.adaptive_avg_pool(ctx.reshape(x, (1, *x.type.shape)), output_size=tuple(output_size))
+        return ctx.reshape(pooled, ctx.out.shape)
     return ctx.b.adaptive_avg_pool(x, output_size=tuple(output_size))
 
 
@@ -250,6 +253,8 @@ def _table():
     table = {
         "_adaptive_avg_pool2d.default": adaptive_avg_pool,
         "_adaptive_avg_pool3d.default": adaptive_avg_pool,
+        "adaptive_avg_pool1d.default": adaptive_avg_pool,
+        "avg_pool1d.default": _avg_pool(1),
         "_adaptive_avg_pool2d_backward.default": adaptive_avg_pool_backward,
         "_adaptive_avg_pool3d_backward.default": adaptive_avg_pool_backward,
         "col2im.default": col2im,

@@ -241,6 +241,13 @@ def sym_storage_offset(ctx: Lowering, x):
     return _traced_int(ctx, "storage offset")
 
 
+def sym_is_contiguous(ctx: Lowering, x, *_args):
+    """torch's answer for the traced tensor (IR values are always contiguous; torch's may not be)."""
+    if not isinstance(ctx.val, bool):
+        unsupported("is_contiguous of a tensor whose contiguity depends on symbolic sizes")
+    return ctx.val
+
+
 def _traced_int(ctx: Lowering, what: str) -> int | Symbol:
     if ctx.val is None:
         unsupported(f"the {what} is unknown (the FX node has no traced value)")
@@ -257,9 +264,12 @@ def as_strided(ctx: Lowering, x, size, stride, storage_offset=None):
 
     Example: ``as_strided(arange(6.), (2, 2), (1, 2), 1)`` reads storage 1, 3, 2, 4.
     """
-    traced = ctx.node.args[0].meta.get("val")
+    source = ctx.node.args[0]
+    traced = source.meta.get("val")
     if traced is None or not x.type.is_static or not ctx.out.is_static:
         unsupported("as_strided needs static sizes and the traced input's strides")
+    if _is_view(source):  # its storage is its base's, and traced views do not record their offset
+        unsupported(f"as_strided of a view ({source.target}): its storage is the viewed tensor's")
     positions = _storage_positions(ctx, tuple(x.type.shape), traced.stride(), traced.storage_offset())
     inverse = np.full(int(positions.max(initial=-1)) + 1, -1, np.int64)
     inverse[positions] = np.arange(positions.size)
@@ -278,6 +288,12 @@ def as_strided(ctx: Lowering, x, size, stride, storage_offset=None):
         return ctx.reshape(flat, ctx.out.shape)
     picked = ctx.b.gather(flat, ctx.b.constant(index.reshape(-1)), axis=0)
     return ctx.reshape(picked, ctx.out.shape)
+
+
+def _is_view(node) -> bool:
+    """Whether an FX node's result aliases its input (its schema's result has alias info)."""
+    schema = getattr(node.target, "_schema", None)
+    return node.op == "call_function" and schema is not None and any(r.alias_info is not None for r in schema.returns)
 
 
 def _storage_positions(ctx: Lowering, shape, stride, offset) -> np.ndarray:
@@ -328,6 +344,7 @@ def _table():
         "scalar_tensor.default": scalar_tensor, "fill.Scalar": fill, "fill.Tensor": fill,
         "sym_size.int": sym_size, "sym_numel.default": sym_numel,
         "sym_stride.int": sym_stride, "sym_storage_offset.default": sym_storage_offset,
+        "sym_is_contiguous.default": sym_is_contiguous,
         "as_strided.default": as_strided, "as_strided_copy.default": as_strided,
         "_assert_async.default": assertion, "_assert_async.msg": assertion,
         "_assert_tensor_metadata.default": assertion, "_assert_scalar.default": assertion,
