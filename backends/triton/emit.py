@@ -35,6 +35,22 @@ from ...ir.ops import OP_TABLE
 from . import elementwise as ew
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Index rules (slice, pad, reverse, reshape...) wrap their operand's index expression;
+# past this nesting depth the expression is bound to a variable. Python's parser stops at
+# 200 nested parentheses ("too many nested parentheses": MobileNetV2's backward).
+MAX_NESTING = 24
+
+
+def nesting(expr: str) -> int:
+    """The deepest parenthesis nesting in ``expr``."""
+    depth = deepest = 0
+    for ch in expr:
+        if ch in "([":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]":
+            depth -= 1
+    return deepest
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,7 @@ class KernelWriter:
         self.indent = 1
         self.deps: dict[str, frozenset[str]] = {}
         self.memo: list[dict] = [{}]
+        self._bound: list[dict[str, str]] = [{}]  # per scope: deep index expression -> its variable
         self.params: dict[object, str] = {}  # Value -> pointer parameter name
         self.demands: set[Value] = set()
         self.emitted: Counter[Value] = Counter()
@@ -142,10 +159,12 @@ class KernelWriter:
         """A nested block (a loop body): its memo entries do not outlive it."""
         self.indent += 1
         self.memo.append({})
+        self._bound.append({})
         try:
             yield
         finally:
             self.memo.pop()
+            self._bound.pop()
             self.indent -= 1
 
     def const(self, value, dtype: DType) -> str:
@@ -177,7 +196,7 @@ class KernelWriter:
 
     def value(self, v: Value, idx: Index) -> str:
         """The expression of ``v`` at ``idx`` (a variable name), emitting code as needed."""
-        idx = Index(tuple(fold(d) for d in idx.dims), idx.flat, idx.valid)
+        idx = Index(tuple(self.bounded(fold(d)) for d in idx.dims), self.bounded(idx.flat), self.bounded(idx.valid))
         key = (v, idx.dims, idx.valid)
         for layer in reversed(self.memo):
             if key in layer:
@@ -185,6 +204,17 @@ class KernelWriter:
         name = self._emit(v, idx)
         self.memo[-1][key] = name
         self.emitted[v] += 1
+        return name
+
+    def bounded(self, expr: str | None) -> str | None:
+        """``expr``, or a variable bound to it when it nests deeper than :data:`MAX_NESTING`."""
+        if expr is None or nesting(expr) <= MAX_NESTING:
+            return expr
+        for layer in reversed(self._bound):
+            if expr in layer:
+                return layer[expr]
+        name = self.let(expr, "i")
+        self._bound[-1][expr] = name
         return name
 
     def seed(self, v: Value, idx: Index, name: str) -> None:

@@ -181,3 +181,18 @@ def test_reduce_window_of_one_element_without_padding(backend, kind):
                                                   padding=((0, 0),), window_dilations=(1,)), bf16[1])
     (got,), _ = run(backend, graph, [x])
     assert_exact(got, x)
+
+
+def test_deeply_nested_index_rewrites_stay_valid_python(backend):
+    # 250 reverses in a row each wrap the index in "(n - ...)": without binding deep
+    # expressions to variables the kernel file is rejected by Python's parser
+    # ("too many nested parentheses", seen on MobileNetV2's backward).
+    def chain(b, x):
+        for _ in range(250):
+            x = b.reverse(x, dimensions=(0,))
+        return b.add(x, x)
+
+    graph = graph_of(chain, DType.float32[16])
+    x = np.arange(16, dtype=np.float32)
+    (got,), _ = run(backend, graph, [x])
+    np.testing.assert_array_equal(got, x + x)
