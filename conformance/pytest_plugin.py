@@ -166,7 +166,8 @@ class ExtraItem(_TargetItem):
 
 
 class DeviationsItem(_TargetItem):
-    """Fails when a deviation the backend declares no longer happens in the cells run here."""
+    """Fails when a deviation the backend declares no longer happens in the cells run here, or
+    can explain nothing (no number in ULPs; flush-to-zero without a dtype)."""
 
     def runtest(self):
         from . import runner
@@ -175,10 +176,12 @@ class DeviationsItem(_TargetItem):
         mine = [c for c in self.state.cells if c.backend == self.target.backend and c.device == self.target.device]
         checks = runner._check_deviations([self.target], mine) if mine else []
         stale = [d for d in checks if d.state == "stale"]
-        if stale:
-            raise _CellFailure("\n".join(f"stale deviation: {d.op} {d.dtype or 'all dtypes'} on "
-                                         f"{d.device or 'all devices'} ({d.reason}) no longer happens in "
-                                         f"{', '.join(d.cells)}; remove it" for d in stale))
+        invalid = [d for d in checks if d.state == "invalid"]
+        if stale or invalid:
+            raise _CellFailure("\n".join(
+                [f"stale deviation: {d.op} {d.dtype or 'all dtypes'} on {d.device or 'all devices'} ({d.reason}) "
+                 f"no longer happens in {', '.join(d.cells)}; remove it" for d in stale]
+                + [f"invalid deviation: {d.op} {d.dtype or 'all dtypes'}: {d.problem}" for d in invalid]))
 
 
 def _describe(cell) -> str:

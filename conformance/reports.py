@@ -203,6 +203,8 @@ def _verdict(result: ConformanceRun) -> str:
         parts.append(f"{len(result.unexpected_failures)} unexpected failures")
     if result.stale_deviations:
         parts.append(f"{len(result.stale_deviations)} stale deviations")
+    if result.invalid_deviations:
+        parts.append(f"{len(result.invalid_deviations)} invalid deviations (no number)")
     if result.type_rule_failures:
         parts.append(f"{len(result.type_rule_failures)} type-rule failures")
     return ", ".join(parts) or "as expected"

@@ -61,6 +61,9 @@ def print_summary(result: ConformanceRun, console: Console) -> None:
     for d in result.stale_deviations:
         console.print(f"[bold red]stale deviation[/] {d.backend}: {d.op} {d.dtype or 'all dtypes'} on "
                       f"{d.device or 'all devices'} no longer happens ({escape(d.reason)}); remove it", highlight=False)
+    for d in result.invalid_deviations:
+        console.print(f"[bold red]invalid deviation[/] {d.backend}: {d.op} {d.dtype or 'all dtypes'}: "
+                      f"{escape(d.problem)}", highlight=False)
     for t in result.type_rule_failures:
         console.print(f"[bold red]type rule[/] {escape(t['case'])}: {escape(t['problem'])}", highlight=False)
     for t in result.targets:
