@@ -27,12 +27,14 @@ Example::
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from ..ir.graph import Graph
+from .errors import FrontendError
 from .outputs import PREFIX, FlatOutputs
 
 
@@ -108,8 +110,14 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
     # strict=True traces with Dynamo, which records the user's whole stack per node;
     # non-strict export keeps only frames named "forward" (a plain function has none).
     module = FlatOutputs(fn)
-    exported = torch.export.export(module, tuple(args), kwargs or None, strict=True,
-                                   dynamic_shapes=_wrapper_dynamic_shapes(fn, dynamic_shapes))
+    try:
+        exported = torch.export.export(module, tuple(args), kwargs or None, strict=True,
+                                       dynamic_shapes=_wrapper_dynamic_shapes(fn, dynamic_shapes))
+    except torch._dynamo.exc.TorchDynamoException as exc:
+        error = DataDependentCapture.of(exc, fn, kwargs)
+        if error is None:
+            raise
+        raise error from exc
     exported = exported.run_decompositions(decomposition_table())
     signature = exported.graph_signature
     translation = fx_to_ir(exported.graph_module, name=_graph_name(fn), backend=None)
@@ -152,6 +160,45 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
             output_names.append(f"output {len(output_paths)}")
             output_paths.append(path)
     return CapturedProgram(graph, input_names, output_names, state, output_paths, notes)
+
+
+class DataDependentCapture(FrontendError):
+    """The forward branches on a tensor's value (``if labels.max() >= n: raise``; a size
+    from ``nonzero``), which one static graph cannot express. The message names the
+    user's line and the inputs that could be left out."""
+
+    def __init__(self, name: str, frame, why: str, tensor_kwargs: list[str]):
+        where = f" at {frame.filename}:{frame.lineno} in {frame.name}" if frame else ""
+        code = f"\n  code: {frame.line.strip()}" if frame and frame.line else ""
+        drop = [k for k in tensor_kwargs if frame and frame.line and re.search(rf"\b{re.escape(k)}\b", frame.line)]
+        leave_out = (f"leave out {', '.join(repr(k) for k in drop)} (the branch reads it) and compute what needs "
+                     f"it outside the exported model, or " if drop else "")
+        super().__init__(
+            f"{name} cannot be captured as one graph: it branches on a tensor's value{where}{code}\n"
+            f"  why: capture and export need one static graph, and torch.export cannot follow a Python "
+            f"branch on data ({why})\n"
+            f"  fix: {leave_out}make that code branchless (torch.where, torch.cond); "
+            f"parity.compile(..., strict=False) runs it with a graph break instead")
+
+    @classmethod
+    def of(cls, exc: BaseException, fn, kwargs) -> DataDependentCapture | None:
+        """The error for torch.export's ``exc`` when it is a branch on data, else ``None``."""
+        from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+        causes, cause = [], exc
+        while cause is not None and len(causes) < 8:
+            causes.append(cause)
+            cause = cause.__cause__ or cause.__context__
+        if getattr(exc, "gb_type", "") == "Data-dependent branching":
+            why = "Dynamo: data-dependent branching"
+        elif any(isinstance(c, GuardOnDataDependentSymNode) for c in causes):
+            why = "a guard on a data-dependent size"
+        else:
+            return None
+        stack = getattr(exc, "real_stack", None)
+        frame = stack[-1] if stack else None
+        tensors = [k for k, v in (kwargs or {}).items() if isinstance(v, torch.Tensor)]
+        return cls(_graph_name(fn), frame, why, tensors)
 
 
 def _unprefixed(name: str) -> str:

@@ -1,6 +1,7 @@
 """parity.export(format="onnx") of Hugging Face models: every output of the forward, caches
 and ModelOutput fields included, as named ONNX outputs that plain onnxruntime runs to eager's
-numbers; and outputs that are not tensors left out with a one-line warning, never a crash."""
+numbers; outputs that are not tensors left out with a one-line warning, never a crash; and a
+branch on a tensor's value (wav2vec2's label check) as an error that names the line."""
 
 from __future__ import annotations
 
@@ -132,3 +133,31 @@ def test_output_names_given_must_cover_the_flattened_outputs(tmp_path):
         parity.export(model, (x,), path=tmp_path / "m.onnx", output_names=["logits"])
     assert str(info.value) == ("1 output names for 3 outputs: the model's outputs are "
                                "['logits', 'cache.0.key', 'cache.0.value']")
+
+
+class _ValidatesLabels(torch.nn.Module):
+    """Checks its labels the way wav2vec2's CTC head does: a branch on a tensor's value."""
+
+    def forward(self, x, labels):
+        if labels.max() >= 4:  # the line the error names
+            raise ValueError("label out of range")
+        return x * 2
+
+
+def test_a_branch_on_data_names_the_line_and_the_input_to_leave_out(tmp_path):
+    from parity.frontend.capture import DataDependentCapture
+
+    inputs = {"x": torch.randn(3), "labels": torch.tensor([1, 2, 3])}
+    with pytest.raises(DataDependentCapture) as info:
+        parity.export(_ValidatesLabels(), (), kwargs=inputs, path=tmp_path / "m.onnx")
+    line = _ValidatesLabels.forward.__code__.co_firstlineno + 1
+    assert str(info.value).splitlines() == [
+        f"_ValidatesLabels cannot be captured as one graph: it branches on a tensor's value at {__file__}:{line} "
+        f"in forward",
+        "  code: if labels.max() >= 4:  # the line the error names",
+        "  why: capture and export need one static graph, and torch.export cannot follow a Python branch on data "
+        "(Dynamo: data-dependent branching)",
+        "  fix: leave out 'labels' (the branch reads it) and compute what needs it outside the exported model, or "
+        "make that code branchless (torch.where, torch.cond); parity.compile(..., strict=False) runs it with a "
+        "graph break instead",
+    ]
