@@ -459,8 +459,9 @@ def _concatenate(w, node, idx):
         dims[axis] = d if begin == 0 else f"({d} - {begin})"
         inside = w.conj(f"({d} >= {begin})", f"({d} < {begin + n})")
         got = w.value(x, Index(tuple(dims), None, w.conj(idx.valid, inside)))
-        expr = got if expr is None else f"tl.where({inside}, {got}, {expr})"
-    return w.let(expr)
+        # each choice bound on its own: hundreds of pieces must not nest hundreds deep
+        expr = got if expr is None else w.let(f"tl.where({inside}, {got}, {expr})")
+    return expr
 
 
 def _iota(w, node, idx):

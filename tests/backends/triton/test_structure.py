@@ -196,3 +196,11 @@ def test_deeply_nested_index_rewrites_stay_valid_python(backend):
     x = np.arange(16, dtype=np.float32)
     (got,), _ = run(backend, graph, [x])
     np.testing.assert_array_equal(got, x + x)
+
+
+def test_concatenating_hundreds_of_pieces_stays_valid_python(backend):
+    # A concatenate picks its piece with nested tl.where: 250 pieces nested 250 deep.
+    graph = graph_of(lambda b, *xs: b.concatenate(*xs, dimension=0), *[DType.float32[2]] * 250)
+    xs = [np.full(2, i, np.float32) for i in range(250)]
+    (got,), _ = run(backend, graph, xs)
+    np.testing.assert_array_equal(got, np.concatenate(xs))

@@ -1,0 +1,115 @@
+"""The Hugging Face zoo in the conformance matrix: rows ``hf:NAME``, cases forward/gradients/step.
+
+:func:`hf_rows` runs every architecture (or those named) through each live CPU target
+in strict mode (:func:`.check.run_entry`) and turns the three stages into case results
+of the runner: ``hf:llama[f32]:forward``, ``...:gradients``, ``...:step``. An op the
+backend cannot run makes the row *unsupported* (it is not claimed, so not passed); any
+other exception is an *error*. The anchors — ``torch.compile`` with ``aot_eager`` and
+Inductor — run the same entries in the same process and are reported beside the matrix
+(``section["anchors"]``), as are the compile seconds per model and backend.
+
+Example::
+
+    >>> from parity.conformance.runner import resolve_targets
+    >>> results, section = hf_rows(resolve_targets(["reference"], ["cpu"]), names=["bert"], anchors=())
+    >>> sorted({(r.case, r.status) for r in results})
+    [('hf:bert[f32]:forward', 'pass'), ('hf:bert[f32]:gradients', 'pass'), ('hf:bert[f32]:step', 'pass')]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from .architectures import ARCHITECTURES, get_architecture
+from .check import RTOL, EntryResult, run_entry
+
+HF_PREFIX = "hf:"
+STAGES = ("forward", "gradients", "step")
+#: torch.compile backends run beside parity's as anchors
+ANCHORS = ("aot_eager", "inductor")
+
+
+def is_hf_row(op: str) -> bool:
+    return op.startswith(HF_PREFIX)
+
+
+def _status(entry: EntryResult, stage: str) -> tuple[str, str]:
+    check = getattr(entry, stage)
+    if check.passed:
+        return "pass", ""
+    if check.error:
+        unsupported = check.error.startswith("UnsupportedAtenOp")
+        return ("unsupported" if unsupported else "error"), check.error.splitlines()[0][:600]
+    return "fail", (f"{check.tensor}: max |compiled - eager| = {check.worst:.3g} × max|eager|, over {RTOL:g} "
+                    f"and farther from float64 than eager's float32")
+
+
+def _record(entry: EntryResult) -> dict:
+    return {"model": entry.name, "compiler": entry.compiler, "compile_seconds": round(entry.compile_seconds, 3),
+            "graphs": entry.graphs,
+            **{stage: {"status": _status(entry, stage)[0], "worst": _finite(getattr(entry, stage).worst),
+                       "tensor": getattr(entry, stage).tensor} for stage in STAGES}}
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def hf_rows(targets, names: Sequence[str] | None = None, progress: Callable[[str], None] | None = None,
+            anchors: Sequence[str] = ANCHORS) -> tuple[list, dict]:
+    """(case results, section): every chosen architecture on every live CPU target, plus anchors."""
+    from ..runner import CaseResult
+
+    specs = [get_architecture(n) for n in names] if names else list(ARCHITECTURES)
+    results, records, anchor_records = [], [], []
+    for spec in specs:
+        op = f"{HF_PREFIX}{spec.name}"
+        for t in targets:
+            if not t.available or t.device != "cpu":
+                continue
+            if progress:
+                progress(f"{op} on {t.backend}")
+            entry = run_entry(spec, t.backend)
+            records.append(_record(entry))
+            for stage in STAGES:
+                status, message = _status(entry, stage)
+                worst = getattr(entry, stage).worst
+                results.append(CaseResult(case=f"{op}[f32]:{stage}", op=op, dtype="f32", backend=t.backend,
+                                          device=t.device, status=status, path="compiled",
+                                          max_ratio=worst / RTOL if math.isfinite(worst) else math.inf,
+                                          mismatches=0 if status == "pass" else 1, message=message,
+                                          worst={"tensor": getattr(entry, stage).tensor, "max_rel_error": worst}))
+        for anchor in anchors:
+            if progress:
+                progress(f"{op} on torch.compile({anchor})")
+            anchor_records.append(_record(run_entry(spec, anchor)))
+    return results, {"entries": records, "anchors": anchor_records, "rtol": RTOL}
+
+
+def markdown_table(section: dict) -> str:
+    """Architecture × compiler: forward / gradients / step verdicts and compile seconds (README, notes)."""
+    rows = section["entries"] + section["anchors"]
+    compilers = list(dict.fromkeys(r["compiler"] for r in rows))
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    by = {(r["model"], r["compiler"]): r for r in rows}
+    mark = {"pass": "✓", "fail": "✗", "error": "error", "unsupported": "unsupported"}
+    head = "| architecture | " + " | ".join(compilers) + " |"
+    lines = [head, "|" + " --- |" * (len(compilers) + 1)]
+    for model in models:
+        cells = []
+        for c in compilers:
+            r = by.get((model, c))
+            if r is None:
+                cells.append("not run")
+                continue
+            verdict = "/".join(mark[r[s]["status"]] for s in STAGES)
+            cells.append(f"{verdict} ({r['compile_seconds']:.1f} s)")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    totals = []
+    for c in compilers:
+        mine = [r for r in rows if r["compiler"] == c]
+        ok = sum(all(r[s]["status"] == "pass" for s in STAGES) for r in mine)
+        totals.append(f"{ok}/{len(mine)}")
+    lines.append("| **all three pass** | " + " | ".join(totals) + " |")
+    return "\n".join(lines)
