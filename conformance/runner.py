@@ -397,12 +397,14 @@ ProgressFn = Callable[[int, int, str], None]
 
 def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[str] | None = None,
         dtypes: Iterable[DType] | None = None, ops: str | None = None, quick: bool = False,
-        cases: Sequence[Case] | None = None, progress: ProgressFn | None = None, models: bool = False
-        ) -> ConformanceRun:
+        cases: Sequence[Case] | None = None, progress: ProgressFn | None = None, models: bool | str = False,
+        architectures: Sequence[str] | None = None, anchors: bool = True) -> ConformanceRun:
     """Run the selected cases on every target and build the matrix (see the module docstring).
 
     ``models`` adds the rows of :mod:`.zoo`: the model zoo (forward and training step
-    through ``parity.compile``) and the random draws that must be bit-identical."""
+    through ``parity.compile``) and the random draws that must be bit-identical (True or
+    ``"zoo"``), the Hugging Face zoo (``"hf"``, only ``architectures`` if given, with the
+    torch.compile ``anchors``), or both (``"all"``)."""
     start = time.perf_counter()
     dtypes = list(dtypes or ())
     targets = resolve_targets(backends, devices)
@@ -430,9 +432,11 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         from . import zoo
 
         done = len(chosen)
-        extra, section = zoo.rows(targets, progress=lambda text: progress(done, done, text) if progress else None)
+        extra, section = zoo.rows(targets, progress=lambda text: progress(done, done, text) if progress else None,
+                                  which="zoo" if models is True else models, architectures=architectures,
+                                  anchors=anchors)
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
-        cells += _cells_for(keys, targets, extra, cpu_only=zoo.is_model_row)
+        cells += _cells_for(keys, targets, extra, cpu_only=zoo.is_whole_model_row)
         chosen_count = len(chosen) + len({r.case for r in extra})  # model and random-draw cases too
     deviations = _check_deviations(targets, cells, whole=not (ops or dtypes or cases))
     type_rules = _type_rules(ops)
@@ -497,9 +501,9 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
         cell.deviation = cell.explained_by[0]
         if any(d.flush_to_zero for d in explained):
             cell.flush_to_zero = True
-            left = [r.flushed_ulp if r.flushed_ulp is not None else r.max_ulp for r in ran]
-            left = [u for u in left if u is not None and np.isfinite(u)]
-            cell.flushed_ulp = max(left) if left else None
+            # a case measured flushed counts its flushed error (None: an exact op, bit-exact once flushed)
+            left = [(r.flushed_ulp if r.flushed_passed is not None else r.max_ulp) or 0.0 for r in ran]
+            cell.flushed_ulp = max(u for u in left if np.isfinite(u))
         return
     cell.status = FAIL
     unexplained = next(r for r, d in zip(failing, explained) if d is None)
