@@ -223,16 +223,33 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(_bitwise_equal(a, b).all())
 
 
-def rows(targets, *, models: bool = True, progress=None) -> tuple[list, dict]:
+def is_whole_model_row(op: str) -> bool:
+    """A row of parity's zoo or of the Hugging Face zoo (both run on cpu targets only)."""
+    from .hf.matrix import is_hf_row
+
+    return is_model_row(op) or is_hf_row(op)
+
+
+def rows(targets, *, models: bool = True, progress=None, which: str = "zoo", architectures=None,
+         anchors: bool = True) -> tuple[list, dict]:
     """The case results of the model and random rows, and the ``models`` section of a run:
-    ``{"agreement": [...], "random": [...], "tolerance": {...}}``."""
-    results, records = random_results(targets)
-    section = {"random": records, "agreement": [], "tolerance": {"rtol": RTOL, "atol": ATOL}}
-    if models:
-        more, comparisons = model_rows(targets, progress)
+    ``{"agreement": [...], "random": [...], "tolerance": {...}}``, plus ``"hf"`` (the
+    Hugging Face zoo's entries and anchors, :mod:`.hf.matrix`) when ``which`` is
+    ``"hf"`` or ``"all"``."""
+    results, section = [], {"random": [], "agreement": [], "tolerance": {"rtol": RTOL, "atol": ATOL}}
+    if which in ("zoo", "all"):
+        results, section["random"] = random_results(targets)
+        if models:
+            more, comparisons = model_rows(targets, progress)
+            results += more
+            section["agreement"] = agreement(comparisons)
+    if which in ("hf", "all"):
+        from .hf.matrix import ANCHORS, hf_rows
+
+        more, section["hf"] = hf_rows(targets, architectures, progress, anchors=ANCHORS if anchors else ())
         results += more
-        section["agreement"] = agreement(comparisons)
     return results, section
 
 
-__all__ = ["ATOL", "KEY", "RTOL", "agreement", "model_rows", "random_graphs", "random_results", "rows"]
+__all__ = ["ATOL", "KEY", "RTOL", "agreement", "is_whole_model_row", "model_rows", "random_graphs", "random_results",
+           "rows"]

@@ -6,6 +6,7 @@ Example::
     $ parity ops --json       # the same as JSON
     $ parity conform --device cpu --html reports/conformance.html   # the conformance matrix
     $ parity conform --models  # plus the model zoo and the random draws
+    $ parity conform --models hf --backend xla  # the Hugging Face zoo on xla, anchors beside it
     $ parity fuzz --budget 1000 --seed 1   # differential fuzzing (regressions go to conformance/regressions/)
     $ parity bench --quick    # every backend against the anchors (see parity.bench)
     $ parity aten             # which aten ops the PyTorch frontend translates
@@ -43,8 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     conform.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
     conform.add_argument("--html", metavar="PATH", help="write the self-contained HTML report")
     conform.add_argument("--summary-only", action="store_true", help="print the summary without the matrix")
-    conform.add_argument("--models", action="store_true",
-                         help="also the model zoo (forward + training step vs eager torch) and the random draws")
+    conform.add_argument("--models", nargs="?", const="zoo", choices=("zoo", "hf", "all"),
+                         help="also whole models vs eager torch: 'zoo' (the default: parity's own zoo and the random "
+                              "draws), 'hf' (the Hugging Face transformers zoo: forward, gradients, a second step, "
+                              "with torch.compile aot_eager/inductor as anchors), or 'all'")
+    conform.add_argument("--architectures", metavar="A,B", help="with --models hf/all: only these architectures")
+    conform.add_argument("--no-anchors", action="store_true", help="with --models hf/all: skip the torch.compile anchors")
     conform.set_defaults(run=_run_conform)
 
     fuzz = commands.add_parser("fuzz", help="differential fuzzing: random graphs on every backend, node by node")
@@ -136,7 +141,9 @@ def _run_conform(args) -> int:
         return 2
     with terminal.progress_bar(console) as progress:
         result = runner.run(args.backend, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
-                            progress=progress, models=args.models)
+                            progress=progress, models=args.models,
+                            architectures=args.architectures.split(",") if args.architectures else None,
+                            anchors=not args.no_anchors)
     if not args.summary_only:
         terminal.print_matrix(result, console)
     terminal.print_summary(result, console)
