@@ -94,6 +94,17 @@ def build(spec: HFSpec, seed: int = 0) -> torch.nn.Module:
     return getattr(transformers, spec.model)(config)
 
 
+def _float64(model: torch.nn.Module) -> torch.nn.Module:
+    """A float64 copy of ``model``. Mixture-of-experts layers use transformers' plain loop over
+    experts there: ``torch._grouped_mm`` (their default) has no float64 kernel."""
+    exact = copy.deepcopy(model).double()
+    for module in exact.modules():
+        config = getattr(module, "config", None)
+        if getattr(config, "_experts_implementation", "eager") not in (None, "eager"):
+            config._experts_implementation = "eager"
+    return exact
+
+
 def compiler_for(name: str, strict: bool = True) -> Callable[[torch.nn.Module], Callable]:
     """``"eager"``, ``"aot_eager"``, ``"inductor"`` (torch.compile) or a parity backend's name."""
     if name == "eager":
@@ -173,7 +184,7 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
     double_inputs = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
                      for k, v in inputs.items()}
     model, eager = build(spec, seed), build(spec, seed)
-    exact = copy.deepcopy(eager).double()
+    exact = _float64(eager)
     compiled = compiler_for(compiler, strict)(model)
     result = EntryResult(spec.name, compiler)
     before = _translations()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from . import (
     attention,
     contraction,
+    custom_ops,
     elementwise,
     embedding,
     indexing,
@@ -29,7 +30,8 @@ from . import (
     shape,
 )
 
-FAMILIES = (elementwise, shape, reduction, indexing, contraction, linalg, nn, pad, pooling, sampling, embedding, attention, random)
+FAMILIES = (elementwise, shape, reduction, indexing, contraction, linalg, nn, pad, pooling, sampling, embedding, attention,
+            random, custom_ops)
 
 
 def _collect() -> dict:

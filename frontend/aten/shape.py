@@ -325,7 +325,7 @@ def _table():
         table[key] = expand
     for key in ("zeros_like.default", "empty_like.default", "new_zeros.default", "zeros.default",
                 "empty.memory_format", "empty_strided.default", "new_empty.default",
-                "new_empty_strided.default"):
+                "new_empty_strided.default", "empty_permuted.default"):
         table[key] = _constant_fill(0)
     for key in ("ones_like.default", "new_ones.default", "ones.default"):
         table[key] = _constant_fill(1)
