@@ -57,8 +57,11 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
            kwargs: Mapping[str, Any] | None = None):
     """Capture ``fn_or_module(*args, **kwargs)`` and write it to ``path`` in ``format``.
 
-    ``input_names`` names the user's tensor arguments (default: the function's parameter
-    names), ``output_names`` its outputs (default ``output0..``); ``dynamic_dims`` maps an
+    ``input_names`` names the user's positional tensor arguments (default: the function's
+    parameter names; keyword arguments are named by their keys), ``output_names`` its
+    outputs (default: each tensor's path in the output, ``logits``, ``cache.0.key``, or
+    ``output0..`` for a tensor or tuple: :mod:`parity.frontend.outputs`; values that are not
+    tensors are left out with an :class:`ExportWarning` each); ``dynamic_dims`` maps an
     input name to ``{axis: dim name}``; ``params`` is ``"constants"`` or ``"inputs"``.
     Returns what the format's backend returns (an ``onnx.ModelProto`` for ``"onnx"``).
     """
