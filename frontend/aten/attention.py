@@ -54,9 +54,40 @@ class _Scores:
         return b.add(b.log(total), top)
 
 
+def _group_size(q, k) -> int:
+    """Query heads per key/value head: 1, or more under grouped-query attention (GQA)."""
+    if q.type.rank < 3 or k.type.rank < 3 or q.type.shape[-3] == k.type.shape[-3]:
+        return 1
+    heads, kv_heads = q.type.shape[-3], k.type.shape[-3]
+    if not (isinstance(heads, int) and isinstance(kv_heads, int)) or heads % kv_heads:
+        unsupported(f"grouped-query attention with {heads} query heads and {kv_heads} key/value heads")
+    return heads // kv_heads
+
+
+def _repeat_heads(ctx: Lowering, x, group: int):
+    """[..., H, S, E] -> [..., H * group, S, E], query head h reading head h // group (torch's GQA)."""
+    if group == 1:
+        return x
+    *lead, heads, s, e = x.type.shape
+    wide = ctx.b.broadcast_in_dim(x, shape=(*lead, heads, group, s, e),
+                                  broadcast_dimensions=(*range(len(lead)), len(lead), len(lead) + 2, len(lead) + 3))
+    return ctx.reshape(wide, (*lead, heads * group, s, e))
+
+
+def _sum_heads(ctx: Lowering, grad, group: int):
+    """The gradient of :func:`_repeat_heads`: each key/value head sums its group's gradients."""
+    if group == 1:
+        return grad
+    *lead, heads, s, e = grad.type.shape
+    split = ctx.reshape(grad, (*lead, heads // group, group, s, e))
+    return ctx.b.reduce_sum(split, axes=(len(lead) + 1,))
+
+
 def flash_attention_forward(ctx: Lowering, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
     if dropout_p:
         unsupported("attention dropout inside the fused kernel (dropout_p > 0)")
+    group = _group_size(q, k)
+    k, v = _repeat_heads(ctx, k, group), _repeat_heads(ctx, v, group)
     length, source = q.type.shape[-2], k.type.shape[-2]
     scale_value = 1.0 / math.sqrt(q.type.shape[-1]) if scale is None else float(scale)
     if attn_mask is not None:
@@ -80,6 +111,8 @@ def flash_attention_backward(ctx: Lowering, grad, q, k, v, out, lse, dropout_p, 
         unsupported("attention dropout inside the fused kernel (dropout_p > 0)")
     b = ctx.b
     dtype = q.type.dtype
+    group = _group_size(q, k)
+    k, v = _repeat_heads(ctx, k, group), _repeat_heads(ctx, v, group)
     scores = _Scores(ctx, q, k, is_causal, attn_mask, scale)
     n, batch, shape = scores.n, scores.batch, scores.shape
     row = batch + (n,)
@@ -101,7 +134,7 @@ def flash_attention_backward(ctx: Lowering, grad, q, k, v, out, lse, dropout_p, 
     grad_s = b.mul(grad_s, ctx.full(scores.scale, dtype, shape))
     grad_q = dot(grad_s, k, n + 1, n)  # [*B, L, E]
     grad_k = dot(grad_s, q, n, n)  # [*B, S, E]
-    return grad_q, grad_k, grad_v
+    return grad_q, _sum_heads(ctx, grad_k, group), _sum_heads(ctx, grad_v, group)
 
 
 def sdpa(ctx: Lowering, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
