@@ -9,7 +9,7 @@ from .export import export  # the function shadows its module's name here (torch
 from .ir.sharding import Mesh, PartitionSpec
 
 __version__ = "0.1.0"
-__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "distributed", "explain", "export", "ir", "shard",
+__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "distributed", "explain", "export", "fallbacks", "ir", "shard",
            "__version__"]
 
 
@@ -66,3 +66,24 @@ def explain(fn, *args, backends=None, **kwargs):
 
     return explain_(fn, *args, backends=backends, **kwargs)
 
+
+def fallbacks(compiled) -> list:
+    """How ``strict=False`` split the graphs of ``compiled`` (what :func:`compile` returned):
+    one :class:`~parity.frontend.partition.PartitionReport` per graph that did not run whole
+    on the backend (nodes on the backend and in eager torch, each fallback's op, line and
+    reason); empty when everything ran on the backend.
+
+    Example::
+
+        >>> import torch, parity
+        >>> f = parity.compile(lambda x: torch.lgamma(x) * 2, backend="reference", strict=False)
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     _ = f(torch.ones(3))
+        >>> [(r.on_backend, r.in_eager, r.fallbacks[0].aten_op) for r in parity.fallbacks(f)]
+        [(1, 1, 'aten.lgamma.default')]
+    """
+    from .frontend.compiler import fallback_report
+
+    return fallback_report(compiled)

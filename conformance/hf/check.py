@@ -229,7 +229,7 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
         result.step = Check(False, float("inf"), error="not run: the gradients stage failed")
     result.graphs = _translations() - before
     if compiler not in ("eager", "aot_eager", "inductor") and not strict:
-        result.fallback = _fallback_share(compiled)
+        result.fallback = [str(r) for r in _fallback_share(compiled)]
     return result
 
 

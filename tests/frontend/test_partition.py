@@ -12,7 +12,7 @@ import torch
 import parity
 from parity.backends.base import Backend, OpClaim
 from parity.backends.registry import register_backend, unregister_backend
-from parity.frontend.compiler import fallback_report, reset_caches
+from parity.frontend.compiler import reset_caches
 from parity.frontend.errors import InternalError, UnsupportedAtenOp
 from parity.ir import evaluate, primitives
 
@@ -71,7 +71,7 @@ def test_only_the_unsupported_node_runs_eagerly(backend):
     torch.testing.assert_close(out, model(x, w), rtol=1e-5, atol=1e-6)
     assert len(messages) == 1 and messages[0].startswith("parity: aten.tanh.default at ")
     assert f"test_partition.py:{model.__code__.co_firstlineno + 2} in model" in messages[0]
-    (report,) = fallback_report(f)
+    (report,) = parity.fallbacks(f)
     assert report.partitions == 2  # the matmul+add before tanh, the mul+sum after it
     assert report.in_eager == 1 and report.on_backend >= 4
     assert [fb.aten_op for fb in report.fallbacks] == ["aten.tanh.default"]
@@ -101,7 +101,7 @@ def test_gradients_flow_through_a_split_graph(backend):
     torch.testing.assert_close(x.grad, x2.grad, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(w.grad, w2.grad, rtol=1e-5, atol=1e-6)
     # tanh's backward is 1 - z², which the backend runs: only the forward graph is split
-    assert [r.kind for r in fallback_report(f)] == ["forward"]
+    assert [r.kind for r in parity.fallbacks(f)] == ["forward"]
     assert len(backend.compiled) == 3  # two forward partitions and the whole backward graph
 
 
