@@ -72,7 +72,7 @@ class EntryResult:
     step: Check = field(default_factory=Check)
     compile_seconds: float = 0.0  # first forward + backward through the compiler, minus eager's
     graphs: int = 0  # IR graphs parity translated (0 for the torch.compile anchors)
-    fallback: dict = field(default_factory=dict)  # from parity.explain, when strict=False
+    fallback: list = field(default_factory=list)  # parity.fallbacks, as text, when strict=False
 
 
 def quiet_config(config) -> None:
@@ -239,7 +239,7 @@ def _translations() -> int:
     return STATS["translations"]
 
 
-def _fallback_share(compiled) -> dict:
+def _fallback_share(compiled) -> list:
     from ...frontend.compiler import fallback_report
 
     return fallback_report(compiled)
