@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated architecture names (default: the whole zoo)")
     parser.add_argument("--exporters", default=",".join(EXPORTERS), help=f"comma-separated, of {list(EXPORTERS)}")
     parser.add_argument("--json", default="", help="also write every result to this JSON file")
+    parser.add_argument("--inference", action="store_true",
+                        help="leave out the loss inputs (labels): the forward as served")
     args = parser.parse_args(argv)
     specs = [get_architecture(n) for n in args.only.split(",")] if args.only else list(ARCHITECTURES)
     exporters = [e for e in args.exporters.split(",") if e]
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | " + " | ".join("---" for _ in exporters) + " |")
     results: list[ExportResult] = []
     for spec in specs:
-        row = {e: check_export(spec, e) if runnable[e] else None for e in exporters}
+        row = {e: check_export(spec, e, inference=args.inference) if runnable[e] else None for e in exporters}
         results += [r for r in row.values() if r is not None]
         print(f"| {spec.name} | " + " | ".join(cell(row[e]) for e in exporters) + " |", flush=True)
     print()

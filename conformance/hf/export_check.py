@@ -121,15 +121,23 @@ def eager_outputs(model, inputs: dict) -> dict[str, torch.Tensor]:
         return flatten_outputs(model(**inputs))
 
 
+#: Forward arguments that only training or evaluation passes (the loss); left out for inference.
+LOSS_INPUTS = ("labels", "return_loss")
+
+
 def check_export(spec: HFSpec, exporter: str = "parity", seed: int = 0,
-                 workdir: str | Path | None = None) -> ExportResult:
+                 workdir: str | Path | None = None, inference: bool = False) -> ExportResult:
     """Export ``spec``'s eval-mode forward with ``exporter``, run the file in onnxruntime,
-    compare with eager. Nothing raises: a failure is the result's ``error``."""
+    compare with eager. Nothing raises: a failure is the result's ``error``.
+
+    ``inference`` leaves out the loss inputs (:data:`LOSS_INPUTS`): the forward as served."""
     export, by_name = EXPORTERS[exporter]
     result = ExportResult(spec.name, exporter)
     torch._dynamo.reset()
     model = build(spec, seed).eval()
     inputs = spec.inputs(seed + 1)
+    if inference:
+        inputs = {k: v for k, v in inputs.items() if k not in LOSS_INPUTS}
     expected = eager_outputs(model, inputs)
     with contextlib.ExitStack() as stack:
         folder = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory()))
