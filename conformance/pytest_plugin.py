@@ -16,7 +16,8 @@ worst element, its case and the bound.
 
 Options: ``--parity-backend NAME`` (repeatable), ``--parity-device D`` (repeatable),
 ``--parity-quick``, ``--parity-ops REGEX``, ``--parity-dtype T`` (repeatable),
-``--parity-models``.
+``--parity-models``, ``--mutants`` (or ``--parity-mutants``: mutation testing instead of the
+cells, one test per fault class, ``--parity-mutant-sample N`` cells per class).
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ def pytest_addoption(parser):
                     help="only cases of these dtypes, e.g. f32 (repeatable)")
     group.addoption("--parity-models", action="store_true",
                     help="also the model zoo through parity.compile (forward and training step)")
+    group.addoption("--parity-mutants", "--mutants", action="store_true", dest="parity_mutants",
+                    help="mutation testing instead of the cells: one test per fault class planted at the backend's "
+                         "executable boundary, failing on every surviving mutant; the kill rates are summarised")
+    group.addoption("--parity-mutant-sample", type=int, default=8, metavar="N",
+                    help="with --mutants: at most N op × dtype cells per fault class, one per op (0: all)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect, so they apply to these tests too
@@ -70,8 +76,16 @@ class ConformanceSuite(pytest.Collector):
             groups[(case.op, case.dtype.short)].append(case)
         targets = runner.resolve_targets(config.getoption("parity_backend"), config.getoption("parity_device") or None)
         state = _State()
+        config.stash[_MUTANTS] = state.mutants
         for t in targets:
             label = f"{t.backend}/{t.device}"
+            if config.getoption("parity_mutants"):
+                from .mutants import FAULTS
+
+                for name in FAULTS:
+                    yield MutantsItem.from_parent(self, name=f"{label}::mutants::{name}", target=t, state=state,
+                                                  fault=name)
+                continue
             for (op, dtype), members in groups.items():
                 yield CellItem.from_parent(self, name=f"{label}::{op}[{dtype}]", target=t, key=(op, dtype),
                                            cases=members, state=state)
@@ -82,11 +96,16 @@ class ConformanceSuite(pytest.Collector):
 
 
 class _State:
-    """Cells measured so far in this session (the stale-deviation check reads them)."""
+    """Cells measured so far in this session (the stale-deviation check reads them), and the
+    mutants judged (the terminal summary reads them)."""
 
     def __init__(self):
         self.cells = []
         self.claims = {}
+        self.mutants = []
+
+
+_MUTANTS = pytest.StashKey[list]()
 
 
 class _CellFailure(Exception):
@@ -182,6 +201,51 @@ class DeviationsItem(_TargetItem):
                 [f"stale deviation: {d.op} {d.dtype or 'all dtypes'} on {d.device or 'all devices'} ({d.reason}) "
                  f"no longer happens in {', '.join(d.cells)}; remove it" for d in stale]
                 + [f"invalid deviation: {d.op} {d.dtype or 'all dtypes'}: {d.problem}" for d in invalid]))
+
+
+class MutantsItem(_TargetItem):
+    """One fault class planted in a seeded sample of the cells it applies to: fails on every
+    survivor, with its op, cases and error (parity.conformance.mutants)."""
+
+    def __init__(self, *, fault, **kwargs):
+        super().__init__(**kwargs)
+        self.fault = fault
+
+    def runtest(self):
+        from ..ir.dtypes import DType
+        from .mutants import run_mutants
+        from .mutants.run import SURVIVED
+
+        self._need_device()
+        config, t = self.config, self.target
+        result = run_mutants([t.instance], devices=[t.device], ops=config.getoption("parity_ops"),
+                             dtypes=[DType.from_short(d) for d in config.getoption("parity_dtype")],
+                             faults=[self.fault], sample=config.getoption("parity_mutant_sample"))
+        self.state.mutants += result.mutants
+        survivors = [m for m in result.mutants if m.status == SURVIVED]
+        if survivors:
+            raise _CellFailure("\n".join(
+                f"{self.fault} survived on {m.op}[{m.dtype}] (cases {', '.join(m.cases)}): {m.message}"
+                for m in survivors))
+        if not any(m.status == "killed" for m in result.mutants):
+            pytest.skip(f"no cell of {t.backend}/{t.device} where '{self.fault}' applies and changes an output")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    mutants = config.stash.get(_MUTANTS, [])
+    if not mutants:
+        return
+    rates = {}
+    for m in mutants:
+        if m.status in ("killed", "survived"):
+            k, n = rates.get((m.fault, f"{m.backend}/{m.device}"), (0, 0))
+            rates[(m.fault, f"{m.backend}/{m.device}")] = (k + (m.status == "killed"), n + 1)
+    terminalreporter.section("parity mutants: kill rate per fault class")
+    for (fault, target), (k, n) in rates.items():
+        terminalreporter.write_line(f"{target:>20}  {fault:<22} {k}/{n} killed")
+    killed = sum(k for k, _ in rates.values())
+    total = sum(n for _, n in rates.values())
+    terminalreporter.write_line(f"killed {killed} of {total} planted faults")
 
 
 def _describe(cell) -> str:

@@ -81,6 +81,14 @@ def subnormals(rng: np.random.Generator, dtype: DType, shape: Sequence[int]) -> 
     return cast(steps * float(fi.smallest_subnormal) * rng.choice([-1.0, 1.0], size=shape), dtype)
 
 
+def small_normals(rng: np.random.Generator, dtype: DType, shape: Sequence[int], root: int = 1) -> np.ndarray:
+    """Positive normals just above ``dtype``'s smallest: tiny·[2, 8) (``root`` 2: their square
+    roots, whose products are such values). Sums of a few of them stay below tiny·2**8, where a
+    backend that flushes normals to zero shows (mutation testing's ``flushed_normals``)."""
+    tiny = float(dtype.finfo.tiny)
+    return cast((tiny * rng.uniform(2.0, 8.0, size=shape)) ** (1.0 / root), dtype)
+
+
 def magnitudes(rng: np.random.Generator, dtype: DType, shape: Sequence[int], lo_exp: float, hi_exp: float,
                signed: bool = True) -> np.ndarray:
     """Log-uniform magnitudes 2**[lo_exp, hi_exp), optionally with random signs."""

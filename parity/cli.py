@@ -7,6 +7,7 @@ Example::
     $ parity conform --device cpu --html reports/conformance.html   # the conformance matrix
     $ parity conform --models  # plus the model zoo and the random draws
     $ parity conform --models hf --backend xla  # the Hugging Face zoo on xla, anchors beside it
+    $ parity conform --mutants --backend xla   # planted faults: the suite's kill rate per fault class
     $ parity fuzz --budget 1000 --seed 1   # differential fuzzing (regressions go to conformance/regressions/)
     $ parity bench --quick    # every backend against the anchors (see parity.bench)
     $ parity aten             # which aten ops the PyTorch frontend translates
@@ -50,6 +51,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "with torch.compile aot_eager/inductor as anchors), or 'all'")
     conform.add_argument("--architectures", metavar="A,B", help="with --models hf/all: only these architectures")
     conform.add_argument("--no-anchors", action="store_true", help="with --models hf/all: skip the torch.compile anchors")
+    conform.add_argument("--mutants", action="store_true",
+                         help="mutation testing: plant each fault class at the backends' executable boundary and "
+                              "report the kill rate per class and every surviving mutant (--quick cases; exit 1 on "
+                              "a survivor)")
+    conform.add_argument("--mutant-sample", type=int, default=8, metavar="N",
+                         help="with --mutants: at most N op × dtype cells per fault class, one per op (0: all)")
+    conform.add_argument("--mutant-seed", type=int, default=0, help="with --mutants: the seed of that sample")
+    conform.add_argument("--faults", metavar="A,B", help="with --mutants: only these fault classes")
     conform.set_defaults(run=_run_conform)
 
     fuzz = commands.add_parser("fuzz", help="differential fuzzing: random graphs on every backend, node by node")
@@ -139,6 +148,8 @@ def _run_conform(args) -> int:
     except (ValueError, BackendNotFound) as exc:
         console.print(f"[bold red]parity conform:[/] {exc}", highlight=False)
         return 2
+    if args.mutants:
+        return _run_mutants(args, dtypes, console)
     with terminal.progress_bar(console) as progress:
         result = runner.run(args.backend, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
                             progress=progress, models=args.models,
@@ -155,6 +166,31 @@ def _run_conform(args) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(write(result), encoding="utf-8")
             console.print(f"wrote {target}", highlight=False)
+    return result.exit_code
+
+
+def _run_mutants(args, dtypes, console) -> int:
+    """``parity conform --mutants``: the kill-rate table and the survivors; exit 1 on a survivor."""
+    import pathlib
+
+    from .conformance import terminal
+    from .conformance.mutants import run_mutants
+    from .conformance.mutants.run import to_text
+
+    with terminal.progress_bar(console, "mutants") as progress:
+        try:
+            result = run_mutants(args.backend, devices=args.device, ops=args.ops, dtypes=dtypes,
+                                 faults=args.faults.split(",") if args.faults else None, sample=args.mutant_sample,
+                                 seed=args.mutant_seed, progress=progress)
+        except ValueError as exc:
+            console.print(f"[bold red]parity conform --mutants:[/] {exc}", highlight=False)
+            return 2
+    print(to_text(result))
+    if args.json:
+        target = pathlib.Path(args.json)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
+        console.print(f"wrote {target}", highlight=False)
     return result.exit_code
 
 

@@ -99,6 +99,10 @@ def _nn_cases() -> list[Case]:
             case("linear", d, "specials", lambda rng, d=d: (mixed(rng, d, (4, 5)), V.normal(rng, d, (3, 5)),
                                                             V.normal(rng, d, (3,))), tags=(EDGE,)),
             case("linear", d, "empty_batch", lambda rng, d=d: lin(rng, d, (0, 5)), tags=(LAYOUT,)),
+            # results that are small normals, without cancellation (a flush of normals shows)
+            case("linear", d, "small_normals", lambda rng, d=d: (V.small_normals(rng, d, (3, 4), root=2),
+                                                                 V.small_normals(rng, d, (2, 4), root=2),
+                                                                 V.small_normals(rng, d, (2,))), tags=(EDGE,)),
         ]
     for d in OP_TABLE["matmul"].dtypes:
         for name, a, b in (("matrix", (3, 4), (4, 5)), ("batch_broadcast", (2, 1, 3, 4), (5, 4, 2)),

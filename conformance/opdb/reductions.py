@@ -106,6 +106,9 @@ def _scan_cases(op: str) -> list[Case]:
         if d.is_float:
             out.append(case(op, d, "subnormals", lambda rng, d=d: (V.subnormals(rng, d, (3, 8)),), {"axis": 1},
                             tags=(EDGE,)))
+        if d.is_float and op == "cumsum":  # partial sums that are small normals (a flush of normals shows)
+            out.append(case(op, d, "small_normals", lambda rng, d=d: (V.small_normals(rng, d, (3, 8)),),
+                            {"axis": 1}, tags=(EDGE,)))
     if op == "cumsum":
         out.append(case(op, DType.float32, "long", lambda rng: (V.normal(rng, DType.float32, (LONG_TERMS,), 1.0),),
                         {"axis": 0}, tags=(LONG,)))

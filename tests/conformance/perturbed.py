@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from parity.backends.base import Backend, Deviation, OpClaim
+from parity.conformance.mutants import Fault, Planted
 from parity.ir.dtypes import DType
 from parity.ir.interpreter import evaluate_node
 from parity.ir.ops import primitives
@@ -52,46 +53,17 @@ class Perturbed(Backend):
         return self.change(op, dtype, r) if self.change else r
 
 
-class Wrapped(Backend):
-    """A real backend with one fault planted at its executable's boundary: every graph output
-    that a node of ``op`` (in ``dtypes``, or any) produced is replaced by
-    ``fault(array, dtype, inputs)`` (``inputs``: the executable's arguments). Claims, devices
-    and summation are the backend's own; ``deviations`` default to its own too. ``name``
-    defaults to the backend's (so its saved regressions meet the wrapped one). ``claim_too``:
-    composites to claim as well, so that a fault can be planted on their results (the inner
-    backend must run them whole, as the reference does)."""
+class Wrapped(Planted):
+    """A real backend with one fault planted at its executable's boundary
+    (:class:`parity.conformance.mutants.Planted`): every graph output that a node of ``op``
+    (in ``dtypes``, or any) produced is replaced by ``fault(array, dtype, inputs)``
+    (``inputs``: the executable's arguments). ``name`` defaults to the backend's (so its
+    saved regressions meet the wrapped one)."""
 
     def __init__(self, inner: Backend, op: str, fault: Callable, *, dtypes=None, name: str | None = None,
                  deviations: tuple[Deviation, ...] | None = None, claim_too: tuple[str, ...] = ()):
-        self.inner, self.op, self.fault, self.dtypes = inner, op, fault, dtypes
-        self.claim_too = claim_too  # composites claimed on top (for an inner backend that runs them whole)
-        self.name, self.devices = name or inner.name, inner.devices
-        self.deviations = inner.deviations if deviations is None else tuple(deviations)
-        self.summation = getattr(inner, "summation", ())
-
-    def claims(self):
-        from parity.ir.ops import OP_TABLE
-
-        return {**self.inner.claims(), **{op: OpClaim(frozenset(OP_TABLE[op].dtypes)) for op in self.claim_too}}
-
-    def available_devices(self):
-        return self.inner.available_devices()
-
-    def compile(self, graph, device):
-        from parity.conformance.runner import _as_array
-
-        run = self.inner.compile(graph, device)
-        producer = {v: n for n in graph.nodes for v in n.outputs}
-
-        def planted(*arrays):
-            outputs = [_as_array(o) for o in run(*arrays)]
-            for i, v in enumerate(graph.outputs):
-                node = producer.get(v)
-                if node is not None and node.op == self.op and (self.dtypes is None or v.type.dtype in self.dtypes):
-                    outputs[i] = self.fault(np.array(outputs[i]), v.type.dtype, arrays)
-            return outputs
-
-        return planted
+        planted = Fault(f"test fault on {op}", "a test's own fault", lambda a, site: fault(a, site.dtype, site.arrays))
+        super().__init__(inner, planted, op=op, dtypes=dtypes, name=name, deviations=deviations, claim_too=claim_too)
 
 
 def affine(scale: float, shift: float) -> Callable:
