@@ -113,7 +113,9 @@ def test_html_in_headless_chromium(result, tmp_path):
     i = next(k for k, c in enumerate(doc["cells"]) if c["op"] == "cos" and c["backend"] == "wrong"
              and c["device"] == "cpu" and c["dtype"] == "f32")
     url = f"{page.as_uri()}#cell={i}"
-    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"]
+    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900"]
     dom = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
     # The script ran: the linked cell is selected and its details (message included) are in the panel.
     assert 'class="c fail first sel"' in dom or 'class="c fail sel"' in dom
@@ -122,6 +124,11 @@ def test_html_in_headless_chromium(result, tmp_path):
     shot = tmp_path / "shot.png"
     subprocess.run(base + [f"--screenshot={shot}", url], capture_output=True, timeout=120)
     assert shot.stat().st_size > 10_000
+    image = pytest.importorskip("PIL.Image", reason="Pillow reads the screenshot's pixels").open(shot).convert("RGB")
+    colours = {rgb for _, rgb in image.getcolors(image.width * image.height)}
+    # The page was painted: a deviation cell's amber (#f2b233) and some failure red are on screen.
+    assert (0xF2, 0xB2, 0x33) in colours
+    assert any(r > 150 and g < 90 and b < 90 for r, g, b in colours)
 
 
 def test_cli_writes_all_three_reports(tmp_path, capsys):
