@@ -125,3 +125,21 @@ def test_cli(capsys):
     assert "dropped_term" in out and "killed" in out and "SURVIVED" not in out
     assert main(["conform", "--mutants", "--backend", "reference", "--faults", "nope"]) == 2
     assert "unknown fault class nope" in capsys.readouterr().out
+
+
+def test_a_plugin_author_gets_the_kill_rate_from_pytest(tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    template = pathlib.Path(__file__).resolve().parents[2] / "examples" / "plugin_template" / "src"
+    (tmp_path / "conftest.py").write_text(  # registered by hand: the template need not be installed
+        f"import sys\nsys.path.insert(0, {str(template)!r})\nfrom parity_numpy_backend import NumpyBackend\n"
+        "from parity.backends.registry import register_backend\nregister_backend(NumpyBackend())\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--parity-backend", "numpy",
+                          "--mutants", "--parity-ops", "^(neg|reduce_sum)$"], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert "parity mutants: kill rate per fault class" in out.stdout
+    assert "numpy/cpu  dropped_term           1/1 killed" in out.stdout
