@@ -613,15 +613,13 @@ def _dot_general(ctx, lhs, rhs):
                            preferred_element_type=_np(ctx.out.dtype))
 
 
-def _group_by_group(conv, lhs, rhs, groups: int):
-    """A grouped convolution as ``groups`` separate ones (``lax.map``: one loop, one compile)."""
-    n, c = lhs.shape[:2]
-    o = rhs.shape[0]
-    xs = lax.transpose(lax.reshape(lhs, (n, groups, c // groups, *lhs.shape[2:])), (1, 0, *range(2, lhs.ndim + 1)))
-    ws = lax.reshape(rhs, (groups, o // groups, *rhs.shape[1:]))
-    out = lax.map(lambda xw: conv(xw[0], xw[1], 1), (xs, ws))  # [groups, n, o / groups, *spatial]
-    out = lax.transpose(out, (1, 0, *range(2, out.ndim)))
-    return lax.reshape(out, (n, o, *out.shape[3:]))
+def _apart_groups(lhs, rhs):
+    """A depthwise operand pair with a zero channel beside each group's one: the same
+    convolution (every added product is 0 · 0), but two input channels per group."""
+    zero = np.array(0, lhs.dtype)
+    lhs = lax.pad(lhs, zero, [(0, 0, 0), (0, 1, 1), *[(0, 0, 0)] * (lhs.ndim - 2)])
+    rhs = lax.pad(rhs, zero, [(0, 0, 0), (0, 1, 0), *[(0, 0, 0)] * (rhs.ndim - 2)])
+    return lhs, rhs
 
 
 def _convolution(ctx, lhs, rhs):
@@ -631,23 +629,21 @@ def _convolution(ctx, lhs, rhs):
     spec = tuple(range(lhs.ndim))
     numbers = lax.ConvDimensionNumbers(spec, spec, spec)
 
-    def conv(x, w, groups):
-        return lax.conv_general_dilated(
-            x, w, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
-            dimension_numbers=numbers, feature_group_count=groups, precision=lax.Precision.HIGHEST,
-            preferred_element_type=_np(ctx.out.dtype))
-
     groups = a["feature_group_count"]
-    if groups > 1 and ctx.out.dtype.is_float:
-        # XLA:CPU runs a grouped conv as one conv whose kernel is zero outside each group, so a
-        # NaN or inf in one group's inputs or taps reaches every group (0 * NaN; fuzz regression
-        # xla-convolution-f64-2976eceb). Only then (checked at run time) the groups run one by one.
-        finite = lax.bitwise_and(lax.reduce_and(lax.is_finite(lhs), tuple(range(lhs.ndim))),
-                                 lax.reduce_and(lax.is_finite(rhs), tuple(range(rhs.ndim))))
-        out = lax.cond(finite, lambda x, w: conv(x, w, groups), lambda x, w: _group_by_group(conv, x, w, groups),
-                       lhs, rhs)
-    else:
-        out = conv(lhs, rhs, groups)
+    x, w = lhs, rhs
+    if groups > 1 and rhs.shape[1] == 1 and ctx.out.dtype is DType.float64:
+        # XLA:CPU runs a float64 depthwise conv (one input channel per group) as a dense conv
+        # whose kernel is zero outside each group, so a NaN or inf input reaches every group
+        # (0 * NaN; fuzz regression xla-convolution-f64-2976eceb). With two input channels per
+        # group it keeps groups apart, as it does for float16/bfloat16/float32 at any width
+        # (tests/backends/xla/test_grouped_conv.py measures each). A runtime check with a
+        # group-by-group lax.map fallback was exact too, but each such conv cost ~0.6 s of
+        # compile (a while loop and a conditional), 34 of them in MobileNetV2's backward.
+        x, w = _apart_groups(lhs, rhs)
+    out = lax.conv_general_dilated(
+        x, w, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
+        dimension_numbers=numbers, feature_group_count=groups, precision=lax.Precision.HIGHEST,
+        preferred_element_type=_np(ctx.out.dtype))
     zeros = [(max(lo, 0), max(hi, 0), d - 1) for (lo, hi), d in zip(a["padding"], a["lhs_dilation"])]
     if not ctx.out.dtype.is_float or not any(any(z) for z in zeros):
         return out

@@ -323,7 +323,7 @@ def test_a_bias_after_a_matmul_is_added_to_the_rounded_product(runner, m, k, n):
 @pytest.mark.parametrize("groups", [4, 2])  # depthwise (one input channel per group) leaked in XLA
 def test_a_non_finite_value_stays_in_its_convolution_group(runner, dtype, groups):
     """XLA:CPU runs a depthwise conv as one conv with zeros outside each group, so a NaN in one
-    group reached the others (0 * NaN); the rule then runs the groups one by one."""
+    group reached the others (0 * NaN); the rule gives each group a second, zero channel."""
     b = GraphBuilder()
     x, w = b.input(dtype[2, 4, 6]), b.input(dtype[4, 4 // groups, 3])
     g = b.build([b.convolution(x, w, window_strides=(2,), padding=((1, 1),), lhs_dilation=(1,), rhs_dilation=(1,),
