@@ -28,7 +28,7 @@ def _check_forward_and_grads(via_ir, fn, *inputs):
 
 
 @pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (2, 1, 1, 2),
-                                                             (3, 0, 1, 4)])
+                                                             (3, 0, 1, 4), (2, 2, 2, 4), (1, 1, 2, 2)])
 def test_conv2d_forward_and_backward(via_ir, stride, padding, dilation, groups):
     x, w, b = torch.randn(2, 4, 7, 6), torch.randn(4, 4 // groups, 3, 3), torch.randn(4)
     _check_forward_and_grads(via_ir, lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation, groups), x, w, b)
