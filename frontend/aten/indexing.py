@@ -22,6 +22,12 @@ def gather(ctx: Lowering, x, dim, index, sparse_grad=False):
 
 
 def _scatter(ctx: Lowering, x, dim, index, src, reduce: str):
+    if x.type.rank == 0:  # a 0-d tensor scatters as one element along axis 0 (index 0)
+        flat = [ctx.reshape(v, (math.prod(v.type.shape),)) for v in (x, index, src)]
+        flat[2] = ctx.b.slice(flat[2], start_indices=[0], limit_indices=[1], strides=[1])
+        out = ctx.b.scatter(flat[0], ctx.reshape(flat[1], (1,)), ctx.convert(flat[2], x.type.dtype), axis=0,
+                            reduce=reduce)
+        return ctx.reshape(out, ())
     axis = ctx.axis(dim, x.type.rank)
     if src.type.shape != index.type.shape:  # torch reads only the index-shaped corner of src
         src = ctx.b.slice(src, start_indices=[0] * src.type.rank, limit_indices=list(index.type.shape),

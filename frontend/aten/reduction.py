@@ -138,6 +138,8 @@ def sort_stable(ctx: Lowering, x, *, stable=None, dim=-1, descending=False):
 
 def topk(ctx: Lowering, x, k, dim=-1, largest=True, sorted=True):
     rank = x.type.rank
+    if rank == 0:  # torch: a 0-d tensor is its own top-1, at index 0
+        return x, ctx.full(0, DType.int64, ())
     axis = ctx.axis(dim, rank)
     if axis != rank - 1:
         perm = [d for d in range(rank) if d != axis] + [axis]
