@@ -75,8 +75,10 @@ def _tensors(value) -> list[torch.Tensor]:
     return [t for t in flat if isinstance(t, torch.Tensor)]
 
 
-def sample_function(info, sample):
-    """``(fn, tensors)``: the sample as a function of its tensors (the rest held fixed)."""
+def sample_function(info, sample, op=None):
+    """``(fn, tensors)``: the sample as a function of its tensors (the rest held fixed),
+    calling ``op`` (default ``info.op``)."""
+    op = info.op if op is None else op
     flat, spec = torch.utils._pytree.tree_flatten((sample.input, list(sample.args), dict(sample.kwargs)))
     where = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
 
@@ -85,7 +87,7 @@ def sample_function(info, sample):
         for i, t in zip(where, tensors):
             values[i] = t
         x, args, kwargs = torch.utils._pytree.tree_unflatten(values, spec)
-        return info.op(x, *args, **kwargs)
+        return op(x, *args, **kwargs)
 
     return fn, [flat[i] for i in where]
 

@@ -1,0 +1,159 @@
+"""torch's OpInfo float32 samples for the ops the Hugging Face zoo uses (issue #17), through
+``parity.compile(backend="reference")``, forward and (where the OpInfo supports autograd)
+backward, against eager torch.
+
+Which OpInfos: ``conformance/hf/aten_ops.json`` lists the zoo's aten ops (recorded from
+every translated graph of its 47 architectures, ``parity.conformance.hf.aten_usage``) and
+maps them to OpInfo entries (``parity.conformance.hf.opinfo_map``: by the user-level
+call, by name, or by tracing the OpInfo's first sample). Every float32 sample of every
+mapped entry is a case. The first :data:`QUICK` of each entry, drawn with a fixed seed,
+run unmarked; the rest are marked ``slow`` (CI runs them too: it runs the whole suite;
+``-m "not slow"`` leaves them out).
+
+Tolerances: rtol = atol = 1e-5, or the OpInfo's own float32 override where it declares
+one (the widest; ``opinfo_helpers.float32_tolerance``). A sample parity declines on
+purpose is listed in :data:`REFUSED` with the words its error must contain and why; a
+known mismatch is in :data:`XFAIL` with the measured error, as a strict xfail.
+"""
+
+import random
+
+import pytest
+import torch
+
+from parity.conformance.hf.aten_usage import load
+from parity.conformance.hf.opinfo_map import find_opinfo, float32_samples
+from parity.ir.errors import ParityError
+
+from .opinfo_helpers import EagerFallback, check_sample
+
+QUICK = 1  # samples per OpInfo in the default run (drawn with SEED); the rest form the full set
+SEED = 17
+FULL = "the full set (every sample of every mapped OpInfo, ~4,400, about an hour on one core): run it with -m slow"
+
+#: OpInfo → (words one of which parity's refusal must contain, why parity declines).
+REFUSED: dict[str, tuple[tuple[str, ...], str]] = {
+    # a boolean-mask index_put is aten.nonzero (a data-dependent output size), which parity
+    # refuses; Dynamo then turns that backend error into a graph break and runs it eagerly
+    "index_put": (("aten.nonzero",), "a boolean mask gives a data-dependent shape (aten.nonzero)"),
+}
+
+#: OpInfos whose op is torch's seed-setting wrapper (a lambda Dynamo cannot trace through
+#: freeze_rng_state): the function it wraps, called directly.
+SEEDED = {
+    "nn.functional.dropout": torch.nn.functional.dropout,
+    "nn.functional.scaled_dot_product_attention": torch.nn.functional.scaled_dot_product_attention,
+}
+
+#: OpInfo → which samples draw random numbers. parity draws from its own counter-based key,
+#: not torch's generator, so those are compared by shape and dtype only.
+RANDOM = {
+    "nn.functional.dropout": lambda s: s.kwargs.get("p", 0.5) > 0 and s.kwargs.get("training", True),
+    "nn.functional.scaled_dot_product_attention": lambda s: s.kwargs.get("dropout_p", 0.0) > 0,
+}
+
+#: OpInfos whose values torch leaves undefined (uninitialized memory): shapes and dtypes only.
+UNDEFINED = {"empty_like", "empty_permuted", "new_empty"}
+
+#: (OpInfo, sample index) → the measured error and why it is not fixed here (strict xfail).
+XFAIL: dict[tuple[str, int], str] = {}
+
+#: zoo aten ops that no OpInfo's traced samples produce, and why.
+UNMAPPED: dict[str, str] = {
+    "aten._native_batch_norm_legit_no_training.default":
+        "eval-mode batch norm; nn.functional.batch_norm's samples reach it through parity.compile "
+        "(test_compiled_samples_reach), make_fx decomposes it",
+    "aten._scaled_dot_product_flash_attention_for_cpu.default":
+        "the fused CPU attention parity keeps whole; the OpInfo's samples take the math path",
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default": "its backward, likewise",
+    "aten._weight_norm_interface_backward.default": "weight_norm's backward (wav2vec2's positional conv): no OpInfo",
+    "aten.copy.default": "AOTAutograd's write-back of a mutated input (batch norm's running stats): no OpInfo",
+    "transformers.grouped_mm_fallback.default": "transformers' own MoE custom op, not torch's",
+    "transformers.grouped_mm_fallback_backward.default": "transformers' own MoE custom op, not torch's",
+}
+
+#: zoo aten ops make_fx tracing does not show but the OpInfo's samples reach through
+#: parity.compile: (OpInfo, sample indices) that must translate them.
+COMPILED_ONLY = {
+    "aten._native_batch_norm_legit_no_training.default": ("nn.functional.batch_norm", range(4)),
+    "aten._native_batch_norm_legit_functional.default": ("nn.functional.batch_norm", range(4)),
+}
+
+
+def _samples(key):
+    info = find_opinfo(key)
+    torch.manual_seed(SEED)
+    return info, float32_samples(info)
+
+
+def _cases():
+    cases = []
+    for key in load()["opinfo"]:
+        info, samples = _samples(key)
+        quick = set(random.Random(f"{SEED}:{key}").sample(range(len(samples)), min(QUICK, len(samples))))
+        for i, sample in enumerate(samples):
+            marks = [] if i in quick else [pytest.mark.slow]
+            if (key, i) in XFAIL:
+                marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[(key, i)]))
+            cases.append(pytest.param(key, i in quick, info, sample, id=f"{key}-{i}", marks=marks))
+    return cases
+
+
+CASES = _cases()
+
+
+def _full_set_selected(config) -> bool:
+    """Only ``-m slow`` (or an expression asking for slow) runs the full set; CI runs the default."""
+    expr = config.option.markexpr or ""
+    return "slow" in expr and "not slow" not in expr
+
+
+def test_the_mapping_covers_the_zoo():
+    """Every aten op of the zoo maps to at least one OpInfo, unless listed here with why."""
+    usage = load()
+    unmapped = {op for op, keys in usage["op_to_opinfo"].items() if not keys}
+    assert unmapped == set(UNMAPPED), f"zoo ops without an OpInfo changed: {sorted(unmapped ^ set(UNMAPPED))}"
+    assert len(usage["ops"]) >= 90 and len(usage["opinfo"]) >= 100
+
+
+@pytest.mark.parametrize("op", sorted(COMPILED_ONLY))
+def test_compiled_samples_reach(op):
+    """The OpInfo samples said to cover an op only under parity.compile do translate it."""
+    from parity.conformance.hf.aten_usage import recording
+
+    key, indices = COMPILED_ONLY[op]
+    info, samples = _samples(key)
+    graphs = []
+    with recording(graphs):
+        for i in indices:
+            check_sample(info, samples[i])
+    assert op in {name for _, names in graphs for name in names}
+
+
+@pytest.mark.parametrize("key,quick,info,sample", CASES)
+def test_opinfo_sample_matches_eager(request, key, quick, info, sample):
+    if not quick and not _full_set_selected(request.config):
+        pytest.skip(FULL)
+    random_draws = RANDOM.get(key, lambda s: False)(sample)
+    try:
+        check_sample(info, sample, op=SEEDED.get(key), values=key not in UNDEFINED and not random_draws)
+    except (ParityError, EagerFallback) as err:
+        words, why = REFUSED.get(key, ((), ""))
+        if not any(word in str(err) for word in words):
+            raise
+        pytest.skip(f"refused on purpose ({why})")
+
+
+def test_the_harness_sees_refusals_and_fallbacks():
+    """check_sample is strict: an untranslatable op raises, and a data-dependent one that
+    Dynamo runs eagerly is reported, never compared as if parity had computed it."""
+    from parity.frontend.errors import UnsupportedAtenOp
+
+    info, samples = _samples("nn.functional.grid_sample")
+    bicubic = next(s for s in samples if s.kwargs.get("mode") == "bicubic")
+    with pytest.raises(UnsupportedAtenOp, match="grid_sampler_2d"):
+        check_sample(info, bicubic)
+    info, samples = _samples("index_put")
+    masked = next(s for s in samples if any(t.dtype == torch.bool for t in s.args[0]))
+    with pytest.raises(EagerFallback, match="nonzero"):
+        check_sample(info, masked)
