@@ -15,13 +15,21 @@ from ..translate import Lowering, broadcast_shapes, unsupported
 from .shape import permute
 
 
+def _empty(value) -> bool:
+    return any(d == 0 for d in value.type.shape if isinstance(d, int))
+
+
 def gather(ctx: Lowering, x, dim, index, sparse_grad=False):
+    if _empty(index):  # torch accepts an empty index of any rank: the result is empty too
+        return ctx.full(0, ctx.out.dtype, ctx.out.shape)
     if x.type.rank == 0:
         return ctx.reshape(x, ctx.out.shape)
     return ctx.b.gather(x, index, axis=ctx.axis(dim, x.type.rank))
 
 
 def _scatter(ctx: Lowering, x, dim, index, src, reduce: str):
+    if _empty(index):  # nothing is written
+        return x
     if x.type.rank == 0:  # a 0-d tensor scatters as one element along axis 0 (index 0)
         flat = [ctx.reshape(v, (math.prod(v.type.shape),)) for v in (x, index, src)]
         flat[2] = ctx.b.slice(flat[2], start_indices=[0], limit_indices=[1], strides=[1])

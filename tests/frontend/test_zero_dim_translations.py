@@ -1,5 +1,6 @@
-"""0-d tensors through scatter and topk (found by torch's OpInfo samples, issue #17): the
-translations built an axis-0 scatter / a transpose of a rank-0 value and raised TranslationBug."""
+"""0-d tensors through scatter and topk, and gather/scatter with an empty index (found by
+torch's OpInfo samples, issue #17): the translations built an axis-0 scatter / a transpose
+of a rank-0 value / a gather whose empty index had another rank, and raised TranslationBug."""
 
 import torch
 
@@ -32,3 +33,12 @@ def test_max_with_dim_of_a_0d_tensor_backward():
     expected = fn(x)
     got = torch.autograd.grad(parity.compile(lambda x: torch.max(x, 0).values * 3.0)(x), x)[0]
     torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def test_gather_and_scatter_with_an_empty_index():
+    index = torch.zeros((2, 0), dtype=torch.int64)
+    _check(lambda x: torch.gather(x, 0, index), torch.arange(5.0))
+    _check(lambda x, s: torch.scatter_add(x, 0, index, s), torch.arange(5.0), torch.ones(2, 0))
+    x = torch.arange(5.0, requires_grad=True)
+    got = torch.autograd.grad(parity.compile(lambda x: torch.gather(x, 0, index).sum() + x.sum())(x), x)[0]
+    torch.testing.assert_close(got, torch.ones(5), rtol=0, atol=0)
