@@ -472,6 +472,11 @@ def _cells_for(keys: Sequence[tuple[str, str]], targets: Sequence[Target], resul
     return cells
 
 
+#: CaseResult.path of a whole-model case (conformance/hf) that failed within a deviation recorded
+#: for it with its measured number (conformance/hf/matrix.py: DEVIATIONS); never an exception.
+RECORDED = "recorded deviation"
+
+
 def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[Deviation]) -> None:
     cell.cases = len(results)
     ran = [r for r in results if r.status != "unsupported"]
@@ -494,6 +499,9 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
         return
     cell.worst_case, cell.worst, cell.message = worst.case, worst.worst, worst.message
     failing = [r for r in ran if r.status != "pass"]
+    if all(r.path == RECORDED for r in failing):  # whole-model rows measured within their recorded deviation
+        cell.status = DEVIATION
+        return
     explained = [_explaining(covering, r) for r in failing]
     if all(explained):
         cell.status = DEVIATION

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from .architectures import ARCHITECTURES, get_architecture
 from .check import RTOL, EntryResult, run_entry
@@ -34,10 +35,48 @@ def is_hf_row(op: str) -> bool:
     return op.startswith(HF_PREFIX)
 
 
+@dataclass(frozen=True)
+class Deviation:
+    """A measured, explained failure of one stage: excused only while the failing tensors stay
+    within ``ratio64`` × eager's own distance from float64 (never an exception or a wrong shape)."""
+
+    model: str
+    stage: str
+    ratio64: float
+    measured: str
+    reason: str
+
+
+#: Recorded deviations, as data. Any backend: they come from the IR's decompositions.
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation("mobilenet-v2", "gradients", 2.5,
+              "reference: grad layer.0.reduce_1x1.normalization.weight, 2.6e-4 of its scale from eager and "
+              "2.07x eager's distance from float64 (eager: 0.0022 on 26.4)",
+              "BatchNorm's weight gradient over a batch of 2 with small maps is ill-conditioned; torch's CPU "
+              "kernel sums in float64 with x̂ unrounded, the IR's batch_norm decomposition rounds the mean, "
+              "1/σ and x̂ to float32 before summing (each sum itself rounded once)"),
+)
+
+
+def deviation_for(entry: EntryResult, stage: str) -> Deviation | None:
+    """The recorded deviation that excuses this failing stage, if its measurement fits one."""
+    check = getattr(entry, stage)
+    if check.passed or check.error:
+        return None
+    for d in DEVIATIONS:
+        if d.model == entry.name and d.stage == stage and check.ratio64 <= d.ratio64:
+            return d
+    return None
+
+
 def _status(entry: EntryResult, stage: str) -> tuple[str, str]:
     check = getattr(entry, stage)
     if check.passed:
         return "pass", ""
+    deviation = deviation_for(entry, stage)
+    if deviation is not None:
+        return "deviation", (f"{check.tensor}: {check.ratio64:.2f}x eager's float64 distance "
+                             f"(recorded up to {deviation.ratio64}x: {deviation.reason})")
     if check.error:
         unsupported = check.error.startswith("UnsupportedAtenOp")
         return ("unsupported" if unsupported else "error"), check.error.splitlines()[0][:600]
@@ -49,7 +88,8 @@ def _record(entry: EntryResult) -> dict:
     return {"model": entry.name, "compiler": entry.compiler, "compile_seconds": round(entry.compile_seconds, 3),
             "graphs": entry.graphs,
             **{stage: {"status": _status(entry, stage)[0], "worst": _finite(getattr(entry, stage).worst),
-                       "tensor": getattr(entry, stage).tensor} for stage in STAGES}}
+                       "tensor": getattr(entry, stage).tensor, "ratio64": _finite(getattr(entry, stage).ratio64)}
+               for stage in STAGES}}
 
 
 def _finite(x: float) -> float | None:
@@ -59,7 +99,7 @@ def _finite(x: float) -> float | None:
 def hf_rows(targets, names: Sequence[str] | None = None, progress: Callable[[str], None] | None = None,
             anchors: Sequence[str] = ANCHORS) -> tuple[list, dict]:
     """(case results, section): every chosen architecture on every live CPU target, plus anchors."""
-    from ..runner import CaseResult
+    from ..runner import RECORDED, CaseResult
 
     specs = [get_architecture(n) for n in names] if names else list(ARCHITECTURES)
     results, records, anchor_records = [], [], []
@@ -75,8 +115,11 @@ def hf_rows(targets, names: Sequence[str] | None = None, progress: Callable[[str
             for stage in STAGES:
                 status, message = _status(entry, stage)
                 worst = getattr(entry, stage).worst
+                path = "compiled"
+                if status == "deviation":  # a failure within its recorded, measured deviation
+                    status, path = "fail", RECORDED
                 results.append(CaseResult(case=f"{op}[f32]:{stage}", op=op, dtype="f32", backend=t.backend,
-                                          device=t.device, status=status, path="compiled",
+                                          device=t.device, status=status, path=path,
                                           max_ratio=worst / RTOL if math.isfinite(worst) else math.inf,
                                           mismatches=0 if status == "pass" else 1, message=message,
                                           worst={"tensor": getattr(entry, stage).tensor, "max_rel_error": worst}))
@@ -93,7 +136,7 @@ def markdown_table(section: dict) -> str:
     compilers = list(dict.fromkeys(r["compiler"] for r in rows))
     models = list(dict.fromkeys(r["model"] for r in rows))
     by = {(r["model"], r["compiler"]): r for r in rows}
-    mark = {"pass": "✓", "fail": "✗", "error": "error", "unsupported": "unsupported"}
+    mark = {"pass": "✓", "deviation": "dev", "fail": "✗", "error": "error", "unsupported": "unsupported"}
     head = "| architecture | " + " | ".join(compilers) + " |"
     lines = [head, "|" + " --- |" * (len(compilers) + 1)]
     for model in models:
@@ -109,7 +152,7 @@ def markdown_table(section: dict) -> str:
     totals = []
     for c in compilers:
         mine = [r for r in rows if r["compiler"] == c]
-        ok = sum(all(r[s]["status"] == "pass" for s in STAGES) for r in mine)
+        ok = sum(all(r[s]["status"] in ("pass", "deviation") for s in STAGES) for r in mine)
         totals.append(f"{ok}/{len(mine)}")
-    lines.append("| **all three pass** | " + " | ".join(totals) + " |")
+    lines.append("| **all three pass (or a recorded deviation)** | " + " | ".join(totals) + " |")
     return "\n".join(lines)

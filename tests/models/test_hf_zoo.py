@@ -90,3 +90,33 @@ def test_noise_level_gradients_pass_only_within_twice_eagers_own_error():
     beyond = torch.full((64,), -NOISE_FACTOR * 1.5e-12)
     assert compare({"g": within}, {"g": eager}, {"g": exact}).passed
     assert not compare({"g": beyond}, {"g": eager}, {"g": exact}).passed
+
+
+def test_the_reported_tensor_is_the_failing_one_not_the_noisiest():
+    # A noise-level tensor far from eager but within twice eager's own float64 error passes;
+    # the verdict names the tensor that really fails.
+    noise_exact = torch.zeros(8, dtype=torch.float64)
+    noise_eager, noise_got = torch.full((8,), 2e-6), torch.full((8,), -1.25e-6)  # 1.6 × |eager| away, passes
+    eager, exact = _pair()
+    bad = eager.clone()
+    bad[0] += 5 * RTOL * eager.abs().max()
+    check = compare({"noise": noise_got, "bad": bad}, {"noise": noise_eager, "bad": eager},
+                    {"noise": noise_exact, "bad": exact})
+    assert not check.passed and check.tensor == "bad"
+
+
+def test_a_recorded_deviation_excuses_only_its_measured_ratio():
+    from parity.conformance.hf.check import Check, EntryResult
+    from parity.conformance.hf.matrix import DEVIATIONS, _status
+
+    (recorded,) = [d for d in DEVIATIONS if d.model == "mobilenet-v2"]
+    entry = EntryResult("mobilenet-v2", "reference")
+    entry.gradients = Check(False, 2.6e-4, "grad w", 3, ratio64=2.07)
+    assert _status(entry, "gradients")[0] == "deviation"
+    entry.gradients = Check(False, 2.6e-4, "grad w", 3, ratio64=recorded.ratio64 * 1.01)
+    assert _status(entry, "gradients")[0] == "fail"
+    entry.gradients = Check(False, float("inf"), error="RuntimeError: boom")
+    assert _status(entry, "gradients")[0] == "error"
+    other = EntryResult("resnet", "reference")
+    other.gradients = Check(False, 2.6e-4, "grad w", 3, ratio64=2.07)
+    assert _status(other, "gradients")[0] == "fail"
