@@ -110,9 +110,10 @@ _PUBLIC = (("torch.nn.functional", torch.nn.functional), ("torch", torch), ("tor
            ("torch.special", torch.special), ("torch.fft", torch.fft))
 
 
-def architecture_ops(spec: HFSpec) -> dict[str, set[str]]:
+def architecture_ops(spec: HFSpec, strict: bool = True) -> dict[str, set[str]]:
     """{graph kind: aten ops} of one architecture's inference forward and training step,
-    and under ``"user"`` the calls of its Dynamo graphs (:func:`user_calls`)."""
+    and under ``"user"`` the calls of its Dynamo graphs (:func:`user_calls`). With
+    ``strict=False`` the ops the backend refuses run in eager torch and are not listed."""
     import parity
 
     torch._dynamo.reset()
@@ -121,7 +122,7 @@ def architecture_ops(spec: HFSpec) -> dict[str, set[str]]:
     graphs: list = []
     calls: set = set()
     with recording(graphs, calls):
-        compiled = parity.compile(model, backend="reference")
+        compiled = parity.compile(model, backend="reference", strict=strict)
         model.eval()
         with torch.no_grad():
             compiled(**inputs)
@@ -148,7 +149,11 @@ def zoo_aten_usage(specs: Iterable[HFSpec] | None = None, log=None) -> dict:
             found = architecture_ops(spec)
         except Exception as exc:  # noqa: BLE001 - an architecture that fails is recorded, not fatal
             errors[spec.name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-            found = {}
+            try:  # the rest of its graphs, with what the backend refuses left to eager torch
+                found = architecture_ops(spec, strict=False)
+                errors[spec.name] += " (its other ops recorded with strict=False)"
+            except Exception:  # noqa: BLE001
+                found = {}
         for call in found.pop("user", ()):
             calls.setdefault(call, set()).add(spec.name)
         for kind, names_ in found.items():
@@ -183,21 +188,43 @@ def dumps(usage: dict) -> str:
     return "\n".join(lines + ["}"]) + "\n"
 
 
+def merge(doc: dict, update: dict) -> dict:
+    """``doc`` with the architectures of ``update`` replaced by what ``update`` recorded."""
+    names = set(update["architectures"])
+    merged = {"regenerate": doc["regenerate"], "torch": update["torch"], "architectures": doc["architectures"]}
+    merged["errors"] = {k: v for k, v in doc["errors"].items() if k not in names} | update["errors"]
+    ops: dict = {}
+    for source in (doc["ops"], update["ops"]):
+        for op, kinds in source.items():
+            for kind, archs in kinds.items():
+                keep = [a for a in archs if a not in names] if source is doc["ops"] else archs
+                if keep:
+                    ops.setdefault(op, {}).setdefault(kind, set()).update(keep)
+    merged["ops"] = {op: {k: sorted(a) for k, a in sorted(kinds.items())} for op, kinds in sorted(ops.items())}
+    calls: dict = {}
+    for source in (doc["user_calls"], update["user_calls"]):
+        for call, archs in source.items():
+            keep = [a for a in archs if a not in names] if source is doc["user_calls"] else archs
+            if keep:
+                calls.setdefault(call, set()).update(keep)
+    merged["user_calls"] = {call: sorted(a) for call, a in sorted(calls.items())}
+    return merged
+
+
 def load() -> dict:
     """The committed ``aten_ops.json``."""
     return json.loads(JSON_PATH.read_text())
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Regenerate ``aten_ops.json`` (all architectures); with names given, print theirs instead."""
+    """Regenerate ``aten_ops.json`` (all architectures, or only those named, merged into it)."""
     from .architectures import ARCHITECTURES, get_architecture
 
     argv = sys.argv[1:] if argv is None else argv
     specs = [get_architecture(name) for name in argv] if argv else ARCHITECTURES
     usage = zoo_aten_usage(specs, log=lambda line: print(line, file=sys.stderr, flush=True))
     if argv:
-        print(dumps(usage))
-        return 0
+        usage = merge(load(), usage)
     from .opinfo_map import opinfo_mapping
 
     usage["opinfo"], usage["op_to_opinfo"] = opinfo_mapping(usage, log=lambda line: print(line, file=sys.stderr))

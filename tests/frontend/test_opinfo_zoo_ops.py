@@ -37,6 +37,17 @@ def _boolean_index(sample) -> bool:
     return any(isinstance(t, torch.Tensor) and t.dtype == torch.bool for t in indices)
 
 
+def _reads_outside(sample) -> bool:
+    """as_strided reaching storage outside its input (a view of a larger base)."""
+    x, (size, stride, *rest) = sample.input, sample.args
+    offset = rest[0] if rest else sample.kwargs.get("storage_offset")
+    offset = x.storage_offset() if offset is None else offset
+    low = x.storage_offset()
+    high = low + sum((n - 1) * st for n, st in zip(x.shape, x.stride()))
+    reach = offset + sum((n - 1) * st for n, st in zip(size, stride))
+    return 0 not in size and (offset < low or reach > high)
+
+
 #: OpInfo → (which samples parity declines, why). Such a sample must be declined (a
 #: ParityError, or an EagerFallback where Dynamo itself leaves the op to eager torch);
 #: one that runs instead fails, so the list cannot go stale.
@@ -44,6 +55,8 @@ REFUSED = {
     # A boolean mask is aten.nonzero: an output size that depends on the data. Dynamo does not
     # capture it (capture_dynamic_output_shape_ops is off) and runs it in eager torch.
     "index_put": (_boolean_index, "a boolean mask gives a data-dependent shape (aten.nonzero), run by torch"),
+    "as_strided.partial_views": (_reads_outside, "a traced view has lost its storage offset and base"),
+    "as_strided": (_reads_outside, "a traced view has lost its storage offset and base"),
     "__getitem__": (_boolean_index, "a boolean mask gives a data-dependent shape (aten.nonzero), run by torch"),
 }
 
