@@ -264,30 +264,51 @@ def as_strided(ctx: Lowering, x, size, stride, storage_offset=None):
 
     Example: ``as_strided(arange(6.), (2, 2), (1, 2), 1)`` reads storage 1, 3, 2, 4.
     """
-    source = ctx.node.args[0]
-    traced = source.meta.get("val")
-    if traced is None or not x.type.is_static or not ctx.out.is_static:
-        unsupported("as_strided needs static sizes and the traced input's strides")
-    if _is_view(source):  # its storage is its base's, and traced views do not record their offset
-        unsupported(f"as_strided of a view ({source.target}): its storage is the viewed tensor's")
-    positions = _storage_positions(ctx, tuple(x.type.shape), traced.stride(), traced.storage_offset())
-    inverse = np.full(int(positions.max(initial=-1)) + 1, -1, np.int64)
-    inverse[positions] = np.arange(positions.size)
-    if np.count_nonzero(inverse >= 0) != positions.size:
-        unsupported(f"as_strided of a tensor whose elements overlap in storage (strides {tuple(traced.stride())})")
-    offset = traced.storage_offset() if storage_offset is None else storage_offset
-    wanted = _storage_positions(ctx, tuple(ctx.out.shape), stride, offset)
-    if wanted.size and (wanted.min() < 0 or wanted.max() >= inverse.size or (inverse[wanted] < 0).any()):
-        unsupported(f"as_strided(size={list(size)}, stride={list(stride)}, storage_offset={offset}) reads storage "
-                    f"outside the tensor it views ({x.type}): only views within the tensor translate")
-    if wanted.size == 0:
+    index = _strided_index(ctx, x, tuple(ctx.out.shape), stride, storage_offset)
+    if index.size == 0:
         return ctx.full(0, x.type.dtype, ctx.out.shape)
-    index = inverse[wanted]
     flat = ctx.reshape(x, (x.type.numel,))
     if index.size == x.type.numel and (index == np.arange(index.size)).all():
         return ctx.reshape(flat, ctx.out.shape)
     picked = ctx.b.gather(flat, ctx.b.constant(index.reshape(-1)), axis=0)
     return ctx.reshape(picked, ctx.out.shape)
+
+
+def as_strided_scatter(ctx: Lowering, x, src, size, stride, storage_offset=None):
+    """x with its strided view (as :func:`as_strided` reads it) replaced by ``src``: as_strided's
+    backward (Swin). One gather over [x, src] flattened: each element takes x's value, or src's
+    where the view covers it. A view that covers an element twice has no single answer."""
+    index = _strided_index(ctx, x, tuple(src.type.shape), stride, storage_offset)
+    if len(np.unique(index)) != index.size:
+        unsupported(f"as_strided_scatter with a view that covers an element twice (stride {list(stride)})")
+    n = x.type.numel
+    take = np.arange(n, dtype=np.int64)
+    take[index] = n + np.arange(index.size, dtype=np.int64)
+    both = ctx.b.concatenate(ctx.reshape(x, (n,)), ctx.reshape(ctx.convert(src, x.type.dtype), (index.size,)),
+                             dimension=0)
+    return ctx.reshape(ctx.b.gather(both, ctx.b.constant(take), axis=0), x.type.shape)
+
+
+def _strided_index(ctx: Lowering, x, shape: tuple, stride, storage_offset) -> np.ndarray:
+    """For each element of the strided view of x (row-major over ``shape``), its flat index in x."""
+    op = ctx.name.split(".")[1]  # as_strided or as_strided_scatter
+    source = ctx.node.args[0]
+    traced = source.meta.get("val")
+    if traced is None or not x.type.is_static or not all(isinstance(d, int) for d in shape):
+        unsupported(f"{op} needs static sizes and the traced input's strides")
+    if _is_view(source):  # its storage is its base's, and traced views do not record their offset
+        unsupported(f"{op} of a view ({source.target}): its storage is the viewed tensor's")
+    positions = _storage_positions(ctx, tuple(x.type.shape), traced.stride(), traced.storage_offset())
+    inverse = np.full(int(positions.max(initial=-1)) + 1, -1, np.int64)
+    inverse[positions] = np.arange(positions.size)
+    if np.count_nonzero(inverse >= 0) != positions.size:
+        unsupported(f"{op} of a tensor whose elements overlap in storage (strides {tuple(traced.stride())})")
+    offset = traced.storage_offset() if storage_offset is None else storage_offset
+    wanted = _storage_positions(ctx, shape, stride, offset)
+    if wanted.size and (wanted.min() < 0 or wanted.max() >= inverse.size or (inverse[wanted] < 0).any()):
+        unsupported(f"as_strided(size={list(shape)}, stride={list(stride)}, storage_offset={offset}) reaches "
+                    f"storage outside the tensor it views ({x.type}): only views within the tensor translate")
+    return inverse[wanted] if wanted.size else np.zeros(0, np.int64)
 
 
 def _is_view(node) -> bool:
@@ -346,6 +367,7 @@ def _table():
         "sym_stride.int": sym_stride, "sym_storage_offset.default": sym_storage_offset,
         "sym_is_contiguous.default": sym_is_contiguous,
         "as_strided.default": as_strided, "as_strided_copy.default": as_strided,
+        "as_strided_scatter.default": as_strided_scatter,
         "_assert_async.default": assertion, "_assert_async.msg": assertion,
         "_assert_tensor_metadata.default": assertion, "_assert_scalar.default": assertion,
     })

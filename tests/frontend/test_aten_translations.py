@@ -222,3 +222,18 @@ def test_native_batch_norm_legit_and_atan2_out_and_strides():
     t = fx_to_ir(make_fx(stride, tracing_mode="symbolic")(torch.randn(3, 4)))
     (kind, name), _ = t.outputs
     assert kind == "sym" and t.symbols[name] == (0, 1)
+
+
+def test_as_strided_scatter_replaces_the_strided_view_and_refuses_overlap():
+    def scatter(x, s):
+        return torch.as_strided_scatter(x, s, (2, 2), (1, 3), 1)
+
+    x, s = torch.arange(8.0), torch.tensor([[10.0, 20.0], [30.0, 40.0]])
+    torch._dynamo.reset()
+    got = parity.compile(scatter, backend="reference")(x, s)
+    torch.testing.assert_close(got, scatter(x, s), rtol=0, atol=0)
+    assert got.tolist() == [0.0, 10.0, 30.0, 3.0, 20.0, 40.0, 6.0, 7.0]
+    torch._dynamo.reset()
+    overlapping = parity.compile(lambda x, s: torch.as_strided_scatter(x, s, (2, 2), (1, 1), 0), backend="reference")
+    with pytest.raises(UnsupportedAtenOp, match="covers an element twice"):
+        overlapping(x, s)
