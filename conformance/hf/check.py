@@ -19,7 +19,8 @@ eager is itself far from exact: the key bias's gradient in BERT is zero analytic
 (softmax ignores a per-row constant), so both float32 runs give rounding noise of the
 same size (~1e-12 against a neighbouring gradient of 3e-6) and neither is the better
 estimate; two roundings of one computation differ by about their own size, hence a
-factor of 2 and not 1. Nothing here asserts; the matrix turns results into verdicts.
+factor of 2 and not 1. Where eager's error is at least the float64 value itself (the
+tensor is pure rounding noise), the factor is :data:`NOISE_LEVEL_FACTOR`. Nothing here asserts; the matrix turns results into verdicts.
 
 Example::
 
@@ -44,6 +45,11 @@ from .spec import HFSpec
 
 RTOL = 1e-4  # relative to the tensor's own scale (max |eager|)
 NOISE_FACTOR = 2.0  # how much farther from float64 than eager's float32 a result may be
+# ... for a tensor that is rounding noise (eager's own error at least its float64 size): two
+# summation orders give noise of different sizes (BERT's analytically zero key-bias gradient:
+# 2.58x on onnx, ~1e-12 against 3e-6 for the query bias), while a real error is of the terms'
+# size, orders of magnitude above; 16 keeps a margin both ways.
+NOISE_LEVEL_FACTOR = 16.0
 _DROPOUT = re.compile(r"(dropout|pdrop|drop_path|layerdrop|_prob$|drop_rate)")
 
 
@@ -159,7 +165,8 @@ def compare(got: dict, eager: dict, exact: dict | None) -> Check:
                 x = exact[name].detach().double()
                 own = float((e - x).abs().max())
                 ratio = float((g - x).abs().max()) / own if own > 0 else math.inf
-                ok = ratio <= NOISE_FACTOR
+                noise = own >= float(x.abs().max())  # eager has no correct digit: both are noise
+                ok = ratio <= (NOISE_LEVEL_FACTOR if noise else NOISE_FACTOR)
             if not ok:
                 check.ratio64 = max(check.ratio64, ratio)
         # the tensor reported is the worst failing one, or the worst of all when none fails

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from parity.conformance.hf import ARCHITECTURES, get_architecture
-from parity.conformance.hf.check import NOISE_FACTOR, RTOL, compare, run_entry
+from parity.conformance.hf.check import NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL, compare, run_entry
 from parity.frontend import compiler
 
 pytest.importorskip("transformers")
@@ -82,14 +82,26 @@ def test_a_missing_or_misshapen_tensor_fails():
     assert not compare({"g": torch.full_like(eager, float("nan"))}, {"g": eager}, None).passed
 
 
-def test_noise_level_gradients_pass_only_within_twice_eagers_own_error():
-    # An analytically zero gradient: float32 eager is rounding noise around float64's value.
-    exact = torch.zeros(64, dtype=torch.float64)
-    eager = torch.full((64,), 1e-12)
-    within = torch.full((64,), -NOISE_FACTOR * 1e-12)
-    beyond = torch.full((64,), -NOISE_FACTOR * 1.5e-12)
+def test_ill_conditioned_gradients_pass_only_within_twice_eagers_own_error():
+    # float64 says 1.0; eager float32 is 1e-3 off (ill-conditioned), so 1e-4 of eager can't hold.
+    exact = torch.ones(64, dtype=torch.float64)
+    eager = torch.full((64,), 1.001)
+    within = torch.full((64,), 1 - NOISE_FACTOR * 0.001 * 0.99)
+    beyond = torch.full((64,), 1 - NOISE_FACTOR * 0.001 * 1.5)
     assert compare({"g": within}, {"g": eager}, {"g": exact}).passed
     assert not compare({"g": beyond}, {"g": eager}, {"g": exact}).passed
+
+
+def test_noise_level_gradients_pass_only_as_noise():
+    # An analytically zero gradient: float32 eager is rounding noise around float64's ~0.
+    exact = torch.full((64,), 1e-20, dtype=torch.float64)
+    eager = torch.full((64,), 1e-12)
+    within = torch.full((64,), -0.9 * NOISE_LEVEL_FACTOR * 1e-12)
+    beyond = torch.full((64,), -1.5 * NOISE_LEVEL_FACTOR * 1e-12)
+    real_error = torch.full((64,), 3e-6)  # a wrong gradient is of the terms' size
+    assert compare({"g": within}, {"g": eager}, {"g": exact}).passed
+    assert not compare({"g": beyond}, {"g": eager}, {"g": exact}).passed
+    assert not compare({"g": real_error}, {"g": eager}, {"g": exact}).passed
 
 
 def test_the_reported_tensor_is_the_failing_one_not_the_noisiest():
