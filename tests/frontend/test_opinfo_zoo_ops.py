@@ -58,6 +58,10 @@ REFUSED = {
     "index_put": (_boolean_index, "a boolean mask gives a data-dependent shape (aten.nonzero), run by torch"),
     "as_strided.partial_views": (_reads_outside, "a traced view has lost its storage offset and base"),
     "as_strided": (_reads_outside, "a traced view has lost its storage offset and base"),
+    # tensor repeats: without output_size the size depends on the data (Dynamo runs it in torch);
+    # with it, aten.repeat_interleave.Tensor has no translation yet (the zoo repeats by an int)
+    "repeat_interleave": (lambda s: isinstance(s.kwargs.get("repeats", s.args[0] if s.args else None), torch.Tensor),
+                          "repeats given as a tensor: a data-dependent size, or aten.repeat_interleave.Tensor"),
     "__getitem__": (_boolean_index, "a boolean mask gives a data-dependent shape (aten.nonzero), run by torch"),
 }
 
