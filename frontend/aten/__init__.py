@@ -48,8 +48,9 @@ TABLE = _collect()
 
 
 def translated_ops() -> list[str]:
-    """Every aten overload with a translation, as ``aten.NAME.OVERLOAD``."""
-    return sorted(f"aten.{key}" for key in TABLE)
+    """Every aten overload with a translation, as ``aten.NAME.OVERLOAD`` (custom ops of other
+    libraries by their own qualified names, ``transformers.grouped_mm_fallback.default``)."""
+    return sorted(key if key in custom_ops.TABLE else f"aten.{key}" for key in TABLE)
 
 
 def core_aten_ops() -> list[str]:

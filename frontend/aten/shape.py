@@ -306,7 +306,7 @@ def _strided_index(ctx: Lowering, x, shape: tuple, stride, storage_offset) -> np
     offset = traced.storage_offset() if storage_offset is None else storage_offset
     wanted = _storage_positions(ctx, shape, stride, offset)
     if wanted.size and (wanted.min() < 0 or wanted.max() >= inverse.size or (inverse[wanted] < 0).any()):
-        unsupported(f"as_strided(size={list(shape)}, stride={list(stride)}, storage_offset={offset}) reaches "
+        unsupported(f"as_strided(size={list(shape)}, stride={list(stride)}, storage_offset={offset}) reads "
                     f"storage outside the tensor it views ({x.type}): only views within the tensor translate")
     return inverse[wanted] if wanted.size else np.zeros(0, np.int64)
 
