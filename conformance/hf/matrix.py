@@ -37,24 +37,31 @@ def is_hf_row(op: str) -> bool:
 
 @dataclass(frozen=True)
 class Deviation:
-    """A measured, explained failure of one stage: excused only while the failing tensors stay
-    within ``ratio64`` × eager's own distance from float64 (never an exception or a wrong shape)."""
+    """A measured, explained failure of one stage on one backend: excused only while the failing
+    tensors stay within ``ratio64`` × eager's own distance from float64 (never an exception
+    or a wrong shape). ``measured`` is what was seen when it was recorded."""
 
     model: str
     stage: str
+    backend: str
     ratio64: float
     measured: str
     reason: str
 
 
-#: Recorded deviations, as data. Any backend: they come from the IR's decompositions.
+_BATCHNORM_TWO_SAMPLES = (
+    "BatchNorm's weight gradient over a batch of 2 with small maps is ill-conditioned; torch's CPU kernel "
+    "sums x-hat unrounded in float64, the IR's batch_norm decomposition rounds the mean, 1/sigma and x-hat "
+    "to float32 before summing (each sum itself rounded once)")
+
+#: Recorded deviations, as data: each with the backend and the number measured there.
 DEVIATIONS: tuple[Deviation, ...] = (
-    Deviation("mobilenet-v2", "gradients", 2.5,
-              "reference: grad layer.0.reduce_1x1.normalization.weight, 2.6e-4 of its scale from eager and "
-              "2.07x eager's distance from float64 (eager: 0.0022 on 26.4)",
-              "BatchNorm's weight gradient over a batch of 2 with small maps is ill-conditioned; torch's CPU "
-              "kernel sums in float64 with x̂ unrounded, the IR's batch_norm decomposition rounds the mean, "
-              "1/σ and x̂ to float32 before summing (each sum itself rounded once)"),
+    Deviation("mobilenet-v2", "gradients", "reference", 2.5,
+              "grad layer.0.reduce_1x1.normalization.weight: 2.6e-4 of its scale from eager, 2.07x eager's "
+              "distance from float64 (eager: 0.0022 on 26.4)", _BATCHNORM_TWO_SAMPLES),
+    Deviation("mobilenet-v2", "gradients", "onnx", 3.0,
+              "grad layer.15.expand_1x1.normalization.weight: 1.9e-4 of its scale from eager, 2.80x eager's "
+              "distance from float64", _BATCHNORM_TWO_SAMPLES),
 )
 
 
@@ -64,7 +71,7 @@ def deviation_for(entry: EntryResult, stage: str) -> Deviation | None:
     if check.passed or check.error:
         return None
     for d in DEVIATIONS:
-        if d.model == entry.name and d.stage == stage and check.ratio64 <= d.ratio64:
+        if (d.model, d.stage, d.backend) == (entry.name, stage, entry.compiler) and check.ratio64 <= d.ratio64:
             return d
     return None
 
