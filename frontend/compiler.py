@@ -225,12 +225,12 @@ def _compile_split(gm: torch.fx.GraphModule, session: Session, backend, kind: st
     """strict=False: the nodes the backend cannot run go to eager torch, the rest stays on it."""
     from torch._functorch.aot_autograd import make_boxed_func
 
-    from .partition import Fallback, PartitionReport, compile_partitioned, rejected_nodes
+    from .partition import Fallback, PartitionReport, compile_partitioned, is_compute, rejected_nodes
 
     rejected = {} if session.options.mesh is not None else rejected_nodes(gm, backend)
     if not rejected:  # sharded, or no single node to blame: the graph runs eagerly as a whole
         session.fall_back(err.aten_op, err.loc, err.why)
-        nodes = sum(n.op == "call_function" for n in gm.graph.nodes)
+        nodes = sum(is_compute(n) for n in gm.graph.nodes)  # counted as the partition reports count
         session.reports.append(PartitionReport(kind, backend.name, in_eager=nodes,
                                                fallbacks=[Fallback(err.aten_op, err.loc, err.why)]))
         return make_boxed_func(gm.forward)

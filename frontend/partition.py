@@ -67,7 +67,8 @@ class PartitionReport:
         return "\n".join(lines)
 
 
-def _is_compute(node: torch.fx.Node) -> bool:
+def is_compute(node: torch.fx.Node) -> bool:
+    """An aten node that computes (getitem only picks a result of one)."""
     return node.op == "call_function" and node.target is not operator.getitem
 
 
@@ -79,7 +80,7 @@ def rejected_nodes(gm: torch.fx.GraphModule, backend) -> dict[torch.fx.Node, str
     check = ClaimCheck(backend)
     rejected = {}
     for node in gm.graph.nodes:
-        if _is_compute(node):
+        if is_compute(node):
             status, why = classify(translate_alone(node), backend, check)
             if status not in RUNS:
                 rejected[node] = why
@@ -140,8 +141,8 @@ def compile_partitioned(gm: torch.fx.GraphModule, backend, kind: str,
             single = not isinstance(out, (tuple, list))
             setattr(split, node.target, _Partition(compile_graph(sub), single))
             report.partitions += 1
-            report.on_backend += sum(_is_compute(n) for n in sub.graph.nodes)
-        elif _is_compute(node):
+            report.on_backend += sum(is_compute(n) for n in sub.graph.nodes)
+        elif is_compute(node):
             report.in_eager += 1
     split.recompile()
     return split, report

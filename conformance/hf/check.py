@@ -246,7 +246,9 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
         result.step = Check(False, float("inf"), error="not run: the gradients stage failed")
     result.graphs = _translations() - before
     if compiler not in ("eager", "aot_eager", "inductor") and not strict:
-        result.fallback = [str(r) for r in _fallback_share(compiled)]
+        from ...frontend.compiler import fallback_report
+
+        result.fallback = [str(r) for r in fallback_report(compiled)]
     return result
 
 
@@ -254,9 +256,3 @@ def _translations() -> int:
     from ...frontend import STATS
 
     return STATS["translations"]
-
-
-def _fallback_share(compiled) -> list:
-    from ...frontend.compiler import fallback_report
-
-    return fallback_report(compiled)
