@@ -3,7 +3,7 @@
 :func:`fx_to_ir` is the entry point (used by ``parity.compile`` for every forward and
 backward graph AOTAutograd produces, and by ``parity.capture``). Each FX node is
 looked up in :data:`parity.frontend.aten.TABLE`; its translation function emits IR
-through a :class:`Lowering`, which knows the node's expected result types (from
+through a :class:`TranslationContext`, which knows the node's expected result types (from
 ``node.meta["val"]``), torch's type-promotion rules and numpy-style broadcasting, and
 makes both explicit with ``convert`` / ``broadcast_in_dim``. The IR type of every
 result is checked against torch's: a mismatch is a translator bug and names the op.
@@ -42,8 +42,10 @@ from .tensors import IR_TO_TORCH, ir_dtype
 _GETITEM = operator.getitem
 
 
-class Unsupported(ParityError):
-    """Raised by a translation function for a case it does not cover; becomes UnsupportedAtenOp."""
+class UntranslatedCase(ParityError):
+    """A translation function met a case of its aten op that it does not translate (an
+    argument, dtype or size it has no IR form for). :func:`fx_to_ir` reports it to the user
+    as :class:`UnsupportedAtenOp` with this message as the reason."""
 
 
 @dataclass
@@ -193,11 +195,11 @@ class _Translator:
         args = torch.fx.node.map_arg(node.args, self._arg)
         kwargs = torch.fx.node.map_arg(node.kwargs, self._arg)
         start = len(self.b.nodes)
-        lowering = Lowering(self, node, name)
+        ctx = TranslationContext(self, node, name)
         with self.b.location(loc):
             try:
-                result = fn(lowering, *args, **kwargs)
-            except Unsupported as exc:
+                result = fn(ctx, *args, **kwargs)
+            except UntranslatedCase as exc:
                 raise UnsupportedAtenOp(name, loc, str(exc), backend=self.backend) from None
             except TypeRuleError as exc:
                 raise TranslationBug(f"translating {name} at {loc}: {exc}") from exc
@@ -276,9 +278,9 @@ def dim_of(size) -> int | Symbol:
         if expr.is_Symbol:
             return Symbol(str(expr))
         hint = size.node.hint
-        raise Unsupported(f"the symbolic size {expr} is an expression; the IR has only named "
-                          f"dimensions (mark fewer dims dynamic, or compile with dynamic=False)"
-                          + (f"; its example value is {hint}" if hint is not None else ""))
+        raise UntranslatedCase(f"the symbolic size {expr} is an expression; the IR has only named "
+                               f"dimensions (mark fewer dims dynamic, or compile with dynamic=False)"
+                               + (f"; its example value is {hint}" if hint is not None else ""))
     return int(size)
 
 
@@ -297,13 +299,13 @@ def broadcast_shapes(*shapes: Sequence) -> tuple:
             if d == 1:
                 continue
             if chosen != 1 and d != chosen:
-                raise Unsupported(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+                raise UntranslatedCase(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
             chosen = d
         out.append(chosen)
     return tuple(out)
 
 
-class Lowering:
+class TranslationContext:
     """What a translation function gets as its first argument: builder, node, helpers.
 
     ``ctx.b`` is the :class:`GraphBuilder` (``ctx.b.add(x, y)`` emits IR); ``ctx.out``
@@ -348,7 +350,7 @@ class Lowering:
             value = bool(value)
         elif dtype.is_integer:
             if isinstance(value, float) and not math.isfinite(value):
-                raise Unsupported(f"{value} is not representable in {dtype.short}")
+                raise UntranslatedCase(f"{value} is not representable in {dtype.short}")
             value = int(value)
         return self.b.constant(np.array(value, dtype=np.float64 if dtype.is_float else None), dtype)
 
@@ -363,7 +365,7 @@ class Lowering:
         if isinstance(x, Value):
             return self.convert(x, dtype)
         if isinstance(x, Symbol):
-            raise Unsupported(f"the symbolic size {x} used as a tensor value")
+            raise UntranslatedCase(f"the symbolic size {x} used as a tensor value")
         return self.const(x, dtype)
 
     def broadcast(self, x: Value, shape: Sequence) -> Value:
@@ -373,7 +375,7 @@ class Lowering:
             return x
         offset = len(shape) - x.type.rank
         if offset < 0:
-            raise Unsupported(f"cannot broadcast {x.type} to {shape}")
+            raise UntranslatedCase(f"cannot broadcast {x.type} to {shape}")
         dims = tuple(range(offset, len(shape)))
         return self.b.broadcast_in_dim(x, shape=shape, broadcast_dimensions=dims)
 
@@ -412,7 +414,7 @@ class Lowering:
         if rank == 0 and dim in (0, -1):
             return 0
         if not -rank <= dim < rank:
-            raise Unsupported(f"dim {dim} is out of range for rank {rank}")
+            raise UntranslatedCase(f"dim {dim} is out of range for rank {rank}")
         return dim % rank
 
     def axes(self, dims: Sequence[int] | int | None, rank: int) -> tuple[int, ...]:
@@ -438,5 +440,6 @@ class Lowering:
 
 
 def unsupported(message: str):
-    """Raise from a translation function: this case of the op has no translation."""
-    raise Unsupported(message)
+    """Raise from a translation function: this case of the op has no translation
+    (:class:`UntranslatedCase`; the user sees ``message`` as the reason)."""
+    raise UntranslatedCase(message)

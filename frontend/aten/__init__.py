@@ -1,7 +1,7 @@
 """The aten → IR translation table: one explicit entry per aten overload.
 
 Keys are overload names without the ``aten.`` prefix (``"add.Tensor"``); values are
-translation functions ``fn(ctx, *args, **kwargs)`` (see :class:`~parity.frontend.translate.Lowering`).
+translation functions ``fn(ctx, *args, **kwargs)`` (see :class:`~parity.frontend.translate.TranslationContext`).
 The table is assembled here from one module per op family, and nothing else registers
 entries. :func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import math
 
 from ...ir.dtypes import DType
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
 class _Scores:
     """scale * q @ k^T with the causal or explicit mask applied, over [*B, L, S]."""
 
-    def __init__(self, ctx: Lowering, q, k, is_causal, attn_mask, scale):
+    def __init__(self, ctx: TranslationContext, q, k, is_causal, attn_mask, scale):
         b = ctx.b
         self.n = n = q.type.rank - 2
         self.batch = tuple(range(n))
@@ -43,7 +43,7 @@ class _Scores:
             scores = b.select(mask, scores, minus_inf) if mask.type.dtype.is_bool else b.add(scores, mask)
         self.values = scores
 
-    def logsumexp(self, ctx: Lowering):
+    def logsumexp(self, ctx: TranslationContext):
         """log(sum(exp(scores))) over keys; -inf for a fully masked query."""
         b, n = ctx.b, self.n
         top = b.reduce_max(self.values, axes=(n + 1,))
@@ -64,7 +64,7 @@ def _group_size(q, k) -> int:
     return heads // kv_heads
 
 
-def _repeat_heads(ctx: Lowering, x, group: int):
+def _repeat_heads(ctx: TranslationContext, x, group: int):
     """[..., H, S, E] -> [..., H * group, S, E], query head h reading head h // group (torch's GQA)."""
     if group == 1:
         return x
@@ -74,7 +74,7 @@ def _repeat_heads(ctx: Lowering, x, group: int):
     return ctx.reshape(wide, (*lead, heads * group, s, e))
 
 
-def _sum_heads(ctx: Lowering, grad, group: int):
+def _sum_heads(ctx: TranslationContext, grad, group: int):
     """The gradient of :func:`_repeat_heads`: each key/value head sums its group's gradients."""
     if group == 1:
         return grad
@@ -83,7 +83,8 @@ def _sum_heads(ctx: Lowering, grad, group: int):
     return ctx.b.reduce_sum(split, axes=(len(lead) + 1,))
 
 
-def flash_attention_forward(ctx: Lowering, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+def flash_attention_forward(ctx: TranslationContext, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None,
+                            scale=None):
     if dropout_p:
         unsupported("attention dropout inside the fused kernel (dropout_p > 0)")
     group = _group_size(q, k)
@@ -104,7 +105,7 @@ def flash_attention_forward(ctx: Lowering, q, k, v, dropout_p=0.0, is_causal=Fal
     return out, lse
 
 
-def flash_attention_backward(ctx: Lowering, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn_mask=None,
+def flash_attention_backward(ctx: TranslationContext, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn_mask=None,
                              scale=None):
     """dV = P^T dO; dS = P * (dO V^T - rowsum(dO * O)); dQ = scale dS K; dK = scale dS^T Q."""
     if dropout_p:
@@ -137,7 +138,8 @@ def flash_attention_backward(ctx: Lowering, grad, q, k, v, out, lse, dropout_p, 
     return grad_q, _sum_heads(ctx, grad_k, group), _sum_heads(ctx, grad_v, group)
 
 
-def sdpa(ctx: Lowering, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+def sdpa(ctx: TranslationContext, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
+         enable_gqa=False):
     """The unfused op, as it appears in export-level graphs."""
     result, _ = flash_attention_forward(ctx, q, k, v, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
     return result

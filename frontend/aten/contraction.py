@@ -5,31 +5,31 @@ matmul of mixture-of-experts layers (``_grouped_mm``).
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
-def _dot(ctx: Lowering, a, b, contract, batch=((), ())):
+def _dot(ctx: TranslationContext, a, b, contract, batch=((), ())):
     return ctx.b.dot_general(a, b, lhs_contracting_dims=contract[0], rhs_contracting_dims=contract[1],
                              lhs_batch_dims=batch[0], rhs_batch_dims=batch[1])
 
 
-def mm(ctx: Lowering, a, b):
+def mm(ctx: TranslationContext, a, b):
     return _dot(ctx, a, b, ((1,), (0,)))
 
 
-def bmm(ctx: Lowering, a, b):
+def bmm(ctx: TranslationContext, a, b):
     return _dot(ctx, a, b, ((2,), (1,)), ((0,), (0,)))
 
 
-def mv(ctx: Lowering, a, b):
+def mv(ctx: TranslationContext, a, b):
     return _dot(ctx, a, b, ((1,), (0,)))
 
 
-def dot(ctx: Lowering, a, b):
+def dot(ctx: TranslationContext, a, b):
     return _dot(ctx, a, b, ((0,), (0,)))
 
 
-def addmm(ctx: Lowering, bias, a, b, *, beta=1, alpha=1):
+def addmm(ctx: TranslationContext, bias, a, b, *, beta=1, alpha=1):
     out = ctx.out
     product = mm(ctx, a, b)
     if alpha != 1:
@@ -42,18 +42,18 @@ def addmm(ctx: Lowering, bias, a, b, *, beta=1, alpha=1):
     return ctx.b.add(bias, product)
 
 
-def matmul(ctx: Lowering, a, b):
+def matmul(ctx: TranslationContext, a, b):
     return ctx.b.matmul(a, b)
 
 
-def linear(ctx: Lowering, x, w, bias=None):
+def linear(ctx: TranslationContext, x, w, bias=None):
     if bias is None:
         bias = ctx.full(0, x.type.dtype, (w.type.shape[0],))
     return ctx.b.linear(x, w, bias)
 
 
 
-def grouped_mm(ctx: Lowering, a, b, offs=None, bias=None, out_dtype=None):
+def grouped_mm(ctx: TranslationContext, a, b, offs=None, bias=None, out_dtype=None):
     """torch's grouped matmul; ``offs`` (int32, cumulative) splits the 2-d operand's grouped dim.
 
     - a [S, K], b [G, K, N] (MoE experts): row s uses expert g(s) = #{offsets <= s};
@@ -85,7 +85,7 @@ def grouped_mm(ctx: Lowering, a, b, offs=None, bias=None, out_dtype=None):
     return _grouped_outer(ctx, a, b, offs)
 
 
-def _group_of(ctx: Lowering, offs, n: int):
+def _group_of(ctx: TranslationContext, offs, n: int):
     """i64[n]: the group of each position, #{offsets <= i} (G for positions past the last offset)."""
     groups = offs.type.shape[0]
     positions = ctx.b.iota(dtype=DType.int64, shape=(n, groups), dimension=0)
@@ -93,7 +93,7 @@ def _group_of(ctx: Lowering, offs, n: int):
     return ctx.b.reduce_sum(ctx.convert(ctx.b.le(bounds, positions), DType.int64), axes=(1,))
 
 
-def _pick_group(ctx: Lowering, every, offs, group_axis: int, row_axis: int):
+def _pick_group(ctx: TranslationContext, every, offs, group_axis: int, row_axis: int):
     """From per-group results ``every``, each row's own group (zeros past the last offset)."""
     b, shape = ctx.b, every.type.shape
     groups, rows = shape[group_axis], shape[row_axis]
@@ -109,7 +109,7 @@ def _pick_group(ctx: Lowering, every, offs, group_axis: int, row_axis: int):
     return b.select(kept, picked, ctx.full(0, every.type.dtype, out_shape))
 
 
-def _grouped_outer(ctx: Lowering, a, c, offs):
+def _grouped_outer(ctx: TranslationContext, a, c, offs):
     """a [K, S], c [S, N] -> [G, K, N]: each group's rows of the contraction, the others zeroed in both."""
     b = ctx.b
     (k, s), n, groups = a.type.shape, c.type.shape[1], offs.type.shape[0]

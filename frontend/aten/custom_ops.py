@@ -18,16 +18,16 @@ Example::
 
 from __future__ import annotations
 
-from ..translate import Lowering
+from ..translate import TranslationContext
 from .contraction import _grouped_outer, _pick_group, grouped_mm
 
 
-def grouped_mm_fallback(ctx: Lowering, input, weight, offs):
+def grouped_mm_fallback(ctx: TranslationContext, input, weight, offs):
     """input [S, K] × weight [G, K, N] with rows split by ``offs``: ``_grouped_mm``'s MoE layout."""
     return grouped_mm(ctx, input, weight, offs)
 
 
-def grouped_mm_fallback_backward(ctx: Lowering, input, weight, offs, grad_output):
+def grouped_mm_fallback_backward(ctx: TranslationContext, input, weight, offs, grad_output):
     """(grad_input [S, K], grad_weight [G, K, N]); groups with no rows get zero gradients."""
     b = ctx.b
     # grad_input[s] = grad_output[s] @ weight[g(s)]ᵀ: every expert's product, each row's own picked

@@ -8,7 +8,7 @@ the IR's truncating ``div``/``rem`` (torch's own formulas, so edge cases agree).
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 # aten unary op -> IR op; the operand is converted to the (float) result dtype first.
 _FLOAT_UNARY = {
@@ -38,14 +38,14 @@ _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
 def _float_unary(op: str):
-    def translate(ctx: Lowering, x):
+    def translate(ctx: TranslationContext, x):
         return ctx.b.op(op, ctx.convert(x, ctx.out.dtype))
 
     return translate
 
 
 def _same_unary(name: str, op: str):
-    def translate(ctx: Lowering, x):
+    def translate(ctx: TranslationContext, x):
         if name in _ROUNDING and not x.type.dtype.is_float:
             return x
         if op == "bitwise_not" and x.type.dtype.is_bool:
@@ -55,13 +55,13 @@ def _same_unary(name: str, op: str):
     return translate
 
 
-def log10(ctx: Lowering, x):
+def log10(ctx: TranslationContext, x):
     x = ctx.convert(x, ctx.out.dtype)
     return ctx.b.div(ctx.b.log(x), ctx.full(2.302585092994046, ctx.out.dtype, x.type.shape))
 
 
 def _activation(op: str, attr_names):
-    def translate(ctx: Lowering, x, *args, **kwargs):
+    def translate(ctx: TranslationContext, x, *args, **kwargs):
         attrs = dict(zip(attr_names, args))
         attrs.update({k: v for k, v in kwargs.items() if k in attr_names})
         if op == "leaky_relu" or op == "hardtanh" or op == "softplus":
@@ -73,7 +73,7 @@ def _activation(op: str, attr_names):
     return translate
 
 
-def elu(ctx: Lowering, x, alpha=1.0, scale=1.0, input_scale=1.0):
+def elu(ctx: TranslationContext, x, alpha=1.0, scale=1.0, input_scale=1.0):
     if scale != 1.0 or input_scale != 1.0:
         unsupported("elu with scale/input_scale (selu) is not translated yet")
     return ctx.b.elu(x, alpha=float(alpha))
@@ -83,7 +83,7 @@ def elu(ctx: Lowering, x, alpha=1.0, scale=1.0, input_scale=1.0):
 
 
 def _arith(op: str):
-    def translate(ctx: Lowering, x, y, *, alpha=None):
+    def translate(ctx: TranslationContext, x, y, *, alpha=None):
         dtype, shape = ctx.out.dtype, ctx.out.shape
         x, y = ctx.elementwise([x, y], dtype, shape)
         if alpha is not None and alpha != 1:
@@ -98,11 +98,11 @@ def _arith(op: str):
     return translate
 
 
-def rsub(ctx: Lowering, x, y, alpha=1):
+def rsub(ctx: TranslationContext, x, y, alpha=1):
     return _arith("sub")(ctx, y, x, alpha=None) if alpha == 1 else unsupported("rsub with alpha")
 
 
-def div(ctx: Lowering, x, y, *, rounding_mode=None):
+def div(ctx: TranslationContext, x, y, *, rounding_mode=None):
     """true division (ints → float), or torch's trunc / floor division."""
     dtype, shape = ctx.out.dtype, ctx.out.shape
     x, y = ctx.elementwise([x, y], dtype, shape)
@@ -113,7 +113,7 @@ def div(ctx: Lowering, x, y, *, rounding_mode=None):
     return floor_divide_values(ctx, x, y)
 
 
-def floor_divide_values(ctx: Lowering, x, y):
+def floor_divide_values(ctx: TranslationContext, x, y):
     """Python's ``//`` from truncating div/rem (torch's ``div_floor`` formulas)."""
     b, t = ctx.b, x.type
     zero = ctx.full(0, t.dtype, t.shape)
@@ -137,13 +137,13 @@ def floor_divide_values(ctx: Lowering, x, y):
     return b.select(b.eq(y, zero), true_div, floored)
 
 
-def floor_divide(ctx: Lowering, x, y):
+def floor_divide(ctx: TranslationContext, x, y):
     dtype, shape = ctx.out.dtype, ctx.out.shape
     x, y = ctx.elementwise([x, y], dtype, shape)
     return floor_divide_values(ctx, x, y)
 
 
-def remainder(ctx: Lowering, x, y):
+def remainder(ctx: TranslationContext, x, y):
     """Python's ``%``: the result has the sign of the divisor."""
     dtype, shape = ctx.out.dtype, ctx.out.shape
     x, y = ctx.elementwise([x, y], dtype, shape)
@@ -155,13 +155,13 @@ def remainder(ctx: Lowering, x, y):
     return b.select(fix, b.add(r, y), r)
 
 
-def fmod(ctx: Lowering, x, y):
+def fmod(ctx: TranslationContext, x, y):
     dtype, shape = ctx.out.dtype, ctx.out.shape
     x, y = ctx.elementwise([x, y], dtype, shape)
     return ctx.b.rem(x, y)
 
 
-def pow_(ctx: Lowering, x, y):
+def pow_(ctx: TranslationContext, x, y):
     dtype, shape = ctx.out.dtype, ctx.out.shape
     if not dtype.is_float:
         if isinstance(y, int) and 0 <= y <= 64:
@@ -171,7 +171,7 @@ def pow_(ctx: Lowering, x, y):
     return ctx.b.pow(x, y)
 
 
-def _int_pow(ctx: Lowering, x, n: int):
+def _int_pow(ctx: TranslationContext, x, n: int):
     result, base = ctx.full(1, x.type.dtype, x.type.shape), x
     while n:
         if n & 1:
@@ -183,20 +183,20 @@ def _int_pow(ctx: Lowering, x, n: int):
 
 
 def _float_binary(op: str):
-    def translate(ctx: Lowering, x, y):
+    def translate(ctx: TranslationContext, x, y):
         x, y = ctx.elementwise([x, y], ctx.out.dtype, ctx.out.shape)
         return ctx.b.op(op, x, y)
 
     return translate
 
 
-def atan2_out(ctx: Lowering, x, y, *, out=None):
+def atan2_out(ctx: TranslationContext, x, y, *, out=None):
     """The out= form: the IR has no mutation, the result is the value torch writes to ``out``."""
     return _float_binary("atan2")(ctx, x, y)
 
 
 def _comparison(op: str):
-    def translate(ctx: Lowering, x, y):
+    def translate(ctx: TranslationContext, x, y):
         _, dtype = ctx.promote(x, y)
         x, y = ctx.elementwise([x, y], dtype, ctx.out.shape)
         return ctx.b.op(op, x, y)
@@ -205,19 +205,19 @@ def _comparison(op: str):
 
 
 def _logical(op: str):
-    def translate(ctx: Lowering, x, y):
+    def translate(ctx: TranslationContext, x, y):
         x, y = ctx.elementwise([x, y], DType.bool, ctx.out.shape)
         return ctx.b.op(op, x, y)
 
     return translate
 
 
-def logical_not(ctx: Lowering, x):
+def logical_not(ctx: TranslationContext, x):
     return ctx.convert(ctx.b.logical_not(ctx.convert(x, DType.bool)), ctx.out.dtype)
 
 
 def _bitwise(op: str):
-    def translate(ctx: Lowering, x, y):
+    def translate(ctx: TranslationContext, x, y):
         dtype = ctx.out.dtype
         x, y = ctx.elementwise([x, y], dtype, ctx.out.shape)
         if dtype.is_bool:
@@ -227,13 +227,13 @@ def _bitwise(op: str):
     return translate
 
 
-def where(ctx: Lowering, cond, x, y):
+def where(ctx: TranslationContext, cond, x, y):
     dtype, shape = ctx.out.dtype, ctx.out.shape
     x, y = ctx.elementwise([x, y], dtype, shape)
     return ctx.b.select(ctx.broadcast(ctx.convert(cond, DType.bool), shape), x, y)
 
 
-def clamp(ctx: Lowering, x, min=None, max=None):
+def clamp(ctx: TranslationContext, x, min=None, max=None):
     dtype, shape = ctx.out.dtype, ctx.out.shape
     x = ctx.broadcast(ctx.value(x, dtype), shape)
     if min is not None:
@@ -244,7 +244,7 @@ def clamp(ctx: Lowering, x, min=None, max=None):
 
 
 def _predicate(op: str, integer_result: bool):
-    def translate(ctx: Lowering, x):
+    def translate(ctx: TranslationContext, x):
         if not x.type.dtype.is_float:
             return ctx.full(integer_result, DType.bool, x.type.shape)
         return ctx.b.op(op, x)
@@ -252,7 +252,7 @@ def _predicate(op: str, integer_result: bool):
     return translate
 
 
-def _masked_fill(ctx: Lowering, x, mask, value):
+def _masked_fill(ctx: TranslationContext, x, mask, value):
     shape = ctx.out.shape
     fill = ctx.broadcast(ctx.value(value, ctx.out.dtype), shape)
     return ctx.b.select(ctx.broadcast(mask, shape), fill, ctx.broadcast(x, shape))

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 
 from ...ir.dtypes import DType
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
-def embedding(ctx: Lowering, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+def embedding(ctx: TranslationContext, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     return ctx.b.embedding(weight, indices)
 
 
-def embedding_dense_backward(ctx: Lowering, grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+def embedding_dense_backward(ctx: TranslationContext, grad, indices, num_weights, padding_idx, scale_grad_by_freq):
     if scale_grad_by_freq:
         unsupported("embedding backward with scale_grad_by_freq=True")
     dim = grad.type.shape[-1]
@@ -32,7 +32,7 @@ def embedding_dense_backward(ctx: Lowering, grad, indices, num_weights, padding_
 _SUM, _MEAN, _MAX = 0, 1, 2
 
 
-def embedding_bag(ctx: Lowering, weight, indices, offsets, scale_grad_by_freq=False, mode=_SUM, sparse=False,
+def embedding_bag(ctx: TranslationContext, weight, indices, offsets, scale_grad_by_freq=False, mode=_SUM, sparse=False,
                   per_sample_weights=None, include_last_offset=False, padding_idx=-1):
     """Sums, means or maxima of the weight rows of each bag; bag b holds indices offsets[b]:offsets[b+1].
 
@@ -81,7 +81,7 @@ def embedding_bag(ctx: Lowering, weight, indices, offsets, scale_grad_by_freq=Fa
     return output, offset2bag, bag_size, ctx.reshape(max_indices, max_type.shape)
 
 
-def _positions_past(ctx: Lowering, offsets, count: int):
+def _positions_past(ctx: TranslationContext, offsets, count: int):
     """For each index position i, #{offsets <= i}."""
     n = offsets.type.shape[0]
     positions = ctx.b.iota(dtype=DType.int64, shape=(count, n), dimension=0)
@@ -89,7 +89,7 @@ def _positions_past(ctx: Lowering, offsets, count: int):
     return ctx.b.reduce_sum(ctx.convert(ctx.b.le(bounds, positions), DType.int64), axes=(1,))
 
 
-def _bag_sum(ctx: Lowering, values, slot, bags: int):
+def _bag_sum(ctx: TranslationContext, values, slot, bags: int):
     """Scatter-add ``values`` (first dim: indices) into bags + 1 slots and drop the dump slot."""
     shape = (bags + 1, *values.type.shape[1:])
     total = ctx.b.scatter(ctx.full(0, values.type.dtype, shape), slot, values, axis=0, reduce="add")
@@ -97,7 +97,7 @@ def _bag_sum(ctx: Lowering, values, slot, bags: int):
     return ctx.b.slice(total, start_indices=(0,) * len(shape), limit_indices=limits, strides=(1,) * len(shape))
 
 
-def _divide_nonempty(ctx: Lowering, sums, sizes):
+def _divide_nonempty(ctx: TranslationContext, sums, sizes):
     shape = sums.type.shape
     sizes = ctx.b.broadcast_in_dim(sizes, shape=shape, broadcast_dimensions=(0,))
     nonempty = ctx.b.gt(sizes, ctx.full(0, DType.int64, shape))
@@ -105,7 +105,7 @@ def _divide_nonempty(ctx: Lowering, sums, sizes):
     return ctx.b.select(nonempty, quotient, ctx.full(0, sums.type.dtype, shape))
 
 
-def _bag_max(ctx: Lowering, rows, idx, bag, valid, bags: int):
+def _bag_max(ctx: TranslationContext, rows, idx, bag, valid, bags: int):
     """Per bag and feature: the largest member row value and that row's weight index (0 if empty)."""
     b = ctx.b
     count, dim = rows.type.shape

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ...ir.dtypes import DType
-from ..translate import Lowering, broadcast_shapes, unsupported
+from ..translate import TranslationContext, broadcast_shapes, unsupported
 from .shape import permute
 
 
@@ -19,7 +19,7 @@ def _empty(value) -> bool:
     return any(d == 0 for d in value.type.shape if isinstance(d, int))
 
 
-def gather(ctx: Lowering, x, dim, index, sparse_grad=False):
+def gather(ctx: TranslationContext, x, dim, index, sparse_grad=False):
     if _empty(index):  # torch accepts an empty index of any rank: the result is empty too
         return ctx.full(0, ctx.out.dtype, ctx.out.shape)
     if x.type.rank == 0:
@@ -27,7 +27,7 @@ def gather(ctx: Lowering, x, dim, index, sparse_grad=False):
     return ctx.b.gather(x, index, axis=ctx.axis(dim, x.type.rank))
 
 
-def _scatter(ctx: Lowering, x, dim, index, src, reduce: str):
+def _scatter(ctx: TranslationContext, x, dim, index, src, reduce: str):
     if _empty(index):  # nothing is written
         return x
     if x.type.rank == 0:  # a 0-d tensor scatters as one element along axis 0 (index 0)
@@ -43,25 +43,25 @@ def _scatter(ctx: Lowering, x, dim, index, src, reduce: str):
     return ctx.b.scatter(x, index, ctx.convert(src, x.type.dtype), axis=axis, reduce=reduce)
 
 
-def scatter_value(ctx: Lowering, x, dim, index, value):
+def scatter_value(ctx: TranslationContext, x, dim, index, value):
     return _scatter(ctx, x, dim, index, ctx.full(value, x.type.dtype, index.type.shape), "replace")
 
 
-def scatter_src(ctx: Lowering, x, dim, index, src):
+def scatter_src(ctx: TranslationContext, x, dim, index, src):
     return _scatter(ctx, x, dim, index, src, "replace")
 
 
-def scatter_add(ctx: Lowering, x, dim, index, src):
+def scatter_add(ctx: TranslationContext, x, dim, index, src):
     return _scatter(ctx, x, dim, index, src, "add")
 
 
-def scatter_reduce(ctx: Lowering, x, dim, index, src, reduce, *, include_self=True):
+def scatter_reduce(ctx: TranslationContext, x, dim, index, src, reduce, *, include_self=True):
     if reduce != "sum" or not include_self:
         unsupported(f"scatter_reduce with reduce={reduce!r}, include_self={include_self} (only 'sum' with self)")
     return _scatter(ctx, x, dim, index, src, "add")
 
 
-def index_select(ctx: Lowering, x, dim, index):
+def index_select(ctx: TranslationContext, x, dim, index):
     axis = ctx.axis(dim, x.type.rank)
     shape = ctx.out.shape
     if x.type.rank == 0:
@@ -74,7 +74,7 @@ def index_select(ctx: Lowering, x, dim, index):
 class _Linearized:
     """x with its indexed dims in front, flattened, and one flat index per selected element."""
 
-    def __init__(self, ctx: Lowering, x, indices):
+    def __init__(self, ctx: TranslationContext, x, indices):
         rank = x.type.rank
         self.positions = [i for i, t in enumerate(indices) if t is not None]
         chosen = [indices[i] for i in self.positions]
@@ -107,14 +107,14 @@ class _Linearized:
         self.torch_shape = self.rest_shape[:self.inner] + tuple(self.bshape) + self.rest_shape[self.inner:]
 
 
-def index(ctx: Lowering, x, indices):
+def index(ctx: TranslationContext, x, indices):
     lin = _Linearized(ctx, x, indices)
     picked = ctx.b.gather(lin.flat, lin.index, axis=0)
     picked = ctx.reshape(picked, (*lin.bshape, *lin.rest_shape))
     return permute(ctx, picked, lin.to_torch)
 
 
-def index_put(ctx: Lowering, x, indices, values, accumulate=False):
+def index_put(ctx: TranslationContext, x, indices, values, accumulate=False):
     lin = _Linearized(ctx, x, indices)
     values = ctx.broadcast(ctx.convert(values, x.type.dtype), lin.torch_shape)
     inverse = [lin.to_torch.index(d) for d in range(len(lin.to_torch))]
@@ -125,7 +125,7 @@ def index_put(ctx: Lowering, x, indices, values, accumulate=False):
     return permute(ctx, result, [order.index(d) for d in range(len(order))])
 
 
-def _scatter_along(ctx: Lowering, x, src, axis: int, start: int, step: int):
+def _scatter_along(ctx: TranslationContext, x, src, axis: int, start: int, step: int):
     """Write src into x at positions start, start + step, ... of ``axis``."""
     shape = src.type.shape
     i64 = DType.int64
@@ -137,7 +137,7 @@ def _scatter_along(ctx: Lowering, x, src, axis: int, start: int, step: int):
     return ctx.b.scatter(x, positions, ctx.convert(src, x.type.dtype), axis=axis, reduce="replace")
 
 
-def select_scatter(ctx: Lowering, x, src, dim, index):
+def select_scatter(ctx: TranslationContext, x, src, dim, index):
     axis = ctx.axis(dim, x.type.rank)
     size = x.type.shape[axis]
     index = index + size if index < 0 else index
@@ -146,7 +146,7 @@ def select_scatter(ctx: Lowering, x, src, dim, index):
     return _scatter_along(ctx, x, ctx.reshape(src, shape), axis, index, 1)
 
 
-def slice_scatter(ctx: Lowering, x, src, dim=0, start=None, end=None, step=1):
+def slice_scatter(ctx: TranslationContext, x, src, dim=0, start=None, end=None, step=1):
     axis = ctx.axis(dim, x.type.rank)
     size = x.type.shape[axis]
     start = 0 if start is None else start
@@ -156,7 +156,7 @@ def slice_scatter(ctx: Lowering, x, src, dim=0, start=None, end=None, step=1):
     return _scatter_along(ctx, x, src, axis, start, step)
 
 
-def _mask_ranks(ctx: Lowering, mask, shape):
+def _mask_ranks(ctx: TranslationContext, mask, shape):
     """(flat mask, k) over ``shape``: element i is the k-th True of the mask (row-major), k from 0."""
     n = math.prod(shape)
     flat = ctx.reshape(ctx.broadcast(ctx.convert(mask, DType.bool), shape), (n,))
@@ -164,7 +164,7 @@ def _mask_ranks(ctx: Lowering, mask, shape):
     return flat, ctx.b.sub(ranks, ctx.full(1, DType.int64, (n,)))
 
 
-def masked_scatter(ctx: Lowering, x, mask, source):
+def masked_scatter(ctx: TranslationContext, x, mask, source):
     """x where the mask is False; the mask's k-th True takes source.flatten()[k] (static shapes).
 
     Example: x = [0, 0, 0], mask = [True, False, True], source = [5, 6, 7] gives [5, 0, 6].
@@ -183,7 +183,7 @@ def masked_scatter(ctx: Lowering, x, mask, source):
     return ctx.reshape(ctx.b.select(flat, picked, base), shape)
 
 
-def masked_scatter_backward(ctx: Lowering, grad, mask, sizes):
+def masked_scatter_backward(ctx: TranslationContext, grad, mask, sizes):
     """The source's gradient: the mask's k-th True sends its gradient to source element k."""
     out = ctx.out
     count, n = math.prod(out.shape), math.prod(grad.type.shape)

@@ -13,10 +13,10 @@ import math
 
 import numpy as np
 
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
-def p_norm(ctx: Lowering, x, p: float, axes: tuple[int, ...]):
+def p_norm(ctx: TranslationContext, x, p: float, axes: tuple[int, ...]):
     """||x||_p over ``axes`` (removed), in x's float dtype."""
     b, dtype = ctx.b, x.type.dtype
     out_shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
@@ -36,7 +36,7 @@ def p_norm(ctx: Lowering, x, p: float, axes: tuple[int, ...]):
     return b.pow(b.reduce_sum(powered, axes=axes), ctx.full(1.0 / p, dtype, out_shape))
 
 
-def vector_norm(ctx: Lowering, x, ord=2, dim=None, keepdim=False, *, dtype=None):
+def vector_norm(ctx: TranslationContext, x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.vector_norm: every ord torch accepts (0, ±inf, any other real)."""
     out = ctx.out
     if not out.dtype.is_float:
@@ -55,7 +55,7 @@ def _uses_matmul(p: float, rows: int, cols: int, compute_mode) -> bool:
     return compute_mode == 1 or rows > 25 or cols > 25
 
 
-def cdist(ctx: Lowering, x1, x2, p, compute_mode=None):
+def cdist(ctx: TranslationContext, x1, x2, p, compute_mode=None):
     """Distances between rows: x1 [*B, P, M], x2 [*B, R, M] -> [*B, P, R], as torch computes them."""
     out = ctx.out
     x1, x2 = ctx.convert(x1, out.dtype), ctx.convert(x2, out.dtype)
@@ -71,7 +71,7 @@ def cdist(ctx: Lowering, x1, x2, p, compute_mode=None):
     return p_norm(ctx, ctx.b.sub(a, c), float(p), (nb + 2,))
 
 
-def _euclid_matmul(ctx: Lowering, x1, x2):
+def _euclid_matmul(ctx: TranslationContext, x1, x2):
     """torch's ``_euclidean_dist``: sqrt(max([-2·x1, |x1|², 1] @ [x2, 1, |x2|²]ᵀ, 0))."""
     b, dtype = ctx.b, x1.type.dtype
     nb = x1.type.rank - 2
@@ -90,7 +90,7 @@ def _euclid_matmul(ctx: Lowering, x1, x2):
     return b.sqrt(b.max(product, ctx.full(0, dtype, product.type.shape)))
 
 
-def pdist(ctx: Lowering, x, p=2):
+def pdist(ctx: TranslationContext, x, p=2):
     """Distances between all pairs i < j of rows of x [N, M], in torch's row-major pair order."""
     n, m = x.type.shape
     first, second = np.triu_indices(n, k=1)

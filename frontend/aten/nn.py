@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ...ir.types import Symbol
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
 # -- convolution ------------------------------------------------------------------------
@@ -30,20 +30,20 @@ def _spatial(x) -> tuple:
     return dims
 
 
-def _conv(ctx: Lowering, x, w, stride, padding, dilation, groups, lhs_dilation=None):
+def _conv(ctx: TranslationContext, x, w, stride, padding, dilation, groups, lhs_dilation=None):
     n = x.type.rank - 2
     return ctx.b.convolution(
         x, w, window_strides=stride, padding=padding, lhs_dilation=lhs_dilation or (1,) * n,
         rhs_dilation=dilation, feature_group_count=groups)
 
 
-def _add_channel_bias(ctx: Lowering, y, bias):
+def _add_channel_bias(ctx: TranslationContext, y, bias):
     bias = ctx.convert(bias, y.type.dtype)
     full = ctx.b.broadcast_in_dim(bias, shape=y.type.shape, broadcast_dimensions=(1,))
     return ctx.b.add(y, full)
 
 
-def _flip_swap(ctx: Lowering, w, groups: int):
+def _flip_swap(ctx: TranslationContext, w, groups: int):
     """[O, C/G, *k] → [C, O/G, *k] reversed spatially: the kernel of the input gradient."""
     o, cg, *kernel = w.type.shape
     n = len(kernel)
@@ -53,7 +53,7 @@ def _flip_swap(ctx: Lowering, w, groups: int):
     return ctx.reshape(w, (groups * cg, o // groups, *kernel))
 
 
-def conv_input_grad(ctx: Lowering, grad, w, in_spatial, stride, padding, dilation, groups):
+def conv_input_grad(ctx: TranslationContext, grad, w, in_spatial, stride, padding, dilation, groups):
     """The gradient of a convolution with respect to its input (a dilated transposed conv)."""
     kernel = tuple(w.type.shape[2:])
     out_spatial = tuple(grad.type.shape[2:])
@@ -66,7 +66,7 @@ def conv_input_grad(ctx: Lowering, grad, w, in_spatial, stride, padding, dilatio
     return _conv(ctx, grad, _flip_swap(ctx, w, groups), (1,) * len(kernel), pads, dilation, groups, stride)
 
 
-def conv_weight_grad(ctx: Lowering, x, grad, kernel, stride, padding, dilation, groups):
+def conv_weight_grad(ctx: TranslationContext, x, grad, kernel, stride, padding, dilation, groups):
     """The gradient with respect to the weight: correlate the input with the output gradient."""
     n = x.type.rank - 2
     in_spatial, out_spatial = tuple(x.type.shape[2:]), tuple(grad.type.shape[2:])
@@ -87,7 +87,7 @@ def conv_weight_grad(ctx: Lowering, x, grad, kernel, stride, padding, dilation, 
     return ctx.b.transpose(y, permutation=swap)  # [O, C/G, *kernel]
 
 
-def convolution(ctx: Lowering, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+def convolution(ctx: TranslationContext, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
     n = x.type.rank - 2
     stride, padding, dilation = _ints(stride, n), _ints(padding, n), _ints(dilation, n)
     _spatial(x)
@@ -101,7 +101,7 @@ def convolution(ctx: Lowering, x, w, bias, stride, padding, dilation, transposed
     return y if bias is None else _add_channel_bias(ctx, y, bias)
 
 
-def convolution_backward(ctx: Lowering, grad, x, w, bias_sizes, stride, padding, dilation, transposed,
+def convolution_backward(ctx: TranslationContext, grad, x, w, bias_sizes, stride, padding, dilation, transposed,
                          output_padding, groups, output_mask):
     n = x.type.rank - 2
     stride, padding, dilation = _ints(stride, n), _ints(padding, n), _ints(dilation, n)
@@ -129,7 +129,7 @@ def convolution_backward(ctx: Lowering, grad, x, w, bias_sizes, stride, padding,
 # -- normalization --------------------------------------------------------------------------
 
 
-def _moments(ctx: Lowering, x, axes, dtype):
+def _moments(ctx: TranslationContext, x, axes, dtype):
     """mean and biased variance over ``axes`` (kept as size-1 dims), in ``dtype``."""
     b = ctx.b
     x = ctx.convert(x, dtype)
@@ -145,7 +145,7 @@ def _drop(shape, axes):
     return tuple(s for d, s in enumerate(shape) if d not in axes)
 
 
-def _expand(ctx: Lowering, x, shape):
+def _expand(ctx: TranslationContext, x, shape):
     """Broadcast a keepdim-shaped value (size-1 dims) to ``shape``."""
     if x.type.shape == tuple(shape):
         return x
@@ -154,7 +154,7 @@ def _expand(ctx: Lowering, x, shape):
     return ctx.b.broadcast_in_dim(squeezed, shape=tuple(shape), broadcast_dimensions=keep)
 
 
-def _affine(ctx: Lowering, y, weight, bias, dims):
+def _affine(ctx: TranslationContext, y, weight, bias, dims):
     """y * weight + bias, with weight/bias laid along ``dims`` of y."""
     shape = y.type.shape
     if weight is not None:
@@ -164,7 +164,7 @@ def _affine(ctx: Lowering, y, weight, bias, dims):
     return y
 
 
-def native_layer_norm(ctx: Lowering, x, normalized_shape, weight, bias, eps):
+def native_layer_norm(ctx: TranslationContext, x, normalized_shape, weight, bias, eps):
     rank, k = x.type.rank, len(normalized_shape)
     axes = tuple(range(rank - k, rank))
     stat_dtype = ctx.out_type(1).dtype
@@ -177,7 +177,8 @@ def native_layer_norm(ctx: Lowering, x, normalized_shape, weight, bias, eps):
     return y, mean, rstd
 
 
-def native_layer_norm_backward(ctx: Lowering, grad, x, normalized_shape, mean, rstd, weight, bias, output_mask):
+def native_layer_norm_backward(ctx: TranslationContext, grad, x, normalized_shape, mean, rstd, weight, bias,
+                               output_mask):
     b = ctx.b
     rank, k = x.type.rank, len(normalized_shape)
     axes = tuple(range(rank - k, rank))
@@ -202,7 +203,7 @@ def native_layer_norm_backward(ctx: Lowering, grad, x, normalized_shape, mean, r
     return grad_input, grad_weight, grad_bias
 
 
-def _batch_norm_train(ctx: Lowering, x, weight, bias, eps):
+def _batch_norm_train(ctx: TranslationContext, x, weight, bias, eps):
     axes = (0, *range(2, x.type.rank))
     stat_dtype = ctx.out_type(1).dtype
     mean, var, centered, count = _moments(ctx, x, axes, stat_dtype)
@@ -213,7 +214,7 @@ def _batch_norm_train(ctx: Lowering, x, weight, bias, eps):
     return y, ctx.reshape(mean, channels), ctx.reshape(invstd, channels), ctx.reshape(var, channels), count
 
 
-def batch_norm_functional(ctx: Lowering, x, weight, bias, running_mean, running_var, training, momentum, eps):
+def batch_norm_functional(ctx: TranslationContext, x, weight, bias, running_mean, running_var, training, momentum, eps):
     if not training:
         out, _, _ = batch_norm_no_training(ctx, x, weight, bias, running_mean, running_var, momentum, eps)
         return out, ctx.full(0, ctx.out_type(1).dtype, (0,)), ctx.full(0, ctx.out_type(2).dtype, (0,)), running_mean, running_var
@@ -229,7 +230,7 @@ def batch_norm_functional(ctx: Lowering, x, weight, bias, running_mean, running_
     return y, mean, invstd, new_mean, new_var
 
 
-def native_batch_norm(ctx: Lowering, x, weight, bias, running_mean, running_var, training, momentum, eps):
+def native_batch_norm(ctx: TranslationContext, x, weight, bias, running_mean, running_var, training, momentum, eps):
     """The mutating form (graphs captured without functionalization): only when nothing mutates."""
     if training and running_mean is not None:
         unsupported("native_batch_norm updates running stats in place; capture through AOTAutograd "
@@ -240,12 +241,12 @@ def native_batch_norm(ctx: Lowering, x, weight, bias, running_mean, running_var,
     return out, ctx.full(0, ctx.out_type(1).dtype, ctx.out_type(1).shape), ctx.full(0, ctx.out_type(2).dtype, ctx.out_type(2).shape)
 
 
-def batch_norm_no_stats(ctx: Lowering, x, weight, bias, training, momentum, eps):
+def batch_norm_no_stats(ctx: TranslationContext, x, weight, bias, training, momentum, eps):
     y, mean, invstd, _, _ = _batch_norm_train(ctx, x, weight, bias, eps)
     return y, mean, invstd
 
 
-def batch_norm_no_training(ctx: Lowering, x, weight, bias, running_mean, running_var, momentum, eps):
+def batch_norm_no_training(ctx: TranslationContext, x, weight, bias, running_mean, running_var, momentum, eps):
     dtype = x.type.dtype
     channels = x.type.shape[1]
     if weight is None:
@@ -258,7 +259,7 @@ def batch_norm_no_training(ctx: Lowering, x, weight, bias, running_mean, running
     return out, ctx.full(0, ctx.out_type(1).dtype, (0,)), ctx.full(0, ctx.out_type(2).dtype, (0,))
 
 
-def batch_norm_backward(ctx: Lowering, grad, x, weight, running_mean, running_var, save_mean, save_invstd,
+def batch_norm_backward(ctx: TranslationContext, grad, x, weight, running_mean, running_var, save_mean, save_invstd,
                         train, eps, output_mask):
     b = ctx.b
     dtype = x.type.dtype
@@ -292,7 +293,7 @@ def batch_norm_backward(ctx: Lowering, grad, x, weight, running_mean, running_va
     return grad_input, grad_weight, grad_bias
 
 
-def native_group_norm(ctx: Lowering, x, weight, bias, n, c, hw, group, eps):
+def native_group_norm(ctx: TranslationContext, x, weight, bias, n, c, hw, group, eps):
     shape = x.type.shape
     stat_dtype = ctx.out_type(1).dtype
     grouped = ctx.reshape(x, (shape[0], group, math.prod(shape[1:]) // group))
@@ -303,7 +304,7 @@ def native_group_norm(ctx: Lowering, x, weight, bias, n, c, hw, group, eps):
     return y, ctx.reshape(mean, (shape[0], group)), ctx.reshape(rstd, (shape[0], group))
 
 
-def native_group_norm_backward(ctx: Lowering, grad, x, mean, rstd, weight, n, c, hw, group, output_mask):
+def native_group_norm_backward(ctx: TranslationContext, grad, x, mean, rstd, weight, n, c, hw, group, output_mask):
     b = ctx.b
     dtype, shape = x.type.dtype, x.type.shape
     width = math.prod(shape[1:]) // group
@@ -332,21 +333,21 @@ def native_group_norm_backward(ctx: Lowering, grad, x, mean, rstd, weight, n, c,
     return grad_input, grad_weight, grad_bias
 
 
-def weight_norm(ctx: Lowering, v, g, dim=0):
+def weight_norm(ctx: TranslationContext, v, g, dim=0):
     """(v * g / norm, norm), norm = ||v|| over every dim but ``dim`` (kept as size 1; f32 for bf16 g)."""
     norm = _norm_except(ctx, v, dim, ctx.out_type(1).dtype)
     scale = ctx.b.div(g, ctx.convert(norm, g.type.dtype))
     return ctx.b.mul(v, _expand(ctx, scale, v.type.shape)), norm
 
 
-def _norm_except(ctx: Lowering, v, dim: int, dtype):
+def _norm_except(ctx: TranslationContext, v, dim: int, dtype):
     axes = tuple(d for d in range(v.type.rank) if d != ctx.axis(dim, v.type.rank))
     x = ctx.convert(v, dtype)
     norm = ctx.b.sqrt(ctx.b.reduce_sum(ctx.b.mul(x, x), axes=axes))
     return ctx.reshape(norm, tuple(1 if d in axes else s for d, s in enumerate(v.type.shape)))
 
 
-def weight_norm_backward(ctx: Lowering, grad, v, g, norms, dim):
+def weight_norm_backward(ctx: TranslationContext, grad, v, g, norms, dim):
     """torch's formula: s = sum(grad * v) per slice; dg = s / norm; dv = g / norm * (grad - v * s / norm²)."""
     b, dtype = ctx.b, norms.type.dtype
     axes = tuple(d for d in range(v.type.rank) if d != ctx.axis(dim, v.type.rank))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
 def source_positions(mode: str, size: int, low: int, high: int) -> np.ndarray:
@@ -39,13 +39,13 @@ def _padded_dims(x, padding):
     return dims
 
 
-def _along(ctx: Lowering, index: np.ndarray, axis: int, shape):
+def _along(ctx: TranslationContext, index: np.ndarray, axis: int, shape):
     """The constant ``index`` laid along ``axis`` of ``shape`` (a gather/scatter index)."""
     return ctx.b.broadcast_in_dim(ctx.b.constant(index), shape=tuple(shape), broadcast_dimensions=(axis,))
 
 
 def _pad(mode: str):
-    def translate(ctx: Lowering, x, padding):
+    def translate(ctx: TranslationContext, x, padding):
         for axis, low, high in _padded_dims(x, padding):
             index = source_positions(mode, x.type.shape[axis], low, high)
             shape = list(x.type.shape)
@@ -57,7 +57,7 @@ def _pad(mode: str):
 
 
 def _pad_backward(mode: str):
-    def translate(ctx: Lowering, grad, x, padding):
+    def translate(ctx: TranslationContext, grad, x, padding):
         """Every output position adds its gradient to the input position it read."""
         for axis, low, high in reversed(_padded_dims(x, padding)):
             size = x.type.shape[axis]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.types import Symbol
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 from .nn import _ints, conv_input_grad
 
 
@@ -38,7 +38,7 @@ def _offsets(kernel):
 
 
 def _max_pool_with_indices(n: int):
-    def translate(ctx: Lowering, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    def translate(ctx: TranslationContext, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         """Window maxima and their flat input indices (first maximum wins, like torch's CPU kernel)."""
         kernel, stride, padding, dilation, spatial = _pool_args(x, n, kernel_size, stride, padding, dilation)
         b, i64, rank = ctx.b, DType.int64, x.type.rank
@@ -82,7 +82,7 @@ def _max_pool_with_indices(n: int):
 
 
 def _max_pool_backward(n: int):
-    def translate(ctx: Lowering, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    def translate(ctx: TranslationContext, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
         """Scatter-add the output gradient to the recorded argmax positions."""
         spatial = _pool_args(x, n, kernel_size, stride, padding, dilation)[-1]
         lead = tuple(x.type.shape[:-n])
@@ -96,7 +96,7 @@ def _max_pool_backward(n: int):
     return translate
 
 
-def _avg_divisor(ctx: Lowering, dtype, geometry, count_include_pad, divisor_override):
+def _avg_divisor(ctx: TranslationContext, dtype, geometry, count_include_pad, divisor_override):
     """Per-window divisors, shaped like the output's spatial dims (torch's rules)."""
     kernel, stride, padding, spatial, out_spatial = geometry
     if divisor_override:
@@ -112,7 +112,7 @@ def _avg_divisor(ctx: Lowering, dtype, geometry, count_include_pad, divisor_over
     return _crop(ctx, counts, out_spatial)
 
 
-def _crop(ctx: Lowering, x, out_spatial):
+def _crop(ctx: TranslationContext, x, out_spatial):
     n = len(out_spatial)
     if tuple(x.type.shape[-n:]) == tuple(out_spatial):
         return x
@@ -120,14 +120,14 @@ def _crop(ctx: Lowering, x, out_spatial):
     return ctx.b.slice(x, start_indices=[0] * x.type.rank, limit_indices=limits, strides=[1] * x.type.rank)
 
 
-def _spread(ctx: Lowering, divisor, shape):
+def _spread(ctx: TranslationContext, divisor, shape):
     n = divisor.type.rank
     return ctx.b.broadcast_in_dim(divisor, shape=shape, broadcast_dimensions=tuple(range(len(shape) - n, len(shape))))
 
 
 def _avg_pool(n: int):
-    def translate(ctx: Lowering, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                  divisor_override=None):
+    def translate(ctx: TranslationContext, x, kernel_size, stride=(), padding=0, ceil_mode=False,
+                  count_include_pad=True, divisor_override=None):
         kernel, stride, padding, _, spatial = _pool_args(x, n, kernel_size, stride, padding, 1)
         out = ctx.out
         out_spatial = tuple(out.shape[-n:])
@@ -146,7 +146,7 @@ def _avg_pool(n: int):
 
 
 def _avg_pool_backward(n: int):
-    def translate(ctx: Lowering, grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+    def translate(ctx: TranslationContext, grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
                   divisor_override):
         """Spread grad / divisor over each window: a per-channel transposed convolution with ones."""
         kernel, stride, padding, _, spatial = _pool_args(x, n, kernel_size, stride, padding, 1)
@@ -163,7 +163,7 @@ def _avg_pool_backward(n: int):
     return translate
 
 
-def adaptive_avg_pool(ctx: Lowering, x, output_size):
+def adaptive_avg_pool(ctx: TranslationContext, x, output_size):
     if x.type.rank == len(output_size) + 1:  # unbatched [C, *spatial]: the composite takes [N, C, *spatial]
         pooled = ctx.b.adaptive_avg_pool(ctx.reshape(x, (1, *x.type.shape)), output_size=tuple(output_size))
         return ctx.reshape(pooled, ctx.out.shape)
@@ -176,7 +176,7 @@ def _adaptive_windows(size: int, out: int) -> list[tuple[int, int]]:
     return [((j * size) // out, -((-(j + 1) * size) // out)) for j in range(out)]
 
 
-def adaptive_avg_pool_backward(ctx: Lowering, grad, x):
+def adaptive_avg_pool_backward(ctx: TranslationContext, grad, x):
     """grad / kh / kw (torch's order), then each input element sums the windows holding it.
 
     Per spatial axis, the k-th window that holds position h is a gather (a zero slot for
@@ -194,7 +194,7 @@ def adaptive_avg_pool_backward(ctx: Lowering, grad, x):
     return grad
 
 
-def _spatial_dims(ctx: Lowering, grad, x):
+def _spatial_dims(ctx: TranslationContext, grad, x):
     n = 3 if ctx.name.startswith("aten._adaptive_avg_pool3d") else 2
     pairs = list(zip(x.type.shape[-n:], grad.type.shape[-n:]))
     if not all(isinstance(d, int) for pair in pairs for d in pair):
@@ -202,7 +202,7 @@ def _spatial_dims(ctx: Lowering, grad, x):
     return pairs
 
 
-def _spread_windows(ctx: Lowering, grad, axis: int, windows, size: int):
+def _spread_windows(ctx: TranslationContext, grad, axis: int, windows, size: int):
     """Along ``axis``: input position h gets the sum of grad over the windows that hold h."""
     b, shape = ctx.b, list(grad.type.shape)
     holders = [[j for j, (s, e) in enumerate(windows) if s <= h < e] for h in range(size)]
@@ -221,7 +221,7 @@ def _spread_windows(ctx: Lowering, grad, axis: int, windows, size: int):
     return total
 
 
-def col2im(ctx: Lowering, x, output_size, kernel_size, dilation, padding, stride):
+def col2im(ctx: TranslationContext, x, output_size, kernel_size, dilation, padding, stride):
     """F.fold: each kernel offset's column block, spread with the stride and summed in torch's order."""
     b = ctx.b
     out = ctx.out

@@ -1,4 +1,4 @@
-"""Random aten ops lowered to the IR's explicit-key random composites.
+"""Random aten ops translated to the IR's explicit-key random composites.
 
 Each random op gets its own key, an extra graph input (u32[2]) drawn per call from
 torch's default generator (see docs/frontend.md), so ``torch.manual_seed`` makes a
@@ -9,28 +9,28 @@ the numbers differ from eager torch's, but are identical on every parity backend
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
-def _uniform(ctx: Lowering, shape, dtype: DType, low: float = 0.0, high: float = 1.0):
+def _uniform(ctx: TranslationContext, shape, dtype: DType, low: float = 0.0, high: float = 1.0):
     return ctx.b.uniform(ctx.new_key(), shape=tuple(shape), dtype=dtype, low=float(low), high=float(high))
 
 
-def rand(ctx: Lowering, *_args, **_kwargs):
+def rand(ctx: TranslationContext, *_args, **_kwargs):
     out = ctx.out
     return _uniform(ctx, out.shape, out.dtype)
 
 
-def randn(ctx: Lowering, *_args, **_kwargs):
+def randn(ctx: TranslationContext, *_args, **_kwargs):
     out = ctx.out
     return ctx.b.normal(ctx.new_key(), shape=tuple(out.shape), dtype=out.dtype)
 
 
-def uniform(ctx: Lowering, x, low=0.0, high=1.0, *, generator=None):
+def uniform(ctx: TranslationContext, x, low=0.0, high=1.0, *, generator=None):
     return _uniform(ctx, ctx.out.shape, ctx.out.dtype, low, high)
 
 
-def native_dropout(ctx: Lowering, x, p, train):
+def native_dropout(ctx: TranslationContext, x, p, train):
     """(x * keep / (1 - p), keep) with keep ~ Bernoulli(1 - p); identity when not training."""
     shape, dtype = x.type.shape, x.type.dtype
     if train is False or p == 0:
@@ -43,7 +43,7 @@ def native_dropout(ctx: Lowering, x, p, train):
     return ctx.b.select(keep, scaled, ctx.full(0, dtype, shape)), keep
 
 
-def bernoulli(ctx: Lowering, x, p=None, *, generator=None):
+def bernoulli(ctx: TranslationContext, x, p=None, *, generator=None):
     """1 with probability p (a float, or the tensor x itself for bernoulli.default)."""
     shape = ctx.out.shape
     u = _uniform(ctx, shape, DType.float64)
@@ -51,7 +51,7 @@ def bernoulli(ctx: Lowering, x, p=None, *, generator=None):
     return ctx.convert(ctx.b.lt(u, prob), ctx.out.dtype)
 
 
-def randint(ctx: Lowering, *args, **_kwargs):
+def randint(ctx: TranslationContext, *args, **_kwargs):
     """low + floor(u * (high - low)) from a float64 uniform (exact for ranges below 2**52)."""
     numbers = [a for a in args if isinstance(a, int)]
     low, high = (0, numbers[0]) if len(args) == 2 or len(numbers) == 1 else (numbers[0], numbers[1])
@@ -63,7 +63,7 @@ def randint(ctx: Lowering, *args, **_kwargs):
     return ctx.convert(ctx.b.add(span, ctx.full(low, DType.float64, out.shape)), out.dtype)
 
 
-def randperm(ctx: Lowering, n, **_kwargs):
+def randperm(ctx: TranslationContext, n, **_kwargs):
     """The order that sorts n random 32-bit words: a uniform permutation (ties keep index order).
 
     Not torch's permutation for the same seed (another generator), but the same on every backend.

@@ -7,11 +7,11 @@ sums them as int64); ``keepdim`` is a reshape to torch's result shape.
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
 def _reduce(op: str):
-    def translate(ctx: Lowering, x, dim=None, keepdim=False, *, dtype=None):
+    def translate(ctx: TranslationContext, x, dim=None, keepdim=False, *, dtype=None):
         out = ctx.out
         axes = ctx.axes(dim, x.type.rank)
         x = ctx.convert(x, out.dtype)
@@ -24,7 +24,7 @@ def _reduce(op: str):
 
 
 def _logical_reduce(op: str):
-    def translate(ctx: Lowering, x, dim=None, keepdim=False):
+    def translate(ctx: TranslationContext, x, dim=None, keepdim=False):
         axes = ctx.axes(dim, x.type.rank)
         result = ctx.b.op(op, ctx.convert(x, DType.bool), axes=axes)
         return ctx.convert(ctx.reshape(result, ctx.out.shape), ctx.out.dtype)
@@ -32,14 +32,14 @@ def _logical_reduce(op: str):
     return translate
 
 
-def mean(ctx: Lowering, x, dim=None, keepdim=False, *, dtype=None):
+def mean(ctx: TranslationContext, x, dim=None, keepdim=False, *, dtype=None):
     out = ctx.out
     axes = ctx.axes(dim, x.type.rank)
     return ctx.reshape(ctx.b.mean(ctx.convert(x, out.dtype), axes=axes), out.shape)
 
 
 def _var(op: str):
-    def translate(ctx: Lowering, x, dim=None, unbiased=None, keepdim=False, *, correction=None, **_kw):
+    def translate(ctx: TranslationContext, x, dim=None, unbiased=None, keepdim=False, *, correction=None, **_kw):
         if isinstance(unbiased, bool) or unbiased is None:
             correction = (1 if unbiased in (None, True) else 0) if correction is None else correction
         if correction != int(correction):
@@ -52,7 +52,7 @@ def _var(op: str):
 
 
 def _value_and_index(reduce_op: str, arg_op: str):
-    def translate(ctx: Lowering, x, dim, keepdim=False):
+    def translate(ctx: TranslationContext, x, dim, keepdim=False):
         axis = ctx.axis(dim, x.type.rank)
         if x.type.rank == 0:
             return x, ctx.full(0, DType.int64, ())
@@ -64,7 +64,7 @@ def _value_and_index(reduce_op: str, arg_op: str):
 
 
 def _arg(arg_op: str):
-    def translate(ctx: Lowering, x, dim=None, keepdim=False):
+    def translate(ctx: TranslationContext, x, dim=None, keepdim=False):
         if dim is None or x.type.rank == 0:
             x, axis = ctx.reshape(x, (_numel(ctx, x),)), 0
         else:
@@ -74,14 +74,14 @@ def _arg(arg_op: str):
     return translate
 
 
-def _numel(ctx: Lowering, x) -> int:
+def _numel(ctx: TranslationContext, x) -> int:
     if not x.type.is_static:
         unsupported("a full reduction over symbolic dimensions")
     return x.type.numel
 
 
 def _scan(op: str):
-    def translate(ctx: Lowering, x, dim, *, dtype=None):
+    def translate(ctx: TranslationContext, x, dim, *, dtype=None):
         x = ctx.convert(x, ctx.out.dtype)
         if x.type.rank == 0:
             return x
@@ -91,7 +91,7 @@ def _scan(op: str):
 
 
 def _softmax(op: str):
-    def translate(ctx: Lowering, x, dim, half_to_float=False):
+    def translate(ctx: TranslationContext, x, dim, half_to_float=False):
         x = ctx.convert(x, ctx.out.dtype)
         if x.type.rank == 0:
             return ctx.full(0.0 if op == "log_softmax" else 1.0, x.type.dtype, ())
@@ -100,7 +100,7 @@ def _softmax(op: str):
     return translate
 
 
-def softmax_backward(ctx: Lowering, grad, out, dim, input_dtype):
+def softmax_backward(ctx: TranslationContext, grad, out, dim, input_dtype):
     """d softmax: out * (grad - sum(grad * out, dim))."""
     b, axis = ctx.b, ctx.axis(dim, grad.type.rank)
     grad, out = ctx.convert(grad, ctx.out.dtype), ctx.convert(out, ctx.out.dtype)
@@ -108,35 +108,35 @@ def softmax_backward(ctx: Lowering, grad, out, dim, input_dtype):
     return b.mul(out, b.sub(grad, dot))
 
 
-def log_softmax_backward(ctx: Lowering, grad, out, dim, input_dtype):
+def log_softmax_backward(ctx: TranslationContext, grad, out, dim, input_dtype):
     """d log_softmax: grad - exp(out) * sum(grad, dim)."""
     b, axis = ctx.b, ctx.axis(dim, grad.type.rank)
     grad, out = ctx.convert(grad, ctx.out.dtype), ctx.convert(out, ctx.out.dtype)
     return b.sub(grad, b.mul(b.exp(out), _keep_sum(ctx, grad, axis)))
 
 
-def _keep_sum(ctx: Lowering, x, axis: int):
+def _keep_sum(ctx: TranslationContext, x, axis: int):
     shape = x.type.shape
     total = ctx.b.reduce_sum(x, axes=(axis,))
     return ctx.b.broadcast_in_dim(total, shape=shape, broadcast_dimensions=tuple(d for d in range(len(shape)) if d != axis))
 
 
-def logsumexp(ctx: Lowering, x, dim, keepdim=False):
+def logsumexp(ctx: TranslationContext, x, dim, keepdim=False):
     axes = ctx.axes(dim, x.type.rank)
     return ctx.reshape(ctx.b.logsumexp(ctx.convert(x, ctx.out.dtype), axes=axes), ctx.out.shape)
 
 
-def sort(ctx: Lowering, x, dim=-1, descending=False, *, stable=None):
+def sort(ctx: TranslationContext, x, dim=-1, descending=False, *, stable=None):
     if x.type.rank == 0:
         return x, ctx.full(0, DType.int64, ())
     return ctx.b.sort(x, axis=ctx.axis(dim, x.type.rank), descending=bool(descending))
 
 
-def sort_stable(ctx: Lowering, x, *, stable=None, dim=-1, descending=False):
+def sort_stable(ctx: TranslationContext, x, *, stable=None, dim=-1, descending=False):
     return sort(ctx, x, dim, descending)
 
 
-def topk(ctx: Lowering, x, k, dim=-1, largest=True, sorted=True):
+def topk(ctx: TranslationContext, x, k, dim=-1, largest=True, sorted=True):
     rank = x.type.rank
     if rank == 0:  # torch: a 0-d tensor is its own top-1, at index 0
         return x, ctx.full(0, DType.int64, ())
@@ -149,7 +149,7 @@ def topk(ctx: Lowering, x, k, dim=-1, largest=True, sorted=True):
     return ctx.b.top_k(x, k=k, largest=bool(largest))
 
 
-def histc(ctx: Lowering, x, bins=100, min=0, max=0):
+def histc(ctx: TranslationContext, x, bins=100, min=0, max=0):
     """Counts of x in ``bins`` equal bins of [min, max], computed as torch's CPU kernel does.
 
     bin = trunc((x - lo) * bins / (hi - lo)) in x's dtype (the last bin takes hi too);

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import Lowering, unsupported
+from ..translate import TranslationContext, unsupported
 
 
 def _upsample(mode: str):
-    def translate(ctx: Lowering, x, output_size, *args):
+    def translate(ctx: TranslationContext, x, output_size, *args):
         """.vec: (size, [align_corners,] scale_factors); .default: (size, [align_corners,] *scales)."""
         align_corners = bool(args[0]) if mode == "bilinear" and args else False
         rest = args[1:] if mode == "bilinear" else args
@@ -26,7 +26,7 @@ _BILINEAR, _NEAREST = 0, 1
 _ZEROS, _BORDER, _REFLECTION = 0, 1, 2
 
 
-def grid_sampler_2d(ctx: Lowering, x, grid, interpolation_mode, padding_mode, align_corners):
+def grid_sampler_2d(ctx: TranslationContext, x, grid, interpolation_mode, padding_mode, align_corners):
     """F.grid_sample on 4-d input: bilinear or nearest, zeros/border/reflection padding.
 
     The coordinate formulas are torch's CPU kernel's; each corner is a gather from the
@@ -65,7 +65,7 @@ def grid_sampler_2d(ctx: Lowering, x, grid, interpolation_mode, padding_mode, al
     return total
 
 
-def _source_index(ctx: Lowering, coord, size: int, padding_mode: int, align_corners: bool):
+def _source_index(ctx: TranslationContext, coord, size: int, padding_mode: int, align_corners: bool):
     """Grid coordinate in [-1, 1] -> pixel coordinate, then border clipping or reflection."""
     b, dtype, shape = ctx.b, coord.type.dtype, coord.type.shape
 
@@ -84,7 +84,7 @@ def _source_index(ctx: Lowering, coord, size: int, padding_mode: int, align_corn
     return b.min(b.max(pixel, full(0)), full(size - 1))
 
 
-def _reflect(ctx: Lowering, pixel, twice_low: int, twice_high: int):
+def _reflect(ctx: TranslationContext, pixel, twice_low: int, twice_high: int):
     """torch's reflect_coordinates: fold ``pixel`` into [low, high] by mirroring."""
     b, dtype, shape = ctx.b, pixel.type.dtype, pixel.type.shape
     if twice_low == twice_high:
@@ -97,7 +97,7 @@ def _reflect(ctx: Lowering, pixel, twice_low: int, twice_high: int):
     return b.select(even, b.add(extra, low), b.add(b.sub(span, extra), low))
 
 
-def _corner(ctx: Lowering, image, cx, cy, size, out_shape):
+def _corner(ctx: TranslationContext, image, cx, cy, size, out_shape):
     """image[n, :, cy, cx] for integral float coordinates; 0 where outside the image."""
     b, (height, width) = ctx.b, size
     n, c, out_h, out_w = out_shape

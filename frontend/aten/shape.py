@@ -12,23 +12,23 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.types import Symbol
-from ..translate import Lowering, dim_of, unsupported
+from ..translate import TranslationContext, dim_of, unsupported
 
 
-def reshape(ctx: Lowering, x, *_args, **_kwargs):
+def reshape(ctx: TranslationContext, x, *_args, **_kwargs):
     return ctx.reshape(x, ctx.out.shape)
 
 
-def expand(ctx: Lowering, x, *_args, **_kwargs):
+def expand(ctx: TranslationContext, x, *_args, **_kwargs):
     return ctx.broadcast(x, ctx.out.shape)
 
 
-def permute(ctx: Lowering, x, dims):
+def permute(ctx: TranslationContext, x, dims):
     perm = tuple(ctx.axis(d, x.type.rank) for d in dims)
     return x if perm == tuple(range(x.type.rank)) else ctx.b.transpose(x, permutation=perm)
 
 
-def transpose(ctx: Lowering, x, dim0=0, dim1=1):
+def transpose(ctx: TranslationContext, x, dim0=0, dim1=1):
     rank = x.type.rank
     if rank < 2:
         return x
@@ -38,25 +38,25 @@ def transpose(ctx: Lowering, x, dim0=0, dim1=1):
     return permute(ctx, x, perm)
 
 
-def identity(ctx: Lowering, x, *_args, **_kwargs):
+def identity(ctx: TranslationContext, x, *_args, **_kwargs):
     return x
 
 
-def to_copy(ctx: Lowering, x, *_args, **_kwargs):
+def to_copy(ctx: TranslationContext, x, *_args, **_kwargs):
     return ctx.convert(x, ctx.out.dtype)
 
 
-def copy(ctx: Lowering, dst, src, non_blocking=False):
+def copy(ctx: TranslationContext, dst, src, non_blocking=False):
     return ctx.broadcast(ctx.convert(src, ctx.out.dtype), ctx.out.shape)
 
 
-def _static(ctx: Lowering, dim, what: str) -> int:
+def _static(ctx: TranslationContext, dim, what: str) -> int:
     if isinstance(dim, Symbol):
         unsupported(f"{what} needs a static size, but the dimension is symbolic ({dim})")
     return dim
 
 
-def slice_values(ctx: Lowering, x, dim: int, start, end, step: int = 1):
+def slice_values(ctx: TranslationContext, x, dim: int, start, end, step: int = 1):
     """x[start:end:step] along ``dim`` with Python's clamping of out-of-range bounds.
 
     Only the sliced dim needs a static size (or the slice must keep it whole); the others
@@ -77,18 +77,18 @@ def slice_values(ctx: Lowering, x, dim: int, start, end, step: int = 1):
     return ctx.b.slice(x, start_indices=starts, limit_indices=limits, strides=strides)
 
 
-def slice_(ctx: Lowering, x, dim=0, start=None, end=None, step=1):
+def slice_(ctx: TranslationContext, x, dim=0, start=None, end=None, step=1):
     return slice_values(ctx, x, ctx.axis(dim, x.type.rank), start, end, step)
 
 
-def select(ctx: Lowering, x, dim, index):
+def select(ctx: TranslationContext, x, dim, index):
     dim = ctx.axis(dim, x.type.rank)
     size = _static(ctx, x.type.shape[dim], "select")
     index = index + size if index < 0 else index
     return ctx.reshape(slice_values(ctx, x, dim, index, index + 1), ctx.out.shape)
 
 
-def cat(ctx: Lowering, tensors, dim=0):
+def cat(ctx: TranslationContext, tensors, dim=0):
     dtype, rank = ctx.out.dtype, ctx.out.rank
     # torch skips legacy empty 1-d tensors in cat
     parts = [ctx.convert(t, dtype) for t in tensors if not (t.type.shape == (0,) and rank != 1)]
@@ -97,7 +97,7 @@ def cat(ctx: Lowering, tensors, dim=0):
     return ctx.b.concatenate(*parts, dimension=ctx.axis(dim, rank))
 
 
-def split_with_sizes(ctx: Lowering, x, sizes, dim=0):
+def split_with_sizes(ctx: TranslationContext, x, sizes, dim=0):
     dim = ctx.axis(dim, x.type.rank)
     out, start = [], 0
     for size in sizes:
@@ -106,22 +106,22 @@ def split_with_sizes(ctx: Lowering, x, sizes, dim=0):
     return tuple(out)
 
 
-def split(ctx: Lowering, x, split_size, dim=0):
+def split(ctx: TranslationContext, x, split_size, dim=0):
     dim = ctx.axis(dim, x.type.rank)
     total = _static(ctx, x.type.shape[dim], "split")
     sizes = [min(split_size, total - s) for s in range(0, total, split_size)] or [0]
     return split_with_sizes(ctx, x, sizes, dim)
 
 
-def unbind(ctx: Lowering, x, dim=0):
+def unbind(ctx: TranslationContext, x, dim=0):
     dim = ctx.axis(dim, x.type.rank)
     return tuple(select(_Sub(ctx, i), x, dim, i) for i in range(_static(ctx, x.type.shape[dim], "unbind")))
 
 
 class _Sub:
-    """A Lowering view for result ``i`` of a multi-result op (``ctx.out`` is that result)."""
+    """A TranslationContext view of result ``i`` of a multi-result op (``ctx.out`` is that result)."""
 
-    def __init__(self, ctx: Lowering, i: int):
+    def __init__(self, ctx: TranslationContext, i: int):
         self._ctx, self._i = ctx, i
 
     def __getattr__(self, name):
@@ -132,12 +132,12 @@ class _Sub:
         return self._ctx.out_type(self._i)
 
 
-def flip(ctx: Lowering, x, dims):
+def flip(ctx: TranslationContext, x, dims):
     axes = tuple(sorted({ctx.axis(d, x.type.rank) for d in dims}))
     return ctx.b.reverse(x, dimensions=axes) if axes else x
 
 
-def constant_pad_nd(ctx: Lowering, x, pad, value=0):
+def constant_pad_nd(ctx: TranslationContext, x, pad, value=0):
     rank = x.type.rank
     low, high = [0] * rank, [0] * rank
     for i in range(len(pad) // 2):
@@ -146,7 +146,7 @@ def constant_pad_nd(ctx: Lowering, x, pad, value=0):
     return ctx.b.pad(x, fill, edge_padding_low=low, edge_padding_high=high, interior_padding=[0] * rank)
 
 
-def repeat(ctx: Lowering, x, repeats):
+def repeat(ctx: TranslationContext, x, repeats):
     rank = len(repeats)
     shape = (1,) * (rank - x.type.rank) + tuple(x.type.shape)
     x = ctx.reshape(x, shape)
@@ -157,7 +157,7 @@ def repeat(ctx: Lowering, x, repeats):
     return ctx.reshape(x, ctx.out.shape)
 
 
-def diagonal(ctx: Lowering, x, offset=0, dim1=0, dim2=1):
+def diagonal(ctx: TranslationContext, x, offset=0, dim1=0, dim2=1):
     rank = x.type.rank
     d1, d2 = ctx.axis(dim1, rank), ctx.axis(dim2, rank)
     rest = [d for d in range(rank) if d not in (d1, d2)]
@@ -174,36 +174,36 @@ def diagonal(ctx: Lowering, x, offset=0, dim1=0, dim2=1):
 # -- creation ------------------------------------------------------------------------
 
 
-def full(ctx: Lowering, size, fill_value, **_kwargs):
+def full(ctx: TranslationContext, size, fill_value, **_kwargs):
     return ctx.full(fill_value, ctx.out.dtype, ctx.out.shape)
 
 
-def full_like(ctx: Lowering, x, fill_value, **_kwargs):
+def full_like(ctx: TranslationContext, x, fill_value, **_kwargs):
     return ctx.full(fill_value, ctx.out.dtype, ctx.out.shape)
 
 
-def new_full(ctx: Lowering, x, size, fill_value, **_kwargs):
+def new_full(ctx: TranslationContext, x, size, fill_value, **_kwargs):
     return ctx.full(fill_value, ctx.out.dtype, ctx.out.shape)
 
 
 def _constant_fill(value):
-    def translate(ctx: Lowering, *_args, **_kwargs):
+    def translate(ctx: TranslationContext, *_args, **_kwargs):
         return ctx.full(value, ctx.out.dtype, ctx.out.shape)
 
     return translate
 
 
-def scalar_tensor(ctx: Lowering, value, **_kwargs):
+def scalar_tensor(ctx: TranslationContext, value, **_kwargs):
     return ctx.const(value, ctx.out.dtype)
 
 
-def fill(ctx: Lowering, x, value):
+def fill(ctx: TranslationContext, x, value):
     if hasattr(value, "type"):
         return ctx.broadcast(ctx.convert(value, ctx.out.dtype), ctx.out.shape)
     return ctx.full(value, ctx.out.dtype, ctx.out.shape)
 
 
-def arange(ctx: Lowering, *args, **_kwargs):
+def arange(ctx: TranslationContext, *args, **_kwargs):
     """start + step * i, computed like torch (double for floats, exact for integers)."""
     numbers = [a for a in args if isinstance(a, (int, float))]
     start, step = 0, 1
@@ -222,39 +222,39 @@ def arange(ctx: Lowering, *args, **_kwargs):
     return ctx.convert(counts, out.dtype)
 
 
-def sym_size(ctx: Lowering, x, dim):
+def sym_size(ctx: TranslationContext, x, dim):
     return x.type.shape[ctx.axis(dim, x.type.rank)]
 
 
-def sym_numel(ctx: Lowering, x):
+def sym_numel(ctx: TranslationContext, x):
     if not x.type.is_static:
         unsupported("numel of a tensor with symbolic dimensions")
     return math.prod(x.type.shape)
 
 
-def sym_stride(ctx: Lowering, x, dim):
+def sym_stride(ctx: TranslationContext, x, dim):
     """torch's stride of x (from the traced tensor): IR values have no strides, torch's answer is a constant."""
     return _traced_int(ctx, "stride")
 
 
-def sym_storage_offset(ctx: Lowering, x):
+def sym_storage_offset(ctx: TranslationContext, x):
     return _traced_int(ctx, "storage offset")
 
 
-def sym_is_contiguous(ctx: Lowering, x, *_args):
+def sym_is_contiguous(ctx: TranslationContext, x, *_args):
     """torch's answer for the traced tensor (IR values are always contiguous; torch's may not be)."""
     if not isinstance(ctx.val, bool):
         unsupported("is_contiguous of a tensor whose contiguity depends on symbolic sizes")
     return ctx.val
 
 
-def _traced_int(ctx: Lowering, what: str) -> int | Symbol:
+def _traced_int(ctx: TranslationContext, what: str) -> int | Symbol:
     if ctx.val is None:
         unsupported(f"the {what} is unknown (the FX node has no traced value)")
     return dim_of(ctx.val)
 
 
-def as_strided(ctx: Lowering, x, size, stride, storage_offset=None):
+def as_strided(ctx: TranslationContext, x, size, stride, storage_offset=None):
     """A gather over x's elements, when every storage element it reads belongs to x.
 
     torch reads ``storage[offset + sum(i_k * stride_k)]``. The traced x's own strides say
@@ -274,7 +274,7 @@ def as_strided(ctx: Lowering, x, size, stride, storage_offset=None):
     return ctx.reshape(picked, ctx.out.shape)
 
 
-def as_strided_scatter(ctx: Lowering, x, src, size, stride, storage_offset=None):
+def as_strided_scatter(ctx: TranslationContext, x, src, size, stride, storage_offset=None):
     """x with its strided view (as :func:`as_strided` reads it) replaced by ``src``: as_strided's
     backward (Swin). One gather over [x, src] flattened: each element takes x's value, or src's
     where the view covers it. A view that covers an element twice has no single answer."""
@@ -289,7 +289,7 @@ def as_strided_scatter(ctx: Lowering, x, src, size, stride, storage_offset=None)
     return ctx.reshape(ctx.b.gather(both, ctx.b.constant(take), axis=0), x.type.shape)
 
 
-def _strided_index(ctx: Lowering, x, shape: tuple, stride, storage_offset) -> np.ndarray:
+def _strided_index(ctx: TranslationContext, x, shape: tuple, stride, storage_offset) -> np.ndarray:
     """For each element of the strided view of x (row-major over ``shape``), its flat index in x."""
     op = ctx.name.split(".")[1]  # as_strided or as_strided_scatter
     source = ctx.node.args[0]
@@ -317,7 +317,7 @@ def _is_view(node) -> bool:
     return node.op == "call_function" and schema is not None and any(r.alias_info is not None for r in schema.returns)
 
 
-def _storage_positions(ctx: Lowering, shape, stride, offset) -> np.ndarray:
+def _storage_positions(ctx: TranslationContext, shape, stride, offset) -> np.ndarray:
     """offset + sum(i_k * stride_k) for every index of ``shape``, row-major, flattened."""
     stride, offset = [dim_of(s) for s in stride], dim_of(offset)
     if any(isinstance(v, Symbol) for v in (*stride, offset)):
@@ -328,7 +328,7 @@ def _storage_positions(ctx: Lowering, shape, stride, offset) -> np.ndarray:
     return positions.reshape(-1)
 
 
-def assertion(ctx: Lowering, *_args, **_kwargs):
+def assertion(ctx: TranslationContext, *_args, **_kwargs):
     """Runtime assertions emit nothing: the IR has no ops with effects (docs/frontend.md)."""
     return None
 
