@@ -1,5 +1,22 @@
 """The numerics debugger: which node makes a backend's answer differ (``parity diff``).
 
-Built by issue 14: per-node local error (the node on the backend's own inputs against
-the float64 oracle) beside the carried error (distance from the oracle run end to end).
+For every node of the graphs ``parity.compile`` captures (forward and backward), the
+**local** error (the node run on the backend, fed the backend's own inputs, against the
+float64 oracle on those same inputs, relative to the op's contract) and the **carried**
+error (the node's backend value against the oracle run end to end). Nodes are ranked by
+local error: a node over its bound is a backend bug; a large carried error with small
+local errors is ill-conditioning in the model. See docs/diff.md.
+
+Example::
+
+    >>> import torch
+    >>> from parity.diff import diff
+    >>> report = diff(lambda x: torch.tanh(x) * 2, torch.ones(3), backend="reference")
+    >>> report.exit_code, report.ranked()[0].op in ("tanh", "mul", "constant", "broadcast_in_dim")
+    (0, True)
 """
+
+from .engine import diff, diff_graph, diff_graphs
+from .report import DiffReport, NodeRow
+
+__all__ = ["DiffReport", "NodeRow", "diff", "diff_graph", "diff_graphs"]

@@ -1,0 +1,168 @@
+"""Capture the IR graphs ``parity.compile`` would run, with the exact arrays each received.
+
+The capture goes through the same path as :func:`parity.compile`: TorchDynamo, then
+AOTAutograd with the core decompositions, then :func:`parity.frontend.compiler.compile_fx_graph`
+for every forward, backward or inference graph. Each compiled graph's executable (on the
+reference backend, so the call itself runs) is wrapped to record the arrays it is called
+with the first time. When inputs or parameters require grad, the captured call is
+followed by a backward pass of ``Σ sum(output)`` so the backward graphs are captured too.
+
+A backward graph reads saved activations: forward outputs. :attr:`CapturedGraph.links`
+records, per backward input, which forward output it is (same memory or same bytes), so a
+diff can feed the backward graph the *backend's* forward values and measure the carried
+error end to end across the two graphs.
+
+Example::
+
+    >>> import torch
+    >>> graphs = capture_graphs(lambda x: torch.tanh(x) * 2, torch.ones(3))
+    >>> [(g.kind, len(g.arrays)) for g in graphs]
+    [('inference', 1)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import Graph
+
+
+@dataclass
+class CapturedGraph:
+    """One IR graph as ``parity.compile`` translated it (before any backend's decompositions).
+
+    ``arrays``: the graph's inputs on its first call (copies); ``links``: input position →
+    (index of an earlier captured graph, its output position) for inputs that are that
+    graph's outputs (a backward graph's saved activations)."""
+
+    index: int
+    kind: str  # forward | backward | inference
+    graph: Graph
+    arrays: list[np.ndarray]
+    links: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+class _Recorder:
+    """Collects the graphs and their first call's arrays, in the order they run."""
+
+    def __init__(self):
+        self.graphs: list[CapturedGraph] = []
+        self._outputs: list[list[np.ndarray]] = []  # per graph: what its first call returned
+
+    def wrap(self, compiled, kind: str):
+        graph = compiled.translation.graph
+        inner = compiled.executable
+        slot: dict[str, Any] = {}
+
+        def executable(*arrays):
+            results = inner(*arrays)
+            if "done" not in slot:
+                slot["done"] = True
+                self._record(kind, graph, [np.array(a, copy=True) for a in arrays], [np.asarray(r) for r in results])
+            return results
+
+        compiled.executable = executable
+        return compiled
+
+    def _record(self, kind: str, graph: Graph, arrays: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+        links = {}
+        if kind == "backward":
+            for i, a in enumerate(arrays):
+                found = self._find(a)
+                if found is not None:
+                    links[i] = found
+        self.graphs.append(CapturedGraph(len(self.graphs), kind, graph, arrays, links))
+        self._outputs.append(outputs)
+
+    def _find(self, array: np.ndarray) -> tuple[int, int] | None:
+        """The latest forward output with this array's dtype, shape and bytes."""
+        for g in reversed(range(len(self.graphs))):
+            if self.graphs[g].kind != "forward":
+                continue
+            for k, out in enumerate(self._outputs[g]):
+                if out.dtype == array.dtype and out.shape == array.shape and out.tobytes() == array.tobytes():
+                    return g, k
+        return None
+
+
+def _dynamo_backend(recorder: _Recorder):
+    """A torch.compile backend: parity's own AOTAutograd compilers, each result recorded."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    from ..frontend.compiler import CompileOptions, Session, compile_fx_graph, decomposition_table
+
+    session = Session(CompileOptions(backend="reference", strict=True))
+
+    def compiler(kind):
+        def compile_one(gm, example_inputs):
+            return recorder.wrap(compile_fx_graph(gm, example_inputs, session=session, kind=kind), kind)
+        return compile_one
+
+    aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                       inference_compiler=compiler("inference"), decompositions=decomposition_table())
+
+    def backend(gm, example_inputs):
+        import torch
+
+        enabled = torch._C._get_mkldnn_enabled()  # as parity.compile: plain matmuls for LSTM layers
+        torch._C._set_mkldnn_enabled(False)
+        try:
+            return aot(gm, example_inputs)
+        finally:
+            torch._C._set_mkldnn_enabled(enabled)
+
+    return backend
+
+
+def _tensors(value) -> list:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict) or hasattr(value, "values") and not isinstance(value, (str, bytes)):
+        try:
+            return [t for v in value.values() for t in _tensors(v)]
+        except TypeError:
+            return []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def capture_graphs(fn, *args, backward: bool | None = None, dynamo_config: dict | None = None,
+                   **kwargs) -> list[CapturedGraph]:
+    """Run ``fn(*args, **kwargs)`` once under parity's capture and return its IR graphs.
+
+    ``backward``: also run a backward pass (default: when any input, parameter or
+    output requires grad). ``dynamo_config``: ``torch._dynamo.config`` settings for the
+    capture (e.g. ``{"allow_rnn": True}``)."""
+    import torch
+
+    recorder = _Recorder()
+    torch._dynamo.reset()  # a function compiled before would be served from Dynamo's cache
+    compiled = torch.compile(fn, backend=_dynamo_backend(recorder))
+    with torch._dynamo.config.patch(**(dynamo_config or {})):
+        out = compiled(*args, **kwargs)
+        outputs = [t for t in _tensors(out) if t.is_floating_point()]
+        if backward is None:
+            backward = any(t.requires_grad for t in outputs)
+        if backward:
+            grads = [t for t in outputs if t.requires_grad]
+            if grads:
+                torch.stack([t.float().sum() for t in grads]).sum().backward()
+    torch._dynamo.reset()
+    if not recorder.graphs:
+        raise ValueError("parity.diff captured no graph: the function ran no torch op that Dynamo traces")
+    return recorder.graphs
+
+
+def first_call_arrays(graphs: Sequence[CapturedGraph]) -> int:
+    """Bytes of every captured input array (what the capture holds while the diff runs)."""
+    return sum(a.nbytes for g in graphs for a in g.arrays)
+
+
+__all__ = ["CapturedGraph", "capture_graphs", "first_call_arrays"]
