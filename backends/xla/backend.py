@@ -303,7 +303,7 @@ class XlaBackend(Backend):
             node = missing[0]
             where = f" (at {node.loc})" if node.loc else ""
             raise UnsupportedOpError(f"the xla backend cannot lower {node.op!r}{where}: no rule in "
-                                     f"backends/xla/lowering.py; use backend='reference' for this graph")
+                                     f"backends/xla/ (lowering.LOWERINGS); use backend='reference' for this graph")
         if graph.sharding is None:
             for node in graph.nodes:
                 if node.op == "sharding_constraint":

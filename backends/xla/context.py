@@ -1,0 +1,51 @@
+"""What an XLA lowering rule sees: the node's attributes and its types, symbols bound.
+
+A rule is ``rule(ctx, *operands) -> value | tuple[value, ...]``: operands and results are
+JAX values traced by ``jax.jit``; ``ctx`` holds the node's attributes and its operand and
+result types with every symbolic dim bound to its size.
+
+Example::
+
+    >>> from parity.ir import f32
+    >>> ctx = LowerCtx({"axis": 0}, (f32[2, 3],), (f32[3],))
+    >>> str(ctx.out), np_dtype(ctx.out.dtype)
+    ('f32[3]', dtype('float32'))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from jax import lax
+
+from ...ir.dtypes import DType
+from ...ir.types import TensorType
+
+
+@dataclass(frozen=True)
+class LowerCtx:
+    """What a rule sees besides its operands: attributes and types, symbols bound."""
+
+    attrs: Mapping[str, Any]
+    in_types: tuple[TensorType, ...]
+    out_types: tuple[TensorType, ...]
+    zero: Any = None  # the executable's run-time zero (see products.opaque), None when not compiling for a run
+
+    @property
+    def out(self) -> TensorType:
+        return self.out_types[0]
+
+
+Rule = Callable[..., Any]
+
+
+def np_dtype(dtype: DType) -> np.dtype:
+    return dtype.numpy
+
+
+def full(value, t: TensorType):
+    """A constant array of type ``t``, every element ``value``."""
+    return lax.full(t.shape, np.array(value, np_dtype(t.dtype)))
