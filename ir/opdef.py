@@ -50,6 +50,11 @@ class Group(enum.Enum):
     NORMALIZATION = "normalization"
     ACTIVATION = "activation"
     LOSS = "loss"
+    # Reading a product, the op never fuses it into an addition beyond its own bound: it
+    # does not add to its operand (mul, max, comparisons, convert, sort, ...), or it adds
+    # within its accumulation bound (reduce_sum, dot_general, convolution). A backend whose
+    # compiler contracts a*b + c into one FMA need not guard products these ops read.
+    NO_FUSED_ADD = "no_fused_add"
 
 
 class Accuracy(enum.Enum):
@@ -118,7 +123,9 @@ class OpDef:
 
     ``operands`` names the operands in order; a single name starting with ``*`` makes
     the op variadic (``("*inputs",)`` for concatenate). ``dtypes`` lists the dtypes the
-    op accepts for its first operand (conformance sweeps them). ``infer`` returns the
+    op accepts for operand ``dtype_operand`` (0 unless set; select's is 1, its on_true,
+    since its operand 0 is the bool predicate): that operand's dtype is "the op's dtype",
+    the one conformance sweeps and backends' claims name (:meth:`op_dtype`). ``infer`` returns the
     result types or raises :class:`TypeRuleError`. Primitives set ``reference``:
     ``reference(ctx, *arrays) -> array | tuple[array, ...]``. Composites set
     ``decompose``: ``decompose(builder, attrs, *values) -> Value | tuple[Value, ...]``.
@@ -138,12 +145,25 @@ class OpDef:
     doc: str = ""
     # Semantics a backend may legitimately differ on; conformance does not compare them.
     implementation_defined: tuple[str, ...] = field(default=())
+    # The operand whose dtype is the op's dtype (the one ``dtypes`` lists); see op_dtype.
+    dtype_operand: int = 0
 
     def __post_init__(self):
         if self.kind is Kind.PRIMITIVE and self.reference is None:
             raise ValueError(f"primitive {self.name} needs a reference implementation")
         if self.kind is Kind.COMPOSITE and self.decompose is None:
             raise ValueError(f"composite {self.name} needs a decomposition")
+        if self.dtype_operand and (self.is_variadic or self.dtype_operand >= len(self.operands)):
+            raise ValueError(f"{self.name}: dtype_operand {self.dtype_operand} is not one of its operands "
+                             f"{list(self.operands)}")
+
+    def op_dtype(self, in_types: Sequence[TensorType], out_types: Sequence[TensorType]) -> DType:
+        """The op's dtype for these operand and result types: operand ``dtype_operand``'s,
+        or the first result's for an op without operands (constant, iota). ``dtypes``,
+        conformance cases and backend claims are all keyed by it."""
+        if not in_types:
+            return out_types[0].dtype
+        return in_types[self.dtype_operand].dtype
 
     @property
     def is_variadic(self) -> bool:

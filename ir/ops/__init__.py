@@ -2,16 +2,24 @@
 
 Adding an op means adding it to its family's ``OPS`` tuple; nothing else registers ops.
 
+The queries below answer the questions other layers used to answer with hand-typed
+op-name lists: the ops of a family, of a group, of an accuracy class, that accept a
+dtype, and the dtype a node is keyed by. Each returns names in table order.
+
 Example::
 
-    >>> from parity.ir.ops import OP_TABLE, primitives, composites
+    >>> from parity.ir.ops import OP_TABLE, primitives, composites, ops_in_family, transcendental
     >>> "dot_general" in OP_TABLE, len(primitives()) > 0, len(composites()) > 0
     (True, True, True)
+    >>> ops_in_family("selection"), transcendental()[:3]
+    (('select', 'clamp'), ('exp', 'exp2', 'expm1'))
 """
 
 from __future__ import annotations
 
-from ..opdef import Kind, OpDef
+from ..dtypes import DType
+from ..graph import Node
+from ..opdef import Accuracy, Group, Kind, OpDef
 from . import (
     activations,
     attention,
@@ -37,35 +45,36 @@ from . import (
     window,
 )
 
-FAMILIES = (
-    unary,
-    binary,
-    selection,
-    conversion,
-    creation,
-    shape,
-    indexing,
-    reduction,
-    scan,
-    sorting,
-    contraction,
-    window,
-    random,
-    activations,
-    statistics,
-    normalization,
-    nn,
-    attention,
-    pooling,
-    losses,
-    masking,
-    sharding,
-)
+# family name -> its module; the table is collected from these, in this order.
+FAMILIES = {
+    "unary": unary,
+    "binary": binary,
+    "selection": selection,
+    "conversion": conversion,
+    "creation": creation,
+    "shape": shape,
+    "indexing": indexing,
+    "reduction": reduction,
+    "scan": scan,
+    "sorting": sorting,
+    "contraction": contraction,
+    "window": window,
+    "random": random,
+    "activations": activations,
+    "statistics": statistics,
+    "normalization": normalization,
+    "nn": nn,
+    "attention": attention,
+    "pooling": pooling,
+    "losses": losses,
+    "masking": masking,
+    "sharding": sharding,
+}
 
 
 def _collect() -> dict[str, OpDef]:
     table: dict[str, OpDef] = {}
-    for family in FAMILIES:
+    for family in FAMILIES.values():
         for opdef in family.OPS:
             if opdef.name in table:
                 raise ValueError(f"op {opdef.name} is defined twice ({family.__name__})")
@@ -82,3 +91,37 @@ def primitives() -> list[OpDef]:
 
 def composites() -> list[OpDef]:
     return [op for op in OP_TABLE.values() if op.kind is Kind.COMPOSITE]
+
+
+def ops_in_family(family: str) -> tuple[str, ...]:
+    """The ops the family module ``family`` defines (a key of :data:`FAMILIES`)."""
+    if family not in FAMILIES:
+        raise KeyError(f"no op family {family!r}; the families are {list(FAMILIES)}")
+    return tuple(op.name for op in FAMILIES[family].OPS)
+
+
+def ops_in_group(group: Group) -> tuple[str, ...]:
+    """The ops whose ``groups`` hold ``group``."""
+    return tuple(name for name, op in OP_TABLE.items() if group in op.groups)
+
+
+def ops_with_accuracy(accuracy: Accuracy) -> tuple[str, ...]:
+    """The ops of one accuracy class."""
+    return tuple(name for name, op in OP_TABLE.items() if op.accuracy is accuracy)
+
+
+def transcendental() -> tuple[str, ...]:
+    """The transcendental ops (exp, log, sin, pow, erf, ...): accuracy class TRANSCENDENTAL."""
+    return ops_with_accuracy(Accuracy.TRANSCENDENTAL)
+
+
+def ops_accepting(dtype: DType, kind: Kind | None = None) -> tuple[str, ...]:
+    """The ops (of ``kind``, if given) whose dtype (:meth:`OpDef.op_dtype`) may be ``dtype``."""
+    return tuple(name for name, op in OP_TABLE.items() if dtype in op.dtypes and kind in (None, op.kind))
+
+
+def node_dtype(node: Node) -> DType:
+    """The dtype ``node`` is keyed by in claims, conformance and bounds: its operand
+    ``dtype_operand``'s (select: on_true's, not the bool predicate's), or its first
+    result's when it has no operands."""
+    return OP_TABLE[node.op].op_dtype([v.type for v in node.inputs], [v.type for v in node.outputs])

@@ -96,6 +96,7 @@ class _Row(NamedTuple):
     doc: str
     compare: bool = False  # result is bool
     implementation_defined: tuple[str, ...] = ()
+    no_fused_add: bool = False  # Group.NO_FUSED_ADD (comparisons have it anyway)
 
 
 _E, _CR, _T = Accuracy.EXACT, Accuracy.CORRECTLY_ROUNDED, Accuracy.TRANSCENDENTAL
@@ -106,16 +107,16 @@ _ZERO_SIGN = ("sign of a zero result when the operands are -0.0 and 0.0",)
 _ROWS = {
     "add": _Row(np.add, _NUMERIC, _CR, "x + y; ints wrap"),
     "sub": _Row(np.subtract, _NUMERIC, _CR, "x - y; ints wrap"),
-    "mul": _Row(np.multiply, _NUMERIC, _CR, "x * y; ints wrap"),
+    "mul": _Row(np.multiply, _NUMERIC, _CR, "x * y; ints wrap", no_fused_add=True),
     "div": _Row(_div, _NUMERIC, _CR, "x / y; ints truncate toward zero, INT_MIN / -1 = INT_MIN",
-                implementation_defined=_DIV_BY_ZERO),
+                implementation_defined=_DIV_BY_ZERO, no_fused_add=True),
     "rem": _Row(_rem, _NUMERIC, _E, "remainder with the dividend's sign (C %, fmod for floats)",
                 implementation_defined=_DIV_BY_ZERO),
     "pow": _Row(np.power, _F, _T, "x ** y (C pow: pow(x, 0) = 1, pow(1, y) = 1 even for NaN)"),
     "max": _Row(np.maximum, _NUMERIC, _E, "larger of x, y; NaN propagates",
-                implementation_defined=_ZERO_SIGN),
+                implementation_defined=_ZERO_SIGN, no_fused_add=True),
     "min": _Row(np.minimum, _NUMERIC, _E, "smaller of x, y; NaN propagates",
-                implementation_defined=_ZERO_SIGN),
+                implementation_defined=_ZERO_SIGN, no_fused_add=True),
     "atan2": _Row(np.arctan2, _F, _T, "angle of the point (y=x, x=y) in (-pi, pi], C atan2"),
     "eq": _Row(np.equal, _NUMERIC + _BOOL, _E, "x == y (NaN equals nothing)", compare=True),
     "ne": _Row(np.not_equal, _NUMERIC + _BOOL, _E, "x != y (true if either is NaN)", compare=True),
@@ -145,7 +146,7 @@ def _binary_op(name: str, row: _Row) -> OpDef:
         infer=binary(name, row.dtypes, DType.bool if row.compare else None),
         dtypes=row.dtypes,
         accuracy=row.accuracy,
-        groups=elementwise_groups(row.accuracy, comparison=row.compare),
+        groups=elementwise_groups(row.accuracy, comparison=row.compare, no_fused_add=row.no_fused_add),
         reference=ieee_reference(row.fn),
         doc=row.doc,
         implementation_defined=row.implementation_defined,

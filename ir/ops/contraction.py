@@ -168,7 +168,7 @@ OPS = (
         infer=_dot_infer,
         dtypes=_DOT_DTYPES,
         accuracy=Accuracy.ACCUMULATION,
-        groups=frozenset({Group.CONTRACTION}),
+        groups=frozenset({Group.CONTRACTION, Group.NO_FUSED_ADD}),
         reference=_dot_ref,
         doc="generalized matrix product -> (batch..., lhs free..., rhs free...); same dtype in and "
             "out; ints wrap",
@@ -188,7 +188,7 @@ OPS = (
         infer=_conv_infer,
         dtypes=FLOAT_DTYPES,
         accuracy=Accuracy.ACCUMULATION,
-        groups=frozenset({Group.CONTRACTION}),
+        groups=frozenset({Group.CONTRACTION, Group.NO_FUSED_ADD}),
         reference=_conv_ref,
         doc="N-d cross-correlation lhs [N, C, *spatial] * rhs [O, C/groups, *kernel] -> [N, O, *out]; "
             "out = floor((dilated input + padding - dilated kernel) / stride) + 1, or 0 where the "

@@ -83,6 +83,8 @@ def _reduce_ref(ufunc, identity):
 
 def _reducer(name: str, ufunc, allowed, identity, accuracy: Accuracy, doc: str) -> OpDef:
     exact = {Group.EXACT} if accuracy is Accuracy.EXACT else set()
+    # A float product can reach only the numeric reducers; none adds beyond its bound.
+    no_fused_add = {Group.NO_FUSED_ADD} if allowed is NUMERIC else set()
     return OpDef(
         name=name,
         kind=Kind.PRIMITIVE,
@@ -91,7 +93,7 @@ def _reducer(name: str, ufunc, allowed, identity, accuracy: Accuracy, doc: str) 
         infer=_reduce_infer(name, allowed),
         dtypes=allowed,
         accuracy=accuracy,
-        groups=frozenset({Group.REDUCTION} | exact),
+        groups=frozenset({Group.REDUCTION} | exact | no_fused_add),
         reference=_reduce_ref(ufunc, identity),
         doc=doc,
         implementation_defined=_SIGNED_ZERO if ufunc in (np.maximum, np.minimum) else (),
@@ -136,7 +138,7 @@ def _arg(name: str, np_arg, extreme: str) -> OpDef:
         infer=_arg_infer(name),
         dtypes=NUMERIC,
         accuracy=Accuracy.EXACT,
-        groups=frozenset({Group.REDUCTION, Group.EXACT}),
+        groups=frozenset({Group.REDUCTION, Group.EXACT, Group.NO_FUSED_ADD}),
         reference=_arg_ref(np_arg),
         doc=f"index of the {extreme} along axis; ties give the lowest index; NaN counts as the "
             "extreme (the first NaN's index); an empty axis is a type error",

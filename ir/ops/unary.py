@@ -59,6 +59,7 @@ class _Row(NamedTuple):
     accuracy: Accuracy
     doc: str
     result: DType | None = None  # None: the operand's dtype
+    no_fused_add: bool = False  # Group.NO_FUSED_ADD (predicates have it anyway)
 
 
 _T, _E, _CR = Accuracy.TRANSCENDENTAL, Accuracy.EXACT, Accuracy.CORRECTLY_ROUNDED
@@ -66,7 +67,7 @@ _F = FLOAT_DTYPES
 
 _ROWS = {
     "neg": _Row(np.negative, _SIGNED, _E, "-x; ints wrap (neg(INT_MIN) = INT_MIN)"),
-    "abs": _Row(np.abs, _SIGNED, _E, "|x|; ints wrap (abs(INT_MIN) = INT_MIN)"),
+    "abs": _Row(np.abs, _SIGNED, _E, "|x|; ints wrap (abs(INT_MIN) = INT_MIN)", no_fused_add=True),
     "sign": _Row(_sign, _SIGNED, _E, "-1, 0 or 1; sign(-0.0) = -0.0, sign(nan) = nan"),
     "exp": _Row(np.exp, _F, _T, "e**x"),
     "exp2": _Row(np.exp2, _F, _T, "2**x"),
@@ -117,13 +118,16 @@ def ieee_reference(fn):
     return reference
 
 
-def elementwise_groups(accuracy: Accuracy, comparison: bool = False) -> frozenset[Group]:
-    """ELEMENTWISE, plus EXACT for exact ops and COMPARISON for predicates."""
+def elementwise_groups(accuracy: Accuracy, comparison: bool = False, no_fused_add: bool = False) -> frozenset[Group]:
+    """ELEMENTWISE, plus EXACT for exact ops, COMPARISON for predicates, and NO_FUSED_ADD
+    for predicates and where ``no_fused_add`` says so (a predicate never adds)."""
     groups = {Group.ELEMENTWISE}
     if accuracy is Accuracy.EXACT:
         groups.add(Group.EXACT)
     if comparison:
-        groups.add(Group.COMPARISON)
+        groups.update((Group.COMPARISON, Group.NO_FUSED_ADD))
+    if no_fused_add:
+        groups.add(Group.NO_FUSED_ADD)
     return frozenset(groups)
 
 
@@ -135,7 +139,7 @@ def _unary_op(name: str, row: _Row) -> OpDef:
         infer=unary(name, row.dtypes, row.result),
         dtypes=row.dtypes,
         accuracy=row.accuracy,
-        groups=elementwise_groups(row.accuracy, comparison=name.startswith("is_")),
+        groups=elementwise_groups(row.accuracy, comparison=name.startswith("is_"), no_fused_add=row.no_fused_add),
         reference=ieee_reference(row.fn),
         doc=row.doc,
     )

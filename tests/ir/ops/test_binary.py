@@ -292,6 +292,7 @@ def test_dtypes_accuracy_and_groups(op):
                 else Accuracy.TRANSCENDENTAL if op in TRANSCENDENTAL else Accuracy.EXACT)
     groups = {Group.ELEMENTWISE} | ({Group.EXACT} if accuracy is Accuracy.EXACT else set())
     groups |= {Group.COMPARISON} if op in COMPARISONS else set()
+    groups |= {Group.NO_FUSED_ADD} if op in COMPARISONS or op in ("mul", "div", "max", "min") else set()
     assert (opdef.accuracy, opdef.groups) == (accuracy, frozenset(groups))
 
 

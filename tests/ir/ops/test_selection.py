@@ -116,7 +116,7 @@ def test_table_entries():
     for op in ("select", "clamp"):
         opdef = OP_TABLE[op]
         assert opdef.accuracy is Accuracy.EXACT
-        assert opdef.groups == frozenset({Group.ELEMENTWISE, Group.EXACT})
+        assert opdef.groups == frozenset({Group.ELEMENTWISE, Group.EXACT, Group.NO_FUSED_ADD})
     assert OP_TABLE["select"].operands == ("pred", "on_true", "on_false")
     assert OP_TABLE["clamp"].operands == ("lo", "x", "hi")
     assert DType.bool in OP_TABLE["select"].dtypes and DType.bool not in OP_TABLE["clamp"].dtypes
