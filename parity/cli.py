@@ -11,6 +11,7 @@ Example::
     $ parity fuzz --budget 1000 --seed 1   # differential fuzzing (regressions go to conformance/regressions/)
     $ parity bench --quick    # every backend against the anchors (see parity.bench)
     $ parity aten             # which aten ops the PyTorch frontend translates
+    $ parity diff model.py:net --backend xla --repro repros/   # which node makes xla's answer differ
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench = commands.add_parser("bench", help="benchmark every backend against torch, Inductor, JAX, onnxruntime")
     bench_cli.add_arguments(bench)
     bench.set_defaults(run=bench_cli.run)
+
+    from .diff import cli as diff_cli  # torch loads only when it runs
+
+    diff = commands.add_parser("diff", help="which node makes a backend's answer differ: local vs carried error "
+                                            "per node, ranked; JSON, HTML and repros (docs/diff.md)")
+    diff_cli.add_arguments(diff)
+    diff.set_defaults(run=diff_cli.run)
 
     args = parser.parse_args(argv)
     return args.run(args)

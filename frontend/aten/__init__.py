@@ -1,9 +1,15 @@
 """The aten → IR translation table: one explicit entry per aten overload.
 
 Keys are overload names without the ``aten.`` prefix (``"add.Tensor"``); values are
-translation functions ``fn(ctx, *args, **kwargs)`` (see :class:`~parity.frontend.translate.TranslationContext`).
-The table is assembled here from one module per op family, and nothing else registers
-entries. :func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
+translation functions ``fn(ctx, *args, **kwargs)`` (``ctx`` is a
+:class:`~parity.frontend.translate.TranslationContext`). The table is assembled here from
+one module per op family, and nothing else registers entries. A module named after an
+``ir/ops`` family translates to that family's ops (``contraction``: matmuls and
+convolutions; ``normalization``, ``pooling``, ``reduction``, ``shape``, ``indexing``,
+``attention``, ``random``); ``elementwise`` covers the unary, binary, selection and
+activation families, and ``linalg``, ``pad``, ``sampling``, ``embedding`` and
+``custom_ops`` group aten ops that build several families' ops.
+:func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
 
 Example::
 
@@ -21,7 +27,7 @@ from . import (
     embedding,
     indexing,
     linalg,
-    nn,
+    normalization,
     pad,
     pooling,
     random,
@@ -30,8 +36,8 @@ from . import (
     shape,
 )
 
-FAMILIES = (elementwise, shape, reduction, indexing, contraction, linalg, nn, pad, pooling, sampling, embedding, attention,
-            random, custom_ops)
+FAMILIES = (elementwise, shape, indexing, reduction, contraction, normalization, pooling, attention, random, linalg,
+            pad, sampling, embedding, custom_ops)
 
 
 def _collect() -> dict:

@@ -1,11 +1,19 @@
-"""Contraction aten ops: mm, bmm, mv, dot, addmm, matmul, linear, and the grouped
-matmul of mixture-of-experts layers (``_grouped_mm``).
+"""Contraction aten ops (the IR's ``dot_general`` and ``convolution``): mm, bmm, mv, dot,
+addmm, matmul, linear, the grouped matmul of mixture-of-experts layers (``_grouped_mm``),
+and convolution, forward and backward, transposed too.
+
+A convolution's backward follows the transposition rules of the forward (as in JAX's
+``conv_general_dilated`` transpose), written with IR convolutions.
 """
 
 from __future__ import annotations
 
 from ...ir.dtypes import DType
+from ...ir.types import Symbol
 from ..translate import TranslationContext, unsupported
+
+
+# -- matmuls ------------------------------------------------------------------------------
 
 
 def _dot(ctx: TranslationContext, a, b, contract, batch=((), ())):
@@ -125,8 +133,121 @@ def _grouped_outer(ctx: TranslationContext, a, c, offs):
     return bmm(ctx, a_g, c_g)
 
 
+# -- convolution --------------------------------------------------------------------------
+
+
+def expand_ints(values, n: int) -> tuple[int, ...]:
+    """A per-spatial-dim argument (stride, padding, ...) as ``n`` ints: torch allows one for all."""
+    values = (values,) if isinstance(values, int) else tuple(values)
+    return values * n if len(values) == 1 else values
+
+
+def _spatial(x) -> tuple:
+    dims = tuple(x.type.shape[2:])
+    if any(isinstance(d, Symbol) for d in dims):
+        unsupported("convolution and pooling need static spatial sizes")
+    return dims
+
+
+def _conv(ctx: TranslationContext, x, w, stride, padding, dilation, groups, lhs_dilation=None):
+    n = x.type.rank - 2
+    return ctx.b.convolution(
+        x, w, window_strides=stride, padding=padding, lhs_dilation=lhs_dilation or (1,) * n,
+        rhs_dilation=dilation, feature_group_count=groups)
+
+
+def _add_channel_bias(ctx: TranslationContext, y, bias):
+    bias = ctx.convert(bias, y.type.dtype)
+    full = ctx.b.broadcast_in_dim(bias, shape=y.type.shape, broadcast_dimensions=(1,))
+    return ctx.b.add(y, full)
+
+
+def _flip_swap(ctx: TranslationContext, w, groups: int):
+    """[O, C/G, *k] → [C, O/G, *k] reversed spatially: the kernel of the input gradient."""
+    o, cg, *kernel = w.type.shape
+    n = len(kernel)
+    w = ctx.b.reverse(w, dimensions=tuple(range(2, 2 + n))) if n else w
+    w = ctx.reshape(w, (groups, o // groups, cg, *kernel))
+    w = ctx.b.transpose(w, permutation=(0, 2, 1, *range(3, 3 + n)))
+    return ctx.reshape(w, (groups * cg, o // groups, *kernel))
+
+
+def conv_input_grad(ctx: TranslationContext, grad, w, in_spatial, stride, padding, dilation, groups):
+    """The gradient of a convolution with respect to its input (a dilated transposed conv)."""
+    kernel = tuple(w.type.shape[2:])
+    out_spatial = tuple(grad.type.shape[2:])
+    pads = []
+    for size, k, s, p, d, o in zip(in_spatial, kernel, stride, padding, dilation, out_spatial):
+        span = d * (k - 1) + 1
+        before = span - p - 1
+        after = size + span - 1 - ((o - 1) * s + 1) - before
+        pads.append((before, after))
+    return _conv(ctx, grad, _flip_swap(ctx, w, groups), (1,) * len(kernel), pads, dilation, groups, stride)
+
+
+def conv_weight_grad(ctx: TranslationContext, x, grad, kernel, stride, padding, dilation, groups):
+    """The gradient with respect to the weight: correlate the input with the output gradient."""
+    n = x.type.rank - 2
+    in_spatial, out_spatial = tuple(x.type.shape[2:]), tuple(grad.type.shape[2:])
+    pads = []
+    for size, k, s, p, d, o in zip(in_spatial, kernel, stride, padding, dilation, out_spatial):
+        span = d * (k - 1) + 1
+        pads.append((p, (o - 1) * s + 1 - size + span - p - 1))
+    # One grouped conv (not one conv per group: MobileNetV2's backward had 1,832 of them,
+    # which XLA:CPU compiles one by one). lhs [C/G, G·N, *in], feature g·N + n holding
+    # x[n, g·C/G + c]; rhs [O, N, *out] (output positions as the kernel); out [C/G, O, *k].
+    batch, c_in = x.type.shape[:2]
+    per_group = c_in // groups
+    lhs = ctx.reshape(x, (batch, groups, per_group, *in_spatial))
+    lhs = ctx.b.transpose(lhs, permutation=(2, 1, 0, *range(3, 3 + n)))
+    lhs = ctx.reshape(lhs, (per_group, groups * batch, *in_spatial))
+    swap = (1, 0, *range(2, 2 + n))
+    y = _conv(ctx, lhs, ctx.b.transpose(grad, permutation=swap), dilation, pads, stride, groups)
+    return ctx.b.transpose(y, permutation=swap)  # [O, C/G, *kernel]
+
+
+def convolution(ctx: TranslationContext, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    n = x.type.rank - 2
+    stride, padding, dilation = expand_ints(stride, n), expand_ints(padding, n), expand_ints(dilation, n)
+    _spatial(x)
+    w = ctx.convert(w, x.type.dtype)
+    if transposed:
+        # a transposed conv is the input gradient of the conv whose weight is w ([C_in, C_out/G, *k])
+        y = conv_input_grad(ctx, x, w, tuple(ctx.out.shape[2:]), stride, padding, dilation, groups)
+    else:
+        pads = tuple((p, p) for p in padding)
+        y = _conv(ctx, x, w, stride, pads, dilation, groups)
+    return y if bias is None else _add_channel_bias(ctx, y, bias)
+
+
+def convolution_backward(ctx: TranslationContext, grad, x, w, bias_sizes, stride, padding, dilation, transposed,
+                         output_padding, groups, output_mask):
+    n = x.type.rank - 2
+    stride, padding, dilation = expand_ints(stride, n), expand_ints(padding, n), expand_ints(dilation, n)
+    in_spatial = _spatial(x)
+    kernel = tuple(w.type.shape[2:])
+    grad_input = grad_weight = grad_bias = None
+    if transposed:
+        # y = C_w^T(x), the transpose of the plain conv C_w: [N, C_out] -> [N, C_in]. Hence
+        # dx = C_w(dy) (output_padding only added rows dx never reads), and dw is C_w's weight
+        # gradient with input dy and output gradient x.
+        if output_mask[0]:
+            grad_input = _conv(ctx, grad, w, stride, tuple((p, p) for p in padding), dilation, groups)
+        if output_mask[1]:
+            grad_weight = conv_weight_grad(ctx, grad, x, kernel, stride, padding, dilation, groups)
+    else:
+        if output_mask[0]:
+            grad_input = conv_input_grad(ctx, grad, w, in_spatial, stride, padding, dilation, groups)
+        if output_mask[1]:
+            grad_weight = conv_weight_grad(ctx, x, grad, kernel, stride, padding, dilation, groups)
+    if output_mask[2]:
+        grad_bias = ctx.b.reduce_sum(grad, axes=(0, *range(2, 2 + n)))
+    return grad_input, grad_weight, grad_bias
+
+
 TABLE = {
     "mm.default": mm, "bmm.default": bmm, "mv.default": mv, "dot.default": dot, "addmm.default": addmm,
     "matmul.default": matmul, "linear.default": linear,
     "_grouped_mm.default": grouped_mm,
+    "convolution.default": convolution, "convolution_backward.default": convolution_backward,
 }

@@ -14,16 +14,16 @@ import numpy as np
 from ...ir.dtypes import DType
 from ...ir.types import Symbol
 from ..translate import TranslationContext, unsupported
-from .nn import _ints, conv_input_grad
+from .contraction import conv_input_grad, expand_ints
 
 
 def _pool_args(x, n, kernel_size, stride, padding, dilation):
-    kernel = _ints(kernel_size, n)
-    stride = _ints(stride, n) if stride else kernel
+    kernel = expand_ints(kernel_size, n)
+    stride = expand_ints(stride, n) if stride else kernel
     spatial = tuple(x.type.shape[-n:])
     if any(isinstance(d, Symbol) for d in spatial):
         unsupported("pooling needs static spatial sizes")
-    return kernel, stride, _ints(padding, n), _ints(dilation, n), spatial
+    return kernel, stride, expand_ints(padding, n), expand_ints(dilation, n), spatial
 
 
 def _high_pad(size, k, s, p, d, o):
@@ -225,7 +225,7 @@ def col2im(ctx: TranslationContext, x, output_size, kernel_size, dilation, paddi
     """F.fold: each kernel offset's column block, spread with the stride and summed in torch's order."""
     b = ctx.b
     out = ctx.out
-    kernel, dilation, padding, stride = (_ints(v, 2) for v in (kernel_size, dilation, padding, stride))
+    kernel, dilation, padding, stride = (expand_ints(v, 2) for v in (kernel_size, dilation, padding, stride))
     size = tuple(out.shape[-2:])
     lead = tuple(out.shape[:-2])  # [N, C] or [C]
     blocks = [(o + 2 * p - d * (k - 1) - 1) // s + 1 for o, p, d, k, s in zip(size, padding, dilation, kernel, stride)]

@@ -1,0 +1,72 @@
+"""The ranking must put the planted fault's node first, for every fault class, and must not
+blame a backend for ill-conditioning."""
+
+import numpy as np
+import pytest
+
+from parity.diff import diff_graph
+from parity.diff.planted import FAULT_CLASSES, applies, planted_runner
+
+from .graphs import cancelling, mixed
+
+CASES = [("few_ulp", "exp"), ("flushed_value", "exp"), ("dropped_term", "dot_general"),
+         ("dropped_term", "reduce_sum"), ("wrong_index", "transpose"), ("wrong_index", "gather"),
+         ("few_ulp", "tanh")]
+
+
+@pytest.mark.parametrize("fault,op", CASES)
+def test_planted_fault_is_ranked_first(fault, op):
+    graph, arrays = mixed()
+    node = next(n for n in graph.nodes if n.op == op)
+    assert applies(FAULT_CLASSES[fault], node)
+    runner, planted = planted_runner("reference", node, fault)
+    report = diff_graph(graph, arrays, runner=runner)
+    assert planted.changed > 0, "the fault changed nothing: not a fault"
+    top = report.ranked()[0]
+    assert (top.op, top.verdict) == (op, "bug"), report.ranked()[:3]
+    assert [r.op for r in report.guilty()] == [op]
+    assert report.exit_code == 1
+    # whatever the fault feeds is blamed on the fault, not called ill-conditioning
+    assert "ill-conditioned" not in {r.verdict for r in report.rows}
+
+
+def test_clean_backend_has_no_guilty_node():
+    graph, arrays = mixed()
+    report = diff_graph(graph, arrays, backend="reference")
+    assert report.guilty() == [] and report.exit_code == 0
+    assert all(r.local_ratio is not None and r.local_ratio <= 1 for r in report.rows)
+
+
+def test_ill_conditioning_is_not_a_backend_bug():
+    graph, arrays = cancelling()
+    report = diff_graph(graph, arrays, backend="reference")
+    assert report.guilty() == [] and report.exit_code == 0
+    verdicts = {r.op: r.verdict for r in report.rows}
+    assert verdicts["sub"] == "ill-conditioned" and verdicts["exp"] == "ill-conditioned"
+    assert all(r.local_ratio <= 1 for r in report.rows)
+    # the end-to-end comparison blames the cancellation's node, a correct one
+    assert report.first_over_tolerance().op == "sub"
+
+
+def test_few_ulp_fault_under_the_baseline_tolerance_is_still_found():
+    """8 ULP in exp is under rtol=1e-5, so the end-to-end method blames nothing at exp."""
+    graph, arrays = mixed()
+    node = graph.nodes[0]
+    runner, _ = planted_runner("reference", node, "few_ulp")
+    report = diff_graph(graph, arrays, runner=runner)
+    assert report.ranked()[0].node == 0
+    assert not report.row("g0.n0").over_tolerance
+
+
+def test_backend_error_is_ranked_first_and_named():
+    from parity.backends.registry import get_backend
+    from parity.conformance.mutants import FAULTS, Planted
+    from parity.diff.execute import NodeRunner
+
+    graph, arrays = mixed()
+    real = get_backend("reference")
+    runner = NodeRunner(real, fault_at={graph.nodes[3]: Planted(real, FAULTS["exception"])})
+    report = diff_graph(graph, arrays, runner=runner)
+    top = report.ranked()[0]
+    assert (top.node, top.verdict) == (3, "error") and "PlantedFault" in top.message
+    assert np.isfinite(report.row("g0.n5").carried_ulp)  # the diff went on past the error
