@@ -7,7 +7,7 @@ result types with every symbolic dim bound to its size.
 Example::
 
     >>> from parity.ir import f32
-    >>> ctx = LowerCtx({"axis": 0}, (f32[2, 3],), (f32[3],))
+    >>> ctx = XlaNodeContext({"axis": 0}, (f32[2, 3],), (f32[3],))
     >>> str(ctx.out), np_dtype(ctx.out.dtype)
     ('f32[3]', dtype('float32'))
 """
@@ -26,7 +26,7 @@ from ...ir.types import TensorType
 
 
 @dataclass(frozen=True)
-class LowerCtx:
+class XlaNodeContext:
     """What a rule sees besides its operands: attributes and types, symbols bound."""
 
     attrs: Mapping[str, Any]

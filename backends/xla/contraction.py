@@ -4,9 +4,9 @@ Example::
 
     >>> import numpy as np
     >>> from parity.ir import f32
-    >>> from .context import LowerCtx
+    >>> from .context import XlaNodeContext
     >>> attrs = {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (0,), "lhs_batch_dims": (), "rhs_batch_dims": ()}
-    >>> ctx = LowerCtx(attrs, (f32[1, 2], f32[2, 1]), (f32[1, 1],))
+    >>> ctx = XlaNodeContext(attrs, (f32[1, 2], f32[2, 1]), (f32[1, 1],))
     >>> np.asarray(RULES["dot_general"](ctx, np.ones((1, 2), np.float32), np.ones((2, 1), np.float32))).tolist()
     [[2.0]]
 """

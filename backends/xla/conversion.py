@@ -5,8 +5,8 @@ Example::
     >>> import numpy as np
     >>> from parity.ir import i64
     >>> from parity.ir.dtypes import DType
-    >>> from .context import LowerCtx
-    >>> ctx = LowerCtx({"dtype": DType.bool}, (i64[2],), ())
+    >>> from .context import XlaNodeContext
+    >>> ctx = XlaNodeContext({"dtype": DType.bool}, (i64[2],), ())
     >>> np.asarray(RULES["convert"](ctx, np.array([0, 7]))).tolist()
     [False, True]
 """

@@ -8,8 +8,8 @@ Example::
 
     >>> import numpy as np
     >>> from parity.ir import f32
-    >>> from .context import LowerCtx
-    >>> ctx = LowerCtx({}, (f32[2],), (f32[2],))
+    >>> from .context import XlaNodeContext
+    >>> ctx = XlaNodeContext({}, (f32[2],), (f32[2],))
     >>> np.asarray(RULES["trunc"](ctx, np.array([-0.5, 1.5], np.float32))).tolist()
     [-0.0, 1.0]
 """

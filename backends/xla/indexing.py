@@ -7,8 +7,8 @@ Example::
 
     >>> import numpy as np
     >>> from parity.ir import f32, i64
-    >>> from .context import LowerCtx
-    >>> ctx = LowerCtx({"axis": 0}, (f32[3], i64[2]), (f32[2],))
+    >>> from .context import XlaNodeContext
+    >>> ctx = XlaNodeContext({"axis": 0}, (f32[3], i64[2]), (f32[2],))
     >>> np.asarray(RULES["gather"](ctx, np.array([1., 2., 3.], np.float32), np.array([2, 9]))).tolist()
     [3.0, 3.0]
 """

@@ -5,8 +5,8 @@ A graph becomes a Python function of ``jax.lax`` calls (:func:`graph_function`) 
 to its rule ``rule(ctx, *operands)`` (:mod:`.context`); the family modules hold the rules,
 grouped the way ``ir/ops`` is: :mod:`.elementwise`, :mod:`.conversion`, :mod:`.shape`,
 :mod:`.indexing`, :mod:`.reduction`, :mod:`.contraction`, and :mod:`.composites` for the
-composites claimed natively. Ops in :data:`.widening.WIDEN` are computed in a wider dtype
-and rounded once. Composites without a rule are expanded by their decomposition while
+composites claimed natively. Ops in :data:`.widening.WIDER_FOR_ACCURACY` are computed in
+a wider dtype and rounded once. Composites without a rule are expanded by their decomposition while
 tracing.
 
 Rules are written for the IR's semantics, not lax's defaults: float max/min reductions
@@ -34,7 +34,7 @@ from ...ir.graph import Graph, Node
 from ...ir.opdef import Kind
 from ...ir.types import Symbol, TensorType
 from .composites import RULES as COMPOSITES
-from .context import LowerCtx, Rule
+from .context import Rule, XlaNodeContext
 from .contraction import RULES as CONTRACTION
 from .conversion import RULES as CONVERSION
 from .elementwise import RULES as ELEMENTWISE
@@ -42,10 +42,11 @@ from .indexing import RULES as INDEXING
 from .products import opaque, products_summed
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
-from .widening import WIDEN, widened
+from .widening import WIDER_FOR_ACCURACY, widened
 
 _RULES: dict[str, Rule] = {**ELEMENTWISE, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
-LOWERINGS: dict[str, Rule] = {name: widened(name, rule) if name in WIDEN else rule for name, rule in _RULES.items()}
+LOWERINGS: dict[str, Rule] = {name: widened(name, rule) if name in WIDER_FOR_ACCURACY else rule
+                              for name, rule in _RULES.items()}
 
 # -- graphs → functions ------------------------------------------------------------------------------
 
@@ -83,7 +84,7 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
     rule = (overrides or {}).get(node_op) or LOWERINGS.get(node_op)
     if rule is not None:
         attrs = {k: _resolve_attr(v, bindings) for k, v in attrs.items()}
-        result = rule(LowerCtx(attrs, in_types, out_types, zero), *args)
+        result = rule(XlaNodeContext(attrs, in_types, out_types, zero), *args)
         return list(result) if isinstance(result, tuple) else [result]
     opdef = OP_TABLE.get(node_op)
     if opdef is None or opdef.kind is Kind.PRIMITIVE:

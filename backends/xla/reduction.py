@@ -8,8 +8,8 @@ Example::
 
     >>> import numpy as np
     >>> from parity.ir import f32
-    >>> from .context import LowerCtx
-    >>> ctx = LowerCtx({"axes": (0,)}, (f32[3],), (f32[()],))
+    >>> from .context import XlaNodeContext
+    >>> ctx = XlaNodeContext({"axes": (0,)}, (f32[3],), (f32[()],))
     >>> float(RULES["reduce_max"](ctx, np.array([1, np.nan, 3], np.float32)))
     nan
 """

@@ -4,8 +4,8 @@ Example::
 
     >>> import numpy as np
     >>> from parity.ir import f32
-    >>> from .context import LowerCtx
-    >>> ctx = LowerCtx({"permutation": (1, 0)}, (f32[2, 3],), (f32[3, 2],))
+    >>> from .context import XlaNodeContext
+    >>> ctx = XlaNodeContext({"permutation": (1, 0)}, (f32[2, 3],), (f32[3, 2],))
     >>> RULES["transpose"](ctx, np.zeros((2, 3), np.float32)).shape
     (3, 2)
 """

@@ -1,13 +1,15 @@
 """Ops XLA computes less accurately than the IR asks in their own dtype: computed wider.
 
-:data:`WIDEN` maps an op name to {dtype: the wider NumPy dtype to compute in}; the driver
-wraps those ops' rules with :func:`widened`, which converts the operands of the node's
-dtype up, runs the rule there and rounds the result once.
+:data:`WIDER_FOR_ACCURACY` maps an op name to {dtype: the wider NumPy dtype to compute
+in}; the driver wraps those ops' rules with :func:`widened`, which converts the operands
+of the node's dtype up, runs the rule there and rounds the result once. (ONNX's
+``legalize.WIDEN`` is another matter: dtypes onnxruntime has no kernel for.)
 
 Example::
 
     >>> from parity.ir.dtypes import DType
-    >>> WIDEN["sinh"][DType.float32], DType.float64 in WIDEN["sinh"]
+    >>> sinh = WIDER_FOR_ACCURACY["sinh"]
+    >>> sinh[DType.float32], DType.float64 in sinh
     (<class 'numpy.float64'>, False)
 """
 
@@ -28,13 +30,13 @@ from .context import Rule, np_dtype
 # overflow, expm1 4.7 ulp, atan 5.3 ulp near 2**-10 and exp2 64 ulp (exp(x ln 2)): all
 # fixed by one more width.
 HALF_IN_F32 = {DType.float16: np.float32, DType.bfloat16: np.float32}
-_WIDEN_ALL = {**HALF_IN_F32, DType.float32: np.float64}
+_FLOATS_UP_TO_F32 = {**HALF_IN_F32, DType.float32: np.float64}
 _PRODUCTS = {DType.float16: np.float64, DType.bfloat16: np.float64, DType.float32: np.float64}
 _TRANSCENDENTAL = ("exp exp2 expm1 log log1p rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh "
                    "atanh erf logistic pow atan2").split()
-WIDEN: dict[str, Mapping[DType, Any]] = {
+WIDER_FOR_ACCURACY: dict[str, Mapping[DType, Any]] = {
     **{name: HALF_IN_F32 for name in _TRANSCENDENTAL + ["log2"]},
-    **{name: _WIDEN_ALL for name in ("sinh", "cosh", "expm1", "exp2", "atan")},
+    **{name: _FLOATS_UP_TO_F32 for name in ("sinh", "cosh", "expm1", "exp2", "atan")},
     # Products in the input type overflow (or reach inf · 0) in XLA's tree order where the
     # exact product is finite: f16/bf16/f32 full-range products measured inf and NaN. All
     # three go to float64: float32 has no more range than bfloat16, so a bf16 running
@@ -49,14 +51,15 @@ WIDEN: dict[str, Mapping[DType, Any]] = {
 
 
 def widened(name: str, rule: Rule) -> Rule:
-    """``rule`` computed in the wider dtype WIDEN[name] gives, then rounded once."""
-    wider = WIDEN[name]
+    """``rule`` computed in the wider dtype WIDER_FOR_ACCURACY[name] gives, then rounded once."""
+    wider = WIDER_FOR_ACCURACY[name]
 
     def widened(ctx, *args):
         dtype = ctx.in_types[0].dtype
         if dtype not in wider:
             return rule(ctx, *args)
-        wide = [lax.convert_element_type(a, wider[dtype]) if a.dtype == np_dtype(dtype) else a for a in args]  # not indices
+        # Only operands of the node's dtype: index operands (scatter's) keep theirs.
+        wide = [lax.convert_element_type(a, wider[dtype]) if a.dtype == np_dtype(dtype) else a for a in args]
         return lax.convert_element_type(rule(ctx, *wide), np_dtype(dtype))
 
     return widened
