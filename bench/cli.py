@@ -14,6 +14,9 @@ from collections.abc import Sequence
 
 # Nothing heavy at import time: `parity --help` and `parity ops` load this module too.
 
+# What the run imports beyond the core (the anchors' stacks), installed by `parity[bench]`.
+BENCH_NEEDS = ("jax", "onnxruntime", "onnxscript")
+
 
 def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
@@ -44,7 +47,12 @@ def run(args: argparse.Namespace) -> int:
     """Run the suite as the parsed ``args`` ask; print the tables, write JSON/PNG."""
     if args.from_json:
         return _replay(args)
-    from ..backends.registry import backend_names
+    from ..backends.registry import backend_names, missing_modules, pip_install_line
+
+    missing = missing_modules(BENCH_NEEDS)
+    if missing:
+        raise SystemExit(f"parity bench: the anchors need {', '.join(missing)}, not installed here. "
+                         f"Run: {pip_install_line('bench')}")
     from .candidates import ANCHORS, make_candidate
     from .suite import default_cold, run_suite
     from .workloads import WORKLOADS

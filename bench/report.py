@@ -132,8 +132,9 @@ def write_json(record: dict, path: str) -> None:
 
 def write_chart(record: dict, path: str) -> None:
     """A PNG: per workload, each candidate's time relative to the best anchor (log scale)."""
-    import matplotlib
+    from ..backends.registry import import_extra
 
+    matplotlib = import_extra("matplotlib", "bench", "parity bench --chart")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .backends.registry import import_extra
+
 __all__ = ["initialize", "is_initialized", "process_count", "process_index", "shutdown"]
 
 
@@ -28,8 +30,7 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int, *,
     once per process, before anything else uses JAX devices. Raises after ``timeout_s``
     seconds if the group does not assemble. (A thin wrapper of ``jax.distributed.initialize``.)
     """
-    import jax
-
+    jax = _jax()
     jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
                                process_id=process_id, local_device_ids=local_device_ids,
                                initialization_timeout=timeout_s)
@@ -37,27 +38,28 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int, *,
 
 def is_initialized() -> bool:
     """Whether :func:`initialize` has run in this process (and :func:`shutdown` has not)."""
-    import jax
-
+    jax = _jax()
     return jax.distributed.is_initialized()
 
 
 def process_index() -> int:
     """This process's id in the group (0 when not distributed)."""
-    import jax
-
+    jax = _jax()
     return jax.process_index()
 
 
 def process_count() -> int:
     """The number of processes in the group (1 when not distributed)."""
-    import jax
-
+    jax = _jax()
     return jax.process_count()
 
 
 def shutdown() -> None:
     """Leave the group (waits for the others at the coordinator)."""
-    import jax
-
+    jax = _jax()
     jax.distributed.shutdown()
+
+
+def _jax():
+    """jax, or an error naming ``pip install 'parity[xla]'`` (it is the xla backend's stack)."""
+    return import_extra("jax", "xla", "parity.distributed")

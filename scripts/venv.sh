@@ -1,6 +1,7 @@
 # Sourced by scripts/main.sh and scripts/test.sh: create or refresh .venv, then activate it.
 # torch==2.13.0 is installed first, explicitly: a bare `torch` requirement would pull a
-# multi-GB CUDA build where the CPU wheel is wanted.
+# multi-GB CUDA build where the CPU wheel is wanted. Then parity with every extra
+# (`[all]`: the xla, onnx and triton stacks, bench, hf) and the test tools (`[test]`, ruff too).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -20,7 +21,7 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q "torch==2.13.0"
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".[all,test]"
   echo "$want" >"$stamp"
 fi
 # shellcheck disable=SC1091
