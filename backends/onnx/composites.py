@@ -32,7 +32,7 @@ from ...ir.ops.pooling import _windows
 from ...ir.types import TensorType
 from .context import LowerCtx
 from .emitter import ONNX_DTYPES
-from .structural import reshape_to
+from .shape import reshape_to
 
 _F16, _BF16, _F32, _F64 = DType.float16, DType.bfloat16, DType.float32, DType.float64
 _FLOATS = frozenset({_F16, _BF16, _F32, _F64})

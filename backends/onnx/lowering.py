@@ -38,14 +38,14 @@ from .context import LowerCtx
 from .elementwise import RULES as ELEMENTWISE
 from .emitter import Emitter, value_info
 from .legalize import UNSUPPORTED, WIDEN
-from .reductions import RULES as REDUCTIONS
-from .structural import RULES as STRUCTURAL
-from .structural import reshape_to
+from .reduction import RULES as REDUCTION
+from .shape import RULES as SHAPE
+from .shape import reshape_to
 
 # The highest opset both the onnx package and onnxruntime 1.32 know (tests check it).
 OPSET = 28
 
-LOWERINGS = {**ELEMENTWISE, **STRUCTURAL, **REDUCTIONS, **COMPOSITES}
+LOWERINGS = {**ELEMENTWISE, **SHAPE, **REDUCTION, **COMPOSITES}
 
 # The operand whose dtype is the op's dtype (OpDef.dtypes); select's operand 0 is its bool mask.
 _TYPED_OPERAND = {"select": 1}

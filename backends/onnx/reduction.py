@@ -27,7 +27,7 @@ from ...ir.ops.reduction import highest, lowest
 from ...ir.ops.window import windowed_size
 from ...ir.types import Symbol
 from .context import LowerCtx
-from .structural import interior_pad, reshape_to, transpose_to
+from .shape import interior_pad, reshape_to, transpose_to
 
 _I32, _I64 = DType.int32, DType.int64
 
