@@ -133,6 +133,6 @@ def test_a_recorded_deviation_excuses_only_its_measured_ratio():
     other = EntryResult("resnet", "reference")
     other.gradients = Check(False, 2.6e-4, "grad w", 3, ratio64=2.07)
     assert _status(other, "gradients")[0] == "fail"
-    elsewhere = EntryResult("mobilenet-v2", "xla")  # recorded for reference and onnx only
+    elsewhere = EntryResult("mobilenet-v2", "xla")  # recorded for reference, onnx and triton only
     elsewhere.gradients = Check(False, 2.6e-4, "grad w", 3, ratio64=2.07)
     assert _status(elsewhere, "gradients")[0] == "fail"
