@@ -7,8 +7,6 @@ import sys
 import tomllib
 import zipfile
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
