@@ -22,6 +22,8 @@ from jax import lax
 
 from ...ir.dtypes import DType
 from ...ir.graph import Graph
+from ...ir.opdef import Group
+from ...ir.ops import ops_in_group
 
 
 # XLA:CPU computes a·b ± c as one fused multiply-add whenever the product and the sum share a
@@ -34,20 +36,18 @@ from ...ir.graph import Graph
 # value, but neither XLA nor LLVM can see through it, so it is never fused. It costs one
 # integer op in the loop (16M chain +5 %, softmax + layer norm +1 %); computing the product
 # in float64 and rounding by reduce_precision was exact too but split XLA's fusions (2.2×).
-_NO_ADD = frozenset({"mul", "div", "max", "min", "clamp", "select", "eq", "ne", "lt", "le", "gt", "ge", "abs",
-                     "is_nan", "is_inf", "is_finite", "convert", "bitcast_convert", "dot_general", "convolution",
-                     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "sort", "top_k"})
+_NO_ADD = frozenset(ops_in_group(Group.NO_FUSED_ADD))
 # ... consumers above never add to their operand (a reduce_sum may fuse a product, within its
-# accumulation bound); these pass the product on unchanged, so their consumers decide:
-_MOVES = frozenset({"reshape", "broadcast_in_dim", "transpose", "slice", "reverse", "concatenate", "pad",
-                    "dynamic_slice", "gather"})
+# accumulation bound); these pass the product on unchanged, so their consumers decide: the
+# shape ops, and the indexing ops that read (dynamic_update_slice is left out, as it always was).
+_MOVES = frozenset(ops_in_group(Group.SHAPE)) | {"gather", "dynamic_slice"}
 _OPAQUE_BITS = {DType.float32: np.int32, DType.float64: np.int64}  # f16/bf16 products are rounded by converts
 
 
 def products_summed(graph: Graph) -> set:
     """The float32/float64 ``mul`` nodes whose result may be fused into an addition: any consumer
     that adds to its operand can absorb it (add, sub, exp's range reduction, a decomposed
-    composite's x - mean), so only the consumers in _NO_ADD leave a product alone."""
+    composite's x - mean), so only the consumers in _NO_ADD (Group.NO_FUSED_ADD) leave a product alone."""
     users = graph.users()
 
     def absorbed(value, depth=0) -> bool:

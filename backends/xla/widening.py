@@ -22,6 +22,7 @@ import numpy as np
 from jax import lax
 
 from ...ir.dtypes import DType
+from ...ir.ops import transcendental
 from .context import Rule, np_dtype
 
 # Computed in a wider type and rounded once (docs/ir.md: "floats are computed in float64
@@ -32,10 +33,8 @@ from .context import Rule, np_dtype
 HALF_IN_F32 = {DType.float16: np.float32, DType.bfloat16: np.float32}
 _FLOATS_UP_TO_F32 = {**HALF_IN_F32, DType.float32: np.float64}
 _PRODUCTS = {DType.float16: np.float64, DType.bfloat16: np.float64, DType.float32: np.float64}
-_TRANSCENDENTAL = ("exp exp2 expm1 log log1p rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh "
-                   "atanh erf logistic pow atan2").split()
 WIDER_FOR_ACCURACY: dict[str, Mapping[DType, Any]] = {
-    **{name: HALF_IN_F32 for name in _TRANSCENDENTAL + ["log2"]},
+    **{name: HALF_IN_F32 for name in transcendental()},
     **{name: _FLOATS_UP_TO_F32 for name in ("sinh", "cosh", "expm1", "exp2", "atan")},
     # Products in the input type overflow (or reach inf · 0) in XLA's tree order where the
     # exact product is finite: f16/bf16/f32 full-range products measured inf and NaN. All
