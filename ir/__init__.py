@@ -14,18 +14,20 @@ Example::
 from .builder import GraphBuilder
 from .dtypes import DType, bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u32
 from .errors import ParityError, ParseError, TypeRuleError, UnsupportedOpError, VerifyError
+from .expand import DecompositionError, decomposition
 from .graph import Graph, Node, SourceLoc, Value
 from .interpreter import evaluate
 from .opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from .ops import OP_TABLE, composites, primitives
 from .parser import parse
+from .shapes import ShapeBindings, ShapeError
 from .types import Symbol, TensorType
 from .verifier import verify
 
 __all__ = [
-    "Accuracy", "AttrKind", "AttrSpec", "DType", "Graph", "GraphBuilder", "Group", "Kind", "Node",
-    "OP_TABLE", "OpDef", "ParityError", "ParseError", "SourceLoc", "Symbol", "TensorType",
-    "TypeRuleError", "UnsupportedOpError", "Value", "VerifyError", "bf16", "bool_", "composites",
-    "evaluate", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "parse", "primitives", "u8", "u32",
-    "verify",
+    "Accuracy", "AttrKind", "AttrSpec", "DType", "DecompositionError", "Graph", "GraphBuilder", "Group",
+    "Kind", "Node", "OP_TABLE", "OpDef", "ParityError", "ParseError", "ShapeBindings", "ShapeError",
+    "SourceLoc", "Symbol", "TensorType", "TypeRuleError", "UnsupportedOpError", "Value", "VerifyError",
+    "bf16", "bool_", "composites", "decomposition", "evaluate", "f16", "f32", "f64", "i8", "i16", "i32",
+    "i64", "parse", "primitives", "u8", "u32", "verify",
 ]

@@ -24,9 +24,11 @@ import numpy as np
 
 from .dtypes import DType
 from .errors import ParityError
+from .expand import decomposition
 from .graph import Graph, Node, Value
 from .opdef import Kind, RefContext
-from .types import Symbol, TensorType
+from .shapes import ShapeBindings
+from .types import TensorType
 
 
 class InterpreterError(ParityError):
@@ -41,11 +43,11 @@ def evaluate(graph: Graph, inputs: Sequence[Any], *, oracle: bool = False) -> li
     """
     if len(inputs) != len(graph.inputs):
         raise InterpreterError(f"graph @{graph.name} takes {len(graph.inputs)} inputs, got {len(inputs)}")
-    bindings: dict[str, int] = {}
+    bindings = ShapeBindings(error=InterpreterError)
     env: dict[Value, np.ndarray] = {}
     for i, (value, array) in enumerate(zip(graph.inputs, inputs)):
         array = np.asarray(array)
-        _bind_shape(value.type, array.shape, bindings, f"input {i}")
+        bindings.bind(value.type, array.shape, f"input {i} of @{graph.name}")
         expected = value.type.dtype.numpy
         if array.dtype != expected:
             if oracle and value.type.dtype.is_float and array.dtype.kind == "f":
@@ -72,22 +74,24 @@ def evaluate_node(
     out_types: Sequence[TensorType],
     *,
     oracle: bool = False,
-    bindings: dict[str, int] | None = None,
+    bindings: ShapeBindings | None = None,
     node: Node | None = None,
 ) -> list[np.ndarray]:
-    """Evaluate one op on already-carried arrays (see :func:`evaluate`)."""
+    """Evaluate one op on already-carried arrays (see :func:`evaluate`). ``bindings``
+    holds the sizes of symbolic dims bound so far (by the graph's inputs)."""
     from .ops import OP_TABLE
 
     opdef = OP_TABLE[op]
-    bindings = {} if bindings is None else bindings
-    in_types = tuple(_resolve(t, bindings) for t in in_types)
+    bindings = ShapeBindings(error=InterpreterError) if bindings is None else bindings
+    in_types = tuple(bindings.resolve(t) for t in in_types)
     for i, (t, a) in enumerate(zip(in_types, args)):
-        _bind_shape(t, a.shape, bindings, f"operand {i} of {op}")
-    in_types = tuple(_resolve(t, bindings) for t in in_types)
-    out_types = tuple(_resolve(t, bindings) for t in out_types)
+        bindings.bind(t, a.shape, f"operand {i} of {op}")
+    in_types = tuple(bindings.resolve(t) for t in in_types)
+    out_types = tuple(bindings.resolve(t) for t in out_types)
     if opdef.kind is Kind.COMPOSITE:
-        return _evaluate_composite(opdef, args, attrs, in_types, oracle)
-    ctx = RefContext(attrs=_resolve_attrs(attrs, bindings), in_types=in_types, out_types=out_types, oracle=oracle)
+        return evaluate(decomposition(op, attrs, in_types, loc=node.loc if node is not None else None), args,
+                        oracle=oracle)
+    ctx = RefContext(attrs=bindings.resolve_attrs(attrs), in_types=in_types, out_types=out_types, oracle=oracle)
     wide = [_widen(a, t.dtype) for a, t in zip(args, in_types)]
     try:
         raw = opdef.reference(ctx, *wide)
@@ -104,16 +108,6 @@ def evaluate_node(
             raise InterpreterError(f"reference of {op} returned shape {result.shape} for result {i}, type says {t}")
         out.append(_round(result, t.dtype, oracle))
     return out
-
-
-def _evaluate_composite(opdef, args, attrs, in_types, oracle) -> list[np.ndarray]:
-    from .builder import GraphBuilder
-
-    b = GraphBuilder(opdef.name)
-    params = [b.input(t) for t in in_types]
-    results = opdef.decompose(b, attrs, *params)
-    results = results if isinstance(results, tuple) else (results,)
-    return evaluate(b.build(list(results)), args, oracle=oracle)
 
 
 def _carry(array: np.ndarray, dtype: DType, oracle: bool) -> np.ndarray:
@@ -136,32 +130,3 @@ def _round(result: np.ndarray, dtype: DType, oracle: bool) -> np.ndarray:
     if result.dtype != dtype.numpy:
         return result.astype(dtype.numpy)
     return result
-
-
-def _bind_shape(t: TensorType, shape: tuple[int, ...], bindings: dict[str, int], what: str) -> None:
-    if len(shape) != t.rank:
-        raise InterpreterError(f"{what} has shape {shape}, expected {t}")
-    for dim, size in zip(t.shape, shape):
-        if isinstance(dim, Symbol):
-            bound = bindings.setdefault(dim.name, size)
-            if bound != size:
-                raise InterpreterError(f"{what}: dimension {dim} is {size} here but {bound} elsewhere")
-        elif dim != size:
-            raise InterpreterError(f"{what} has shape {shape}, expected {t}")
-
-
-def _resolve(t: TensorType, bindings: Mapping[str, int]) -> TensorType:
-    if t.is_static:
-        return t
-    return t.with_shape(bindings.get(d.name, d) if isinstance(d, Symbol) else d for d in t.shape)
-
-
-def _resolve_attrs(attrs: Mapping[str, Any], bindings: Mapping[str, int]) -> Mapping[str, Any]:
-    def resolve(v):
-        if isinstance(v, Symbol):
-            return bindings.get(v.name, v)
-        if isinstance(v, tuple):
-            return tuple(resolve(x) for x in v)
-        return v
-
-    return {k: resolve(v) for k, v in attrs.items()}

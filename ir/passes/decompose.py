@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..builder import GraphBuilder
-from ..errors import ParityError
+from ..expand import DecompositionError, decomposition
 from ..graph import Graph, Node, SourceLoc, Value
 from ..opdef import Kind
 from .rewrite import Rewrite
 
 MAX_DEPTH = 32  # deeper nesting means a decomposition that (indirectly) uses itself
 
-
-class DecompositionError(ParityError):
-    """A composite's decomposition is broken (wrong result types, recursion, foreign values)."""
+__all__ = ["MAX_DEPTH", "DecompositionError", "decompose"]
 
 
 def decompose(graph: Graph, claimed: Callable[[str], bool]) -> tuple[Graph, bool]:
@@ -67,26 +64,10 @@ class _Expander:
             raise DecompositionError(f"decomposition of {chain[0]} recurses: {' -> '.join(chain)}"
                                      + (f" (at {loc})" if loc else ""))
         self.changed = True
-        sub = GraphBuilder(node.op)
-        params = [sub.input(v.type) for v in inputs]
-        with sub.location(loc):
-            results = opdef.decompose(sub, node.attrs, *params)
-        results = list(results) if isinstance(results, tuple) else [results]
-        got = [getattr(v, "type", v) for v in results]
-        want = [v.type for v in node.outputs]
-        if got != want:
-            raise DecompositionError(f"decomposition of {node.op} returns ({', '.join(map(str, got))}), "
-                                     f"its type rule says ({', '.join(map(str, want))})")
-        env: dict[Value, Value] = dict(zip(params, inputs))
+        sub = decomposition(node.op, node.attrs, [v.type for v in inputs],
+                            out_types=[v.type for v in node.outputs], loc=loc)
+        env: dict[Value, Value] = dict(zip(sub.inputs, inputs))
         for sub_node in sub.nodes:
-            try:
-                operands = [env[v] for v in sub_node.inputs]
-            except KeyError:
-                raise DecompositionError(f"decomposition of {node.op} reads a value it did not build "
-                                         f"(in its {sub_node.op} node); build everything on the given builder"
-                                         ) from None
+            operands = [env[v] for v in sub_node.inputs]
             env.update(zip(sub_node.outputs, self.expand(sub_node, operands, loc, chain)))
-        try:
-            return [env[v] for v in results]
-        except KeyError:
-            raise DecompositionError(f"decomposition of {node.op} returns a value it did not build") from None
+        return [env[v] for v in sub.outputs]
