@@ -12,6 +12,7 @@ Example::
 """
 
 from .builder import GraphBuilder
+from .context import NodeContext, ReferenceContext
 from .dtypes import DType, bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u32
 from .errors import ParityError, ParseError, TypeRuleError, UnsupportedOpError, VerifyError
 from .expand import DecompositionError, decomposition
@@ -26,8 +27,9 @@ from .verifier import verify
 
 __all__ = [
     "Accuracy", "AttrKind", "AttrSpec", "DType", "DecompositionError", "Graph", "GraphBuilder", "Group",
-    "Kind", "Node", "OP_TABLE", "OpDef", "ParityError", "ParseError", "ShapeBindings", "ShapeError",
-    "SourceLoc", "Symbol", "TensorType", "TypeRuleError", "UnsupportedOpError", "Value", "VerifyError",
-    "bf16", "bool_", "composites", "decomposition", "evaluate", "f16", "f32", "f64", "i8", "i16", "i32",
-    "i64", "parse", "primitives", "u8", "u32", "verify",
+    "Kind", "Node", "NodeContext", "OP_TABLE", "OpDef", "ParityError", "ParseError", "ReferenceContext",
+    "ShapeBindings", "ShapeError", "SourceLoc", "Symbol", "TensorType", "TypeRuleError",
+    "UnsupportedOpError", "Value", "VerifyError", "bf16", "bool_", "composites", "decomposition",
+    "evaluate", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "parse", "primitives", "u8", "u32",
+    "verify",
 ]

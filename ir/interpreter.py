@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from .context import ReferenceContext
 from .dtypes import DType
 from .errors import ParityError
 from .expand import decomposition
 from .graph import Graph, Node, Value
-from .opdef import Kind, RefContext
+from .opdef import Kind
 from .shapes import ShapeBindings
 from .types import TensorType
 
@@ -91,7 +92,7 @@ def evaluate_node(
     if opdef.kind is Kind.COMPOSITE:
         return evaluate(decomposition(op, attrs, in_types, loc=node.loc if node is not None else None), args,
                         oracle=oracle)
-    ctx = RefContext(attrs=bindings.resolve_attrs(attrs), in_types=in_types, out_types=out_types, oracle=oracle)
+    ctx = ReferenceContext(attrs=bindings.resolve_attrs(attrs), in_types=in_types, out_types=out_types, oracle=oracle)
     wide = [_widen(a, t.dtype) for a, t in zip(args, in_types)]
     try:
         raw = opdef.reference(ctx, *wide)

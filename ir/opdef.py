@@ -96,22 +96,6 @@ class AttrSpec:
         return self.default is REQUIRED
 
 
-@dataclass(frozen=True)
-class RefContext:
-    """What a reference implementation sees besides its operands.
-
-    Float operands arrive as float64 arrays (the interpreter computes every float op in
-    float64 and rounds once to the output dtype, or not at all in oracle mode); integer
-    and bool operands arrive in their own dtype. ``in_types``/``out_types`` are the
-    node's declared types with symbols resolved.
-    """
-
-    attrs: Mapping[str, Any]
-    in_types: tuple[TensorType, ...]
-    out_types: tuple[TensorType, ...]
-    oracle: bool = False
-
-
 InferFn = Callable[[Sequence[TensorType], Mapping[str, Any]], Sequence[TensorType]]
 ReferenceFn = Callable[..., Any]
 DecomposeFn = Callable[..., Any]
@@ -127,7 +111,8 @@ class OpDef:
     since its operand 0 is the bool predicate): that operand's dtype is "the op's dtype",
     the one conformance sweeps and backends' claims name (:meth:`op_dtype`). ``infer`` returns the
     result types or raises :class:`TypeRuleError`. Primitives set ``reference``:
-    ``reference(ctx, *arrays) -> array | tuple[array, ...]``. Composites set
+    ``reference(ctx, *arrays) -> array | tuple[array, ...]``, ``ctx`` a
+    :class:`~parity.ir.context.ReferenceContext`. Composites set
     ``decompose``: ``decompose(builder, attrs, *values) -> Value | tuple[Value, ...]``.
     """
 
