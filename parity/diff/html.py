@@ -3,7 +3,7 @@
 One self-contained file (inline CSS, SVG, the JSON report embedded as
 ``<script type="application/json" id="diff-data">``). Each graph is drawn left to right by
 depth; every node is a box whose **left half** is coloured by its local error (green
-within the contract, shading to orange at the bound, red over it) and whose **right half**
+within the contract, shading to amber at the bound, red over it) and whose **right half**
 by its carried error (pale to deep purple with ULPs from the end-to-end reference). The
 worst path — from the guiltiest node to an output, along the largest carried error — is
 drawn in thick black. Hovering a node shows its row; the ranked table follows the graphs.
@@ -30,7 +30,8 @@ from .terminal import number
 BUG_RED = "#e31a1c"  # local error over the contract (the screenshot test looks for it)
 ERROR_RED = "#8b0000"
 PATH_BLACK = "#111111"
-_BOX_W, _BOX_H, _DX, _DY, _PAD = 26, 14, 40, 22, 24
+_BOX_W, _BOX_H, _DX, _DY, _PAD = 28, 16, 60, 30, 24
+_LABELS_UP_TO = 80  # nodes per graph: op names are drawn above the boxes of smaller graphs
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222}
@@ -55,7 +56,7 @@ def local_colour(row: NodeRow) -> str:
     if row.local_ratio > 1:
         return BUG_RED
     v = min(max(math.log10(max(row.local_ratio, 1e-6)) + 3, 0.0), 3.0) / 3  # 1e-3 .. 1 of the bound
-    return f"hsl({130 - 100 * v:.0f},60%,{80 - 25 * v:.0f}%)"
+    return f"hsl({130 - 85 * v:.0f},60%,{80 - 20 * v:.0f}%)"  # green, to amber at the bound
 
 
 def carried_colour(row: NodeRow) -> str:
@@ -87,6 +88,7 @@ def _svg(rows: list[NodeRow], path: set[str]) -> str:
     height = _PAD * 2 + _DY * (1 + max((line for _, line in where.values()), default=0))
     centre = {n: (_PAD + _DX * (c - 1) + _BOX_W / 2, _PAD + _DY * line + _BOX_H / 2) for n, (c, line) in where.items()}
     on_path = {r.node for r in rows if r.key in path}
+    labels = len(rows) <= _LABELS_UP_TO
     edges, boxes = [], []
     for r in rows:
         x2, y2 = centre[r.node]
@@ -106,7 +108,9 @@ def _svg(rows: list[NodeRow], path: set[str]) -> str:
                      f'<rect x="{x:.0f}" y="{y:.0f}" width="{_BOX_W // 2}" height="{_BOX_H}" fill="{local_colour(r)}"/>'
                      f'<rect x="{x + _BOX_W // 2:.0f}" y="{y:.0f}" width="{_BOX_W // 2}" height="{_BOX_H}" '
                      f'fill="{carried_colour(r)}"/>'
-                     f'<rect x="{x:.0f}" y="{y:.0f}" width="{_BOX_W}" height="{_BOX_H}" fill="none" {outline}/></g>')
+                     f'<rect x="{x:.0f}" y="{y:.0f}" width="{_BOX_W}" height="{_BOX_H}" fill="none" {outline}/>'
+                     + (f'<text x="{x:.0f}" y="{y - 2:.0f}">{html.escape(r.op[:8])}</text>' if labels else "")
+                     + "</g>")
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'
             + "".join(edges) + "".join(boxes) + "</svg>")
 
@@ -135,7 +139,7 @@ def to_html(report: DiffReport, *, top: int = 50) -> str:
         sections.append(f"<h2>graph {g.index}: {g.kind}, {g.nodes} nodes</h2>"
                         f'<div class="graph">{_svg(rows, path)}</div>')
     legend = ('<p class="legend">left half, local error / bound: <span style="background:hsl(130,60%,80%)">≪ 1'
-              '</span><span style="background:hsl(30,60%,55%)">≈ 1</span>'
+              '</span><span style="background:hsl(45,60%,60%)">≈ 1</span>'
               f'<span style="background:{BUG_RED};color:#fff">over: backend bug</span>'
               ' right half, carried ULPs: <span style="background:hsl(275,60%,94%)">≤ 1</span>'
               '<span style="background:hsl(275,60%,63%)">10³</span><span style="background:hsl(275,60%,32%);'

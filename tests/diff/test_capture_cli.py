@@ -73,3 +73,16 @@ def test_cli_explains_missing_inputs(tmp_path, capsys):
     assert "define fn.example_args" in capsys.readouterr().out
     assert main(["diff", f"{script}:nope"]) == 2
     assert main(["diff", "no_such_file.py:fn"]) == 2
+
+
+def test_cli_runs_the_docs_example_script(tmp_path, capsys):
+    """docs/diff.md's model.py: a module with example_args, and a function with example_inputs()."""
+    import pathlib
+
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "diff.md").read_text(encoding="utf-8")
+    script = doc.split("# model.py\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "model.py").write_text(script, encoding="utf-8")
+    assert main(["diff", f"{tmp_path / 'model.py'}:net", "--no-backward"]) == 0
+    assert main(["diff", f"{tmp_path / 'model.py'}:fn"]) == 0
+    out = capsys.readouterr().out
+    assert "dot_general" in out and "exp" in out
