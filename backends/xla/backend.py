@@ -346,7 +346,12 @@ class XlaBackend(Backend):
             compiled = plain.compile(options)
             if target.platform != "cpu" or not fuses_products(compiled.as_text()):
                 return compiled
-            return jax.jit(graph_function(graph, run_time_zero=True)).lower(*specs).compile(options)
+            protected = jax.jit(graph_function(graph, run_time_zero=True)).lower(*specs)
+            if protected.as_text() == plain.as_text():
+                # No product to protect: the fused multiply is a rule's own (f64 log1p's, exp2's),
+                # and the same module would compile to the same executable a second time.
+                return compiled
+            return protected.compile(options)
 
 
 def export_stablehlo(graph: Graph, shapes: dict[str, int] | None = None) -> str:

@@ -10,6 +10,7 @@ import torch
 from parity.backends import get_backend
 from parity.backends.xla import LOWERINGS, XlaBackend, XlaDeviceError, export_stablehlo
 from parity.backends.xla.backend import _as_array, installed_platforms
+from parity.backends.xla.lowering import graph_function
 from parity.ir import DType, GraphBuilder, Symbol, UnsupportedOpError, bf16, evaluate, f32, f64, i64, primitives
 from parity.ir.ops import OP_TABLE
 from parity.ir.opdef import Kind
@@ -233,3 +234,45 @@ def test_small_cpu_outputs_are_numpy_views_and_large_ones_jax_arrays_for_dlpack(
     assert isinstance(large, jax.Array)
     wrapped = torch.from_dlpack(large)
     assert wrapped.data_ptr() == large.unsafe_buffer_pointer() and bool((wrapped == 4.0).all())
+
+
+def _xla_compiles(monkeypatch) -> list:
+    """Every XLA compilation from now on (jax.stages.Lowered.compile calls)."""
+    calls = []
+    compile_ = jax.stages.Lowered.compile
+
+    def counting(self, *args, **kwargs):
+        calls.append(self)
+        return compile_(self, *args, **kwargs)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", counting)
+    return calls
+
+
+@pytest.mark.parametrize("op", ["log1p", "sinh"])
+def test_a_graph_without_products_to_protect_compiles_once(monkeypatch, op):
+    # f64 log1p/sinh's own rules fuse a multiply with an add, so the first compile's check
+    # fires; with no IR product to protect the second module would be the same one.
+    compiles = _xla_compiles(monkeypatch)
+    b = GraphBuilder(op)
+    x = b.input(f64[64])
+    graph = b.build([getattr(b, op)(x)])
+    run = XlaBackend().compile(graph, "cpu")
+    assert len(compiles) == 1
+    data = np.linspace(-0.9, 3, 64)
+    with jax.enable_x64(True):  # bit for bit what the protected compile, once made as well, gives
+        protected = jax.jit(graph_function(graph, run_time_zero=True))(data, np.int32(0))[0]
+    np.testing.assert_array_equal(run(data)[0], np.asarray(protected))
+
+
+def test_a_product_fused_into_a_sum_is_compiled_again_protected(monkeypatch):
+    compiles = _xla_compiles(monkeypatch)
+    b = GraphBuilder("fma")
+    x, y, z = b.input(f32[64]), b.input(f32[64]), b.input(f32[64])
+    run = XlaBackend().compile(b.build([b.sub(b.mul(x, y), z)]), "cpu")
+    assert len(compiles) == 2
+    # Under cancellation a fused multiply-add would return the product's rounding error.
+    rng = np.random.default_rng(0)
+    x_, y_ = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    z_ = x_ * y_
+    np.testing.assert_array_equal(run(x_, y_, z_)[0], np.zeros(64, np.float32))
