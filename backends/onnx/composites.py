@@ -30,7 +30,7 @@ import numpy as np
 from ...ir.dtypes import DType
 from ...ir.ops.pooling import _windows
 from ...ir.types import TensorType
-from .context import LowerCtx
+from .context import OnnxNodeContext
 from .emitter import ONNX_DTYPES
 from .shape import reshape_to
 
@@ -55,7 +55,7 @@ def _eps_exact(attrs, in_types) -> bool:
     return in_types[0].dtype is not _F64 or float(np.float32(eps)) == eps
 
 
-def _stash(ctx: LowerCtx) -> int:
+def _stash(ctx: OnnxNodeContext) -> int:
     """Compute the statistics in the operand's own type (float32 after widening, or float64)."""
     return ONNX_DTYPES[ctx.dtype]
 
@@ -123,7 +123,7 @@ def _same_label_sizes(attrs, in_types) -> bool:
     return True
 
 
-def _pool_attrs(ctx: LowerCtx, op: str) -> dict:
+def _pool_attrs(ctx: OnnxNodeContext, op: str) -> dict:
     """Window geometry as explicit pads: torch's ceil_mode windows become extra high padding."""
     windows = _windows(op, ctx.in_types[0], ctx.attrs)
     return dict(kernel_shape=[w.kernel for w in windows], strides=[w.stride for w in windows],

@@ -23,7 +23,9 @@ _BITS = {DType.float16: DType.int16, DType.bfloat16: DType.int16, DType.float32:
 
 
 @dataclass(frozen=True)
-class LowerCtx:
+class OnnxNodeContext:
+    """One IR node as an ONNX lowering rule sees it, with the emitter that writes its nodes."""
+
     em: Emitter
     op_name: str
     attrs: Mapping[str, Any]

@@ -23,7 +23,7 @@ import math
 from onnx import TensorProto
 
 from ...ir.dtypes import DType
-from .context import LowerCtx
+from .context import OnnxNodeContext
 from .emitter import ONNX_DTYPES
 
 # IR op -> ONNX op with exactly the IR's semantics on every dtype the op takes.
@@ -48,7 +48,7 @@ BITWISE = {"bitwise_and": ("BitwiseAnd", "And"), "bitwise_or": ("BitwiseOr", "Or
 
 
 def _direct(op_type: str):
-    def rule(ctx: LowerCtx, *xs):
+    def rule(ctx: OnnxNodeContext, *xs):
         return ctx.op(op_type, *xs)
 
     rule.__name__ = op_type
@@ -56,7 +56,7 @@ def _direct(op_type: str):
 
 
 def _bitwise(int_op: str, bool_op: str):
-    def rule(ctx: LowerCtx, *xs):
+    def rule(ctx: OnnxNodeContext, *xs):
         return ctx.op(bool_op if ctx.dtype.is_bool else int_op, *xs)
 
     return rule

@@ -34,10 +34,10 @@ from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
 from .composites import NATIVE
 from .composites import RULES as COMPOSITES
-from .context import LowerCtx
+from .context import OnnxNodeContext
 from .elementwise import RULES as ELEMENTWISE
 from .emitter import Emitter, value_info
-from .legalize import UNSUPPORTED, WIDEN
+from .legalize import COMPUTE_IN_WIDER, UNSUPPORTED
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
 from .shape import reshape_to
@@ -46,9 +46,6 @@ from .shape import reshape_to
 OPSET = 28
 
 LOWERINGS = {**ELEMENTWISE, **SHAPE, **REDUCTION, **COMPOSITES}
-
-# The operand whose dtype is the op's dtype (OpDef.dtypes); select's operand 0 is its bool mask.
-_TYPED_OPERAND = {"select": 1}
 
 
 def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] | None = None,
@@ -125,7 +122,7 @@ def _conv_bias_adds(graph: Graph, legalize: bool) -> dict[Node, tuple[Node, obje
             conv, bcast = c.producer, bb.producer
             if (conv is None or conv.op != "convolution" or bcast is None or bcast.op != "broadcast_in_dim"
                     or c.type.dtype is not DType.float32 or len(users.get(c, ())) != 1 or c in graph.outputs
-                    or (legalize and ("convolution", DType.float32) in WIDEN)):
+                    or (legalize and ("convolution", DType.float32) in COMPUTE_IN_WIDER)):
                 continue
             bias = bcast.inputs[0]
             if bias.type.rank == 1 and tuple(bcast.attrs["broadcast_dimensions"]) == (1,) and conv not in (
@@ -163,7 +160,7 @@ class _Views:
         if name not in self.expanded:
             dtype = value.type.dtype
             # ORT has no bfloat16 Expand: Cast around it (exact)
-            wide = WIDEN.get(("broadcast_in_dim", dtype)) if self.legalize else None
+            wide = COMPUTE_IN_WIDER.get(("broadcast_in_dim", dtype)) if self.legalize else None
             x = name if wide is None else self.em.cast(name, wide)
             x = self.em.op("Expand", x, self.em.shape(value.type.shape))
             self.expanded[name] = x if wide is None else self.em.cast(x, dtype)
@@ -174,7 +171,8 @@ class _Views:
         view = [1] * len(shape)
         for i, d in enumerate(dims):
             view[d] = node.inputs[0].type.shape[i]
-        ctx = LowerCtx(self.em, node.op, node.attrs, (node.inputs[0].type,), (node.outputs[0].type,))
+        ctx = OnnxNodeContext(self.em, node.op, node.attrs, (node.inputs[0].type,),
+                              (node.outputs[0].type,))
         name = reshape_to(ctx, x, view, node.inputs[0].type.shape)
         if tuple(view) != tuple(shape):
             if name == x:
@@ -205,8 +203,9 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
         # Every result is empty: several ORT kernels reject empty inputs (LayerNormalization,
         # RMSNormalization, Trilu's Reshape), and there is nothing to compute.
         return [em.const(np.zeros(t.shape, t.dtype.numpy)) for t in out_types]
-    first = _TYPED_OPERAND.get(node.op, 0)
-    dtype = (in_types[first:] or out_types)[0].dtype
+    opdef = OP_TABLE[node.op]
+    first = opdef.dtype_operand  # select's operand 0 is its bool mask: not widened
+    dtype = opdef.op_dtype(in_types, out_types)
     native = NATIVE.get(node.op)
     if native is not None and (dtype not in native.dtypes
                                or native.fits is not None and not native.fits(node.attrs, in_types)):
@@ -217,7 +216,7 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
         if reason is not None:
             raise UnsupportedOpError(f"the onnx backend does not run {node.op!r} on {dtype.short}{where}: "
                                      f"{reason}; use backend='reference' or 'xla', or convert the operand")
-        wide = WIDEN.get((node.op, dtype))
+        wide = COMPUTE_IN_WIDER.get((node.op, dtype))
     if wide is not None:
         widened = [i >= first and t.dtype is dtype for i, t in enumerate(in_types)]
         casts: dict[str, str] = {}
@@ -227,7 +226,8 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
         operands = [casts[x] if w else x for x, w in zip(operands, widened)]
         in_types = tuple(t.with_dtype(wide) if w else t for t, w in zip(in_types, widened))
         out_types = tuple(t.with_dtype(wide) if t.dtype is dtype else t for t in out_types)
-    ctx = LowerCtx(em, node.op, node.attrs, in_types, out_types, where, dtype if wide is not None else None)
+    semantic = dtype if wide is not None else None
+    ctx = OnnxNodeContext(em, node.op, node.attrs, in_types, out_types, where, semantic)
     results = rule(ctx, *operands)
     results = list(results) if isinstance(results, tuple) else [results]
     if wide is not None:
@@ -253,7 +253,7 @@ def _narrow(em: Emitter, x: str, wide, t) -> str:
     """Cast a widened result back, rounding once (float64 → f16/bf16 goes through round-to-odd:
     ORT's Cast would round twice, via float32)."""
     if wide is DType.float64 and t.dtype in (DType.float16, DType.bfloat16):
-        ctx = LowerCtx(em, "convert", {"dtype": t.dtype}, (t.with_dtype(wide),), (t,))
+        ctx = OnnxNodeContext(em, "convert", {"dtype": t.dtype}, (t.with_dtype(wide),), (t,))
         return ELEMENTWISE["convert"](ctx, x)
     return em.cast(x, t.dtype)
 

@@ -26,33 +26,33 @@ from ...ir.dtypes import DType
 from ...ir.ops.reduction import highest, lowest
 from ...ir.ops.window import windowed_size
 from ...ir.types import Symbol
-from .context import LowerCtx
+from .context import OnnxNodeContext
 from .shape import interior_pad, reshape_to, transpose_to
 
 _I32, _I64 = DType.int32, DType.int64
 
 
-def _reduce(ctx: LowerCtx, op_type: str, x: str, axes: Sequence[int], **attrs) -> str:
+def _reduce(ctx: OnnxNodeContext, op_type: str, x: str, axes: Sequence[int], **attrs) -> str:
     return ctx.op(op_type, x, ctx.em.ints(axes), keepdims=0, **attrs)
 
 
-def _any_nan(ctx: LowerCtx, x: str, axes: Sequence[int]) -> str:
+def _any_nan(ctx: OnnxNodeContext, x: str, axes: Sequence[int]) -> str:
     nan = ctx.cast(ctx.op("IsNaN", x), _I32)
     return ctx.op("Greater", _reduce(ctx, "ReduceMax", nan, axes), ctx.scalar(0, _I32))  # empty: INT_MIN
 
 
-def _nan_propagating(ctx: LowerCtx, op_type: str, x: str, axes: Sequence[int], dtype: DType) -> str:
+def _nan_propagating(ctx: OnnxNodeContext, op_type: str, x: str, axes: Sequence[int], dtype: DType) -> str:
     out = _reduce(ctx, op_type, x, axes)
     if not dtype.is_float:
         return out
     return ctx.where(_any_nan(ctx, x, axes), ctx.scalar(np.nan, dtype), out, dtype)
 
 
-def _plus_zero(ctx: LowerCtx, x: str, dtype: DType) -> str:
+def _plus_zero(ctx: OnnxNodeContext, x: str, dtype: DType) -> str:
     return ctx.op("Add", x, ctx.scalar(0.0, dtype)) if dtype.is_float else x
 
 
-def _fold_by_scan(ctx: LowerCtx, scan_op: str, x: str, shape, axes: Sequence[int], identity) -> str:
+def _fold_by_scan(ctx: OnnxNodeContext, scan_op: str, x: str, shape, axes: Sequence[int], identity) -> str:
     """Reduce ``axes`` by scanning them (flattened, last) and taking the last element.
 
     ORT's integer ReduceSum/ReduceProd saturate or go through double and its float
@@ -69,7 +69,7 @@ def _fold_by_scan(ctx: LowerCtx, scan_op: str, x: str, shape, axes: Sequence[int
     return ctx.op("Squeeze", last, ctx.em.ints([-1]))
 
 
-def _sum(ctx: LowerCtx, x: str, shape, axes: Sequence[int]) -> str:
+def _sum(ctx: OnnxNodeContext, x: str, shape, axes: Sequence[int]) -> str:
     if ctx.dtype.is_float:
         return _plus_zero(ctx, _reduce(ctx, "ReduceSum", x, axes), ctx.dtype)
     return _fold_by_scan(ctx, "CumSum", x, shape, axes, 0)

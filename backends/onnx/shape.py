@@ -24,18 +24,18 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.types import Dim, Symbol
-from .context import LowerCtx
+from .context import OnnxNodeContext
 from .emitter import ShapeEntry
 
 _I64 = DType.int64
 _INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
-def constant(ctx: LowerCtx):
+def constant(ctx: OnnxNodeContext):
     return ctx.em.const(ctx.attrs["value"])
 
 
-def iota(ctx: LowerCtx):
+def iota(ctx: OnnxNodeContext):
     t, dim = ctx.out, ctx.attrs["dimension"]
     size = t.shape[dim]
     limit = ctx.scalar(size, _I64) if isinstance(size, int) else ctx.op("Squeeze", ctx.em.symbol(size))
@@ -48,7 +48,7 @@ def iota(ctx: LowerCtx):
     return ctx.expand(line, view, t.shape)
 
 
-def reshape_to(ctx: LowerCtx, x: str, entries: Sequence[ShapeEntry], current: Sequence[Dim]) -> str:
+def reshape_to(ctx: OnnxNodeContext, x: str, entries: Sequence[ShapeEntry], current: Sequence[Dim]) -> str:
     """Reshape unless ``entries`` (products as tuples) already is ``current``."""
     flat = [e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in entries]
     if list(flat) == list(current):
@@ -56,7 +56,7 @@ def reshape_to(ctx: LowerCtx, x: str, entries: Sequence[ShapeEntry], current: Se
     return ctx.op("Reshape", x, ctx.em.shape(flat), allowzero=1)  # allowzero: a 0 is a size, not "copy"
 
 
-def transpose_to(ctx: LowerCtx, x: str, perm: Sequence[int]) -> str:
+def transpose_to(ctx: OnnxNodeContext, x: str, perm: Sequence[int]) -> str:
     return x if list(perm) == sorted(perm) else ctx.op("Transpose", x, perm=list(perm))
 
 
@@ -89,7 +89,7 @@ def concatenate(ctx, *xs):
     return ctx.op("Concat", *xs, axis=ctx.attrs["dimension"])
 
 
-def interior_pad(ctx: LowerCtx, x: str, shape: list[Dim], inner: Sequence[int], value: str) -> tuple[str, list]:
+def interior_pad(ctx: OnnxNodeContext, x: str, shape: list[Dim], inner: Sequence[int], value: str) -> tuple[str, list]:
     """Insert ``inner[d]`` copies of ``value`` between neighbours along each dim d."""
     shape = list(shape)
     for d, k in enumerate(inner):
@@ -131,12 +131,12 @@ def reverse(ctx, x):
 # -- indexing -----------------------------------------------------------------------------
 
 
-def _dim(ctx: LowerCtx, d: Dim) -> str:
+def _dim(ctx: OnnxNodeContext, d: Dim) -> str:
     """A rank-0 int64 holding dim ``d``."""
     return ctx.scalar(d, _I64) if isinstance(d, int) else ctx.op("Squeeze", ctx.em.symbol(d))
 
 
-def _clamped_indices(ctx: LowerCtx, indices: str, index_dtype: DType, size: Dim) -> str:
+def _clamped_indices(ctx: OnnxNodeContext, indices: str, index_dtype: DType, size: Dim) -> str:
     if index_dtype is not _I64:
         indices = ctx.cast(indices, _I64)
     high = ctx.op("Sub", _dim(ctx, size), ctx.scalar(1, _I64))
@@ -162,7 +162,7 @@ def scatter(ctx, x, indices, updates):
     return ctx.op("ScatterElements", x, idx, updates, axis=axis, reduction=reduction)
 
 
-def _clamped_starts(ctx: LowerCtx, starts: Sequence[str], start_dtype: DType, x_shape, window) -> str:
+def _clamped_starts(ctx: OnnxNodeContext, starts: Sequence[str], start_dtype: DType, x_shape, window) -> str:
     """The starts as one int64 vector, clamped to [0, dim - window size] per dim."""
     pieces = [ctx.op("Reshape", s if start_dtype is _I64 else ctx.cast(s, _I64), ctx.em.ints([1])) for s in starts]
     vector = pieces[0] if len(pieces) == 1 else ctx.op("Concat", *pieces, axis=0)

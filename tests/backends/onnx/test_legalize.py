@@ -16,7 +16,7 @@ from probe_kernels import gaps  # noqa: E402
 
 from parity.backends.onnx import OPSET, to_model  # noqa: E402
 from parity.backends.registry import get_backend  # noqa: E402
-from parity.backends.onnx.legalize import GAPS, PRECISION, UNSUPPORTED, WIDEN  # noqa: E402
+from parity.backends.onnx.legalize import COMPUTE_IN_WIDER, GAPS, PRECISION, UNSUPPORTED  # noqa: E402
 from parity.ir import DType, GraphBuilder, bf16, f16, f32  # noqa: E402
 
 
@@ -30,7 +30,7 @@ def test_table_lists_exactly_the_kernel_gaps():
 
 
 def test_precision_widening_is_separate_from_gaps():
-    assert all(WIDEN[key] is wide for key, (wide, _) in PRECISION.items())
+    assert all(COMPUTE_IN_WIDER[key] is wide for key, (wide, _) in PRECISION.items())
     assert not set(PRECISION) & set(UNSUPPORTED)
 
 
