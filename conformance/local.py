@@ -32,20 +32,11 @@ import numpy as np
 from ..ir.builder import GraphBuilder
 from ..ir.graph import Graph, Node
 from ..ir.interpreter import evaluate, evaluate_node
+from ..ir.ops import node_dtype  # the dtype a node's bound is keyed by (select: on_true's)
 from .bounds import Scale, bound_for, terms
 from .case import Case
 from .declared import NOTHING, Declared
 from .metrics import Measurement
-
-_DTYPE_OPERAND = {"select": 1}  # as runner.node_dtype: the operand the op table's dtypes speak of
-
-
-def node_dtype(node: Node):
-    """The dtype a node's claims and bounds are keyed by (first operand's; select: on_true's)."""
-    if not node.inputs:
-        return node.outputs[0].type.dtype
-    return node.inputs[_DTYPE_OPERAND.get(node.op, 0)].type.dtype
-
 
 def undefined_mask(op: str, attrs, operands: Sequence[np.ndarray], n_outputs: int) -> list[np.ndarray | None]:
     """Per output, the elements whose value the op defines (None: all of them)."""

@@ -39,8 +39,9 @@ import numpy as np
 from ..backends.base import ANY_OP, Backend, Deviation
 from ..backends.registry import BackendNotFound, backend_names, get_backend
 from ..ir.dtypes import DType
-from ..ir.graph import Graph, Node
+from ..ir.graph import Graph
 from ..ir.interpreter import evaluate
+from ..ir.ops import node_dtype
 from ..ir.passes import decompose
 from . import opdb, regressions
 from .case import Case
@@ -52,18 +53,6 @@ from .opdb.common import EDGE, LONG
 # Cell statuses, worst first (a row of the matrix shows its worst cell).
 FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN = "fail", "deviation", "pass", "unsupported", "not run"
 STATUS_ORDER = (FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
-
-# The operand whose dtype an op's claims and OpDef.dtypes speak of (default: operand 0).
-_DTYPE_OPERAND = {"select": 1}
-
-
-def node_dtype(node: Node) -> DType:
-    """The dtype that claims are keyed by: the first operand's (select: on_true's);
-    the result's for ops without operands."""
-    if not node.inputs:
-        return node.outputs[0].type.dtype
-    return node.inputs[_DTYPE_OPERAND.get(node.op, 0)].type.dtype
-
 
 @dataclass
 class CaseResult:

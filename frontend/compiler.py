@@ -24,7 +24,7 @@ from ..ir.builder import GraphBuilder
 from ..ir.errors import ParityError
 from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
-from ..ir.ops import OP_TABLE
+from ..ir.ops import OP_TABLE, node_dtype
 from .errors import InternalError, UnsupportedAtenOp, warning_text
 from .sharding import apply_sharding
 from .tensors import array_converter, result_converter
@@ -126,7 +126,7 @@ class ClaimCheck:
     def __call__(self, node: Node) -> str | None:
         op = node.op
         claim = self.claims.get(op)
-        dtype = node.inputs[0].type.dtype if node.inputs else node.outputs[0].type.dtype
+        dtype = node_dtype(node)  # the op's dtype as claims key it (select: on_true's, not the predicate's)
         if claim is not None and dtype in claim.dtypes:
             return None
         opdef = OP_TABLE[op]

@@ -1,9 +1,10 @@
 """The op database: every op of the op table with sample inputs over every dtype it
 accepts, edge cases, and error inputs its type rule must reject.
 
-One module per op family; each lists the ops it covers (``OPS``), builds its cases
-(``cases()``) and declares its error inputs (``ERRORS``). Nothing registers itself:
-:data:`FAMILIES` is the explicit list.
+One module per op family; each names the op-table families it covers
+(``IR_FAMILIES``, so its ``OPS`` follow from the table), builds its cases (``cases()``)
+and declares its error inputs (``ERRORS``). Nothing registers itself: :data:`FAMILIES`
+is the explicit list.
 
 Example::
 

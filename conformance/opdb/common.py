@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.dtypes import DType
+from ...ir.ops import ops_in_family
 from ..case import Case, MaskFn
 from ..values import non_contiguous, transposed
 
@@ -23,6 +24,12 @@ EDGE = "edge"  # special values: NaN, ±inf, ±0, subnormals, extremes
 LAYOUT = "layout"  # empty / size-1 / scalar / non-contiguous / broadcast
 LONG = "long"  # a reduction over >= 10**6 terms
 RANDOM = "random"
+
+
+def ops_of(families: Sequence[str]) -> tuple[str, ...]:
+    """The ops of these op-table families (``ir/ops``), in table order: a conformance family
+    covers whole op-table families, so a new op lands in one without a list to edit."""
+    return tuple(op for family in families for op in ops_in_family(family))
 
 
 def case(op: str, dtype: DType, name: str, inputs, attrs: Mapping[str, Any] | None = None,

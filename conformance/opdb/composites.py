@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, DType
-from ...ir.ops import OP_TABLE
+from ...ir.ops import OP_TABLE, ops_in_family
 from ...ir.types import tensor as _t
 from .. import values as V
 from ..case import Case, ErrorCase
-from .common import EDGE, LAYOUT, LONG, case, layouts
+from .common import EDGE, LAYOUT, LONG, case, layouts, ops_of
 from .reductions import LONG_TERMS
 from .structural import mixed
 
@@ -26,8 +26,7 @@ _ACTIVATION_ATTRS = {
     "softplus": [("beta", {"beta": 2.0, "threshold": 10.0})],
     "hardtanh": [("range", {"min_val": -2.0, "max_val": 3.0})],
 }
-_ACTIVATIONS = ("relu", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "softplus", "hardtanh", "hardsigmoid",
-                "hardswish")
+_ACTIVATIONS = ops_in_family("activations")
 
 
 def _activation_cases() -> list[Case]:
@@ -243,9 +242,8 @@ def _random_cases() -> list[Case]:
     return out
 
 
-OPS = (*_ACTIVATIONS, "softmax", "log_softmax", "logsumexp", "mean", "var", "std", "layer_norm", "rms_norm",
-       "batch_norm", "group_norm", "max_pool", "avg_pool", "adaptive_avg_pool", "interpolate", "cross_entropy",
-       "nll_loss", "mse_loss", "one_hot", "tril", "triu", "masked_fill", "random_bits", "uniform", "normal", "dropout")
+IR_FAMILIES = ("activations", "statistics", "normalization", "pooling", "losses", "masking", "random")
+OPS = ops_of(IR_FAMILIES)
 
 
 def cases() -> list[Case]:

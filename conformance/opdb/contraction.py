@@ -14,7 +14,7 @@ from ...ir.ops import OP_TABLE
 from ...ir.types import tensor as _t
 from .. import values as V
 from ..case import Case, ErrorCase
-from .common import EDGE, LAYOUT, LONG, case
+from .common import EDGE, LAYOUT, LONG, case, ops_of
 from .reductions import LONG_TERMS
 from .structural import mixed
 
@@ -165,7 +165,8 @@ def _scaled(qkv, factor: float, d: DType):
     return V.cast(q.astype(np.float64) * factor, d), V.cast(k.astype(np.float64) * factor, d), v
 
 
-OPS = ("dot_general", "convolution", "linear", "matmul", "einsum", "embedding", "scaled_dot_product_attention")
+IR_FAMILIES = ("contraction", "nn", "attention")
+OPS = ops_of(IR_FAMILIES)
 
 
 def cases() -> list[Case]:

@@ -15,7 +15,7 @@ from ...ir.ops import OP_TABLE
 from ...ir.types import tensor as _t
 from .. import values as V
 from ..case import Case, ErrorCase
-from .common import EDGE, LAYOUT, LONG, case
+from .common import EDGE, LAYOUT, LONG, case, ops_of
 from .structural import mixed
 
 LONG_TERMS = 1 << 20  # >= 10**6
@@ -161,8 +161,8 @@ def _window_cases() -> list[Case]:
     return out
 
 
-OPS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "argmax", "argmin",
-       "cumsum", "cumprod", "cummax", "cummin", "sort", "top_k", "reduce_window")
+IR_FAMILIES = ("reduction", "scan", "sorting", "window")
+OPS = ops_of(IR_FAMILIES)
 
 
 def cases() -> list[Case]:

@@ -18,7 +18,7 @@ from ...ir.sharding import Mesh
 from ...ir.types import tensor as _t
 from .. import values as V
 from ..case import Case, ErrorCase
-from .common import EDGE, LAYOUT, case
+from .common import EDGE, LAYOUT, case, ops_of
 
 
 def mixed(rng: np.random.Generator, d: DType, shape) -> np.ndarray:
@@ -164,8 +164,8 @@ def _sharding_cases() -> list[Case]:
             for d in ALL_DTYPES for name, spec in (("replicated", (None, None)), ("split", ("data", None)))]
 
 
-OPS = ("constant", "iota", *_SHAPE_ROWS, "gather", "scatter", "dynamic_slice", "dynamic_update_slice",
-       *(("sharding_constraint",) if "sharding_constraint" in OP_TABLE else ()))
+IR_FAMILIES = ("creation", "shape", "indexing", "sharding")
+OPS = ops_of(IR_FAMILIES)
 
 
 def cases() -> list[Case]:

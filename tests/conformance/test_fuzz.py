@@ -158,7 +158,10 @@ def test_shrink_finds_the_failing_node_alone_on_one_element():
 
 def test_run_saves_a_minimised_regression_that_the_runner_replays(tmp_path):
     backend = ExpOffBackend()
-    report = fuzz.run(40, seed=27, backends=["reference", backend], directory=tmp_path)
+    # Seed 61's first 40 graphs hold an f32 exp and no other op computing with exp (so one
+    # regression is saved). It was 27 until the fuzzer drew its unary ops from the op table's
+    # families in table order, which changed which op each seed picks.
+    report = fuzz.run(40, seed=61, backends=["reference", backend], directory=tmp_path)
     exp_findings = [f for f in report.findings if f.op == "exp"]
     assert exp_findings and report.backends["reference"]["fail"] == 0
     first = exp_findings[0]
@@ -167,7 +170,7 @@ def test_run_saves_a_minimised_regression_that_the_runner_replays(tmp_path):
     assert 2000 < first.max_ulp < 4100
     (saved,) = regressions.load_all(tmp_path)
     assert saved.meta["backend"] == "exp_off" and saved.meta["op"] == "exp" and saved.meta["dtype"] == "f32"
-    assert saved.meta["found"]["seed"] == 27 and (tmp_path / f"{saved.name}.npz").exists()
+    assert saved.meta["found"]["seed"] == 61 and (tmp_path / f"{saved.name}.npz").exists()
     case = saved.case()
     assert case.id == f"exp[f32]:regression:{saved.name}" and "regression" in case.tags
     result = runner.run(["reference", backend], cases=[case])
@@ -175,7 +178,7 @@ def test_run_saves_a_minimised_regression_that_the_runner_replays(tmp_path):
     assert statuses == {"reference": "pass", "exp_off": "fail"}
     # Declared, the same mismatch is a recorded deviation, in the fuzzer and in the replay.
     declared = ExpOffBackend([Deviation("exp", "off on purpose", "4100 ulp", DType.float32)])
-    again = fuzz.run(40, seed=27, backends=[declared], directory=tmp_path, save=False)
+    again = fuzz.run(40, seed=61, backends=[declared], directory=tmp_path, save=False)
     assert again.backends["exp_off"]["fail"] == 0 and again.backends["exp_off"]["deviation"] >= 1
     assert {c.status for c in runner.run([declared], cases=[case]).cells} == {"deviation"}
 

@@ -8,10 +8,9 @@ from parity.conformance import opdb
 from parity.conformance.bounds import widens
 from parity.conformance.case import ErrorCase
 from parity.conformance.opdb.common import EDGE, LAYOUT, LONG
-from parity.conformance.runner import node_dtype
 from parity.ir.dtypes import DType
 from parity.ir.opdef import Kind
-from parity.ir.ops import OP_TABLE
+from parity.ir.ops import OP_TABLE, node_dtype
 from parity.ir.passes import decompose
 from parity.ir.types import TensorType
 

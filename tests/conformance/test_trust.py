@@ -166,10 +166,12 @@ def test_a_fixed_regression_does_not_hide_new_failures_of_its_op():
 
 def test_a_saved_regression_is_known_as_its_own_graph(tmp_path):
     exp_off = Perturbed("exp_off", {"exp": 1 + 2**-12}, dtypes={F32})
-    first = fuzz.run(40, seed=27, backends=[exp_off], directory=tmp_path)
+    # Seed 1109's first 40 graphs hold f32 exp in two graphs and no other op computing with exp.
+    # It was 27 until the fuzzer drew its unary ops from the op table's families in table order.
+    first = fuzz.run(40, seed=1109, backends=[exp_off], directory=tmp_path)
     saved = [f for f in first.findings if f.regression]
     assert saved and not any(f.known for f in first.findings)
-    again = fuzz.run(40, seed=27, backends=[exp_off], directory=tmp_path, save=False, do_shrink=False)
+    again = fuzz.run(40, seed=1109, backends=[exp_off], directory=tmp_path, save=False, do_shrink=False)
     assert [f.graph for f in again.findings if f.known] == [saved[0].graph]
     others = [f for f in again.findings if f.op == "exp" and f.graph != saved[0].graph]
     assert others and not others[0].duplicate and others[0] in again.new_findings  # same op, another graph

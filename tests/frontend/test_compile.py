@@ -15,6 +15,7 @@ from parity.backends.registry import register_backend, unregister_backend
 from parity.frontend import STATS
 from parity.frontend.errors import UnsupportedAtenOp
 from parity.ir import ParityError, Symbol, evaluate, primitives
+from parity.ir.dtypes import DType
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -231,6 +232,44 @@ def test_composite_needing_an_unclaimed_primitive_is_reported_with_the_composite
     with pytest.raises(UnsupportedAtenOp, match=r"aten.gelu.default .*\n  why: backend 'no_tanh_test' does not "
                                                 r"claim the IR op 'tanh' \(needed by the decomposition of 'gelu'\)"):
         f(torch.randn(3))
+
+
+class _SelectF32Only(Backend):
+    """Every primitive; select only for f32 values. Claims key select by its values' dtype
+    (on_true's, the op table's ``dtype_operand``), never by its bool predicate's."""
+
+    name = "select_f32_test"
+    devices = ("cpu",)
+
+    def claims(self):
+        return {op.name: OpClaim(frozenset((DType.float32,) if op.name == "select" else op.dtypes))
+                for op in primitives()}
+
+    def compile(self, graph, device):
+        return lambda *arrays: evaluate(graph, arrays)
+
+
+@pytest.fixture
+def select_f32():
+    register_backend(_SelectF32Only())
+    yield _SelectF32Only.name
+    unregister_backend(_SelectF32Only.name)
+
+
+def test_select_claims_are_checked_against_its_values_dtype_not_the_predicate(select_f32):
+    from parity.frontend.compiler import ClaimCheck
+    from parity.ir import GraphBuilder
+
+    check = ClaimCheck(_SelectF32Only())
+    for dtype, expected in ((DType.float32, None),
+                            (DType.float64, "backend 'select_f32_test' claims the IR op 'select' but not for dtype f64")):
+        b = GraphBuilder()
+        x, y = b.input(dtype[3]), b.input(dtype[3])
+        b.build([b.select(b.gt(x, y), x, y)])
+        assert check(b.nodes[-1]) == expected  # the frontend used to check the bool predicate's dtype
+    f = parity.compile(lambda x, y: torch.where(x > 0, x, y), backend=select_f32)
+    x, y = torch.randn(5), torch.randn(5)
+    _close(f(x, y), torch.where(x > 0, x, y))
 
 
 def test_non_strict_falls_back_to_eager_with_one_warning(no_tanh):
