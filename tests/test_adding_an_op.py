@@ -114,9 +114,7 @@ def planted_report() -> str:
 @pytest.mark.parametrize("piece", [
     "backends/xla/: no lowering rule for the primitive 'erfcx'",
     "backends/onnx/: no lowering rule for the primitive 'erfcx'",
-    pytest.param("backends/triton/: no lowering rule for the primitive 'erfcx'", marks=pytest.mark.xfail(
-        strict=True, reason="TritonBackend claims every primitive of the table, not what its rule tables cover "
-                            "(issue 13, item 3): remove this mark when its claims derive from the tables")),
+    "backends/triton/: no lowering rule for the primitive 'erfcx'",
     "conformance/opdb/: no conformance case for 'erfcx'",
     "docs/ir.md: the op catalogue does not name 'erfcx'",
 ])
