@@ -1,7 +1,7 @@
 """Activation composites: elementwise float functions built from primitives.
 
-Each row of ``_ACTIVATIONS`` is one op: its attributes, its decomposition and the
-formula it follows. The formulas are PyTorch's (``torch.nn.functional``), including
+Each entry of ``OPS`` is one op, every field named: its attributes, its decomposition
+and the formula it follows. The formulas are PyTorch's (``torch.nn.functional``), including
 what they do at the edges: ``relu(-0.0) = -0.0``, ``gelu(-inf) = nan`` (``-inf * 0``),
 ``softplus`` returns x above its threshold. float16/bfloat16 are computed in float32
 and rounded once (see :func:`compose.widened`), as PyTorch's kernels do.
@@ -112,28 +112,6 @@ def _float(name: str, default: float, doc: str = "") -> AttrSpec:
     return AttrSpec(name, AttrKind.FLOAT, default, doc=doc)
 
 
-# name -> (attributes, decomposition, widen narrow floats?, doc)
-_ACTIVATIONS = {
-    "relu": ((), _relu, False, "x < 0 ? 0 : x (keeps -0.0 and NaN)"),
-    "leaky_relu": ((_float("negative_slope", 0.01),), _leaky_relu, True, "x > 0 ? x : negative_slope * x"),
-    "elu": ((_float("alpha", 1.0),), _elu, True, "x > 0 ? x : alpha * expm1(x)"),
-    "selu": ((), _selu, True, "scale * (x > 0 ? x : alpha * expm1(x)) with the SELU constants"),
-    "gelu": (
-        (AttrSpec("approximate", AttrKind.STR, "none", choices=("none", "tanh")),),
-        _gelu, True,
-        "0.5 x (1 + erf(x / sqrt 2)); approximate='tanh': 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
-    ),
-    "silu": ((), _silu, True, "x * logistic(x)"),
-    "mish": ((), _mish, True, "x * tanh(softplus(x))"),
-    "softplus": (
-        (_float("beta", 1.0), _float("threshold", 20.0)), _softplus, True,
-        "beta x > threshold ? x : log1p(exp(beta x)) / beta",
-    ),
-    "hardtanh": ((_float("min_val", -1.0), _float("max_val", 1.0)), _hardtanh, False, "clamp(x, min_val, max_val)"),
-    "hardsigmoid": ((), _hardsigmoid, True, "clamp(x + 3, 0, 6) / 6"),
-    "hardswish": ((), _hardswish, True, "x * (clamp(x + 3, 0, 6) / 6)"),
-}
-
 _ATTR_CHECKS = {"hardtanh": _check_hardtanh}
 
 
@@ -149,9 +127,31 @@ def _infer(name: str):
     return infer
 
 
-def _activation(name: str, attrs, decompose, widen: bool, doc: str):
-    return compose.composite(name, ("x",), attrs, _infer(name), compose.widened(decompose) if widen else decompose,
-                             FLOAT_DTYPES, Accuracy.COMPOSITE, (Group.ELEMENTWISE, Group.ACTIVATION), doc)
+def _activation(*, name: str, decompose, widen: bool = True, attrs=(), doc: str):
+    """An activation composite: one float operand x, elementwise. With ``widen`` (the
+    default) float16/bfloat16 are computed in float32 and rounded once; relu and hardtanh
+    only select or clamp, so they stay in the narrow dtype."""
+    return compose.composite(name=name, operands=("x",), attrs=attrs, infer=_infer(name),
+                             decompose=compose.widened(decompose) if widen else decompose, dtypes=FLOAT_DTYPES,
+                             accuracy=Accuracy.COMPOSITE, groups=(Group.ELEMENTWISE, Group.ACTIVATION), doc=doc)
 
 
-OPS = tuple(_activation(name, *row) for name, row in _ACTIVATIONS.items())
+OPS = (
+    _activation(name="relu", decompose=_relu, widen=False, doc="x < 0 ? 0 : x (keeps -0.0 and NaN)"),
+    _activation(name="leaky_relu", attrs=(_float("negative_slope", 0.01),), decompose=_leaky_relu,
+                doc="x > 0 ? x : negative_slope * x"),
+    _activation(name="elu", attrs=(_float("alpha", 1.0),), decompose=_elu, doc="x > 0 ? x : alpha * expm1(x)"),
+    _activation(name="selu", decompose=_selu, doc="scale * (x > 0 ? x : alpha * expm1(x)) with the SELU constants"),
+    _activation(name="gelu", attrs=(AttrSpec("approximate", AttrKind.STR, "none", choices=("none", "tanh")),),
+                decompose=_gelu,
+                doc="0.5 x (1 + erf(x / sqrt 2)); approximate='tanh': "
+                    "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
+    _activation(name="silu", decompose=_silu, doc="x * logistic(x)"),
+    _activation(name="mish", decompose=_mish, doc="x * tanh(softplus(x))"),
+    _activation(name="softplus", attrs=(_float("beta", 1.0), _float("threshold", 20.0)), decompose=_softplus,
+                doc="beta x > threshold ? x : log1p(exp(beta x)) / beta"),
+    _activation(name="hardtanh", attrs=(_float("min_val", -1.0), _float("max_val", 1.0)), decompose=_hardtanh,
+                widen=False, doc="clamp(x, min_val, max_val)"),
+    _activation(name="hardsigmoid", decompose=_hardsigmoid, doc="clamp(x + 3, 0, 6) / 6"),
+    _activation(name="hardswish", decompose=_hardswish, doc="x * (clamp(x + 3, 0, 6) / 6)"),
+)

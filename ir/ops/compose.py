@@ -119,8 +119,10 @@ def _back(b, y, dtype: DType):
     return narrow(b, y, dtype) if y.dtype is compute_dtype(dtype) else y
 
 
-def composite(name: str, operands: tuple[str, ...], attrs: tuple[AttrSpec, ...], infer, decompose,
-              dtypes: tuple[DType, ...], accuracy: Accuracy, groups, doc: str) -> OpDef:
-    """The op-table entry of a composite (every composite family builds its rows with it)."""
+def composite(*, name: str, operands: tuple[str, ...], infer, decompose, dtypes: tuple[DType, ...],
+              attrs: tuple[AttrSpec, ...] = (), accuracy: Accuracy = Accuracy.COMPOSITE, groups=(),
+              doc: str = "") -> OpDef:
+    """The op-table entry of a composite, every field named (``kind`` is COMPOSITE, ``groups``
+    any iterable of :class:`Group`)."""
     return OpDef(name=name, kind=Kind.COMPOSITE, operands=operands, attrs=attrs, infer=infer, dtypes=dtypes,
                  accuracy=accuracy, groups=frozenset(groups), decompose=decompose, doc=doc)

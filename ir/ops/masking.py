@@ -68,21 +68,22 @@ def _masked_fill_infer(types, attrs):
     return (x,)
 
 
-def _op(name, operands, attrs, infer, decompose, dtypes, doc):
-    return composite(name, operands, attrs, infer, decompose, dtypes, Accuracy.EXACT, (Group.EXACT,), doc)
+def _exact(**fields):
+    """A masking composite: every one is bit-exact (it only selects and compares)."""
+    return composite(accuracy=Accuracy.EXACT, groups=(Group.EXACT,), **fields)
 
 
 _DIAGONAL = AttrSpec("diagonal", AttrKind.INT, 0, doc="0: main diagonal; > 0 above it; < 0 below")
 
 OPS = (
-    _op("one_hot", ("indices",),
-        (AttrSpec("num_classes", AttrKind.INT), AttrSpec("dtype", AttrKind.DTYPE)),
-        _one_hot_infer, _one_hot, INT_DTYPES,
-        "indices[...] -> [..., num_classes] with 1 at the index; out-of-range index: all zeros"),
-    _op("tril", ("x",), (_DIAGONAL,), _triangle_infer("tril"), _triangle("le"), ALL_DTYPES,
-        "x[..., i, j] where j - i <= diagonal, else 0"),
-    _op("triu", ("x",), (_DIAGONAL,), _triangle_infer("triu"), _triangle("ge"), ALL_DTYPES,
-        "x[..., i, j] where j - i >= diagonal, else 0"),
-    _op("masked_fill", ("x", "mask", "value"), (), _masked_fill_infer, _masked_fill, ALL_DTYPES,
-        "mask ? value : x"),
+    _exact(name="one_hot", operands=("indices",),
+           attrs=(AttrSpec("num_classes", AttrKind.INT), AttrSpec("dtype", AttrKind.DTYPE)),
+           infer=_one_hot_infer, decompose=_one_hot, dtypes=INT_DTYPES,
+           doc="indices[...] -> [..., num_classes] with 1 at the index; out-of-range index: all zeros"),
+    _exact(name="tril", operands=("x",), attrs=(_DIAGONAL,), infer=_triangle_infer("tril"),
+           decompose=_triangle("le"), dtypes=ALL_DTYPES, doc="x[..., i, j] where j - i <= diagonal, else 0"),
+    _exact(name="triu", operands=("x",), attrs=(_DIAGONAL,), infer=_triangle_infer("triu"),
+           decompose=_triangle("ge"), dtypes=ALL_DTYPES, doc="x[..., i, j] where j - i >= diagonal, else 0"),
+    _exact(name="masked_fill", operands=("x", "mask", "value"), infer=_masked_fill_infer,
+           decompose=_masked_fill, dtypes=ALL_DTYPES, doc="mask ? value : x"),
 )

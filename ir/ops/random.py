@@ -205,9 +205,10 @@ def _dropout_infer(types, attrs):
     return (x,)
 
 
-def _random(name, operands, attrs, infer, decompose, dtypes, accuracy, doc):
+def _random(*, accuracy: Accuracy = Accuracy.COMPOSITE, **fields):
+    """A random composite: group RANDOM, and EXACT where its accuracy is."""
     exact = (Group.EXACT,) if accuracy is Accuracy.EXACT else ()
-    return compose.composite(name, operands, attrs, infer, decompose, dtypes, accuracy, (Group.RANDOM, *exact), doc)
+    return compose.composite(accuracy=accuracy, groups=(Group.RANDOM, *exact), **fields)
 
 
 _KEY = (DType.uint32,)
@@ -215,15 +216,16 @@ _SHAPE = AttrSpec("shape", AttrKind.SHAPE, doc="static shape of the draw")
 _DTYPE = AttrSpec("dtype", AttrKind.DTYPE, doc="float dtype of the draw")
 
 OPS = (
-    _random("random_bits", ("key",), (_SHAPE,), _random_bits_infer, _random_bits, _KEY, Accuracy.EXACT,
-            "u32 bits: threefry-2x32 (20 rounds) of counters (0, i), xor of the two words (JAX's layout)"),
-    _random("uniform", ("key",),
-            (_SHAPE, _DTYPE, AttrSpec("low", AttrKind.FLOAT, 0.0), AttrSpec("high", AttrKind.FLOAT, 1.0)),
-            _float_draw_infer("uniform"), _uniform, _KEY, Accuracy.COMPOSITE,
-            "uniform in [low, high): JAX's mantissa method, clamped below high"),
-    _random("normal", ("key",), (_SHAPE, _DTYPE), _float_draw_infer("normal"), _normal, _KEY,
-            Accuracy.COMPOSITE, "standard normal by Box-Muller on 2n uniforms"),
-    _random("dropout", ("x", "key"), (AttrSpec("p", AttrKind.FLOAT, doc="drop probability"),),
-            _dropout_infer, compose.widened(_dropout), FLOAT_DTYPES, Accuracy.COMPOSITE,
-            "keep x / (1 - p) where uniform(key) >= p, else 0"),
+    _random(name="random_bits", operands=("key",), attrs=(_SHAPE,), infer=_random_bits_infer,
+            decompose=_random_bits, dtypes=_KEY, accuracy=Accuracy.EXACT,
+            doc="u32 bits: threefry-2x32 (20 rounds) of counters (0, i), xor of the two words (JAX's layout)"),
+    _random(name="uniform", operands=("key",),
+            attrs=(_SHAPE, _DTYPE, AttrSpec("low", AttrKind.FLOAT, 0.0), AttrSpec("high", AttrKind.FLOAT, 1.0)),
+            infer=_float_draw_infer("uniform"), decompose=_uniform, dtypes=_KEY,
+            doc="uniform in [low, high): JAX's mantissa method, clamped below high"),
+    _random(name="normal", operands=("key",), attrs=(_SHAPE, _DTYPE), infer=_float_draw_infer("normal"),
+            decompose=_normal, dtypes=_KEY, doc="standard normal by Box-Muller on 2n uniforms"),
+    _random(name="dropout", operands=("x", "key"), attrs=(AttrSpec("p", AttrKind.FLOAT, doc="drop probability"),),
+            infer=_dropout_infer, decompose=compose.widened(_dropout), dtypes=FLOAT_DTYPES,
+            doc="keep x / (1 - p) where uniform(key) >= p, else 0"),
 )

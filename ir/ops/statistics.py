@@ -93,27 +93,27 @@ def _infer_axes(name: str):
 
 _AXIS = AttrSpec("axis", AttrKind.INT, doc="the axis to normalize over")
 _AXES = AttrSpec("axes", AttrKind.INTS, doc="the axes to reduce (removed from the result)")
-_REDUCTION = (Group.REDUCTION,)
 _CORRECTION = AttrSpec("correction", AttrKind.INT, 1, doc="divide by n - correction (1: Bessel)")
 
-# name -> (attributes, decomposition, accuracy, type rule factory, groups, doc)
-_STATISTICS = {
-    "softmax": ((_AXIS,), _softmax, Accuracy.COMPOSITE, _infer_axis, (),
-                "exp(x - max) / sum(exp(x - max)) along axis"),
-    "log_softmax": ((_AXIS,), _log_softmax, Accuracy.COMPOSITE, _infer_axis, (),
-                    "(x - max) - log(sum(exp(x - max))) along axis"),
-    "logsumexp": ((_AXES,), _logsumexp, Accuracy.COMPOSITE, _infer_axes, _REDUCTION,
-                  "log(sum(exp(x - m))) + m over axes, m the max (0 where infinite)"),
-    "mean": ((_AXES,), _mean, Accuracy.ACCUMULATION, _infer_axes, _REDUCTION, "sum over axes / n (empty: nan)"),
-    "var": ((_AXES, _CORRECTION), _var, Accuracy.ACCUMULATION, _infer_axes, _REDUCTION,
-            "sum((x - mean)^2) / max(n - correction, 0)"),
-    "std": ((_AXES, _CORRECTION), _std, Accuracy.ACCUMULATION, _infer_axes, _REDUCTION, "sqrt(var)"),
-}
+
+def _statistic(*, name: str, decompose, **fields):
+    """A statistics composite: one float operand x, computed in float32 for float16/bfloat16."""
+    return compose.composite(name=name, operands=("x",), decompose=compose.widened(decompose), dtypes=FLOAT_DTYPES,
+                             **fields)
 
 
-def _statistic(name: str, attrs, decompose, accuracy: Accuracy, infer, groups, doc: str):
-    return compose.composite(name, ("x",), attrs, infer(name), compose.widened(decompose), FLOAT_DTYPES,
-                             accuracy, groups, doc)
-
-
-OPS = tuple(_statistic(name, *row) for name, row in _STATISTICS.items())
+OPS = (
+    _statistic(name="softmax", attrs=(_AXIS,), infer=_infer_axis("softmax"), decompose=_softmax,
+               doc="exp(x - max) / sum(exp(x - max)) along axis"),
+    _statistic(name="log_softmax", attrs=(_AXIS,), infer=_infer_axis("log_softmax"), decompose=_log_softmax,
+               doc="(x - max) - log(sum(exp(x - max))) along axis"),
+    _statistic(name="logsumexp", attrs=(_AXES,), infer=_infer_axes("logsumexp"), decompose=_logsumexp,
+               groups=(Group.REDUCTION,), doc="log(sum(exp(x - m))) + m over axes, m the max (0 where infinite)"),
+    _statistic(name="mean", attrs=(_AXES,), infer=_infer_axes("mean"), decompose=_mean,
+               accuracy=Accuracy.ACCUMULATION, groups=(Group.REDUCTION,), doc="sum over axes / n (empty: nan)"),
+    _statistic(name="var", attrs=(_AXES, _CORRECTION), infer=_infer_axes("var"), decompose=_var,
+               accuracy=Accuracy.ACCUMULATION, groups=(Group.REDUCTION,),
+               doc="sum((x - mean)^2) / max(n - correction, 0)"),
+    _statistic(name="std", attrs=(_AXES, _CORRECTION), infer=_infer_axes("std"), decompose=_std,
+               accuracy=Accuracy.ACCUMULATION, groups=(Group.REDUCTION,), doc="sqrt(var)"),
+)

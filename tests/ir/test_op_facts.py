@@ -140,3 +140,13 @@ def test_ops_accepting_filters_by_dtype_and_kind():
     assert "bitcast_convert" not in ops_accepting(DType.bool)  # bool has no bit layout
     assert "softmax" in ops_accepting(DType.bfloat16) and "softmax" not in ops_accepting(DType.bfloat16,
                                                                                          Kind.PRIMITIVE)
+
+
+def test_composite_rows_name_every_field():
+    from parity.ir.ops import compose
+
+    with pytest.raises(TypeError, match="positional"):
+        compose.composite("twice", ("x",), OP_TABLE["relu"].infer, OP_TABLE["relu"].decompose, FLOAT_DTYPES)
+    op = compose.composite(name="twice", operands=("x",), infer=OP_TABLE["relu"].infer,
+                           decompose=OP_TABLE["relu"].decompose, dtypes=FLOAT_DTYPES)
+    assert (op.kind, op.accuracy, op.groups, op.attrs) == (Kind.COMPOSITE, Accuracy.COMPOSITE, frozenset(), ())
