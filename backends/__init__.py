@@ -8,9 +8,17 @@ Example::
 """
 
 from .base import Backend, ClaimStatus, Deviation, Executable, OpClaim
-from .registry import BackendNotFound, backend_names, get_backend, register_backend, unregister_backend
+from .registry import (
+    BackendNotFound,
+    BackendNotInstalled,
+    ExtraNotInstalled,
+    backend_names,
+    get_backend,
+    register_backend,
+    unregister_backend,
+)
 
 __all__ = [
-    "Backend", "BackendNotFound", "ClaimStatus", "Deviation", "Executable", "OpClaim",
-    "backend_names", "get_backend", "register_backend", "unregister_backend",
+    "Backend", "BackendNotFound", "BackendNotInstalled", "ClaimStatus", "Deviation", "Executable", "ExtraNotInstalled",
+    "OpClaim", "backend_names", "get_backend", "register_backend", "unregister_backend",
 ]

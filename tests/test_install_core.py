@@ -113,6 +113,18 @@ def test_core_runs_the_reference_backend_and_names_each_missing_extra(tmp_path):
     _assert_core_behaviour(result)
 
 
+def test_a_missing_stack_is_named_before_the_backend_is_imported(monkeypatch):
+    from parity.backends import registry
+
+    monkeypatch.setitem(registry.BUILTIN_BACKENDS, "planted", registry.BuiltinBackend(
+        "parity.backends.no_such_module:Backend", extra="xla", requires=("jax", "no_such_stack_module")))
+    with pytest.raises(registry.BackendNotInstalled) as info:
+        registry.get_backend("planted")
+    assert str(info.value).startswith("backend 'planted' needs no_such_stack_module, not installed here. "
+                                      "Run: pip install 'parity[xla]'")
+    assert isinstance(info.value, registry.BackendNotFound) and isinstance(info.value, ImportError)
+
+
 def test_the_extras_install_the_optional_stacks_and_the_core_does_not():
     project = PYPROJECT["project"]
     core = " ".join(project["dependencies"])
