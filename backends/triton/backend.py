@@ -42,11 +42,12 @@ from ...ir.builder import GraphBuilder
 from ...ir.dtypes import DType
 from ...ir.errors import ParityError
 from ...ir.graph import Graph
-from ...ir.ops import primitives
+from ...ir.ops import OP_TABLE
 from ...ir.passes import PASSES, decompose, run_pipeline
 from ...ir.types import Symbol, TensorType
 from ..base import Backend, Deviation, OpClaim
-from .schedule import EXTERN_OPS, KernelStep, Options, Plan, Scheduler
+from .lowerings import lowered_ops
+from .schedule import KernelStep, Options, Plan, Scheduler
 
 _VERSION = "1"  # part of every cache key: bump when generated code changes meaning
 
@@ -88,8 +89,10 @@ class TritonBackend(Backend):
 
     def __init__(self, options: TritonOptions | None = None):
         self.options = options or TritonOptions.from_environment()
-        self._claims = {op.name: OpClaim(frozenset(op.dtypes), extern=op.name in EXTERN_OPS)
-                        for op in primitives()}
+        # Exactly the ops the rule tables lower (lowerings.py), in op-table order.
+        parts = lowered_ops()
+        self._claims = {name: OpClaim(frozenset(op.dtypes), extern=parts[name] == "extern")
+                        for name, op in OP_TABLE.items() if name in parts}
         self._modules: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 

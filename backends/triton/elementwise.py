@@ -24,10 +24,12 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
 from ...ir.dtypes import DType
+from ...ir.opdef import Accuracy
+from ...ir.ops import ops_with_accuracy
 
 
-class Ctx(Protocol):
-    """What a rule may ask of the kernel writer."""
+class TritonRuleContext(Protocol):
+    """What an elementwise rule may ask of the kernel being written (writer.KernelWriter)."""
 
     cuda: bool
 
@@ -43,7 +45,7 @@ class Op(NamedTuple):
     attrs: dict
 
 
-Rule = Callable[[Ctx, Op, Sequence[str]], str]
+Rule = Callable[[TritonRuleContext, Op, Sequence[str]], str]
 
 TL_DTYPE = {
     DType.bool: "tl.int1", DType.int8: "tl.int8", DType.int16: "tl.int16", DType.int32: "tl.int32",
@@ -119,7 +121,7 @@ _MATH = {
 def _math(name: str) -> Rule:
     spec = _MATH[name]
 
-    def rule(ctx: Ctx, op: Op, args: Sequence[str]) -> str:
+    def rule(ctx: TritonRuleContext, op: Op, args: Sequence[str]) -> str:
         out = reg(op.out)
         if ctx.cuda and spec.libdevice is not None:
             return f"libdevice.{spec.libdevice}({', '.join(args)})"
@@ -274,10 +276,9 @@ RULES: dict[str, Rule] = {
 # block operands is broadcast first.
 MIXED_MASKS = frozenset({"pow", "atan2"})
 
-# Results that are exact in the register dtype and need no rounding to float16/bfloat16
-# (they only compare, pick or test their operands).
-NO_ROUNDING = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "trunc", "max", "min", "select",
-                         "clamp", "is_nan", "is_inf", "is_finite"})
+# Results that need no rounding to float16/bfloat16: an exact op (it compares, picks or
+# tests its operands, or its result is exact, as rem's) already gives a value of its dtype.
+NO_ROUNDING = frozenset(ops_with_accuracy(Accuracy.EXACT))
 
 
 # -- conversions ---------------------------------------------------------------------------
@@ -285,7 +286,7 @@ NO_ROUNDING = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "trunc"
 _SMALL_INTS = (DType.int8, DType.int16, DType.uint8)
 
 
-def convert(ctx: Ctx, src: DType, dst: DType, x: str) -> str:
+def convert(ctx: TritonRuleContext, src: DType, dst: DType, x: str) -> str:
     """``convert`` from ``src`` to ``dst`` on a register value (docs/ir.md semantics)."""
     if dst.is_bool:
         return f"({x} != {ctx.const(0, src)})"  # NaN != 0: true
@@ -313,7 +314,7 @@ def _to_float(src: DType, dst: DType, x: str) -> str:
     return round_to(wide, dst)
 
 
-def _float_to_int(ctx: Ctx, src: DType, dst: DType, x: str) -> str:
+def _float_to_int(ctx: TritonRuleContext, src: DType, dst: DType, x: str) -> str:
     # Truncate; NaN → 0 and out of range saturates, as the reference does (the IR leaves
     # both implementation-defined, but matching costs nothing and never traps).
     info = dst.iinfo
@@ -325,10 +326,16 @@ def _float_to_int(ctx: Ctx, src: DType, dst: DType, x: str) -> str:
     return f"tl.where({x} != {x}, {ctx.const(0, dst)}, {clipped})"
 
 
-def bitcast(src: DType, dst: DType, x: str) -> str:
+def bitcast(ctx: TritonRuleContext, src: DType, dst: DType, x: str) -> str:
     """``bitcast_convert``: float16/bfloat16 registers go back to their 16 bits first."""
     bits = reg_to_store(x, src)
     if dst is DType.bfloat16:
         return f"M.bf16_bits_to_f32(({bits}).to(tl.int16, bitcast=True))"
     out = f"({bits}).to({TL_DTYPE[dst]}, bitcast=True)"
     return load_to_reg(out, dst)
+
+
+# op -> rule(ctx, source dtype, result dtype, operand) for the ops that change dtype.
+CONVERSIONS: dict[str, Callable[[TritonRuleContext, DType, DType, str], str]] = {
+    "convert": convert, "bitcast_convert": bitcast,
+}

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from . import elementwise as ew
-from .emit import REDUCE_OPS, Domain, Index, KernelWriter, delinearize
+from .index import Index, delinearize
+from .writer import Domain, KernelWriter
 
 
 def next_pow2(n: int) -> int:
@@ -105,14 +106,16 @@ class Row(Domain):
         return self.full_index if tuple(v.type.shape) == self.shape else self.row_index
 
     def in_place(self, w, node, idx):
-        if node.op not in REDUCE_OPS or reduction_signature(node) != self.signature:
+        if node.op not in REDUCTIONS or reduction_signature(node) != self.signature:
             return None
         if idx.dims != self.row_index.dims or idx.valid is not None:
             return None
         return _reduce(w, self, node)
 
 
-_IDENTITY = {
+# The row kernel's table: reduction op -> its identity for an operand dtype (the value of an
+# empty reduction, and the fill of masked lanes). _reduce folds each of them.
+REDUCTIONS = {
     "reduce_sum": lambda dt: 0, "reduce_prod": lambda dt: 1,
     "reduce_max": lambda dt: float("-inf") if dt.is_float else dt.iinfo.min,
     "reduce_min": lambda dt: float("inf") if dt.is_float else dt.iinfo.max,
@@ -126,7 +129,7 @@ def _reduce(w: KernelWriter, row: Row, node: Node) -> str:
     x = node.inputs[0]
     dt, out = x.dtype, node.outputs[0].dtype
     rows = frozenset("x")
-    ident = w.const(_IDENTITY[node.op](dt), dt)
+    ident = w.const(REDUCTIONS[node.op](dt), dt)
     if row.cols == 0:  # an empty reduction is its identity (argmax/argmin reject empty axes)
         return ident
     xv = w.value(x, row.full_index)

@@ -1,6 +1,6 @@
 """Scheduling: which values live in memory, and which kernel writes each of them.
 
-Every value is computed *inline* (at the index its reader asks for, see emit.py) unless
+Every value is computed *inline* (at the index its reader asks for, see writer.py) unless
 it must be materialized: graph outputs, operands of extern ops, and values a kernel
 cannot compute in place (a reduction outside a matching row kernel, a dot_general
 outside its own kernel) — those are *demanded* by the kernels that read them.
@@ -29,10 +29,8 @@ import numpy as np
 
 from ...ir.graph import Graph, Node, Value
 from . import kernels as K
-from .emit import INLINE_OPS, REDUCE_OPS, KernelWriter
-
-# Ops run by a library kernel (torch on the same device); see extern.py.
-EXTERN_OPS = frozenset({"sort", "top_k", "convolution", "scatter", "cumsum", "cumprod", "cummax", "cummin"})
+from .lowerings import EXTERN_OPS, INLINE_OPS, REDUCE_OPS
+from .writer import KernelWriter
 
 # A value emitted at more distinct indices than this in one kernel is materialized
 # instead (shape ops at many offsets would otherwise recompute it exponentially often).

@@ -10,10 +10,11 @@ import torch
 
 from parity.backends import get_backend
 from parity.backends.triton import DEVIATIONS, TritonBackend, TritonModeError, TritonOptions
-from parity.backends.triton.schedule import EXTERN_OPS
+from parity.backends.triton import elementwise, extern, index_rules, kernels
+from parity.backends.triton.lowerings import EXTERN_OPS, lowered_ops
 from parity.ir import DType, GraphBuilder, Symbol, evaluate
 from parity.ir.errors import ParityError
-from parity.ir.ops import OP_TABLE, primitives
+from parity.ir.ops import primitives
 
 from .conftest import graph_of, run, to_numpy
 
@@ -135,12 +136,23 @@ def test_symbolic_shapes_specialize_per_call(backend):
 
 
 def test_every_primitive_has_a_lowering():
-    from parity.backends.triton.elementwise import RULES
-    from parity.backends.triton.emit import INDEX_RULES, REDUCE_OPS
+    tables = [elementwise.RULES, elementwise.CONVERSIONS, index_rules.INDEX_RULES, kernels.REDUCTIONS, extern.TABLE]
+    lowered = lowered_ops()
+    assert sum(len(t) for t in tables) + len({"dot_general", "constant"}) == len(lowered)  # no op in two tables
+    assert {op.name for op in primitives()} == set(lowered)
 
-    lowered = set(RULES) | set(INDEX_RULES) | REDUCE_OPS | EXTERN_OPS | {"convert", "bitcast_convert", "constant",
-                                                                         "dot_general"}
-    assert {op.name for op in OP_TABLE.values() if op.kind.value == "primitive"} == lowered
+
+@pytest.mark.parametrize("module, table, name", [
+    (elementwise, "RULES", "exp"), (elementwise, "CONVERSIONS", "convert"), (index_rules, "INDEX_RULES", "transpose"),
+    (kernels, "REDUCTIONS", "argmax"), (extern, "TABLE", "sort"),
+], ids=["elementwise", "conversion", "index", "reduction", "extern"])
+def test_claims_follow_the_rule_tables(monkeypatch, module, table, name):
+    # Plant a primitive without a rule: taking it out of its table takes it out of the claims.
+    assert name in TritonBackend(TritonOptions(interpret=True)).claims()
+    monkeypatch.delitem(getattr(module, table), name)
+    backend = TritonBackend(TritonOptions(interpret=True))
+    assert backend.claim_status(name) == "unsupported"
+    assert set(backend.claims()) == {op.name for op in primitives()} - {name}
 
 
 def test_conformance_runner_reads_bfloat16_and_uint32_outputs(backend):

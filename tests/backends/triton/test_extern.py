@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parity.backends.triton.schedule import EXTERN_OPS
+from parity.backends.triton.lowerings import EXTERN_OPS
 from parity.ir import DType
 
 from .conftest import accumulation_bound, assert_exact, graph_of, native, oracle, run

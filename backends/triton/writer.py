@@ -13,26 +13,25 @@ an earlier kernel writes. The scheduler (schedule.py) turns demands into kernels
 
 Each kernel kind (kernels.py) supplies a :class:`Domain`: its index variables, their
 masks and block shapes, and what it computes in place (the row kernel's reductions, the
-dot kernel's accumulator).
+dot kernel's accumulator). Index arithmetic is in index.py, the shape and indexing rules
+in index_rules.py, the elementwise rules in elementwise.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 import struct
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
-from ...ir.opdef import Group, Kind
-from ...ir.ops import OP_TABLE
 from . import elementwise as ew
+from .index import Index, fold, linearize
+from .index_rules import INDEX_RULES
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Index rules (slice, pad, reverse, reshape...) wrap their operand's index expression;
@@ -51,16 +50,6 @@ def nesting(expr: str) -> int:
         elif ch in ")]":
             depth -= 1
     return deepest
-
-
-@dataclass(frozen=True)
-class Index:
-    """Where a value is read: one expression per dim, the row-major flat offset if known,
-    and the lanes that hold real data (``valid``; None: every lane of the domain)."""
-
-    dims: tuple[str, ...]
-    flat: str | None = None
-    valid: str | None = None
 
 
 class Domain:
@@ -233,7 +222,7 @@ class KernelWriter:
         rule = INDEX_RULES.get(node.op)
         if rule is not None:
             return rule(self, node, idx)
-        if node.op in ew.RULES or node.op in ("convert", "bitcast_convert"):
+        if node.op in ew.RULES or node.op in ew.CONVERSIONS:
             return self._elementwise(node, idx)
         expr = self.domain.in_place(self, node, idx)
         if expr is not None:
@@ -250,10 +239,9 @@ class KernelWriter:
                     for a, d in zip(args, deps)]
         out = node.outputs[0].dtype
         src = node.inputs[0].dtype
-        if node.op == "convert":
-            return self.let(ew.convert(self, src, out, args[0]))
-        if node.op == "bitcast_convert":
-            return self.let(ew.bitcast(src, out, args[0]))
+        conversion = ew.CONVERSIONS.get(node.op)
+        if conversion is not None:
+            return self.let(conversion(self, src, out, args[0]))
         in_dtypes = tuple(v.dtype for v in node.inputs)
         expr = ew.RULES[node.op](self, ew.Op(node.op, in_dtypes, out, node.attrs), args)
         if out.is_float and node.op not in ew.NO_ROUNDING:
@@ -304,267 +292,3 @@ class KernelWriter:
         """The conjunction of conditions, bound to a variable."""
         expr = self.all_of(parts)
         return None if expr is None else self.let(expr, "m")
-
-
-# -- index arithmetic ----------------------------------------------------------------------
-
-def strides(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return out[::-1]
-
-
-def linearize(dims: Sequence[str], shape: Sequence[int]) -> str:
-    terms = []
-    for d, n, s in zip(dims, shape, strides(shape)):
-        if n == 1 or d == "0":
-            continue
-        terms.append(d if s == 1 else f"{d} * {s}")
-    return " + ".join(terms) if terms else "0"
-
-
-def delinearize(w: KernelWriter, flat: str, shape: Sequence[int], prefix: str = "d") -> tuple[str, ...]:
-    """Per-dim index variables of a row-major ``flat`` offset into ``shape``."""
-    dims = []
-    first = True
-    for n, s in zip(shape, strides(shape)):
-        if n == 1:
-            dims.append("0")
-            continue
-        expr = flat if s == 1 else f"({flat} // {s})"
-        if not first:
-            expr = f"{expr} % {n}"
-        first = False
-        dims.append(w.let(expr, prefix))
-    return tuple(dims)
-
-
-def _reshape(w: KernelWriter, node: Node, idx: Index) -> str:
-    x = node.inputs[0]
-    src, dst = x.type.shape, node.outputs[0].type.shape
-    if [n for n in src if n != 1] == [n for n in dst if n != 1]:
-        it = iter(d for d, n in zip(idx.dims, dst) if n != 1)
-        dims = tuple("0" if n == 1 else next(it) for n in src)
-        return w.value(x, Index(dims, idx.flat, idx.valid))
-    flat = idx.flat if idx.flat is not None else w.let(linearize(idx.dims, dst), "f")
-    return w.value(x, Index(delinearize(w, flat, src), flat, idx.valid))
-
-
-def _broadcast_in_dim(w, node, idx):
-    x = node.inputs[0]
-    out = node.outputs[0].type.shape
-    bdims = node.attrs["broadcast_dimensions"]
-    dims = tuple("0" if x.type.shape[i] == 1 else idx.dims[d] for i, d in enumerate(bdims))
-    flat = idx.flat if math.prod(x.type.shape) == math.prod(out) else None
-    return w.value(x, Index(dims, flat, idx.valid))
-
-
-def _transpose(w, node, idx):
-    perm = node.attrs["permutation"]
-    dims = [""] * len(perm)
-    for i, p in enumerate(perm):
-        dims[p] = idx.dims[i]
-    same = list(perm) == sorted(perm)
-    return w.value(node.inputs[0], Index(tuple(dims), idx.flat if same else None, idx.valid))
-
-
-def _slice(w, node, idx):
-    a = node.attrs
-    dims = []
-    for d, start, step in zip(idx.dims, a["start_indices"], a["strides"]):
-        e = d if step == 1 else ("0" if d == "0" else f"{d} * {step}")
-        dims.append(e if start == 0 else (str(start) if e == "0" else f"({start} + {e})"))
-    same = node.inputs[0].type.shape == node.outputs[0].type.shape
-    return w.value(node.inputs[0], Index(tuple(dims), idx.flat if same else None, idx.valid))
-
-
-def _reverse(w, node, idx):
-    shape = node.inputs[0].type.shape
-    dims = list(idx.dims)
-    for d in node.attrs["dimensions"]:
-        if shape[d] > 1:
-            dims[d] = f"({shape[d] - 1} - {dims[d]})"
-    return w.value(node.inputs[0], Index(tuple(dims), None, idx.valid))
-
-
-def static_int(expr: str) -> int | None:
-    """The value of an index expression that is a literal integer, else None."""
-    return int(expr) if re.fullmatch(r"-?\d+", expr) else None
-
-
-_LITERAL = re.compile(r"[-+*/%() \d]+")
-
-
-def fold(expr: str) -> str:
-    """An index expression without variables as its integer literal (``(4 - 1)`` → ``3``):
-    Triton would see a Python int, not a tensor, and index rules test literals statically."""
-    if static_int(expr) is None and _LITERAL.fullmatch(expr):
-        return str(eval(expr))  # noqa: S307 - digits and arithmetic only (checked above)
-    return expr
-
-
-def _pad(w, node, idx):
-    x, pad_value = node.inputs
-    a = node.attrs
-    fill = w.value(pad_value, Index(()))
-    dims, checks = [], []
-    out = node.outputs[0].type.shape
-    for d, n, m, lo, interior in zip(idx.dims, x.type.shape, out, a["edge_padding_low"], a["interior_padding"]):
-        step = interior + 1
-        known = static_int(d)
-        if known is not None:  # a size-1 result dim: decide statically
-            p = known - lo
-            if p < 0 or p % step or p // step >= n:
-                return fill
-            dims.append(str(p // step))
-            continue
-        p = d if lo == 0 else w.let(f"{d} - {lo}" if lo > 0 else f"{d} + {-lo}", "q")
-        if interior:
-            checks.append(f"({p} % {step} == 0)")
-            p = w.let(f"{p} // {step}", "q")
-        if lo > 0:
-            checks.append(f"({p} >= 0)")
-        if (m - 1 - lo) // step >= n:  # the largest source index reaches past x
-            checks.append(f"({p} < {n})")
-        dims.append(p)
-    if not checks:
-        return w.value(x, Index(tuple(dims), None, idx.valid))
-    inside = w.conj(*checks)
-    got = w.value(x, Index(tuple(dims), None, w.conj(idx.valid, inside)))
-    return w.let(f"tl.where({inside}, {got}, {fill})")
-
-
-def _concatenate(w, node, idx):
-    axis = node.attrs["dimension"]
-    d = idx.dims[axis]
-    pieces, start = [], 0
-    for x in node.inputs:
-        n = x.type.shape[axis]
-        if n:
-            pieces.append((x, start, n))
-        start += n
-    if not pieces:  # the result is empty: no lane reads it
-        return w.const(0, node.outputs[0].dtype)
-    known = static_int(d)
-    if known is not None:  # a size-1 result dim: one piece holds it
-        x, begin, n = next(p for p in pieces if p[1] <= known < p[1] + p[2])
-        dims = list(idx.dims)
-        dims[axis] = str(known - begin)
-        return w.value(x, Index(tuple(dims), None, idx.valid))
-    expr = None
-    for x, begin, n in reversed(pieces):
-        dims = list(idx.dims)
-        dims[axis] = d if begin == 0 else f"({d} - {begin})"
-        inside = w.conj(f"({d} >= {begin})", f"({d} < {begin + n})")
-        got = w.value(x, Index(tuple(dims), None, w.conj(idx.valid, inside)))
-        # each choice bound on its own: hundreds of pieces must not nest hundreds deep
-        expr = got if expr is None else w.let(f"tl.where({inside}, {got}, {expr})")
-    return expr
-
-
-def _iota(w, node, idx):
-    out = node.outputs[0].dtype
-    d = idx.dims[node.attrs["dimension"]]
-    known = static_int(d)
-    return w.let(ew.convert(w, DType.int64, out, f"({d})" if known is None else w.const(known, DType.int64)))
-
-
-def _gather(w, node, idx):
-    x, indices = node.inputs
-    axis = node.attrs["axis"]
-    n = x.type.shape[axis]
-    if n == 0:
-        return w.const(0, x.dtype)
-    raw = w.index_value(w.value(indices, idx))
-    # out-of-range is implementation-defined; clamp like the reference (and never read wild)
-    at = w.let(f"tl.minimum(tl.maximum({raw}, 0), {n - 1})", "i")
-    dims = list(idx.dims)
-    dims[axis] = at
-    return w.value(x, Index(tuple(dims), None, idx.valid))
-
-
-def _clamped_starts(w, starts: Sequence[Value], shape, sizes) -> list[str]:
-    out = []
-    for s, n, size in zip(starts, shape, sizes):
-        raw = w.index_value(w.value(s, Index(())))
-        out.append(w.let(f"tl.minimum(tl.maximum({raw}, 0), {n - size})", "i"))
-    return out
-
-
-def _dynamic_slice(w, node, idx):
-    x, *starts = node.inputs
-    begin = _clamped_starts(w, starts, x.type.shape, node.outputs[0].type.shape)
-    dims = tuple(f"({d} + {s})" for d, s in zip(idx.dims, begin))
-    return w.value(x, Index(dims, None, idx.valid))
-
-
-def _dynamic_update_slice(w, node, idx):
-    x, update, *starts = node.inputs
-    usize = update.type.shape
-    begin = _clamped_starts(w, starts, x.type.shape, usize)
-    if 0 in usize:
-        return w.value(x, idx)
-    inside = w.conj(*[c for d, s, n in zip(idx.dims, begin, usize) for c in (f"({d} >= {s})", f"({d} < {s} + {n})")])
-    dims = tuple(f"({d} - {s})" for d, s in zip(idx.dims, begin))
-    new = w.value(update, Index(dims, None, w.conj(idx.valid, inside)))
-    old = w.value(x, idx)
-    return w.let(f"tl.where({inside}, {new}, {old})")
-
-
-def _reduce_window(w, node, idx):
-    """One output element folds its window in a loop over the window's flat positions."""
-    x = node.inputs[0]
-    a = node.attrs
-    dtype = x.dtype
-    window = a["window_dimensions"]
-    is_max = a["kind"] == "max"
-    if is_max:
-        init = w.const(float("-inf") if dtype.is_float else dtype.iinfo.min, dtype)
-    else:
-        init = w.const(0, dtype)
-    shape = w.domain.block_shape(w.deps_of(" ".join(idx.dims + ((idx.valid,) if idx.valid else ()))))
-    acc = w.fresh("acc")
-    w.line(f"{acc} = tl.full({shape}, 0, {ew.reg(dtype)}) + {init}")
-    w.deps[acc] = w.deps_of(" ".join(idx.dims))
-    loop, k = w.fresh("j"), w.fresh("k")
-    w.line(f"for {loop} in range({math.prod(window)}):")
-    with w.scope():
-        w.line(f"{k} = tl.full([], 0, tl.int32) + {loop}")  # a tensor, also in the interpreter
-        w.deps[k] = frozenset()
-        offs = delinearize(w, k, window, "wk") if math.prod(window) > 1 else ("0",) * len(window)
-        dims, checks = [], []
-        for d, o, n, s, (lo, _), dil in zip(idx.dims, offs, x.type.shape, a["window_strides"], a["padding"],
-                                            a["window_dilations"]):
-            if static_int(d) is not None and static_int(o) is not None:  # size-1 dim and window
-                e = static_int(d) * s + static_int(o) * dil - lo
-                if not 0 <= e < n:
-                    return init  # every window position of this element is padding
-                dims.append(str(e))
-                continue
-            e = w.let(f"{d} * {s} + {o} * {dil} - {lo}", "q")
-            checks += [f"({e} >= 0)", f"({e} < {n})"]
-            dims.append(e)
-        inside = w.conj(*checks)
-        got = w.value(x, Index(tuple(dims), None, w.conj(idx.valid, inside)))
-        term = got if inside is None else f"tl.where({inside}, {got}, {init})"
-        if is_max:
-            combine = ew.RULES["max"](w, ew.Op("max", (dtype, dtype), dtype, {}), [acc, term])
-        else:
-            combine = f"{acc} + {term}"  # float16/bfloat16 accumulate in float32, rounded once
-        w.line(f"{acc} = {combine}")
-    return acc if is_max else w.let(ew.round_to(acc, dtype))
-
-
-INDEX_RULES = {
-    "reshape": _reshape, "broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose, "slice": _slice,
-    "reverse": _reverse, "pad": _pad, "concatenate": _concatenate, "iota": _iota, "gather": _gather,
-    "dynamic_slice": _dynamic_slice, "dynamic_update_slice": _dynamic_update_slice,
-    "reduce_window": _reduce_window,
-}
-
-# Ops emitted at any index inside any kernel (no kernel of their own).
-INLINE_OPS = frozenset(INDEX_RULES) | frozenset(ew.RULES) | {"convert", "bitcast_convert", "constant"}
-REDUCE_OPS = frozenset(op.name for op in OP_TABLE.values() if Group.REDUCTION in op.groups
-                       and op.kind is Kind.PRIMITIVE and op.name != "reduce_window")
