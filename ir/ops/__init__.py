@@ -1,6 +1,12 @@
 """The op table: every op parity knows, collected explicitly from one module per family.
 
-Adding an op means adding it to its family's ``OPS`` tuple; nothing else registers ops.
+An op enters the table through one entry of its family module's ``OPS`` (the families
+are :data:`FAMILIES`); nothing else registers ops. That entry is all the IR needs: the
+builder, verifier, printer, parser, passes and the reference interpreter read everything
+from it. It is not all parity needs: every built-in backend must lower a new primitive,
+the frontend translates its Core ATen namesake, and docs/ir.md's catalogue names it.
+docs/adding-an-op.md walks one op through every file, and tests/test_adding_an_op.py
+names each piece a new op still lacks.
 
 The queries below answer the questions other layers used to answer with hand-typed
 op-name lists: the ops of a family, of a group, of an accuracy class, that accept a
