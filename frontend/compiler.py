@@ -20,8 +20,8 @@ from typing import Any
 import torch
 
 from ..backends.registry import get_backend
-from ..ir.builder import GraphBuilder
 from ..ir.errors import ParityError
+from ..ir.expand import decomposition
 from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype
@@ -141,10 +141,9 @@ class ClaimCheck:
         return self._composites[key]
 
     def _check_decomposition(self, node: Node) -> str | None:
-        b = GraphBuilder(node.op)
-        params = [b.input(v.type) for v in node.inputs]
-        OP_TABLE[node.op].decompose(b, node.attrs, *params)
-        for inner in b.nodes:
+        expanded = decomposition(node.op, node.attrs, [v.type for v in node.inputs],
+                                 out_types=[v.type for v in node.outputs], loc=node.loc)
+        for inner in expanded.nodes:
             why = self(inner)
             if why is not None:
                 return f"{why} (needed by the decomposition of {node.op!r})"
