@@ -46,12 +46,13 @@ PLUGIN = """from parity.backends.registry import get_backend
 from parity.conformance.mutants import Planted
 from parity.diff.planted import FAULT_CLASSES
 
-BACKEND = Planted(get_backend("reference"), FAULT_CLASSES[{fault!r}])
+BACKEND = Planted(get_backend({backend!r}), FAULT_CLASSES[{fault!r}])
 """
 
 
 @dataclasses.dataclass
 class Case:
+    backend: str
     model: str
     fault: str
     key: str  # the faulty node (g{graph}.n{node})
@@ -97,10 +98,10 @@ def _sites(graphs, fault):
     return [(g, k, n) for g in graphs for k, n in enumerate(g.graph.nodes) if applies(FAULT_CLASSES[fault], n)]
 
 
-def _rerun(folder: pathlib.Path, fault: str, plugins: pathlib.Path) -> tuple[bool, float]:
+def _rerun(folder: pathlib.Path, backend: str, fault: str, plugins: pathlib.Path) -> tuple[bool, float]:
     """Run the folder's repro.py in a fresh interpreter on the planted backend."""
-    module = f"planted_{fault}"
-    (plugins / f"{module}.py").write_text(PLUGIN.format(fault=fault), encoding="utf-8")
+    module = f"planted_{backend}_{fault}"
+    (plugins / f"{module}.py").write_text(PLUGIN.format(backend=backend, fault=fault), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")]))}
     started = time.perf_counter()
     done = subprocess.run([sys.executable, str(folder / "repro.py"), "--backend-from", f"{module}:BACKEND", "--json"],
@@ -110,10 +111,11 @@ def _rerun(folder: pathlib.Path, fault: str, plugins: pathlib.Path) -> tuple[boo
     return reproduced, seconds
 
 
-def run_case(model: str, graphs, fault: str, rng: random.Random, workdir: pathlib.Path,
+def run_case(base, model: str, graphs, fault: str, rng: random.Random, workdir: pathlib.Path,
              kind: str | None = None) -> Case | None:
-    """One case: ``fault`` in a node drawn from the graphs of ``kind`` (forward/backward)
-    where there are such sites, else from any graph."""
+    """One case on ``base`` (a NodeRunner, its executables shared over the cases): ``fault``
+    in a node drawn from the graphs of ``kind`` (forward/backward) where there are such
+    sites, else from any graph."""
     from parity.diff import diff_graphs
     from parity.diff.planted import planted_runner
     from parity.diff.repro import load
@@ -122,7 +124,7 @@ def run_case(model: str, graphs, fault: str, rng: random.Random, workdir: pathli
     rng.shuffle(sites)
     sites.sort(key=lambda site: site[0].kind != kind)  # stable: the drawn order within each kind
     for redraws, (g, k, node) in enumerate(sites[:8]):
-        runner, planted = planted_runner("reference", node, fault)
+        runner, planted = planted_runner(base, node, fault)
         started = time.perf_counter()
         report = diff_graphs(graphs, runner=runner)
         diff_s = time.perf_counter() - started
@@ -131,7 +133,7 @@ def run_case(model: str, graphs, fault: str, rng: random.Random, workdir: pathli
         key = f"g{g.index}.n{k}"
         ranking = [r.key for r in report.ranked()]
         baseline = report.first_over_tolerance()
-        folder_root = workdir / f"{model}-{fault}-{key}"
+        folder_root = workdir / f"{base.name}-{model}-{fault}-{key}"
         started = time.perf_counter()
         folders = report.write_repro(folder_root)
         write_s = time.perf_counter() - started
@@ -139,8 +141,8 @@ def run_case(model: str, graphs, fault: str, rng: random.Random, workdir: pathli
         nodes, reproduced, run_s = None, False, 0.0
         if mine:
             nodes = len(load(mine[0]).graph.nodes)
-            reproduced, run_s = _rerun(mine[0], fault, workdir)
-        return Case(model, fault, key, node.op, g.kind, ranking.index(key) + 1, ranking[0] == key,
+            reproduced, run_s = _rerun(mine[0], base.name, fault, workdir)
+        return Case(base.name, model, fault, key, node.op, g.kind, ranking.index(key) + 1, ranking[0] == key,
                     baseline is not None and baseline.key == key, baseline.key if baseline else None, diff_s,
                     nodes, reproduced, write_s, run_s, redraws)
     return None
@@ -166,14 +168,20 @@ def to_markdown(cases: list[Case], memory: dict, captures: dict, skipped: list[s
     repro = [c for c in cases if c.repro_nodes is not None]
     lines = ["# parity diff benchmark: planted faults in real models", "",
              f"{len(cases)} cases: {len({c.model for c in cases})} models (zoo training steps and tiny Hugging Face "
-             f"architectures, forward and backward graphs), one fault in one node of the reference backend each. "
+             f"architectures, forward and backward graphs), one fault in one node of the backend each "
+             f"(reference; onnx too for a few zoo models). "
              f"Run by `python bench/diff_benchmark.py` in {seconds / 60:.1f} min on a 2-core machine.", "",
              "| | top-1 |", "| --- | --- |",
              f"| **parity diff** (local error / contract) | **{_rate(cases, 'ours')}** |",
              f"| end-to-end, first tensor over rtol=atol=1e-5 (Polygraphy `--mark all`, `compare_intermediates`) "
              f"| {_rate(cases, 'baseline')} |", "",
-             "## By fault class", "", "| fault | cases | parity diff top-1 | end-to-end top-1 |",
+             "## By backend the fault is planted in", "", "| backend | cases | parity diff top-1 | end-to-end top-1 |",
              "| --- | --- | --- | --- |"]
+    for backend in dict.fromkeys(c.backend for c in cases):
+        mine = [c for c in cases if c.backend == backend]
+        lines.append(f"| {backend} | {len(mine)} | {_rate(mine, 'ours')} | {_rate(mine, 'baseline')} |")
+    lines += ["", "## By fault class", "", "| fault | cases | parity diff top-1 | end-to-end top-1 |",
+              "| --- | --- | --- | --- |"]
     for fault in CLASSES:
         mine = [c for c in cases if c.fault == fault]
         lines.append(f"| {fault} | {len(mine)} | {_rate(mine, 'ours')} | {_rate(mine, 'baseline')} |")
@@ -199,19 +207,38 @@ def to_markdown(cases: list[Case], memory: dict, captures: dict, skipped: list[s
         lines.append(f"| {model} | {shape} | {secs:.1f} |")
     if skipped:
         lines += ["", "Not run: " + "; ".join(skipped)]
-    lines += ["", "## Cases", "", "| model | fault | node | op | graph | rank | ours | end-to-end blames | diff s | "
-              "repro nodes | reproduced | repro s |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "## Cases", "", "| backend | model | fault | node | op | graph | rank | ours | end-to-end blames | "
+              "diff s | repro nodes | reproduced | repro s |", "|" + " --- |" * 13]
     for c in cases:
-        lines.append(f"| {c.model} | {c.fault} | {c.key} | {c.op} | {c.kind} | {c.rank} | {'✅' if c.ours else '❌'} | "
+        lines.append(f"| {c.backend} | {c.model} | {c.fault} | {c.key} | {c.op} | {c.kind} | {c.rank} | {'✅' if c.ours else '❌'} | "
                      f"{c.baseline_key or '(nothing)'}{' ✅' if c.baseline else ''} | {c.diff_s:.1f} | {c.repro_nodes} | "
                      f"{'yes' if c.repro_reproduced else 'no'} | {c.repro_write_s + c.repro_run_s:.1f} |")
     return "\n".join(lines) + "\n"
 
 
+def _cases_of(base, model: str, graphs, per_model: int, m: int, rng, workdir, skipped: list) -> list[Case]:
+    cases = []
+    for i in range(per_model):
+        fault = CLASSES[i % len(CLASSES)]
+        kind = ("forward", "backward")[(i + m) % 2]  # each class in both kinds over the models
+        case = run_case(base, model, graphs, fault, rng, workdir, kind)
+        if case is None:
+            skipped.append(f"{base.name}/{model}/{fault}: no site where the fault changes anything")
+            continue
+        cases.append(case)
+        print(f"{case.backend:9} {model:13} {fault:14} {case.key:10} {case.op:18} rank {case.rank:3}  "
+              f"baseline {case.baseline_key}  repro {case.repro_nodes} {case.repro_reproduced}", flush=True)
+    return cases
+
+
 def main(argv=None) -> int:
+    from parity.diff.execute import NodeRunner
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", help="comma-separated (default: the zoo and " + ",".join(HF) + ")")
     parser.add_argument("--per-model", type=int, default=5, help="cases per model (fault classes in turn)")
+    parser.add_argument("--onnx-models", default="mlp,cnn,resnet_block,vit",
+                        help="models also run with the fault planted in the onnx backend (4 cases each; '' for none)")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--out", default="bench/results/diff.md")
     args = parser.parse_args(argv)
@@ -219,11 +246,12 @@ def main(argv=None) -> int:
 
     warnings.filterwarnings("ignore")
     models = args.models.split(",") if args.models else [*ZOO, *HF]
+    on_onnx = [m for m in (args.onnx_models or "").split(",") if m]
     rng = random.Random(args.seed)
     cases, captures, skipped, largest = [], {}, [], (0, None, None)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="parity-diff-bench-") as tmp:
-        for m, model in enumerate(models):
+        for m, model in enumerate(dict.fromkeys([*models, *on_onnx])):
             try:
                 graphs, secs = capture(model)
             except Exception as exc:  # noqa: BLE001 - a model that does not capture is reported, not fatal
@@ -234,15 +262,12 @@ def main(argv=None) -> int:
                        for g in graphs for n in g.graph.nodes for v in n.outputs)
             if size > largest[0]:
                 largest = (size, model, graphs)
-            for i in range(args.per_model):
-                kind = ("forward", "backward")[(i + m) % 2]  # each class in both kinds over the models
-                case = run_case(model, graphs, CLASSES[i % len(CLASSES)], rng, pathlib.Path(tmp), kind)
-                if case is None:
-                    skipped.append(f"{model}/{CLASSES[i % len(CLASSES)]}: no site where the fault changes anything")
-                    continue
-                cases.append(case)
-                print(f"{model:13} {case.fault:14} {case.key:10} {case.op:18} rank {case.rank:3}  "
-                      f"baseline {case.baseline_key}  repro {case.repro_nodes} {case.repro_reproduced}", flush=True)
+            if model in models:
+                cases += _cases_of(NodeRunner("reference"), model, graphs, args.per_model, m, rng, pathlib.Path(tmp),
+                                   skipped)
+            if model in on_onnx:
+                cases += _cases_of(NodeRunner("onnx"), model, graphs, len(CLASSES), m, rng, pathlib.Path(tmp),
+                                   skipped)
     memory = peak_memory(largest[1], largest[2])
     text = to_markdown(cases, memory, captures, skipped, time.perf_counter() - started)
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)

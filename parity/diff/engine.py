@@ -31,7 +31,7 @@ from ..ir.graph import Graph, Node, Value
 from ..ir.interpreter import evaluate_node
 from .capture import CapturedGraph
 from .execute import NodeRunner, NodeUnsupported
-from .measure import ILL_CONDITIONED_ULP, carried_error, dtype_of, local_error, merge_carried
+from .measure import ILL_CONDITIONED_ULP, carried_error, dtype_of, local_error, merge_carried, recorded_deviation
 from .report import DiffReport, GraphInfo, NodeRow
 
 AGAINST_ORACLE, AGAINST_EAGER = "oracle", "eager"
@@ -81,12 +81,15 @@ def _last_uses(graph: Graph) -> dict[Value, int]:
     return last
 
 
-def _verdict(local, carried, note: str, tainted: bool) -> tuple[str, str]:
+def _verdict(local, carried, note: str, tainted: bool, deviation) -> tuple[str, str]:
     if local.ratio > 1 and not local.flush_to_zero:
+        if deviation is not None:
+            return "deviation", f"over the contract, within the deviation recorded ({deviation.max_error}): " \
+                                f"{deviation.reason}"
         return "bug", f"{local.mismatches} element(s) over the contract ({local.bound})"
     if carried.ulp is not None and carried.ulp > ILL_CONDITIONED_ULP:
         if tainted:
-            return "downstream", "within its contract; its operands carry a guilty node's error"
+            return "downstream", "within its contract; its operands carry the error of a node over its contract"
         return "ill-conditioned", "within its contract, as is every node upstream: the model amplifies rounding"
     return "ok", note
 
@@ -121,7 +124,8 @@ def _measure_graph(cg: CapturedGraph, runner: NodeRunner, reference: _Reference,
         carried = merge_carried([carried_error(v.type.dtype, r, g) for v, r, g in zip(node.outputs, ref, got)])
         local = local_error(node, ops_b, got, declared) if verdict is None else None
         if local is not None:
-            verdict, note = _verdict(local, carried, note, any(v in tainted for v in node.inputs))
+            deviation = recorded_deviation(runner.backend, node, runner.device, local) if local.ratio > 1 else None
+            verdict, note = _verdict(local, carried, note, any(v in tainted for v in node.inputs), deviation)
             if local.outside:
                 note = "operands where the spec itself misses the bound: not held to it"
         row = NodeRow(cg.index, cg.kind, k, node.op, dtype_of(node).short, list(node.outputs[0].type.shape),
@@ -134,7 +138,7 @@ def _measure_graph(cg: CapturedGraph, runner: NodeRunner, reference: _Reference,
         report.rows.append(row)
         report.activation_bytes += sum(np.asarray(g).nbytes for g in got)
         keeper.offer(row, ops_b, node)
-        if verdict in ("bug", "error") or any(v in tainted for v in node.inputs):
+        if verdict in ("bug", "error", "deviation") or any(v in tainted for v in node.inputs):
             tainted.update(node.outputs)
         env_b.update(zip(node.outputs, got))
         env_r.update(zip(node.outputs, ref))

@@ -68,6 +68,13 @@ class NodeRunner:
         self._cache: dict[tuple[int, str], tuple[Graph, Any]] = {}
         self.compiles = 0
 
+    def with_fault(self, node: Node, backend) -> NodeRunner:
+        """A runner that runs ``node`` on ``backend`` and everything else as this one does,
+        sharing this one's compiled executables (a benchmark plants one fault per case)."""
+        derived = NodeRunner(self.backend, self.device, {**self.fault_at, node: backend})
+        derived._cache = self._cache
+        return derived
+
     @property
     def name(self) -> str:
         return self.backend.name

@@ -29,6 +29,7 @@ from .terminal import number
 
 BUG_RED = "#e31a1c"  # local error over the contract (the screenshot test looks for it)
 ERROR_RED = "#8b0000"
+DEVIATION_AMBER = "#f2b233"  # over the contract within a deviation the backend records
 PATH_BLACK = "#111111"
 _BOX_W, _BOX_H, _DX, _DY, _PAD = 28, 16, 60, 30, 24
 _LABELS_UP_TO = 80  # nodes per graph: op names are drawn above the boxes of smaller graphs
@@ -43,7 +44,7 @@ svg text{font:10px monospace}
 table.rank{border-collapse:collapse;margin-top:8px;font-size:12px}
 table.rank td,table.rank th{border:1px solid #ccc;padding:2px 6px;text-align:left}
 table.rank td.n{text-align:right;font-family:monospace}
-td.bug,td.error{background:#fbb4b4} td.downstream{background:#fff3b0} td.ill-conditioned{background:#e8d5f5}
+td.bug,td.error{background:#fbb4b4} td.deviation{background:#f2b233} td.downstream{background:#fff3b0} td.ill-conditioned{background:#e8d5f5}
 """
 
 
@@ -51,6 +52,8 @@ def local_colour(row: NodeRow) -> str:
     """Fill of a node's left half: its local error relative to the contract."""
     if row.verdict == "error":
         return ERROR_RED
+    if row.verdict == "deviation":
+        return DEVIATION_AMBER
     if row.local_ratio is None:
         return "#bdbdbd"
     if row.local_ratio > 1:

@@ -73,11 +73,12 @@ def applies(fault: Fault, node: Node) -> bool:
 
 def planted_runner(backend, node: Node, fault: Fault | str, device: str = "cpu") -> tuple[NodeRunner, Planted]:
     """A runner with ``fault`` in ``node`` alone (and the Planted backend, whose ``changed``
-    counts the outputs the fault altered)."""
+    counts the outputs the fault altered). ``backend``: a name, a Backend, or a
+    :class:`NodeRunner` whose compiled executables the new runner shares."""
     fault = FAULT_CLASSES[fault] if isinstance(fault, str) else fault
-    real = NodeRunner(backend, device).backend
-    planted = Planted(real, fault)
-    return NodeRunner(real, device, fault_at={node: planted}), planted
+    base = backend if isinstance(backend, NodeRunner) else NodeRunner(backend, device)
+    planted = Planted(base.backend, fault)
+    return base.with_fault(node, planted), planted
 
 
 __all__ = ["FAULT_CLASSES", "applies", "planted_runner"]

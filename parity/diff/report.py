@@ -1,7 +1,9 @@
 """What ``parity.diff`` returns: one row per node, ranked, with a verdict each.
 
 Verdicts (:data:`VERDICTS`): ``bug`` (local error over the op's contract: the backend is
-wrong on this node), ``error`` (the backend raised on it), ``unsupported``,
+wrong on this node), ``error`` (the backend raised on it), ``deviation`` (over the
+contract, within a deviation the backend records for the op with its measured ULPs: known,
+ranked after every bug), ``unsupported``,
 ``downstream`` (within its contract, but more than :data:`~.measure.ILL_CONDITIONED_ULP`
 ULPs off end to end because a guilty node feeds it), ``ill-conditioned`` (as far off, with
 no guilty node upstream: the model amplifies rounding), and ``ok``. Rows are ranked by local error relative to the contract (errors and bugs
@@ -21,7 +23,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-VERDICTS = ("error", "bug", "downstream", "ill-conditioned", "unsupported", "ok")
+VERDICTS = ("error", "bug", "deviation", "downstream", "ill-conditioned", "unsupported", "ok")
 SCHEMA_VERSION = 1
 
 
@@ -56,12 +58,12 @@ class NodeRow:
         return f"g{self.graph}.n{self.node}"
 
     def rank_key(self) -> tuple:
-        """Sort key: raised first, then by local ratio, then the share of elements over the
-        bound, then the earliest node (a fault's root precedes what it feeds)."""
-        raised = self.verdict == "error"
+        """Sort key: raised first, then bugs, then by local ratio, then the share of elements
+        over the bound, then the earliest node (a fault's root precedes what it feeds)."""
+        order = {"error": 0, "bug": 1}.get(self.verdict, 2)
         ratio = -1.0 if self.local_ratio is None else self.local_ratio
         share = self.mismatches / self.compared if self.compared else 0.0
-        return (not raised, -ratio, -share, self.graph, self.node)
+        return (order, -ratio, -share, self.graph, self.node)
 
     def to_json(self) -> dict:
         out = asdict(self)

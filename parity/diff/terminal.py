@@ -23,7 +23,7 @@ import math
 
 from .report import DiffReport
 
-_STYLE = {"error": "bold red", "bug": "bold red", "downstream": "yellow", "ill-conditioned": "magenta",
+_STYLE = {"error": "bold red", "bug": "bold red", "deviation": "dark_orange", "downstream": "yellow", "ill-conditioned": "magenta",
           "unsupported": "dim", "ok": "green"}
 
 
