@@ -39,6 +39,7 @@ from ...ir.dtypes import DType
 from ...ir.errors import ParityError, UnsupportedOpError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
+from ...ir.shapes import ShapeBindings
 from ...ir.types import Symbol, TensorType
 from ..base import ANY_OP, Backend, Deviation, OpClaim, Summation
 from ..cache import BuildOnceCache
@@ -207,21 +208,14 @@ class XlaExecutable:
         return compiled
 
     def _input_types(self, types) -> list[TensorType]:
-        bindings: dict[str, int] = {}
+        bindings = ShapeBindings(error=ParityError)
         resolved = []
         for i, (value, (dtype, shape)) in enumerate(zip(self.graph.inputs, types)):
             t = value.type
             if dtype != t.dtype.numpy or len(shape) != t.rank:
                 raise ParityError(f"input {i} of @{self.graph.name} is {dtype}{list(shape)}, expected {t}; "
                                   f"convert it before the call (parity never converts inputs implicitly)")
-            for dim, size in zip(t.shape, shape):
-                if isinstance(dim, Symbol):
-                    if bindings.setdefault(dim.name, size) != size:
-                        raise ParityError(f"input {i} of @{self.graph.name}: dimension {dim} is {size} here "
-                                          f"but {bindings[dim.name]} in an earlier input")
-                elif dim != size:
-                    raise ParityError(f"input {i} of @{self.graph.name} has shape {list(shape)}, expected {t}")
-            resolved.append(t.with_shape(shape))
+            resolved.append(bindings.bind(t, shape, f"input {i} of @{self.graph.name}"))
         return resolved
 
     def run_device(self, *inputs: Any) -> list[jax.Array]:
@@ -366,14 +360,14 @@ def export_stablehlo(graph: Graph, shapes: dict[str, int] | None = None) -> str:
         >>> "stablehlo.exponential" in export_stablehlo(b.build([b.exp(x)]))
         True
     """
-    shapes = shapes or {}
+    bindings = ShapeBindings(shapes)
     types = []
     for t in graph.input_types:
-        missing = [d.name for d in t.shape if isinstance(d, Symbol) and d.name not in shapes]
+        missing = bindings.unbound(t)
         if missing:
             raise ParityError(f"export_stablehlo: give sizes for the symbolic dims {missing} "
                               f"(shapes={{'{missing[0]}': ...}}); StableHLO text here is static")
-        types.append(t.with_shape(shapes[d.name] if isinstance(d, Symbol) else d for d in t.shape))
+        types.append(bindings.resolve(t))
     with jax.enable_x64(True):
         specs = [jax.ShapeDtypeStruct(t.shape, t.dtype.numpy) for t in types]
         return jax.jit(graph_function(graph)).lower(*specs).as_text()

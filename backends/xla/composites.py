@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from jax import lax
 
-from ...ir.builder import GraphBuilder
-from ...ir.ops import OP_TABLE
+from ...ir.expand import decomposition
 from .context import Rule
 from .reduction import extreme
 from .sharding import constraint_rule
@@ -31,9 +30,7 @@ def _shift_invariant(name: str) -> Rule:
     def rule(ctx, x):
         from .lowering import run_graph  # the driver imports this table
 
-        sub = GraphBuilder(name)
-        (result,) = [OP_TABLE[name].decompose(sub, ctx.attrs, sub.input(ctx.in_types[0]))]
-        return run_graph(sub.build([result]), [x], {"reduce_max": _plain_max}, ctx.zero)[0]
+        return run_graph(decomposition(name, ctx.attrs, ctx.in_types), [x], {"reduce_max": _plain_max}, ctx.zero)[0]
 
     return rule
 

@@ -1,8 +1,9 @@
 """What an XLA lowering rule sees: the node's attributes and its types, symbols bound.
 
 A rule is ``rule(ctx, *operands) -> value | tuple[value, ...]``: operands and results are
-JAX values traced by ``jax.jit``; ``ctx`` holds the node's attributes and its operand and
-result types with every symbolic dim bound to its size.
+JAX values traced by ``jax.jit``; ``ctx`` is an :class:`XlaNodeContext`, the IR's
+:class:`~parity.ir.context.NodeContext` (the node's attributes and its operand and result
+types with every symbolic dim bound to its size) with the executable's run-time zero.
 
 Example::
 
@@ -14,29 +15,24 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from jax import lax
 
+from ...ir.context import NodeContext
 from ...ir.dtypes import DType
 from ...ir.types import TensorType
 
 
 @dataclass(frozen=True)
-class XlaNodeContext:
-    """What a rule sees besides its operands: attributes and types, symbols bound."""
+class XlaNodeContext(NodeContext):
+    """What an XLA rule sees besides its operands: the node (attributes and types, symbols
+    bound) and the executable's run-time zero."""
 
-    attrs: Mapping[str, Any]
-    in_types: tuple[TensorType, ...]
-    out_types: tuple[TensorType, ...]
     zero: Any = None  # the executable's run-time zero (see products.opaque), None when not compiling for a run
-
-    @property
-    def out(self) -> TensorType:
-        return self.out_types[0]
 
 
 Rule = Callable[..., Any]

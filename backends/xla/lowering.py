@@ -30,9 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...ir.errors import UnsupportedOpError
+from ...ir.expand import decomposition
 from ...ir.graph import Graph, Node
 from ...ir.opdef import Kind
-from ...ir.types import Symbol, TensorType
+from ...ir.shapes import ShapeBindings
 from .composites import RULES as COMPOSITES
 from .context import Rule, XlaNodeContext
 from .contraction import RULES as CONTRACTION
@@ -51,39 +52,19 @@ LOWERINGS: dict[str, Rule] = {name: widened(name, rule) if name in WIDER_FOR_ACC
 # -- graphs → functions ------------------------------------------------------------------------------
 
 
-def _resolve(t: TensorType, bindings: Mapping[str, int]) -> TensorType:
-    if t.is_static:
-        return t
-    return t.with_shape(bindings.get(d.name, d) if isinstance(d, Symbol) else d for d in t.shape)
-
-
-def _resolve_attr(value, bindings: Mapping[str, int]):
-    if isinstance(value, Symbol):
-        return bindings[value.name]
-    if isinstance(value, tuple):
-        return tuple(_resolve_attr(v, bindings) for v in value)
-    return value
-
-
-def _bind(t: TensorType, shape: Sequence[int], bindings: dict[str, int]) -> None:
-    for dim, size in zip(t.shape, shape):
-        if isinstance(dim, Symbol):
-            bindings.setdefault(dim.name, size)
-
-
-def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args, bindings, loc=None,
-               overrides: Mapping[str, Rule] | None = None, zero: Any = None):
+def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args, bindings: ShapeBindings,
+               loc=None, overrides: Mapping[str, Rule] | None = None, zero: Any = None):
     """Emit one op on traced operands; composites without a rule expand in place.
     ``overrides`` replaces rules by op name (a composite's rule may relax one of its parts)."""
     from ...ir.ops import OP_TABLE
 
     for t, a in zip(in_types, args):
-        _bind(t, a.shape, bindings)
-    in_types = tuple(_resolve(t, bindings) for t in in_types)
-    out_types = tuple(_resolve(t, bindings) for t in out_types)
+        bindings.bind_unchecked(t, a.shape)
+    in_types = tuple(bindings.resolve(t) for t in in_types)
+    out_types = tuple(bindings.resolve(t) for t in out_types)
+    attrs = bindings.resolve_attrs(attrs, strict=True)
     rule = (overrides or {}).get(node_op) or LOWERINGS.get(node_op)
     if rule is not None:
-        attrs = {k: _resolve_attr(v, bindings) for k, v in attrs.items()}
         result = rule(XlaNodeContext(attrs, in_types, out_types, zero), *args)
         return list(result) if isinstance(result, tuple) else [result]
     opdef = OP_TABLE.get(node_op)
@@ -93,13 +74,7 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
             f"the xla backend has no lowering for {node_op!r}{where}: it is a primitive added to the op "
             f"table after the backend; add a rule to its family module in backends/xla/ or run with "
             f"backend='reference'")
-    from ...ir.builder import GraphBuilder
-
-    sub = GraphBuilder(node_op)
-    params = [sub.input(t) for t in in_types]
-    results = opdef.decompose(sub, attrs, *params)
-    results = results if isinstance(results, tuple) else (results,)
-    return run_graph(sub.build(list(results)), args, overrides, zero)
+    return run_graph(decomposition(node_op, attrs, in_types, loc=loc), args, overrides, zero)
 
 
 def run_graph(graph: Graph, args: Sequence[Any], overrides: Mapping[str, Rule] | None = None,
@@ -109,9 +84,9 @@ def run_graph(graph: Graph, args: Sequence[Any], overrides: Mapping[str, Rule] |
     ``zero`` (an int32 scalar the executable receives at run time, always 0) keeps XLA
     from fusing products into sums: see :func:`.products.opaque`."""
     env: dict = dict(zip(graph.inputs, args))
-    bindings: dict[str, int] = {}
+    bindings = ShapeBindings()
     for value, array in zip(graph.inputs, args):
-        _bind(value.type, array.shape, bindings)
+        bindings.bind_unchecked(value.type, array.shape)
     summed = products_summed(graph) if zero is not None else set()
     for node in graph.nodes:
         outs = lower_node(node.op, node.attrs, [v.type for v in node.inputs], [v.type for v in node.outputs],
