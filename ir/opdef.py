@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,10 +24,6 @@ from .dtypes import DType
 from .errors import TypeRuleError
 from .sharding import PartitionSpec, ShardingError
 from .types import Symbol, TensorType
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .builder import GraphBuilder
-    from .graph import Value
 
 
 class Kind(enum.Enum):

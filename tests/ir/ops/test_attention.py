@@ -16,7 +16,6 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from parity.ir import OP_TABLE, GraphBuilder, Symbol, TypeRuleError, evaluate
-from parity.ir.dtypes import FLOAT_DTYPES, DType, bf16, f16, f32, f64
+from parity.ir.dtypes import FLOAT_DTYPES, DType, f16, f32, f64
 from parity.ir.opdef import Accuracy, Group, Kind
 
 sys.path.insert(0, str(Path(__file__).parent))
