@@ -63,7 +63,7 @@ def probe_flush_to_zero(backend, device: str, dtype: DType) -> bool:
     is zero where the spec's is not (and False when none is: a mixture raises)."""
     from ..ir import GraphBuilder
     from ..ir.interpreter import evaluate
-    from .runner import _execute, lower_for
+    from .execute import execute, lower_for
 
     tiny = float(dtype.finfo.tiny)
     x = np.array([tiny / 4, tiny / 2], dtype.numpy)
@@ -72,7 +72,7 @@ def probe_flush_to_zero(backend, device: str, dtype: DType) -> bool:
     xi, yi = b.input(dtype[2]), b.input(dtype[2])
     graph = b.build([b.sqrt(xi), b.mul(yi, yi)])
     lowered, _ = lower_for(backend, graph)
-    got = np.concatenate([np.asarray(o).astype(np.float64) for o in _execute(backend, device, lowered, [x, y])])
+    got = np.concatenate([np.asarray(o).astype(np.float64) for o in execute(backend, device, lowered, [x, y])])
     spec = np.concatenate([o.astype(np.float64) for o in evaluate(graph, [x, y])])
     zero = got == 0
     if zero.all() and (spec != 0).all():

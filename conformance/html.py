@@ -17,7 +17,7 @@ import math
 from ..ir.dtypes import ALL_DTYPES
 from .opdb import FAMILIES
 from .reports import matrix, to_json
-from .runner import ConformanceRun
+from .results import ConformanceRun
 
 _STATUS_CLASS = {"pass": "pass", "deviation": "dev", "fail": "fail", "unsupported": "unsup", "not run": "notrun"}
 

@@ -150,13 +150,14 @@ class CellItem(_TargetItem):
         self.key, self.cases = key, cases
 
     def runtest(self):
-        from . import runner
+        from .execute import Prepared, run_bundle
+        from .verdicts import cells_for
 
         self._need_device()
         t = self.target
         claims = self.state.claims.setdefault(t.backend, t.instance.claims())
-        results = runner.run_bundle(t.instance, t.device, [runner.Prepared(c) for c in self.cases], claims)
-        self._judge(runner._cells_for([self.key], [t], results)[0])
+        results = run_bundle(t.instance, t.device, [Prepared(c) for c in self.cases], claims)
+        self._judge(cells_for([self.key], [t], results)[0])
 
 
 class ExtraItem(_TargetItem):
@@ -167,12 +168,13 @@ class ExtraItem(_TargetItem):
         self.kind = kind
 
     def runtest(self):
-        from . import runner, zoo
+        from . import zoo
+        from .verdicts import cells_for
 
         self._need_device()
         results = zoo.random_results([self.target])[0] if self.kind == "random" else zoo.model_rows([self.target])[0]
         keys = list(dict.fromkeys((r.op, r.dtype) for r in results))
-        cells = runner._cells_for(keys, [self.target], results, cpu_only=zoo.is_model_row)
+        cells = cells_for(keys, [self.target], results, cpu_only=zoo.is_model_row)
         problems = []
         for cell in cells:
             self.state.cells.append(cell)
@@ -189,11 +191,11 @@ class DeviationsItem(_TargetItem):
     can explain nothing (no number in ULPs; flush-to-zero without a dtype)."""
 
     def runtest(self):
-        from . import runner
+        from .verdicts import check_deviations
 
         self._need_device()
         mine = [c for c in self.state.cells if c.backend == self.target.backend and c.device == self.target.device]
-        checks = runner._check_deviations([self.target], mine) if mine else []
+        checks = check_deviations([self.target], mine) if mine else []
         stale = [d for d in checks if d.state == "stale"]
         invalid = [d for d in checks if d.state == "invalid"]
         if stale or invalid:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ir.ops import OP_TABLE
 from .opdb import family_of
-from .runner import DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, UNSUPPORTED, Cell, ConformanceRun
+from .results import DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, UNSUPPORTED, Cell, ConformanceRun
 
 SCHEMA = "parity.conformance"
 SCHEMA_VERSION = 1

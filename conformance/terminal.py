@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .reports import KIND_MARK, family_kind, cell_text, matrix, target_names
-from .runner import DEVIATION, FAIL, NOT_RUN, PASS, UNSUPPORTED, ConformanceRun, ProgressFn
+from .results import DEVIATION, FAIL, NOT_RUN, PASS, UNSUPPORTED, ConformanceRun, ProgressFn
 
 _STYLE = {PASS: "green", DEVIATION: "yellow", FAIL: "bold red", UNSUPPORTED: "dim", NOT_RUN: "dim italic"}
 

@@ -64,10 +64,10 @@ def is_random_row(op: str) -> bool:
 
 def model_rows(targets, progress: Callable[[str], None] | None = None):
     """(case results, comparisons) of every zoo model and mode on every live cpu target:
-    :class:`..runner.CaseResult` s and, per (model, mode), the
+    :class:`..results.CaseResult` s and, per (model, mode), the
     :class:`~.models.check.Comparison` of each backend that ran (for :func:`agreement`)."""
     from .models import MODELS
-    from .runner import CaseResult
+    from .results import CaseResult
 
     results, comparisons = [], {}
     for spec in MODELS:
@@ -106,7 +106,7 @@ def _compare(spec, backend: str, mode: str):
 
 
 def _model_result(comparison, part: str, ids: dict):
-    from .runner import CaseResult
+    from .results import CaseResult
 
     worst_label, worst_ratio, worst_err, compared = "", 0.0, 0.0, 0
     for label, (got, expected) in comparison.pairs.items():
@@ -174,7 +174,8 @@ def random_graphs() -> list[tuple[str, DType, Graph, list[np.ndarray]]]:
 
 def random_results(targets):
     """(case results, per-row bit-identity records) of the random rows on every live target."""
-    from .runner import CaseResult, Unsupported, lower_for
+    from .execute import NotClaimed, lower_for
+    from .results import CaseResult
 
     results, records = [], []
     for op, dtype, graph, arrays in random_graphs():
@@ -187,7 +188,7 @@ def random_results(targets):
             try:
                 lowered, paths = lower_for(t.instance, graph)
                 got = np.asarray(t.instance.compile(lowered, t.device)(*arrays)[0])
-            except Unsupported as exc:
+            except NotClaimed as exc:
                 results.append(CaseResult(**ids, status="unsupported", message=str(exc)))
                 continue
             except Exception as exc:  # noqa: BLE001

@@ -34,7 +34,8 @@ from ...backends.base import Backend
 from .. import regressions
 from ..bounds import LOCAL
 from ..case import Case
-from ..runner import Prepared, resolve_targets, run_bundle, run_case
+from ..execute import Prepared, run_bundle, run_case
+from ..runner import resolve_targets
 from .generate import FuzzGraph, generate
 from .shrink import shrink
 

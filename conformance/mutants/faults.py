@@ -129,9 +129,9 @@ class Fault:
 
 
 def _host(a):
-    from ..runner import _as_array
+    from ..execute import as_array
 
-    return _as_array(a)
+    return as_array(a)
 
 
 # -- the faults ---------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ class Planted(Backend):
         return self.inner.available_devices()
 
     def compile(self, graph, device):
-        from ..runner import _as_array
+        from ..execute import as_array
 
         run = self.inner.compile(graph, device)
         producer = {v: n for n in graph.nodes for v in n.outputs}
@@ -62,7 +62,7 @@ class Planted(Backend):
             if self.fault.plant is None:
                 self.changed += 1
                 raise PlantedFault(f"planted fault '{self.fault.name}' in {self.inner.name}'s executable")
-            outputs = [_as_array(o) for o in run(*arrays)]
+            outputs = [as_array(o) for o in run(*arrays)]
             for i, v in enumerate(graph.outputs):
                 node = producer.get(v)
                 if self.op is not None and (node is None or node.op != self.op):

@@ -29,6 +29,9 @@ import numpy as np
 from ...backends.base import Backend
 from ...ir.dtypes import DType
 from .. import regressions, runner
+from ..execute import NotClaimed, Prepared, lower_for, run_bundle
+from ..results import FAIL
+from ..verdicts import cells_for
 from .faults import FAULTS, Facts
 from .planted import Planted
 
@@ -96,11 +99,11 @@ def run_mutants(backends: Sequence[str | Backend], *, devices: Sequence[str] | N
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for c in cases:
         groups[(c.op, c.dtype.short)].append(c)
-    prepared: dict[tuple[str, str], list[runner.Prepared]] = {}
+    prepared: dict[tuple[str, str], list[Prepared]] = {}
 
     def bundle(key):
         if key not in prepared:
-            prepared[key] = [runner.Prepared(c) for c in groups[key]]
+            prepared[key] = [Prepared(c) for c in groups[key]]
         return prepared[key]
 
     targets = [t for t in runner.resolve_targets(backends, devices) if t.available]
@@ -124,7 +127,7 @@ def run_mutants(backends: Sequence[str | Backend], *, devices: Sequence[str] | N
             if progress:
                 progress(i, len(plan), f"{t.backend}/{t.device} {fault.name} {key[0]}[{key[1]}]")
             if key not in baseline:
-                baseline[key] = _cell(t, key, runner.run_bundle(t.instance, t.device, bundle(key), claims))
+                baseline[key] = _cell(t, key, run_bundle(t.instance, t.device, bundle(key), claims))
             mutants.append(_judge(t, fault, key, bundle(key), claims, baseline[key]))
         if progress:
             progress(len(plan), len(plan), "")
@@ -137,8 +140,8 @@ def _runnable(target, groups, bundle, claims) -> list[tuple[str, str]]:
     out = []
     for key in groups:
         try:
-            runner.lower_for(target.instance, bundle(key)[0].graph, claims)
-        except runner.Unsupported:
+            lower_for(target.instance, bundle(key)[0].graph, claims)
+        except NotClaimed:
             continue
         out.append(key)
     return out
@@ -159,23 +162,23 @@ def _sample(keys: list[tuple[str, str]], sample: int, seed: int, name: str) -> l
 
 
 def _cell(target, key, results):
-    return runner._cells_for([key], [target], results)[0]
+    return cells_for([key], [target], results)[0]
 
 
 def _judge(target, fault, key, bundle, claims, base) -> Mutant:
     mutant = Mutant(fault.name, target.backend, target.device, *key, status="",
                     cases=[p.case.id for p in bundle])
-    if base.status == runner.FAIL:
+    if base.status == FAIL:
         mutant.status, mutant.message = BASELINE_FAILS, base.message
         return mutant
     planted = Planted(target.instance, fault)
-    results = runner.run_bundle(planted, target.device, bundle, claims)
+    results = run_bundle(planted, target.device, bundle, claims)
     cell = _cell(target, key, results)
     if planted.broken:
         raise RuntimeError(f"fault {fault.name} could not be planted on {key[0]}[{key[1]}]: {planted.broken[0]}")
     if not planted.changed:
         mutant.status = NO_EFFECT
-    elif cell.status == runner.FAIL:
+    elif cell.status == FAIL:
         failing = next(r for r in results if r.status not in ("pass", "unsupported"))
         mutant.status, mutant.killed_by = KILLED, failing.case
         mutant.message = failing.message or f"max {failing.max_ulp} ulp ({failing.max_ratio:.3g} × the bound)"

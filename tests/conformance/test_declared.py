@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from parity.backends.registry import backend_names, get_backend
-from parity.conformance import runner
+from parity.conformance import execute
 from parity.conformance.declared import Declared, probe_flush_to_zero
 from parity.ir import GraphBuilder
 from parity.ir.dtypes import FLOAT_DTYPES, DType
@@ -45,8 +45,8 @@ def _chain(backend, op: str, n: int) -> float:
                             rhs_batch_dims=[])
         arrays = [x, np.ones((n, 2), np.float32)]
     graph = b.build([out])
-    lowered, _ = runner.lower_for(backend, graph)
-    got = np.asarray(runner._execute(backend, "cpu", lowered, arrays)[0]).astype(np.float64)
+    lowered, _ = execute.lower_for(backend, graph)
+    got = np.asarray(execute.execute(backend, "cpu", lowered, arrays)[0]).astype(np.float64)
     exact = 1 + (n - 1) * 2.0**-25
     return float(np.max(np.abs(exact - got)) / 2.0**-25)
 

@@ -8,7 +8,7 @@ import pytest
 
 from parity.backends.base import Deviation
 from parity.backends.registry import get_backend
-from parity.conformance import fuzz, regressions, runner
+from parity.conformance import execute, fuzz, regressions, runner
 from parity.conformance.fuzz.generate import generate
 from parity.conformance.fuzz.shrink import drop_node, shrink
 from parity.conformance.declared import Declared
@@ -197,7 +197,7 @@ def test_saved_regressions_pass_on_the_reference_and_name_their_bug():
     saved = regressions.load_all()
     for r in saved:
         assert {"op", "dtype", "backend", "device", "status", "found", "error"} <= set(r.meta), r.name
-        res = runner.run_case(get_backend("reference"), "cpu", r.case())
+        res = execute.run_case(get_backend("reference"), "cpu", r.case())
         assert res.status == "pass", (r.name, res.message)
 
 

@@ -6,7 +6,8 @@ import pytest
 
 from parity.backends.base import ANY_OP, Backend, Deviation, OpClaim
 from parity.backends.registry import get_backend, register_backend, unregister_backend
-from parity.conformance import regressions, runner
+from parity.conformance import execute, regressions, runner, verdicts
+from parity.conformance.results import PASS, Cell, Target
 from parity.conformance.opdb import all_cases
 from parity.ir import evaluate
 from parity.ir.interpreter import evaluate_node
@@ -98,16 +99,16 @@ def test_recorded_deviations_alone_exit_zero(wrong):
 
 def test_run_case_api_for_one_case(wrong):
     case = next(c for c in all_cases() if c.op == "exp" and c.dtype is DType.float32 and c.name == "random")
-    bad = runner.run_case(wrong, "cpu", case)
+    bad = execute.run_case(wrong, "cpu", case)
     assert bad.status == "fail" and bad.max_ulp > 4 and bad.mismatches > 0
-    good = runner.run_case(get_backend("reference"), "cpu", case)
+    good = execute.run_case(get_backend("reference"), "cpu", case)
     assert good.status == "pass" and good.max_ulp <= 0.5 and good.path == "native"
 
 
 def test_bundled_failure_is_isolated_to_its_case(wrong):
     cases = [c for c in all_cases() if c.op == "cos" and c.dtype is DType.float32][:3]
-    bundle = [runner.Prepared(c) for c in cases]
-    results = runner.run_bundle(wrong, "cpu", bundle)
+    bundle = [execute.Prepared(c) for c in cases]
+    results = execute.run_bundle(wrong, "cpu", bundle)
     assert [r.status for r in results] == ["error"] * 3 and [r.case for r in results] == [c.id for c in cases]
 
 
@@ -178,13 +179,13 @@ class FlushingBackend(Backend):
 
     def compile(self, graph, device):
         def run(*arrays):
-            env = {v: runner.flush_subnormals(np.asarray(a)) for v, a in zip(graph.inputs, arrays)}
+            env = {v: execute.flush_subnormals(np.asarray(a)) for v, a in zip(graph.inputs, arrays)}
             for node in graph.nodes:
                 ins = [env[v] for v in node.inputs]
                 results = evaluate_node(node.op, ins, node.attrs, [v.type for v in node.inputs],
                                         [v.type for v in node.outputs])
                 for v, r in zip(node.outputs, results):
-                    r = runner.flush_subnormals(np.asarray(r), v.type.dtype)
+                    r = execute.flush_subnormals(np.asarray(r), v.type.dtype)
                     env[v] = round_float(r * (1 + 2**-10), v.dtype) if node.op == "sqrt" else r
             return [env[v] for v in graph.outputs]
 
@@ -192,13 +193,13 @@ class FlushingBackend(Backend):
 
 
 def test_flush_subnormals_model():
-    f32 = runner.flush_subnormals(np.array([1e-39, -1e-39, 2e-38, np.nan, -np.inf], np.float32))
+    f32 = execute.flush_subnormals(np.array([1e-39, -1e-39, 2e-38, np.nan, -np.inf], np.float32))
     assert f32[:3].tolist() == [0.0, -0.0, np.float32(2e-38)] and np.signbit(f32[1])
     assert np.isnan(f32[3]) and f32[4] == -np.inf
-    assert runner.flush_subnormals(np.array([1e-39, 5e-324])).tolist() == [1e-39, 0.0]  # f64: its own range
-    assert runner.flush_subnormals(np.array([1e-39]), DType.float32).tolist() == [0.0]  # an f32 oracle in f64
-    assert runner.flush_subnormals(np.array([6e-8], np.float16)).tolist() == [np.float16(6e-8)]  # normal in f32
-    assert runner.flush_subnormals(np.array([3, -1])).tolist() == [3, -1]
+    assert execute.flush_subnormals(np.array([1e-39, 5e-324])).tolist() == [1e-39, 0.0]  # f64: its own range
+    assert execute.flush_subnormals(np.array([1e-39]), DType.float32).tolist() == [0.0]  # an f32 oracle in f64
+    assert execute.flush_subnormals(np.array([6e-8], np.float16)).tolist() == [np.float16(6e-8)]  # normal in f32
+    assert execute.flush_subnormals(np.array([3, -1])).tolist() == [3, -1]
 
 
 def test_flush_to_zero_deviation_explains_only_what_flushing_explains():
@@ -222,7 +223,7 @@ def test_a_deviation_for_every_op_is_stale_only_on_a_whole_run():
 
     subset = runner.run([Exact()], ops="^exp$", dtypes=[DType.float32], quick=True)
     assert {d.state for d in subset.deviations} == {"not checked"} and subset.exit_code == 0
-    cells = [runner.Cell("exp", "f32", "exact", "cpu", runner.PASS)]
-    targets = [runner.Target("exact", "cpu", True, Exact())]
-    checks = runner._check_deviations(targets, cells, whole=True)
+    cells = [Cell("exp", "f32", "exact", "cpu", PASS)]
+    targets = [Target("exact", "cpu", True, Exact())]
+    checks = verdicts.check_deviations(targets, cells, whole=True)
     assert [d.state for d in checks if d.dtype == "f32"] == ["stale"]

@@ -15,7 +15,7 @@ import pytest
 
 from parity.backends.base import ANY_OP, Deviation
 from parity.backends.registry import backend_names, get_backend
-from parity.conformance import fuzz, opdb, regressions, runner
+from parity.conformance import execute, fuzz, opdb, regressions, runner, verdicts
 from parity.conformance.bounds import CONTRACT_BLOCK, sum_chain
 from parity.conformance.compare import measure
 from parity.conformance.declared import NOTHING, Declared
@@ -65,7 +65,7 @@ def test_the_fuzzer_never_counts_a_malformed_node_as_a_deviation():
     fg = FuzzGraph(0, 0, graph, [np.array([0.5, 1.0, 2.0])])
     wrong = Wrapped(get_backend("reference"), "exp", lambda a, d, i: a.astype(np.float32), name="wrong",
                     deviations=(Deviation("exp", "declared, huge", "1e300 ulp", F64, "cpu"),))
-    r = runner.run_case(wrong, "cpu", fuzz_case(fg))
+    r = execute.run_case(wrong, "cpu", fuzz_case(fg))
     (node,) = r.worst["nodes"]
     assert r.status == "fail" and node["malformed"] and node["max_ulp"] is None
     assert not fuzz._all_declared(wrong, "cpu", r.worst["nodes"])
@@ -91,15 +91,15 @@ def test_every_declared_deviation_carries_a_number(name):
     if name not in backend_names():
         pytest.skip(f"{name} is not installed")
     for d in get_backend(name).deviations:
-        assert not runner.invalid_reason(d), (name, d)
+        assert not verdicts.invalid_reason(d), (name, d)
 
 
 def test_xla_bf16_cumprod_keeps_a_product_that_underflows_float32_on_the_way():
     """The review's cumprod[bf16]:full_range: 0.0 for 0.407, 1.77e9, 8.7e28. A lowering bug (the
     product ran in f32, with no more range than bf16), fixed in the lowering: no deviation."""
     case = next(c for c in opdb.all_cases() if c.id == "cumprod[bf16]:full_range")
-    p = runner.Prepared(case)
-    result = runner.run_case(get_backend("xla"), "cpu", case)
+    p = execute.Prepared(case)
+    result = execute.run_case(get_backend("xla"), "cpu", case)
     assert result.status == "pass", result.message
     oracle = p.oracle[0].astype(np.float64)
     assert np.isclose(oracle[0, 12], 0.407, rtol=1e-3) and np.isclose(oracle[1, 8], 1.77e9, rtol=1e-2)
@@ -131,7 +131,7 @@ def test_the_fuzzer_does_not_excuse_a_large_error_on_normal_values_as_flush_to_z
 
     planted = Wrapped(get_backend("reference"), "softmax", off, name="xla", deviations=xla.deviations,
                       claim_too=("softmax",))
-    r = runner.run_case(planted, "cpu", fuzz_case(FuzzGraph(0, 0, graph, arrays)))
+    r = execute.run_case(planted, "cpu", fuzz_case(FuzzGraph(0, 0, graph, arrays)))
     assert r.status == "fail" and [n["flush_to_zero"] for n in r.worst["nodes"]] == [False]
     assert not fuzz._all_declared(planted, "cpu", r.worst["nodes"])
 
@@ -185,7 +185,7 @@ LONG = [c for c in opdb.all_cases() if "long" in c.tags]
 
 @pytest.mark.parametrize("case", LONG, ids=lambda c: c.id)
 def test_zeros_fail_every_long_case(case):
-    p = runner.Prepared(case)
+    p = execute.Prepared(case)
     zeros = [np.zeros_like(np.asarray(o).astype(t.dtype.numpy)) for o, t in zip(p.oracle, p.graph.output_types)]
     assert not measure(case, p.graph, p.arrays, p.oracle, zeros).passed
     rounded = [round_float(o, t.dtype) for o, t in zip(p.oracle, p.graph.output_types)]
@@ -203,11 +203,11 @@ def _drop_block(start: int, size: int = 1024):
 def test_dropping_one_block_of_1024_terms_from_a_long_sum_fails():
     case = next(c for c in LONG if c.op == "reduce_sum" and c.dtype is F32)
     planted = Wrapped(get_backend("reference"), "reduce_sum", _drop_block(0), name="dropped")
-    assert runner.run_case(planted, "cpu", case).status == "fail"
-    assert runner.run_case(get_backend("reference"), "cpu", case).status == "pass"
+    assert execute.run_case(planted, "cpu", case).status == "fail"
+    assert execute.run_case(get_backend("reference"), "cpu", case).status == "pass"
     # Every one of the 1,024 blocks, dropped in turn: the bound is (20 + 64)·ε·Σ|x| ≈ 8.4, the
     # blocks' sums are N(0, 1024)-distributed; all blocks whose sum exceeds the bound are caught.
-    p = runner.Prepared(case)
+    p = execute.Prepared(case)
     x = p.arrays[0].astype(np.float64)
     sums = x.reshape(-1, 1024).sum(axis=1)
     total = float(p.oracle[0])
@@ -236,7 +236,7 @@ def test_products_keep_n_in_their_bound():
 @pytest.mark.parametrize("x, wrong", [(3.4e38, 0.5), (-3.4e38, 0.5), (1e6, 0.999), (7.0, 0.99)])
 def test_hardsigmoid_far_from_its_kink_is_held_to_its_saturated_value(x, wrong):
     case = case_of("hardsigmoid", F32, "planted", (np.array([x], np.float32),))
-    p = runner.Prepared(case)
+    p = execute.Prepared(case)
     assert not measure(case, p.graph, p.arrays, p.oracle, [np.array([wrong], np.float32)]).passed
     assert measure(case, p.graph, p.arrays, p.oracle, [evaluate(p.graph, p.arrays)[0]]).passed
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from parity.backends.registry import register_backend, unregister_backend
-from parity.conformance import html, models, reports, runner, zoo
+from parity.conformance import html, models, reports, runner, verdicts, zoo
+from parity.conformance.results import Target
 from parity.ir.dtypes import DType
 
 from .perturbed import Perturbed
@@ -71,6 +72,6 @@ def test_model_rows_agreement_and_reports(perturbed, monkeypatch):
 
 
 def test_models_are_not_run_on_other_devices():
-    cells = runner._cells_for([("model:mlp/train", "f32")], [runner.Target("x", "cuda", True, None)], [],
+    cells = verdicts.cells_for([("model:mlp/train", "f32")], [Target("x", "cuda", True, None)], [],
                               cpu_only=zoo.is_model_row)
     assert cells[0].status == "not run" and cells[0].message == "models run on cpu targets"

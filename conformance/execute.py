@@ -1,0 +1,198 @@
+"""One case, or a bundle of cases, on one backend and device: the graph as the backend
+receives it (composites it does not claim expanded), compiled, run, and measured against
+the oracle — again with subnormals flushed when the backend declares flush-to-zero.
+
+Example::
+
+    >>> from parity.backends.registry import get_backend
+    >>> from parity.conformance import opdb
+    >>> case = next(c for c in opdb.all_cases() if c.op == "neg")
+    >>> run_case(get_backend("reference"), "cpu", case).status
+    'pass'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..backends.base import Backend
+from ..ir.dtypes import DType
+from ..ir.graph import Graph
+from ..ir.interpreter import evaluate
+from ..ir.ops import node_dtype
+from ..ir.passes import decompose
+from .case import Case
+from .compare import measure
+from .declared import Declared
+from .local import flush_subnormals as flush_declared
+from .results import CaseResult
+
+
+class NotClaimed(Exception):
+    """The backend does not claim a node of the case's graph in its dtype (even after the
+    composites it does not claim are expanded): the case is *unsupported* there."""
+
+
+def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[str, str]]:
+    """``graph`` as ``backend`` receives it: composites it does not claim in their dtype
+    expanded. Returns (graph, {op: path}); raises :class:`NotClaimed` naming the first
+    node the backend does not claim in its dtype."""
+    claims = backend.claims() if claims is None else claims
+    present = {n.op for n in graph.nodes}
+    native = {n.op for n in graph.nodes if n.op in claims and node_dtype(n) in claims[n.op].dtypes}
+    # Ops of the case graph are claimed per dtype; composites met inside a decomposition by
+    # name (a dtype they do not claim then shows as unsupported below).
+    lowered, _ = decompose(graph, claimed=lambda op: op in native or (op not in present and op in claims))
+    for n in lowered.nodes:
+        claim = claims.get(n.op)
+        dtype = node_dtype(n)
+        if claim is None or dtype not in claim.dtypes:
+            what = n.op if claim is None else f"{n.op} in {dtype.short}"
+            via = "" if n.op in graph.op_counts() else " (reached through a decomposition)"
+            raise NotClaimed(f"{backend.name} does not claim {what}{via}")
+    paths = {}
+    for n in graph.nodes:
+        if n.op in native:
+            paths[n.op] = "extern" if claims[n.op].extern else "native"
+        else:
+            paths[n.op] = "decomposed"
+    return lowered, paths
+
+
+def run_case(backend: Backend, device: str, case: Case, *, arrays=None, graph=None, oracle=None,
+             claims=None) -> CaseResult:
+    """Run one case on one backend and device and measure it (never raises for backend errors)."""
+    prepared = Prepared(case) if arrays is None else Prepared(case, arrays, graph, oracle)
+    return run_bundle(backend, device, [prepared], claims)[0]
+
+
+class Prepared:
+    """A case with its inputs, graph and oracle outputs, computed once for every target."""
+
+    def __init__(self, case: Case, arrays=None, graph=None, oracle=None):
+        self.case = case
+        self.arrays = case.arrays() if arrays is None else arrays
+        self.graph = case.graph(self.arrays) if graph is None else graph
+        self.oracle = evaluate(self.graph, self.arrays, oracle=True) if oracle is None else oracle
+
+
+def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims=None) -> list[CaseResult]:
+    """Run several cases as one graph (one compilation), measuring each.
+
+    The cases' graphs are placed side by side in one graph; if compiling or running it
+    fails, each case is run alone so that the failure lands on the case that causes it.
+    """
+    claims = backend.claims() if claims is None else claims
+    declared = Declared.of(backend, device)
+    results: list[CaseResult | None] = [None] * len(bundle)
+    runnable = []
+    for i, p in enumerate(bundle):
+        try:
+            runnable.append((i, *lower_for(backend, p.graph, claims)))
+        except NotClaimed as exc:
+            results[i] = CaseResult(**_ids(backend, device, p.case), status="unsupported", message=str(exc))
+    if len(runnable) > 1 and all(g.sharding is None for _, g, _ in runnable):  # a mesh is per graph
+        merged = Graph(f"bundle_{bundle[0].case.op}", [v for _, g, _ in runnable for v in g.inputs],
+                       [n for _, g, _ in runnable for n in g.nodes], [v for _, g, _ in runnable for v in g.outputs])
+        try:
+            outputs = execute(backend, device, merged, [a for i, _, _ in runnable for a in bundle[i].arrays])
+        except Exception:  # noqa: BLE001 - isolate the failing case below
+            outputs = None
+        if outputs is not None:
+            k = 0
+            for i, g, paths in runnable:
+                n = len(g.outputs)
+                results[i] = _measured(backend, device, bundle[i], paths, outputs[k:k + n], declared)
+                k += n
+            return results
+    for i, g, paths in runnable:
+        try:
+            outputs = execute(backend, device, g, bundle[i].arrays)
+        except Exception as exc:  # the backend's failure is a result, not a crash of the runner
+            results[i] = CaseResult(**_ids(backend, device, bundle[i].case), status="error",
+                                    path=paths.get(bundle[i].case.op, ""), max_ratio=np.inf,
+                                    message=f"{type(exc).__name__}: {_short(str(exc))}")
+            continue
+        results[i] = _measured(backend, device, bundle[i], paths, outputs, declared)
+    return results
+
+
+def _ids(backend: Backend, device: str, case: Case) -> dict:
+    return dict(case=case.id, op=case.op, dtype=case.dtype.short, backend=backend.name, device=device)
+
+
+def execute(backend: Backend, device: str, graph: Graph, arrays) -> list[np.ndarray]:
+    executable = backend.compile(graph, device)
+    return [as_array(o) for o in executable(*arrays)]
+
+
+def as_array(output) -> np.ndarray:
+    """A backend's output as a host NumPy array. torch tensors (the Triton backend returns
+    them, possibly on a GPU) come to the host first; bfloat16, which NumPy's buffer protocol
+    lacks, crosses as its 16-bit words."""
+    if type(output).__module__.startswith("torch"):
+        import torch  # only when a backend returned torch tensors
+
+        output = output.detach().cpu().contiguous()
+        if output.dtype is torch.bfloat16:
+            return output.view(torch.int16).numpy().view(DType.bfloat16.numpy)
+        return output.numpy()
+    return np.asarray(output)
+
+
+def _measured(backend, device, p: Prepared, paths, outputs, declared: Declared) -> CaseResult:
+    m = measure(p.case, p.graph, p.arrays, p.oracle, outputs, declared)
+    result = CaseResult(**_ids(backend, device, p.case), status="pass" if m.passed else "fail",
+                        path=paths.get(p.case.op, ""), max_ulp=m.max_ulp, max_ratio=m.max_ratio, max_rel=m.max_rel,
+                        mismatches=m.mismatches, message=m.message, worst=m.worst, malformed=m.malformed)
+    local = p.case.bound is not None and p.case.bound.kind == "local"  # measure_local flushes per node
+    if not m.passed and not m.malformed and not local and p.case.dtype in declared.flushes:
+        flushed = measure_flushed(p, outputs, declared)
+        result.flushed_passed, result.flushed_ulp = flushed.passed, flushed.max_ulp
+    return result
+
+
+def flush_subnormals(array: np.ndarray, dtype: DType | None = None) -> np.ndarray:
+    """``array`` (of IR dtype ``dtype``: default, its own) with values below float32's normal
+    range (float64's for f64) as signed zeros: what a runtime with FTZ/DAZ reads and makes of
+    them (f16/bf16 compute in float32)."""
+    a = np.asarray(array)
+    dtype = dtype or (DType.from_numpy(a.dtype) if a.dtype.kind in "fV" or a.dtype == DType.bfloat16.numpy else None)
+    if dtype is None or not dtype.is_float:
+        return a
+    tiny = np.finfo(np.float64 if dtype is DType.float64 else np.float32).tiny
+    wide = a.astype(np.float64)
+    return np.where(np.abs(wide) < tiny, np.copysign(0.0, wide), wide).astype(a.dtype)
+
+
+def measure_flushed(p: Prepared, outputs, declared: Declared):
+    """The case measured as if the subnormals of the dtypes ``declared`` flushes (below each
+    one's own smallest normal; no other dtype's) were zero: each output element against the
+    oracle or the oracle on flushed inputs (whichever is nearer: a runtime may flush some
+    operands and not others), results flushed on both sides."""
+    flushes = declared.flushes
+    arrays = [flush_declared(a, t.dtype, flushes) for a, t in zip(p.arrays, p.graph.input_types)]
+    flushed = evaluate(p.graph, arrays, oracle=True)
+    expected, actual = [], []
+    for o, f, a, t in zip(p.oracle, flushed, outputs, p.graph.output_types):
+        o, f, a = (flush_declared(v, t.dtype, flushes) for v in (o, f, a))
+        expected.append(np.where(_distance(f, a) <= _distance(o, a), f, o).astype(np.asarray(o).dtype))
+        actual.append(a)
+    return measure(p.case, p.graph, arrays, expected, actual, declared)
+
+
+def _distance(expected, actual) -> np.ndarray:
+    """|expected - actual| per element, 0 where both are NaN (or equal), inf where one is."""
+    e, a = np.asarray(expected), np.asarray(actual)
+    if e.dtype.kind not in "fV" and e.dtype != DType.bfloat16.numpy:
+        return np.where(e == a, 0.0, np.inf)
+    e, a = e.astype(np.float64), a.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        d = np.abs(e - a)
+    return np.where((e == a) | (np.isnan(e) & np.isnan(a)), 0.0, np.where(np.isnan(d), np.inf, d))
+
+
+def _short(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"

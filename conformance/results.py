@@ -1,0 +1,150 @@
+"""What a conformance run produces: per-case results, cells of the matrix, the state of
+each declared deviation, and the run that holds them (:func:`.runner.run` builds it).
+
+A *cell* is op × dtype × backend × device; its status is one of :data:`STATUS_ORDER`,
+worst first (a row of the matrix shows its worst cell).
+
+Example::
+
+    >>> cell = Cell("exp", "f32", "reference", "cpu", PASS, cases=3, passed=3)
+    >>> STATUS_ORDER.index(cell.status) > STATUS_ORDER.index(FAIL)
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..backends.base import Backend
+
+# Cell statuses, worst first (a row of the matrix shows its worst cell).
+FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN = "fail", "deviation", "pass", "unsupported", "not run"
+STATUS_ORDER = (FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
+
+@dataclass
+class CaseResult:
+    """One case on one (backend, device)."""
+
+    case: str
+    op: str
+    dtype: str
+    backend: str
+    device: str
+    status: str  # pass | fail | error | unsupported
+    path: str = ""  # native | extern | decomposed
+    max_ulp: float | None = None
+    max_ratio: float = 0.0
+    max_rel: float | None = None
+    mismatches: int = 0
+    message: str = ""
+    worst: dict = field(default_factory=dict)
+    malformed: bool = False  # outputs of the wrong number, shape or dtype (no deviation excuses it)
+    # Measured again with subnormals flushed to zero (only for a failing case of a dtype the
+    # backend declares flush-to-zero in): whether it passes then, and its max ULP.
+    flushed_passed: bool | None = None
+    flushed_ulp: float | None = None
+
+
+@dataclass
+class Cell:
+    """op × dtype × backend × device, aggregated over its cases."""
+
+    op: str
+    dtype: str
+    backend: str
+    device: str
+    status: str
+    cases: int = 0
+    passed: int = 0
+    failed: int = 0
+    unsupported: int = 0
+    path: str = ""
+    max_ulp: float | None = None
+    max_ratio: float = 0.0
+    worst_case: str = ""
+    worst: dict = field(default_factory=dict)
+    message: str = ""
+    deviation: dict | None = None  # the declared deviation covering this cell, if any
+    explained_by: list[dict] = field(default_factory=list)  # the deviations that explain its failures
+    # Explained by flush-to-zero: the max ULP that remains once subnormals are flushed (what
+    # the matrix shows; max_ulp keeps the raw figure).
+    flush_to_zero: bool = False
+    flushed_ulp: float | None = None
+
+
+@dataclass
+class DeviationCheck:
+    backend: str
+    op: str
+    dtype: str | None
+    device: str | None
+    reason: str
+    max_error: str
+    state: str  # recorded | stale | not checked | invalid
+    cells: list[str] = field(default_factory=list)
+    problem: str = ""  # why an invalid deviation explains nothing
+
+
+@dataclass
+class Target:
+    backend: str
+    device: str
+    available: bool
+    instance: Backend | None = None
+    error: str = ""  # the backend could not be loaded
+
+
+@dataclass
+class ConformanceRun:
+    targets: list[Target]
+    cells: list[Cell]
+    deviations: list[DeviationCheck]
+    type_rules: list[dict]
+    cases: int
+    elapsed_s: float
+    options: dict
+    # --models: {"agreement": [...], "random": [...], "tolerance": {...}} (conformance/zoo.py)
+    models: dict = field(default_factory=dict)
+
+    @property
+    def unexpected_failures(self) -> list[Cell]:
+        return [c for c in self.cells if c.status == FAIL]
+
+    @property
+    def stale_deviations(self) -> list[DeviationCheck]:
+        return [d for d in self.deviations if d.state == "stale"]
+
+    @property
+    def invalid_deviations(self) -> list[DeviationCheck]:
+        return [d for d in self.deviations if d.state == "invalid"]
+
+    @property
+    def type_rule_failures(self) -> list[dict]:
+        return [t for t in self.type_rules if not t["ok"]]
+
+    @property
+    def exit_code(self) -> int:
+        bad = (self.unexpected_failures or self.stale_deviations or self.invalid_deviations
+               or self.type_rule_failures)
+        return 1 if bad else 0
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Per "backend/device": number of cells in each status, and of cases."""
+        out: dict[str, dict[str, int]] = {}
+        for t in self.targets:
+            out[f"{t.backend}/{t.device}"] = {s: 0 for s in STATUS_ORDER} | {"cases": 0, "cases_passed": 0}
+        for c in self.cells:
+            row = out[f"{c.backend}/{c.device}"]
+            row[c.status] += 1
+            row["cases"] += c.cases
+            row["cases_passed"] += c.passed
+        return out
+
+
+#: CaseResult.path of a whole-model case (conformance/hf) that failed within a deviation recorded
+#: for it with its measured number (conformance/hf/matrix.py: DEVIATIONS); never an exception.
+RECORDED = "recorded deviation"
+
+#: ``progress(done, total, what)``: how a run reports progress (the CLI draws a bar with it).
+ProgressFn = Callable[[int, int, str], None]
