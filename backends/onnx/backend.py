@@ -37,7 +37,7 @@ from ...ir.dtypes import DType
 from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
-from ...ir.types import Symbol, TensorType
+from ...ir.shapes import ShapeBindings
 from ..base import Backend, OpClaim
 from ..cache import BuildOnceCache
 from .composites import NATIVE
@@ -193,14 +193,14 @@ class OnnxExecutable:
     def _run_general(self, local, inputs) -> list[np.ndarray]:
         """Outputs of symbolic shape or bound to fresh arrays of ours."""
         binding = local.binding
-        sizes: dict[str, int] = {}
+        bindings = ShapeBindings(error=ParityError)
         for i, ((_, t), value) in enumerate(zip(self._in, inputs)):
-            _bind_sizes(t, np.shape(value) if not hasattr(value, "shape") else tuple(value.shape), sizes, i,
-                        self.graph.name)
+            bindings.bind(t, np.shape(value) if not hasattr(value, "shape") else tuple(value.shape),
+                          f"input {i} of @{self.graph.name}")
         fresh: list[np.ndarray | None] = []
         binding.clear_binding_outputs()  # bound below in graph order (get_outputs follows binding order)
         for name, t in self._out:
-            shape = [sizes[d.name] if isinstance(d, Symbol) else d for d in t.shape]
+            shape = list(bindings.resolve(t).shape)
             if _bind_buffer(t.dtype, shape):
                 out = np.empty(shape, t.dtype.numpy)
                 binding.bind_output(name, "cpu", 0, ONNX_DTYPES[t.dtype], shape, out.ctypes.data)
@@ -257,18 +257,6 @@ def _as_array(value: Any, dtype: DType, i: int, graph: str) -> np.ndarray:
     if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
         array = array.copy(order="C")
     return array
-
-
-def _bind_sizes(t: TensorType, shape: Sequence[int], sizes: dict[str, int], i: int, graph: str) -> None:
-    if len(shape) != t.rank:
-        raise ParityError(f"input {i} of @{graph} has shape {list(shape)}, expected {t}")
-    for dim, size in zip(t.shape, shape):
-        if isinstance(dim, Symbol):
-            if sizes.setdefault(dim.name, size) != size:
-                raise ParityError(f"input {i} of @{graph}: dimension {dim} is {size} here but "
-                                  f"{sizes[dim.name]} in an earlier input")
-        elif dim != size:
-            raise ParityError(f"input {i} of @{graph} has shape {list(shape)}, expected {t}")
 
 
 class OnnxBackend(Backend):

@@ -7,12 +7,13 @@ ONNX value names; ``ctx`` emits nodes (``ctx.op("Add", a, b)``) and constants
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ...ir.context import NodeContext
 from ...ir.dtypes import DType
 from ...ir.errors import UnsupportedOpError
 from ...ir.types import Dim, Symbol, TensorType
@@ -23,14 +24,12 @@ _BITS = {DType.float16: DType.int16, DType.bfloat16: DType.int16, DType.float32:
 
 
 @dataclass(frozen=True)
-class OnnxNodeContext:
-    """One IR node as an ONNX lowering rule sees it, with the emitter that writes its nodes."""
+class OnnxNodeContext(NodeContext):
+    """One IR node as an ONNX lowering rule sees it (attributes and types, as every
+    backend's :class:`NodeContext`), with the emitter that writes its ONNX nodes."""
 
     em: Emitter
     op_name: str
-    attrs: Mapping[str, Any]
-    in_types: tuple[TensorType, ...]
-    out_types: tuple[TensorType, ...]
     loc: str = ""  # " (at file:line)" of the node, for errors
     semantic: DType | None = None  # the node's own dtype when legalization widened it
 
@@ -38,10 +37,6 @@ class OnnxNodeContext:
     def ir_dtype(self) -> DType:
         """The dtype whose semantics the rule implements (``dtype`` may be a wider stand-in)."""
         return self.semantic or self.dtype
-
-    @property
-    def out(self) -> TensorType:
-        return self.out_types[0]
 
     @property
     def dtype(self) -> DType:

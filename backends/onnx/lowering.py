@@ -26,9 +26,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ...ir.builder import GraphBuilder
 from ...ir.dtypes import DType
 from ...ir.errors import UnsupportedOpError
+from ...ir.expand import decomposition
 from ...ir.graph import Graph, Node
 from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
@@ -171,8 +171,8 @@ class _Views:
         view = [1] * len(shape)
         for i, d in enumerate(dims):
             view[d] = node.inputs[0].type.shape[i]
-        ctx = OnnxNodeContext(self.em, node.op, node.attrs, (node.inputs[0].type,),
-                              (node.outputs[0].type,))
+        ctx = OnnxNodeContext(node.attrs, (node.inputs[0].type,), (node.outputs[0].type,), em=self.em,
+                              op_name=node.op)
         name = reshape_to(ctx, x, view, node.inputs[0].type.shape)
         if tuple(view) != tuple(shape):
             if name == x:
@@ -227,7 +227,7 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
         in_types = tuple(t.with_dtype(wide) if w else t for t, w in zip(in_types, widened))
         out_types = tuple(t.with_dtype(wide) if t.dtype is dtype else t for t in out_types)
     semantic = dtype if wide is not None else None
-    ctx = OnnxNodeContext(em, node.op, node.attrs, in_types, out_types, where, semantic)
+    ctx = OnnxNodeContext(node.attrs, in_types, out_types, em=em, op_name=node.op, loc=where, semantic=semantic)
     results = rule(ctx, *operands)
     results = list(results) if isinstance(results, tuple) else [results]
     if wide is not None:
@@ -237,11 +237,8 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
 
 def _lower_decomposition(em: Emitter, node: Node, operands: Sequence[str], legalize: bool) -> list[str]:
     """Emit a claimed composite through its decomposition (a dtype or attributes its ONNX op does not cover)."""
-    sub = GraphBuilder(node.op)
-    params = [sub.input(v.type) for v in node.inputs]
-    with sub.location(node.loc):
-        results = OP_TABLE[node.op].decompose(sub, node.attrs, *params)
-    graph = sub.build(list(results) if isinstance(results, tuple) else [results])
+    graph = decomposition(node.op, node.attrs, [v.type for v in node.inputs],
+                          out_types=[v.type for v in node.outputs], loc=node.loc)
     graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS and op != node.op)
     env = dict(zip(graph.inputs, operands))
     for inner in graph.nodes:
@@ -253,7 +250,7 @@ def _narrow(em: Emitter, x: str, wide, t) -> str:
     """Cast a widened result back, rounding once (float64 → f16/bf16 goes through round-to-odd:
     ORT's Cast would round twice, via float32)."""
     if wide is DType.float64 and t.dtype in (DType.float16, DType.bfloat16):
-        ctx = OnnxNodeContext(em, "convert", {"dtype": t.dtype}, (t.with_dtype(wide),), (t,))
+        ctx = OnnxNodeContext({"dtype": t.dtype}, (t.with_dtype(wide),), (t,), em=em, op_name="convert")
         return ELEMENTWISE["convert"](ctx, x)
     return em.cast(x, t.dtype)
 
