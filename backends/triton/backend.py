@@ -44,7 +44,8 @@ from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.passes import PASSES, decompose, run_pipeline
-from ...ir.types import Symbol, TensorType
+from ...ir.shapes import ShapeBindings
+from ...ir.types import TensorType
 from ..base import Backend, Deviation, OpClaim
 from .lowerings import lowered_ops
 from .schedule import KernelStep, Options, Plan, Scheduler
@@ -185,7 +186,7 @@ class TritonExecutable:
         dev = torch.device(self.device)
         tensors = [_as_tensor(x, v.type.dtype, dev, i, self.graph.name)
                    for i, (x, v) in enumerate(zip(inputs, self.graph.inputs))]
-        types = _bind(self.graph, tensors)
+        types = ShapeBindings(error=ParityError).bind_inputs(self.graph, [tuple(t.shape) for t in tensors])
         last = self._last
         if last is None or last[0][2] != tuple(str(t) for t in types):
             last = self._specialize(types)
@@ -280,44 +281,16 @@ def _as_tensor(x: Any, dtype: DType, dev, i: int, graph: str):
     return x.detach().contiguous()
 
 
-def _bind(graph: Graph, tensors) -> list[TensorType]:
-    bindings: dict[str, int] = {}
-    out = []
-    for i, (v, t) in enumerate(zip(graph.inputs, tensors)):
-        shape = tuple(t.shape)
-        if len(shape) != v.type.rank:
-            raise ParityError(f"input {i} of @{graph.name} has shape {list(shape)}, expected {v.type}")
-        for dim, size in zip(v.type.shape, shape):
-            if isinstance(dim, Symbol):
-                if bindings.setdefault(dim.name, size) != size:
-                    raise ParityError(f"input {i} of @{graph.name}: dimension {dim} is {size} here but "
-                                      f"{bindings[dim.name]} in an earlier input")
-            elif dim != size:
-                raise ParityError(f"input {i} of @{graph.name} has shape {list(shape)}, expected {v.type}")
-        out.append(v.type.with_shape(shape))
-    return out
-
-
 def _with_input_types(graph: Graph, types: Sequence[TensorType]) -> Graph:
     """The graph rebuilt with concrete input types (symbols bound, attributes resolved)."""
-    bindings = {}
+    bindings = ShapeBindings()
     for v, t in zip(graph.inputs, types):
-        for dim, size in zip(v.type.shape, t.shape):
-            if isinstance(dim, Symbol):
-                bindings[dim.name] = size
-
-    def resolve(a):
-        if isinstance(a, Symbol):
-            return bindings[a.name]
-        if isinstance(a, tuple):
-            return tuple(resolve(x) for x in a)
-        return a
-
+        bindings.bind_unchecked(v.type, t.shape)
     b = GraphBuilder(graph.name)
     env = {v: b.input(t) for v, t in zip(graph.inputs, types)}
     for node in graph.nodes:
         with b.location(node.loc):
-            out = b.op(node.op, *[env[v] for v in node.inputs], **{k: resolve(a) for k, a in node.attrs.items()})
+            out = b.op(node.op, *[env[v] for v in node.inputs], **bindings.resolve_attrs(node.attrs, strict=True))
         outs = out if isinstance(out, tuple) else (out,)
         env.update(zip(node.outputs, outs))
     return b.build([env[v] for v in graph.outputs])

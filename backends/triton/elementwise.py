@@ -21,14 +21,16 @@ function used when compiling for a GPU (float32 math directly, no float64 detour
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+from ...ir.context import NodeContext
 from ...ir.dtypes import DType
 from ...ir.opdef import Accuracy
 from ...ir.ops import ops_with_accuracy
 
 
-class TritonRuleContext(Protocol):
+class KernelWriterView(Protocol):
     """What an elementwise rule may ask of the kernel being written (writer.KernelWriter)."""
 
     cuda: bool
@@ -36,16 +38,21 @@ class TritonRuleContext(Protocol):
     def const(self, value, dtype: DType) -> str: ...
 
 
-class Op(NamedTuple):
-    """A node's view for a rule: operand and result dtypes and attributes."""
+@dataclass(frozen=True)
+class TritonNodeContext(NodeContext):
+    """A node as an elementwise rule sees it: attributes and types (every backend's
+    :class:`NodeContext`) and its op's name."""
 
     name: str
-    in_dtypes: tuple[DType, ...]
-    out: DType
-    attrs: dict
+
+    @property
+    def dtype(self) -> DType:
+        """The result's dtype: the rule returns a register value of it."""
+        return self.out.dtype
 
 
-Rule = Callable[[TritonRuleContext, Op, Sequence[str]], str]
+# rule(w, node, operands) -> the result's expression (operands: register expressions).
+Rule = Callable[[KernelWriterView, TritonNodeContext, Sequence[str]], str]
 
 TL_DTYPE = {
     DType.bool: "tl.int1", DType.int8: "tl.int8", DType.int16: "tl.int16", DType.int32: "tl.int32",
@@ -121,13 +128,13 @@ _MATH = {
 def _math(name: str) -> Rule:
     spec = _MATH[name]
 
-    def rule(ctx: TritonRuleContext, op: Op, args: Sequence[str]) -> str:
-        out = reg(op.out)
-        if ctx.cuda and spec.libdevice is not None:
+    def rule(w: KernelWriterView, node: TritonNodeContext, args: Sequence[str]) -> str:
+        out = reg(node.dtype)
+        if w.cuda and spec.libdevice is not None:
             return f"libdevice.{spec.libdevice}({', '.join(args)})"
-        wide = [a if op.out is DType.float64 else f"({a}).to(tl.float64)" for a in args]
+        wide = [a if node.dtype is DType.float64 else f"({a}).to(tl.float64)" for a in args]
         expr = spec.generic.format(*wide)
-        return expr if op.out is DType.float64 else f"({expr}).to({out})"
+        return expr if node.dtype is DType.float64 else f"({expr}).to({out})"
 
     return rule
 
@@ -135,8 +142,8 @@ def _math(name: str) -> Rule:
 # -- arithmetic ------------------------------------------------------------------------
 
 def _infix(symbol: str) -> Rule:
-    def rule(ctx, op, args):
-        if op.out.is_bool and symbol in "&|^":
+    def rule(w, node, args):
+        if node.dtype.is_bool and symbol in "&|^":
             # via int8: Triton's interpreter mis-types these between a 0-d bool and a block
             return f"((({args[0]}).to(tl.int8) {symbol} ({args[1]}).to(tl.int8)) != 0)"
         return f"({args[0]} {symbol} {args[1]})"
@@ -144,38 +151,38 @@ def _infix(symbol: str) -> Rule:
     return rule
 
 
-def _div(ctx, op, args):
+def _div(w, node, args):
     x, y = args
-    dt = op.out
+    dt = node.dtype
     if dt is DType.float64:
         return f"({x} / {y})"
     if dt.is_float:
         return f"tl.math.div_rn({x}, {y})"
-    one, zero = ctx.const(1, dt), ctx.const(0, dt)
+    one, zero = w.const(1, dt), w.const(0, dt)
     # x / 0 = -1 (all bits set) and INT_MIN / -1 = INT_MIN, as the reference defines them.
     if dt.is_unsigned:
         return f"tl.where({y} == {zero}, ~{zero}, {x} // tl.where({y} == {zero}, {one}, {y}))"
-    minus1 = ctx.const(-1, dt)
+    minus1 = w.const(-1, dt)
     safe = f"tl.where(({y} == {zero}) | ({y} == {minus1}), {one}, {y})"
     return f"tl.where({y} == {zero}, {minus1}, tl.where({y} == {minus1}, {zero} - {x}, {x} // {safe}))"
 
 
-def _rem(ctx, op, args):
+def _rem(w, node, args):
     x, y = args
-    dt = op.out
+    dt = node.dtype
     if dt.is_float:
         return f"({x} % {y})"  # frem: C fmod (the dividend's sign)
-    one, zero = ctx.const(1, dt), ctx.const(0, dt)
+    one, zero = w.const(1, dt), w.const(0, dt)
     if dt.is_unsigned:
         return f"tl.where({y} == {zero}, {x}, {x} % tl.where({y} == {zero}, {one}, {y}))"
-    minus1 = ctx.const(-1, dt)
+    minus1 = w.const(-1, dt)
     safe = f"tl.where(({y} == {zero}) | ({y} == {minus1}), {one}, {y})"
     return f"tl.where({y} == {zero}, {x}, tl.where({y} == {minus1}, {zero}, {x} % {safe}))"
 
 
 def _max_min(fn: str) -> Rule:
-    def rule(ctx, op, args):
-        if op.out.is_float:
+    def rule(w, node, args):
+        if node.dtype.is_float:
             return f"tl.{fn}({args[0]}, {args[1]}, propagate_nan=tl.PropagateNan.ALL)"
         return f"tl.{fn}({args[0]}, {args[1]})"
 
@@ -183,17 +190,17 @@ def _max_min(fn: str) -> Rule:
 
 
 def _shift(kind: str) -> Rule:
-    def rule(ctx, op, args):
+    def rule(w, node, args):
         x, y = args
-        dt = op.out
+        dt = node.dtype
         bits = dt.bits
-        zero = ctx.const(0, dt)
-        valid = f"(({y} >= {zero}) & ({y} < {ctx.const(bits, dt)}))"
+        zero = w.const(0, dt)
+        valid = f"(({y} >= {zero}) & ({y} < {w.const(bits, dt)}))"
         amount = f"tl.where({valid}, {y}, {zero})"
         if kind == "left":
             return f"tl.where({valid}, {x} << {amount}, {zero})"
         if kind == "arithmetic" or dt.is_unsigned:
-            fill = zero if dt.is_unsigned else f"tl.where({x} < {zero}, {ctx.const(-1, dt)}, {zero})"
+            fill = zero if dt.is_unsigned else f"tl.where({x} < {zero}, {w.const(-1, dt)}, {zero})"
             return f"tl.where({valid}, {x} >> {amount}, {fill})"
         # logical shift of a signed int: shift the bits as unsigned of the same width
         unsigned = {8: "tl.uint8", 16: "tl.uint16", 32: "tl.uint32", 64: "tl.uint64"}[bits]
@@ -203,32 +210,32 @@ def _shift(kind: str) -> Rule:
     return rule
 
 
-def _neg(ctx, op, args):
-    return f"(-{args[0]})" if op.out.is_float else f"({ctx.const(0, op.out)} - {args[0]})"
+def _neg(w, node, args):
+    return f"(-{args[0]})" if node.dtype.is_float else f"({w.const(0, node.dtype)} - {args[0]})"
 
 
-def _abs(ctx, op, args):
-    if op.out.is_float:
+def _abs(w, node, args):
+    if node.dtype.is_float:
         return f"tl.abs({args[0]})"
-    return f"tl.where({args[0]} < {ctx.const(0, op.out)}, {ctx.const(0, op.out)} - {args[0]}, {args[0]})"
+    return f"tl.where({args[0]} < {w.const(0, node.dtype)}, {w.const(0, node.dtype)} - {args[0]}, {args[0]})"
 
 
-def _sign(ctx, op, args):
-    return f"M.fsign({args[0]})" if op.out.is_float else f"M.sign({args[0]})"
+def _sign(w, node, args):
+    return f"M.fsign({args[0]})" if node.dtype.is_float else f"M.sign({args[0]})"
 
 
-def _sqrt(ctx, op, args):
-    return f"tl.sqrt({args[0]})" if op.out is DType.float64 else f"tl.sqrt_rn({args[0]})"
+def _sqrt(w, node, args):
+    return f"tl.sqrt({args[0]})" if node.dtype is DType.float64 else f"tl.sqrt_rn({args[0]})"
 
 
-def _reciprocal(ctx, op, args):
-    one = ctx.const(1.0, DType.float64 if op.out is DType.float64 else DType.float32)
-    return _div(ctx, op, [one, args[0]])
+def _reciprocal(w, node, args):
+    one = w.const(1.0, DType.float64 if node.dtype is DType.float64 else DType.float32)
+    return _div(w, node, [one, args[0]])
 
 
 def _rounding(fn: str, libdevice: str) -> Rule:
-    def rule(ctx, op, args):
-        if ctx.cuda and libdevice:
+    def rule(w, node, args):
+        if w.cuda and libdevice:
             return f"libdevice.{libdevice}({args[0]})"
         return f"{fn}({args[0]})"
 
@@ -236,20 +243,20 @@ def _rounding(fn: str, libdevice: str) -> Rule:
 
 
 def _template(text: str) -> Rule:
-    def rule(ctx, op, args):
+    def rule(w, node, args):
         return text.format(*args)
 
     return rule
 
 
-def _select(ctx, op, args):
+def _select(w, node, args):
     return f"tl.where({args[0]}, {args[1]}, {args[2]})"
 
 
-def _clamp(ctx, op, args):
+def _clamp(w, node, args):
     lo, x, hi = args
     mx, mn = _max_min("maximum"), _max_min("minimum")
-    return mn(ctx, op, [mx(ctx, op, [x, lo]), hi])
+    return mn(w, node, [mx(w, node, [x, lo]), hi])
 
 
 RULES: dict[str, Rule] = {
@@ -286,16 +293,16 @@ NO_ROUNDING = frozenset(ops_with_accuracy(Accuracy.EXACT))
 _SMALL_INTS = (DType.int8, DType.int16, DType.uint8)
 
 
-def convert(ctx: TritonRuleContext, src: DType, dst: DType, x: str) -> str:
+def convert(w: KernelWriterView, src: DType, dst: DType, x: str) -> str:
     """``convert`` from ``src`` to ``dst`` on a register value (docs/ir.md semantics)."""
     if dst.is_bool:
-        return f"({x} != {ctx.const(0, src)})"  # NaN != 0: true
+        return f"({x} != {w.const(0, src)})"  # NaN != 0: true
     if src.is_bool:
         return f"({x}).to({reg(dst)})"
     if dst.is_float:
         return _to_float(src, dst, x)
     if src.is_float:
-        return _float_to_int(ctx, src, dst, x)
+        return _float_to_int(w, src, dst, x)
     return f"({x}).to({TL_DTYPE[dst]})"  # int → int wraps
 
 
@@ -314,19 +321,19 @@ def _to_float(src: DType, dst: DType, x: str) -> str:
     return round_to(wide, dst)
 
 
-def _float_to_int(ctx: TritonRuleContext, src: DType, dst: DType, x: str) -> str:
+def _float_to_int(w: KernelWriterView, src: DType, dst: DType, x: str) -> str:
     # Truncate; NaN → 0 and out of range saturates, as the reference does (the IR leaves
     # both implementation-defined, but matching costs nothing and never traps).
     info = dst.iinfo
     f = DType.float64 if src is DType.float64 else DType.float32
-    lo, hi = ctx.const(float(info.min), f), ctx.const(float(info.max) + 1.0, f)
+    lo, hi = w.const(float(info.min), f), w.const(float(info.max) + 1.0, f)
     t = f"M.trunc({x})"
-    safe = f"tl.where(({t} >= {lo}) & ({t} < {hi}), {t}, {ctx.const(0.0, f)}).to({TL_DTYPE[dst]})"
-    clipped = f"tl.where({t} >= {hi}, {ctx.const(info.max, dst)}, tl.where({t} < {lo}, {ctx.const(info.min, dst)}, {safe}))"
-    return f"tl.where({x} != {x}, {ctx.const(0, dst)}, {clipped})"
+    safe = f"tl.where(({t} >= {lo}) & ({t} < {hi}), {t}, {w.const(0.0, f)}).to({TL_DTYPE[dst]})"
+    clipped = f"tl.where({t} >= {hi}, {w.const(info.max, dst)}, tl.where({t} < {lo}, {w.const(info.min, dst)}, {safe}))"
+    return f"tl.where({x} != {x}, {w.const(0, dst)}, {clipped})"
 
 
-def bitcast(ctx: TritonRuleContext, src: DType, dst: DType, x: str) -> str:
+def bitcast(w: KernelWriterView, src: DType, dst: DType, x: str) -> str:
     """``bitcast_convert``: float16/bfloat16 registers go back to their 16 bits first."""
     bits = reg_to_store(x, src)
     if dst is DType.bfloat16:
@@ -336,6 +343,6 @@ def bitcast(ctx: TritonRuleContext, src: DType, dst: DType, x: str) -> str:
 
 
 # op -> rule(ctx, source dtype, result dtype, operand) for the ops that change dtype.
-CONVERSIONS: dict[str, Callable[[TritonRuleContext, DType, DType, str], str]] = {
+CONVERSIONS: dict[str, Callable[[KernelWriterView, DType, DType, str], str]] = {
     "convert": convert, "bitcast_convert": bitcast,
 }

@@ -215,7 +215,8 @@ def _reduce_window(w, node, idx):
         got = w.value(x, Index(tuple(dims), None, w.conj(idx.valid, inside)))
         term = got if inside is None else f"tl.where({inside}, {got}, {init})"
         if is_max:
-            combine = ew.RULES["max"](w, ew.Op("max", (dtype, dtype), dtype, {}), [acc, term])
+            scalar = x.type.with_shape(())
+            combine = ew.RULES["max"](w, ew.TritonNodeContext({}, (scalar, scalar), (scalar,), name="max"), [acc, term])
         else:
             combine = f"{acc} + {term}"  # float16/bfloat16 accumulate in float32, rounded once
         w.line(f"{acc} = {combine}")

@@ -242,8 +242,9 @@ class KernelWriter:
         conversion = ew.CONVERSIONS.get(node.op)
         if conversion is not None:
             return self.let(conversion(self, src, out, args[0]))
-        in_dtypes = tuple(v.dtype for v in node.inputs)
-        expr = ew.RULES[node.op](self, ew.Op(node.op, in_dtypes, out, node.attrs), args)
+        view = ew.TritonNodeContext(node.attrs, tuple(v.type for v in node.inputs), tuple(v.type for v in node.outputs),
+                                    name=node.op)
+        expr = ew.RULES[node.op](self, view, args)
         if out.is_float and node.op not in ew.NO_ROUNDING:
             expr = ew.round_to(expr, out)
         return self.let(expr)
