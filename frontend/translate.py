@@ -32,7 +32,7 @@ import torch.fx
 from ..ir.builder import GraphBuilder
 from ..ir.dtypes import DType
 from ..ir.errors import ParityError, TypeRuleError
-from ..ir.graph import Graph, Node, SourceLoc, Value
+from ..ir.graph import Graph, Node, Value
 from ..ir.types import Symbol, TensorType
 from .errors import TranslationBug, UnsupportedAtenOp
 from .source import loc_from_stack_trace

@@ -6,7 +6,6 @@ import pathlib
 import re
 import subprocess
 import sys
-import textwrap
 from importlib.metadata import entry_points
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

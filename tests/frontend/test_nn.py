@@ -130,7 +130,7 @@ def test_gather_scatter_and_cross_entropy_gradient(via_ir):
 
 
 def test_group_norm_backward_op_and_upsampling(via_ir):
-    x, w, b = torch.randn(2, 4, 3, 3), torch.randn(4), torch.randn(4)
+    x, w, _ = torch.randn(2, 4, 3, 3), torch.randn(4), torch.randn(4)
     mean, rstd = torch.randn(2, 2), torch.rand(2, 2) + 0.5
     grad = torch.randn(2, 4, 3, 3)
     op = torch.ops.aten.native_group_norm_backward.default
