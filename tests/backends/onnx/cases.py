@@ -19,6 +19,7 @@ import numpy as np
 
 from parity.ir import DType, Graph, GraphBuilder
 from parity.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES
+from parity.ir.ops import ops_in_family
 
 _RNG_SEED = 1234
 
@@ -312,20 +313,16 @@ def _window(op, dtype):
     return out
 
 
+# op -> its case builder, by the op table's families (a new op of a family gets its cases).
 _BUILDERS = {
-    **{op: _unary for op in ("neg abs sign exp exp2 expm1 log log2 log1p sqrt rsqrt reciprocal sin cos tan asin acos "
-                             "atan sinh cosh tanh asinh acosh atanh erf floor ceil round trunc logistic is_nan is_inf "
-                             "is_finite logical_not bitwise_not").split()},
-    **{op: _binary for op in ("add sub mul div rem pow max min atan2 eq ne lt le gt ge logical_and logical_or "
-                              "logical_xor bitwise_and bitwise_or bitwise_xor shift_left shift_right_logical "
-                              "shift_right_arithmetic").split()},
+    **dict.fromkeys(ops_in_family("unary"), _unary),
+    **dict.fromkeys(ops_in_family("binary"), _binary),
     "select": _select, "clamp": _clamp, "convert": _convert, "bitcast_convert": _bitcast,
     "constant": _constant, "iota": _iota,
-    **{op: _shape_ops for op in ("reshape", "broadcast_in_dim", "transpose", "slice", "concatenate", "pad", "reverse")},
-    **{op: _indexing for op in ("gather", "scatter", "dynamic_slice", "dynamic_update_slice")},
-    **{op: _reductions for op in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or")},
-    "argmax": _args, "argmin": _args,
-    **{op: _scans for op in ("cumsum", "cumprod", "cummax", "cummin")},
+    **dict.fromkeys(ops_in_family("shape"), _shape_ops),
+    **dict.fromkeys(ops_in_family("indexing"), _indexing),
+    **dict.fromkeys(ops_in_family("reduction"), _reductions), "argmax": _args, "argmin": _args,
+    **dict.fromkeys(ops_in_family("scan"), _scans),
     "sort": _sorting, "top_k": _sorting, "dot_general": _dot, "convolution": _conv, "reduce_window": _window,
 }
 

@@ -21,7 +21,7 @@ from parity.backends.triton import DEVIATIONS
 from parity.ir import DType
 from parity.ir.dtypes import ALL_DTYPES
 from parity.ir.opdef import Accuracy, Group, Kind
-from parity.ir.ops import OP_TABLE
+from parity.ir.ops import OP_TABLE, ops_in_family
 
 from .conftest import assert_exact, assert_ulp, graph_of, native, oracle, run
 
@@ -68,7 +68,7 @@ def _bound(op: str, dtype: DType) -> float:
 def _unary_cases():
     for op in OP_TABLE.values():
         if (op.kind is Kind.PRIMITIVE and Group.ELEMENTWISE in op.groups and len(op.operands) == 1
-                and op.name not in ("convert", "bitcast_convert")):
+                and op.name not in ops_in_family("conversion")):
             for dtype in op.dtypes:
                 yield pytest.param(op.name, dtype, id=f"{op.name}-{dtype.short}")
 
