@@ -22,14 +22,15 @@ from .opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from .ops import OP_TABLE, composites, primitives
 from .parser import parse
 from .shapes import ShapeBindings, ShapeError
+from .dims import DimExpr, parse_dim
 from .types import Symbol, TensorType
 from .verifier import verify
 
 __all__ = [
-    "Accuracy", "AttrKind", "AttrSpec", "DType", "DecompositionError", "Graph", "GraphBuilder", "Group",
+    "Accuracy", "AttrKind", "AttrSpec", "DType", "DecompositionError", "DimExpr", "Graph", "GraphBuilder", "Group",
     "Kind", "Node", "NodeContext", "OP_TABLE", "OpDef", "ParityError", "ParseError", "ReferenceContext",
     "ShapeBindings", "ShapeError", "SourceLoc", "Symbol", "TensorType", "TypeRuleError",
     "UnsupportedOpError", "Value", "VerifyError", "bf16", "bool_", "composites", "decomposition",
-    "evaluate", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "parse", "primitives", "u8", "u32",
+    "evaluate", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "parse", "parse_dim", "primitives", "u8", "u32",
     "verify",
 ]

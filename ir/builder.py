@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .constraints import Constraint
+from .dims import Dim
 from .dtypes import DType
 from .errors import TypeRuleError
 from .graph import Graph, Node, SourceLoc, Value
@@ -35,6 +37,7 @@ class GraphBuilder:
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
         self.loc: SourceLoc | None = None
+        self.assumptions: list[Constraint] = []
 
     # -- inputs and locations -------------------------------------------------------
 
@@ -95,5 +98,10 @@ class GraphBuilder:
         emit.__name__ = name
         return emit
 
+    def assume(self, kind: str, lhs: Dim, rhs: Dim, origin: str = "") -> None:
+        """Record a fact about the symbolic sizes the graph relies on (``assume("divisible",
+        S, 8)``); binding sizes that break it is an error (ir/constraints.py)."""
+        self.assumptions.append(Constraint(kind, lhs, rhs, origin))
+
     def build(self, outputs: Sequence[Value]) -> Graph:
-        return Graph(self.name, self.inputs, self.nodes, list(outputs))
+        return Graph(self.name, self.inputs, self.nodes, list(outputs), assumptions=self.assumptions)

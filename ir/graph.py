@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .constraints import Constraint
 from .sharding import GraphSharding
 from .types import TensorType
 
@@ -97,15 +98,19 @@ class Graph:
 
     ``sharding`` (optional) is the device mesh and the partition spec of each input and
     output (docs/sharding.md); it is part of the text and of the content hash.
+    ``assumptions`` are facts about the symbolic sizes that the graph's producer relied on
+    (ir/constraints.py: ``divisible(S, 8)``); checked when sizes are bound, printed as
+    ``assume`` lines, part of the content hash.
     """
 
     def __init__(self, name: str, inputs: Sequence[Value], nodes: Sequence[Node], outputs: Sequence[Value],
-                 *, sharding: GraphSharding | None = None):
+                 *, sharding: GraphSharding | None = None, assumptions: Sequence[Constraint] = ()):
         self.name = name
         self.inputs = list(inputs)
         self.nodes = list(nodes)
         self.outputs = list(outputs)
         self.sharding = sharding
+        self.assumptions = tuple(assumptions)
 
     @property
     def mesh(self):
@@ -118,7 +123,8 @@ class Graph:
             return self
         if sharding is not None:
             sharding = sharding.padded(len(self.inputs), len(self.outputs))
-        return Graph(self.name, self.inputs, self.nodes, self.outputs, sharding=sharding)
+        return Graph(self.name, self.inputs, self.nodes, self.outputs, sharding=sharding,
+                     assumptions=self.assumptions)
 
     @property
     def input_types(self) -> list[TensorType]:
@@ -173,5 +179,6 @@ class Graph:
         from .printer import print_graph
 
         # Printed under a fixed name so that renaming a graph does not change its key.
-        renamed = Graph("_", self.inputs, self.nodes, self.outputs, sharding=self.sharding)
+        renamed = Graph("_", self.inputs, self.nodes, self.outputs, sharding=self.sharding,
+                        assumptions=self.assumptions)
         return hashlib.sha256(print_graph(renamed, locations=False).encode()).hexdigest()

@@ -23,7 +23,7 @@ import numpy as np
 from .dtypes import DType
 from .errors import TypeRuleError
 from .sharding import PartitionSpec, ShardingError
-from .types import Symbol, TensorType
+from .types import DimExpr, TensorType
 
 
 class Kind(enum.Enum):
@@ -66,7 +66,7 @@ class Accuracy(enum.Enum):
 class AttrKind(enum.Enum):
     INT = "int"
     INTS = "ints"  # tuple[int, ...]
-    SHAPE = "shape"  # tuple[int | Symbol, ...]
+    SHAPE = "shape"  # tuple[int | DimExpr, ...]
     PAIRS = "pairs"  # tuple[tuple[int, int], ...], e.g. convolution padding
     FLOAT = "float"
     BOOL = "bool"
@@ -198,7 +198,7 @@ def _coerce_attr(op: str, spec: AttrSpec, value: Any) -> Any:
         if kind is AttrKind.INTS:
             return tuple(_as_int(v) for v in value)
         if kind is AttrKind.SHAPE:
-            return tuple(v if isinstance(v, Symbol) else _as_int(v) for v in value)
+            return tuple(v if isinstance(v, DimExpr) else _as_int(v) for v in value)
         if kind is AttrKind.PAIRS:
             pairs = tuple((_as_int(a), _as_int(b)) for a, b in value)
             return pairs

@@ -33,7 +33,8 @@ from .errors import ParseError, TypeRuleError
 from .graph import Graph, SourceLoc, Value
 from .opdef import AttrKind, AttrSpec
 from .sharding import GraphSharding, Mesh, PartitionSpec, ShardingError
-from .types import Symbol, TensorType
+from .dims import Dim, parse_dim
+from .types import TensorType
 
 __all__ = ["parse"]
 
@@ -54,10 +55,12 @@ _TOKEN = re.compile(
   | (?P<INT>-?\d+)
   | (?P<IDENT>[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<STRING>")
-  | (?P<PUNCT>->|[()\[\]{}<>,:=@])
+  | (?P<PUNCT>->|//|[()\[\]{}<>,:=@*+%-])
     """,
     re.VERBOSE,
 )
+# Characters a dimension expression is written with (B*4, (S+1)//2, S%2); see ir/dims.py.
+_DIM_CHAR = re.compile(r"[A-Za-z0-9_*/%+()-]")
 _STRING_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
 _UNICODE_ESCAPE = re.compile(r"u\{([0-9a-fA-F]{1,6})\}")
 
@@ -191,7 +194,10 @@ class _Parser:
         mesh = self.parse_mesh() if self.at("IDENT", "mesh") else None
         self.expect("PUNCT", "{", what="'{'" if mesh else "'mesh' or '{'")
         while not self.at("IDENT", "return"):
-            self.parse_node()
+            if self.at("IDENT", "assume"):
+                self.parse_assumption()
+            else:
+                self.parse_node()
         ret = self.advance()
         outputs = []
         if not self.at("PUNCT", "}"):
@@ -295,6 +301,30 @@ class _Parser:
             self.define(name, value)
         self.builder.nodes.append(node)
 
+    def parse_assumption(self) -> None:
+        """``assume B*4 == N*2 "origin"``, ``assume S >= 1``, ``assume divisible(S, 8)``."""
+        start = self.expect("IDENT", "assume")
+        if self.at("IDENT", "divisible") or self.at("IDENT", "broadcast"):
+            kind = self.advance().text
+            self.expect("PUNCT", "(")
+            lhs = self.parse_dim()
+            self.expect("PUNCT", ",")
+            rhs = self.parse_dim()
+            self.expect("PUNCT", ")")
+        else:
+            lhs = self.parse_dim()
+            first = self.expect("PUNCT", what="'==' or '>='")
+            second = self.expect("PUNCT", "=", what="'==' or '>='")
+            kind = first.text + second.text
+            if kind not in ("==", ">="):
+                raise self.error(f"expected '==' or '>=', found {kind!r}", first.pos)
+            rhs = self.parse_dim()
+        origin = self.advance().text if self.at("STRING") else ""
+        try:
+            self.builder.assume(kind, lhs, rhs, origin)
+        except ValueError as exc:  # pragma: no cover - kinds are checked above
+            raise self.error(str(exc), start.pos) from None
+
     def define(self, token: Token, value: Value) -> None:
         if token.text in self.env:
             line = self.env[token.text][1]
@@ -320,14 +350,31 @@ class _Parser:
         except ValueError as exc:
             raise self.error(str(exc), token.pos) from None
 
-    def parse_dim(self) -> int | Symbol:
-        token = self.advance()
-        if token.kind == "INT" and not token.text.startswith("-"):
-            return int(token.text)
-        if token.kind == "IDENT" and "." not in token.text:
-            return Symbol(token.text)
-        raise self.error(f"expected a dimension (a size >= 0 or a symbol name), found {_describe(token)}",
-                         token.pos)
+    def parse_dim(self) -> Dim:
+        """A size, a symbol or an expression (``B*4``). The expression is read from the raw
+        text up to a ``,``, ``]``, blank or unbalanced ``)``: the tokens do not split it
+        the way ir/dims.py does (``S%2`` would look like a value)."""
+        first, text = self.tok, self.text
+        end, depth = first.pos, 0
+        while end < len(text) and _DIM_CHAR.match(text[end]):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            if depth < 0:
+                break
+            end += 1
+        expected = "expected a dimension (a size >= 0 or a symbol name), found"
+        if end == first.pos or first.kind == "EOF":
+            raise self.error(f"{expected} {_describe(first)}", first.pos)
+        while self.tok.pos < end:
+            token = self.advance()
+            if token.pos + len(token.text) + (token.kind == "VALUE") > end or token.kind == "STRING":
+                raise self.error(f"{expected} {_describe(token)}", token.pos)
+        try:
+            dim = parse_dim(text[first.pos:end])
+        except (ValueError, ZeroDivisionError) as exc:
+            raise self.error(f"malformed dimension: {exc}", first.pos) from None
+        if isinstance(dim, int) and dim < 0:
+            raise self.error(f"{expected} {_describe(first)}", first.pos)
+        return dim
 
     def parse_loc(self) -> SourceLoc:
         self.expect("IDENT", "loc")

@@ -27,7 +27,7 @@ from .dtypes import DType
 from .graph import Value
 from .opdef import AttrKind
 from .sharding import PartitionSpec
-from .types import Symbol
+from .types import DimExpr
 
 # Constants up to this many elements print as a readable list; larger ones as raw hex.
 INLINE_ELEMENTS = 16
@@ -104,6 +104,11 @@ def graph_lines(graph, *, locations: bool = True, tolerant: bool = False) -> lis
         if locations and node.loc is not None:
             text += " " + format_loc(node.loc)
         lines.append(text)
+    for assumption in getattr(graph, "assumptions", ()):
+        text = f"  assume {assumption.to_text()}"
+        if assumption.origin:
+            text += f" {quote(assumption.origin)}"
+        lines.append(text)
     lines.append("  return " + ", ".join(name_of(v) for v in graph.outputs))
     lines.append("}")
     return lines
@@ -131,7 +136,7 @@ def format_attr(value: Any, kind: AttrKind | None) -> str:
         return value.short
     if isinstance(value, str):
         return quote(value)
-    if isinstance(value, (int, Symbol)):
+    if isinstance(value, (int, DimExpr)):
         return str(value)
     if isinstance(value, tuple):
         return "[" + ", ".join(format_attr(v, None) for v in value) + "]"

@@ -4,8 +4,10 @@ A graph's types may name dimensions (``f32[B,16]``). At run time every ``B`` mus
 one size. :class:`ShapeBindings` is the one place that binds them: it checks a concrete
 shape against a type (rank, static dims, one size per symbol), remembers each symbol's
 size, and resolves types and attributes (``reshape``'s ``shape`` may hold ``B``) to
-concrete ones. The interpreter and every backend bind through it; constraints on
-symbols are checked here too when the IR grows them.
+concrete ones. Dimensions may be expressions (``B*4``, ``S//2``, ir/dims.py): they are
+evaluated, or solved when linear in one unbound symbol. The interpreter and every
+backend bind through it, and :meth:`ShapeBindings.bind_inputs` checks the graph's
+constraints (ir/constraints.py) there, so a size the graph cannot take is an error.
 
 Errors are :class:`ShapeError` (a :class:`ParityError`) unless the caller names its own
 error class, as the interpreter does with its InterpreterError.
@@ -28,11 +30,13 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .constraints import Constraint, graph_constraints
+from .dims import DimExpr, Symbol, free_symbols, linear_in, substitute
 from .errors import ParityError
-from .types import Symbol, TensorType
+from .types import TensorType
 
 if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph
@@ -53,6 +57,8 @@ class ShapeBindings:
     def __init__(self, sizes: Mapping[str, int] | None = None, *, error: type[ParityError] = ShapeError):
         self.sizes: dict[str, int] = dict(sizes or {})
         self.error = error
+        # (dim, size, what) of expression dims bind() could neither check nor solve yet
+        self.pending: list[tuple[DimExpr, int, str]] = []
 
     def __repr__(self) -> str:
         return f"ShapeBindings({self.sizes})"
@@ -63,19 +69,51 @@ class ShapeBindings:
         """Check that ``shape`` fits ``t`` and bind ``t``'s symbols; return ``t`` with ``shape``.
 
         ``what`` names the value in errors (``"input 0 of @f"``). Raises ``self.error`` when
-        the rank or a static dim differs, or a symbol already has another size.
+        the rank or a static dim differs, or a symbol already has another size. A dim that
+        is an expression (``B*4``) is checked against the sizes bound so far; one linear in
+        a single unbound symbol binds it (``B*4+1`` of size 13 binds ``B`` to 3); any other
+        waits in :attr:`pending` until :meth:`bind_inputs` has seen every input.
         """
         shape = tuple(int(size) for size in shape)
         if len(shape) != t.rank:
             raise self.error(f"{what} has shape {list(shape)}, expected {t}")
+        expressions = []
         for dim, size in zip(t.shape, shape):
             if isinstance(dim, Symbol):
                 bound = self.sizes.setdefault(dim.name, size)
                 if bound != size:
                     raise self.error(f"{what}: dimension {dim} is {size} here but {bound} in an earlier input")
+            elif isinstance(dim, DimExpr):
+                expressions.append((dim, size, what))
             elif dim != size:
                 raise self.error(f"{what} has shape {list(shape)}, expected {t}")
+        self.pending.extend(expressions)
+        self._settle()
         return t.with_shape(shape)
+
+    def _settle(self) -> None:
+        """Check or solve pending expression dims until none can make progress."""
+        progress = True
+        while progress:
+            progress, waiting = False, []
+            for dim, size, what in self.pending:
+                value = substitute(dim, self.sizes)
+                if isinstance(value, int):
+                    if value != size:
+                        given = ", ".join(f"{n} = {self.sizes[n]}" for n in sorted(free_symbols(dim)))
+                        raise self.error(f"{what}: dimension {dim} is {size} here, but {given} makes it {value}")
+                    continue
+                (name, *more) = sorted(free_symbols(value))
+                solved = None if more else linear_in(value, name)
+                if solved is None:
+                    waiting.append((dim, size, what))
+                    continue
+                a, b = solved
+                if (size - b) % a or (size - b) // a < 0:
+                    raise self.error(f"{what}: dimension {dim} is {size} here; no size of {name} gives that")
+                self.sizes[name] = (size - b) // a
+                progress = True
+            self.pending = waiting
 
     def bind_unchecked(self, t: TensorType, shape: Sequence[int]) -> None:
         """Bind ``t``'s symbols not bound yet to their sizes in ``shape``, checking nothing:
@@ -86,10 +124,26 @@ class ShapeBindings:
                 self.sizes.setdefault(dim.name, size)
 
     def bind_inputs(self, graph: Graph, shapes: Sequence[Sequence[int]]) -> list[TensorType]:
-        """:meth:`bind` each graph input to its shape (``"input i of @name"`` in errors);
+        """:meth:`bind` each graph input to its shape (``"input i of @name"`` in errors), then
+        check what the graph relies on (:func:`~parity.ir.constraints.graph_constraints`);
         return the inputs' concrete types. The caller checks the number of inputs."""
-        return [self.bind(value.type, shape, f"input {i} of @{graph.name}")
-                for i, (value, shape) in enumerate(zip(graph.inputs, shapes))]
+        types = [self.bind(value.type, shape, f"input {i} of @{graph.name}")
+                 for i, (value, shape) in enumerate(zip(graph.inputs, shapes))]
+        for dim, size, what in self.pending:
+            names = ", ".join(sorted(free_symbols(substitute(dim, self.sizes))))
+            raise self.error(f"{what}: dimension {dim} is {size} here, but no input gives {names} its own "
+                             "dimension, so the sizes cannot be told apart")
+        self.check(_cached_constraints(graph), f"@{graph.name}")
+        return types
+
+    def check(self, constraints: Iterable[Constraint], what: str) -> None:
+        """Raise ``self.error`` for the first constraint whose symbols are all bound and
+        that fails at these sizes (constraints on unbound symbols wait)."""
+        for constraint in constraints:
+            if constraint.symbols <= self.sizes.keys():
+                message = constraint.violation(self.sizes)
+                if message is not None:
+                    raise self.error(f"{what}: {message}")
 
     # -- resolving --------------------------------------------------------------------------
 
@@ -97,17 +151,17 @@ class ShapeBindings:
         """``t`` with every bound symbol replaced by its size (unbound ones stay)."""
         if t.is_static:
             return t
-        return t.with_shape(self.sizes.get(d.name, d) if isinstance(d, Symbol) else d for d in t.shape)
+        return t.with_shape(substitute(d, self.sizes) for d in t.shape)
 
     def resolve_attr(self, value: Any, *, strict: bool = False) -> Any:
         """An attribute value with bound symbols replaced, in tuples too. An unbound symbol
         stays, or with ``strict`` raises ``self.error``."""
-        if isinstance(value, Symbol):
-            if value.name in self.sizes:
-                return self.sizes[value.name]
-            if strict:
-                raise self.error(f"dimension {value} has no size: no input binds it")
-            return value
+        if isinstance(value, DimExpr):
+            resolved = substitute(value, self.sizes)
+            if strict and not isinstance(resolved, int):
+                names = ", ".join(sorted(free_symbols(resolved)))
+                raise self.error(f"dimension {names} has no size: no input binds it")
+            return resolved
         if isinstance(value, tuple):
             return tuple(self.resolve_attr(v, strict=strict) for v in value)
         return value
@@ -118,5 +172,17 @@ class ShapeBindings:
 
     def unbound(self, t: TensorType) -> list[str]:
         """Names of ``t``'s symbols that have no size yet, in order, without repeats."""
-        names = [d.name for d in t.shape if isinstance(d, Symbol) and d.name not in self.sizes]
+        names = [name for d in t.shape if isinstance(d, DimExpr)
+                 for name in sorted(free_symbols(d)) if name not in self.sizes]
         return list(dict.fromkeys(names))
+
+
+def _cached_constraints(graph: Graph) -> list[Constraint]:
+    """graph_constraints, remembered on the graph (keyed by its node list, which passes
+    replace rather than edit) so that binding per call does not re-run the type rules."""
+    key = (id(graph.nodes), len(graph.nodes), len(graph.assumptions))
+    cached = graph.__dict__.get("_constraints")
+    if cached is None or cached[0] != key:
+        cached = (key, graph_constraints(graph))
+        graph.__dict__["_constraints"] = cached
+    return cached[1]

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ParityError
-from .types import Symbol, TensorType
+from .types import DimExpr, TensorType
 
 __all__ = ["GraphSharding", "Mesh", "PartitionSpec", "ShardingError", "spec_problem"]
 
@@ -231,7 +231,7 @@ def spec_problem(spec: PartitionSpec, t: TensorType, mesh: Mesh | None) -> str |
             return f"the spec {spec} names axis {axis!r}, which the mesh {mesh} does not have"
     for i, (dim, axes) in enumerate(zip(t.shape, spec.dims)):
         devices = math.prod(mesh.size(a) for a in axes)
-        if isinstance(dim, Symbol) or devices == 1 or dim % devices == 0:
+        if isinstance(dim, DimExpr) or devices == 1 or dim % devices == 0:
             continue
         return (f"dimension {i} (size {dim}) is split over {'×'.join(axes)} = {devices} devices; "
                 f"{dim} is not a multiple of {devices}")

@@ -1,4 +1,5 @@
-"""Tensor types: a dtype and a shape whose dimensions are ints or named symbols.
+"""Tensor types: a dtype and a shape whose dimensions are ints or dimension expressions
+(``B``, ``B*4``, ``S//2``: see ir/dims.py).
 
 Example::
 
@@ -6,34 +7,19 @@ Example::
     >>> from parity.ir.dtypes import DType
     >>> str(TensorType(DType.float32, (Symbol("B"), 16)))
     'f32[B,16]'
+    >>> str(TensorType(DType.float32, (Symbol("B") * 4, Symbol("S") // 2)))
+    'f32[B*4,S//2]'
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
+from .dims import Dim, DimExpr, Symbol
 from .dtypes import DType
 
-_SYMBOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-@dataclass(frozen=True, slots=True)
-class Symbol:
-    """A named dimension whose size is known only at run time (``B``, ``seq``)."""
-
-    name: str
-
-    def __post_init__(self):
-        if not _SYMBOL_NAME.match(self.name):
-            raise ValueError(f"symbolic dimension name {self.name!r} must be an identifier")
-
-    def __str__(self) -> str:
-        return self.name
-
-
-Dim = int | Symbol
+__all__ = ["Dim", "DimExpr", "Symbol", "TensorType", "tensor"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +34,8 @@ class TensorType:
             raise TypeError(f"TensorType dtype must be a DType, got {self.dtype!r}")
         shape = tuple(self.shape)
         for dim in shape:
-            if isinstance(dim, bool) or not isinstance(dim, (int, Symbol)):
-                raise TypeError(f"dimension {dim!r} must be an int or a Symbol")
+            if isinstance(dim, bool) or not isinstance(dim, (int, DimExpr)):
+                raise TypeError(f"dimension {dim!r} must be an int or a DimExpr (a Symbol or arithmetic on one)")
             if isinstance(dim, int) and dim < 0:
                 raise ValueError(f"dimension {dim} is negative in shape {shape}")
         object.__setattr__(self, "shape", shape)

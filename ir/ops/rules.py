@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..dtypes import DType
 from ..errors import TypeRuleError
-from ..types import Dim, Symbol, TensorType
+from ..types import Dim, DimExpr, TensorType
 
 
 def check_dtype(op: str, t: TensorType, allowed: Sequence[DType], operand: int = 0) -> None:
@@ -55,6 +55,36 @@ def dims_equal(a: Dim, b: Dim) -> bool:
     return a == b
 
 
+def dims_differ(a: Dim, b: Dim) -> bool:
+    """True when ``a != b`` for every size >= 1 of their symbols (False: equal, or unknown).
+
+    Decided when the difference is a nonzero constant, when both are one term over the
+    same symbols with different coefficients (``B*4`` and ``B*3``), or when one term over
+    symbols can never be the other, an int (``B*4`` is never 1 or 6).
+    """
+    diff = a - b
+    if isinstance(diff, int):
+        return diff != 0
+    terms_a, terms_b = _single_term(a), _single_term(b)
+    if terms_a is None or terms_b is None:
+        return False
+    if isinstance(a, int):
+        (mono_a, coeff_a), (mono_b, coeff_b) = terms_b, terms_a
+    else:
+        (mono_a, coeff_a), (mono_b, coeff_b) = terms_a, terms_b
+    if not all(atom[0] == "sym" for atom, _ in mono_a):
+        return False
+    if mono_b == ():  # k*B*... against an int n: k*B*... is a multiple of k, at least k
+        return coeff_a > 0 and (coeff_b % coeff_a != 0 or coeff_b < coeff_a)
+    return mono_a == mono_b and coeff_a != coeff_b
+
+
+def _single_term(dim: Dim):
+    if isinstance(dim, int):
+        return ((), dim)
+    return dim._terms[0] if len(dim._terms) == 1 else None
+
+
 def unary(op: str, allowed: Sequence[DType], result_dtype: DType | None = None):
     """Type rule: one operand of an allowed dtype; result has its shape (and dtype)."""
 
@@ -77,4 +107,5 @@ def binary(op: str, allowed: Sequence[DType], result_dtype: DType | None = None)
 
 
 def is_symbolic(dim: Dim) -> bool:
-    return isinstance(dim, Symbol)
+    """Not a static size: a symbol or an expression over symbols."""
+    return isinstance(dim, DimExpr)

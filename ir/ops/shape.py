@@ -2,9 +2,11 @@
 
 ``reshape broadcast_in_dim transpose slice concatenate pad reverse`` (docs/ir.md, "Shape
 ops"). Every op accepts every dtype and is bit-exact. Type rules check each attribute
-against the operand's shape; a symbolic dimension passes through wherever the op leaves
-it untouched, and is rejected only where the op would make it definitely wrong or where
-its result size is not expressible (the IR has no arithmetic on symbols).
+against the operand's shape. Symbolic dimensions are expressions (ir/dims.py): a result
+size is computed from them (``concatenate`` of ``B`` and ``3`` is ``B+3``); a fact that
+holds for every size passes, one that fails for every size is an error naming both
+expressions, and one that depends on the sizes is required (ir/constraints.py) and
+checked when they are bound.
 
 Example::
 
@@ -26,8 +28,9 @@ import numpy as np
 from ..dtypes import ALL_DTYPES
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
+from ..constraints import require
 from ..types import Dim, TensorType
-from .rules import check_axes, is_symbolic
+from .rules import check_axes, dims_differ, is_symbolic
 
 _GROUPS = frozenset({Group.SHAPE, Group.EXACT})
 
@@ -51,28 +54,40 @@ def _fmt(shape: Sequence[Dim]) -> str:
 # -- reshape ---------------------------------------------------------------------------
 
 
-def _split(shape: Sequence[Dim]) -> tuple[int, Counter]:
-    """(product of the static dims, multiset of the symbols)."""
-    return math.prod(d for d in shape if isinstance(d, int)), Counter(d for d in shape if is_symbolic(d))
+def _monomial(count: Dim):
+    """(coefficient, {atom: power}) of a one-term element count, else None."""
+    if isinstance(count, int):
+        return count, Counter()
+    if len(count._terms) != 1:
+        return None
+    mono, coeff = count._terms[0]
+    return coeff, Counter(dict(mono))
 
 
 def _reshape_infer(types, attrs):
     (x,) = types
     shape = attrs["shape"]
-    have, have_syms = _split(x.shape)
-    want, want_syms = _split(shape)
-    # Symbols on both sides cancel. With symbols left on only one side, the other side's
-    # static count must be a multiple of this side's (the leftover symbols make up the
-    # rest); with none left the counts must match. Symbols are assumed non-zero here.
-    left_x, left_out = have_syms - want_syms, want_syms - have_syms
-    if not left_x and not left_out:
-        ok = have == want
-    elif not left_x:
-        ok = want == 0 and have == 0 or want != 0 and have % want == 0
-    elif not left_out:
-        ok = have == 0 and want == 0 or have != 0 and want % have == 0
+    have, want = math.prod(x.shape), math.prod(shape)
+    if have == want:
+        return (x.with_shape(shape),)
+    # Both one term: common factors cancel. With factors left on only one side, the other
+    # side's coefficient must be a multiple of this side's (the leftover factors make up
+    # the rest); with none left the coefficients must match. Factors are taken as
+    # non-zero here. Anything else depends on the sizes: required, checked when bound.
+    split_x, split_out = _monomial(have), _monomial(want)
+    if split_x is None or split_out is None:
+        ok = True
     else:
-        ok = True  # both sides keep unknowns: checked when the sizes are bound
+        (have_k, have_syms), (want_k, want_syms) = split_x, split_out
+        left_x, left_out = have_syms - want_syms, want_syms - have_syms
+        if not left_x and not left_out:
+            ok = have_k == want_k
+        elif not left_x:
+            ok = want_k == 0 and have_k == 0 or want_k != 0 and have_k % want_k == 0
+        elif not left_out:
+            ok = have_k == 0 and want_k == 0 or have_k != 0 and want_k % have_k == 0
+        else:
+            ok = True
     if not ok:
         raise TypeRuleError(
             "reshape",
@@ -80,11 +95,12 @@ def _reshape_infer(types, attrs):
             f"({_count(x.shape)} vs {_count(shape)})",
             "shape",
         )
+    require("==", have, want)
     return (x.with_shape(shape),)
 
 
 def _count(shape: Sequence[Dim]) -> str:
-    return "*".join(str(d) for d in shape) if any(map(is_symbolic, shape)) else str(math.prod(shape))
+    return str(math.prod(shape))
 
 
 def _reshape_ref(ctx, x):
@@ -106,14 +122,18 @@ def _broadcast_infer(types, attrs):
         if i and d <= dims[i - 1]:
             raise TypeRuleError(op, f"{list(dims)} is not strictly increasing", "broadcast_dimensions")
         size, target = x.shape[i], shape[d]
-        # Only two static sizes can be told apart here; a symbol is checked when bound.
-        if isinstance(size, int) and isinstance(target, int) and size not in (1, target):
+        if size == target or size == 1:
+            continue
+        # Decided when both are static, or the size can be neither 1 nor the target
+        # (B*4 against B*3); otherwise required, checked when the sizes are bound.
+        if isinstance(size, int) and isinstance(target, int) or dims_differ(size, target) and dims_differ(size, 1):
             raise TypeRuleError(
                 op,
                 f"operand dim {i} has size {size}, result dim {d} has size {target}: "
                 f"sizes must be equal or the operand's must be 1 (operand {x}, shape {_fmt(shape)})",
                 "shape",
             )
+        require("broadcast", size, target)
     return (x.with_shape(shape),)
 
 
@@ -152,21 +172,19 @@ def _slice_infer(types, attrs):
     for i, (dim, start, limit, stride) in _per_dim(op, x, attrs, ("start_indices", "limit_indices", "strides")):
         if stride < 1:
             raise TypeRuleError(op, f"stride {stride} of dim {i} must be >= 1", "strides")
-        if is_symbolic(limit):
-            # A symbolic limit keeps a symbolic dim whole: the only slice whose size is a symbol.
-            if limit != dim or start != 0 or stride != 1:
-                raise TypeRuleError(op, f"dim {i}: a symbolic limit ({limit}) must equal the operand's "
-                                    f"dim ({dim}) with start 0 and stride 1", "limit_indices")
-            out.append(dim)
-            continue
         if start < 0:
             raise TypeRuleError(op, f"start {start} of dim {i} is negative", "start_indices")
-        if limit < start:
+        below, beyond = limit - start, limit - dim  # must be >= 0 and <= 0
+        if isinstance(below, int) and below < 0:
             raise TypeRuleError(op, f"dim {i}: limit {limit} is below start {start}", "limit_indices")
-        if isinstance(dim, int) and limit > dim:
+        if isinstance(beyond, int) and beyond > 0:
             raise TypeRuleError(op, f"dim {i}: limit {limit} exceeds the operand's size {dim} ({x})",
                                 "limit_indices")
-        out.append(-(-(limit - start) // stride))
+        if not isinstance(below, int):
+            require(">=", limit, start)
+        if not isinstance(beyond, int):
+            require(">=", dim, limit)
+        out.append((limit - start + stride - 1) // stride)
     return (x.with_shape(out),)
 
 
@@ -194,25 +212,19 @@ def _concatenate_infer(types, attrs):
         for d, (a, b) in enumerate(zip(shape, t.shape)):
             if d != axis:
                 shape[d] = _merge_dim(op, a, b, i, f"dim {d} of {t} differs from operand 0's {first}")
-    sizes = [t.shape[axis] for t in types]
-    static = sum(s for s in sizes if isinstance(s, int))
-    symbols = [s for s in sizes if is_symbolic(s)]
-    if not symbols:
-        shape[axis] = static
-    elif len(symbols) == 1 and static == 0:
-        shape[axis] = symbols[0]
-    else:
-        raise TypeRuleError(op, f"the result size along dim {axis} would be {'+'.join(map(str, sizes))}; "
-                            "the IR has no arithmetic on symbolic dims", "dimension")
+    shape[axis] = sum(t.shape[axis] for t in types)
     return (first.with_shape(shape),)
 
 
 def _merge_dim(op: str, a: Dim, b: Dim, operand: int, message: str) -> Dim:
-    """Two dims that must be equal: static ones are compared; a symbol defers to run time."""
-    if isinstance(a, int) and isinstance(b, int):
-        if a != b:
-            raise TypeRuleError(op, message, operand)
+    """Two dims that must be equal: equal or provably different ones are decided (the
+    message gets both); otherwise equality is required at run time, the static one kept."""
+    if a == b:
         return a
+    if dims_differ(a, b):
+        raise TypeRuleError(op, f"{message} (expected {a}, got {b})" if is_symbolic(a) or is_symbolic(b)
+                            else message, operand)
+    require("==", a, b)
     return a if isinstance(a, int) else b if isinstance(b, int) else a
 
 
@@ -236,11 +248,9 @@ def _pad_infer(types, attrs):
         if inner < 0:
             raise TypeRuleError(op, f"interior padding {inner} of dim {i} is negative", "interior_padding")
         if is_symbolic(dim):
-            padded = [name for name, amount in zip(_PAD_ATTRS, (lo, hi, inner)) if amount]
-            if padded:
-                raise TypeRuleError(op, f"dim {i} is symbolic ({dim}); it can only be left unpadded "
-                                    "(the IR has no arithmetic on symbolic dims)", padded[0])
-            out.append(dim)
+            if inner:
+                require(">=", dim, 1)  # (dim - 1) gaps, as below, only when dim is not 0
+            out.append(lo + dim + (dim - 1) * inner + hi)
             continue
         size = lo + dim + max(dim - 1, 0) * inner + hi
         if size < 0:

@@ -186,6 +186,17 @@ SYMBOLIC_OK = [
     ("pad", [f32[B, 2], f32[()]], dict(edge_padding_low=(0, 1), edge_padding_high=(0, 1), interior_padding=(0, 0)),
      f32[B, 4]),
     ("reverse", [f32[B, 2]], dict(dimensions=(0,)), f32[B, 2]),
+    # Result sizes computed from expressions
+    ("slice", [f32[B]], dict(start_indices=(1,), limit_indices=(B,), strides=(1,)), f32[B - 1]),
+    ("slice", [f32[B * 4]], dict(start_indices=(1,), limit_indices=(B * 4,), strides=(2,)), f32[B * 2]),
+    ("concatenate", [f32[B], f32[3]], dict(dimension=0), f32[B + 3]),
+    ("concatenate", [f32[B, 2], f32[C * 2, 2]], dict(dimension=0), f32[B + C * 2, 2]),
+    ("pad", [f32[B], f32[()]], dict(edge_padding_low=(0,), edge_padding_high=(0,), interior_padding=(1,)),
+     f32[B * 2 - 1]),
+    ("reshape", [f32[B * 4, C]], dict(shape=(B, 4 * C)), f32[B, C * 4]),
+    ("reshape", [f32[B, C]], dict(shape=(B * C,)), f32[B * C]),
+    ("reshape", [f32[B * 6]], dict(shape=(B * 6 // 4, 4)), f32[B + B // 2, 4]),  # B even: run time
+    ("broadcast_in_dim", [f32[C]], dict(shape=(B,), broadcast_dimensions=(0,)), f32[B]),  # C in (1, B): run time
 ]
 
 
@@ -235,13 +246,16 @@ ERRORS = [
      ["slice (attribute 'strides')", "stride 0 of dim 0 must be >= 1"]),
     ("slice", [f32[4, 2]], dict(start_indices=(0,), limit_indices=(2, 2), strides=(1, 1)),
      ["slice (attribute 'start_indices')", "1 entries", "rank 2"]),
-    ("slice", [f32[B]], dict(start_indices=(1,), limit_indices=(B,), strides=(1,)),
-     ["slice (attribute 'limit_indices')", "symbolic limit (B)", "start 0 and stride 1"]),
+    ("slice", [f32[B]], dict(start_indices=(0,), limit_indices=(B + 1,), strides=(1,)),
+     ["slice (attribute 'limit_indices')", "limit B+1 exceeds the operand's size B"]),
     ("concatenate", [f32[2], f16[2]], dict(dimension=0), ["concatenate (operand 1)", "dtype f16 differs", "f32"]),
     ("concatenate", [f32[2], f32[2], f32[2, 1]], dict(dimension=0), ["concatenate (operand 2)", "rank 2"]),
     ("concatenate", [f32[2, 3], f32[2, 4]], dict(dimension=0), ["concatenate (operand 1)", "dim 1 of f32[2,4]"]),
     ("concatenate", [f32[2]], dict(dimension=1), ["concatenate (attribute 'dimension')", "out of range for rank 1"]),
-    ("concatenate", [f32[B], f32[3]], dict(dimension=0), ["concatenate (attribute 'dimension')", "B+3"]),
+    ("concatenate", [f32[B * 4, 2], f32[B * 3, 2]], dict(dimension=1),
+     ["concatenate (operand 1)", "dim 0 of f32[B*3,2] differs", "expected B*4, got B*3"]),
+    ("broadcast_in_dim", [f32[B * 4]], dict(shape=(B * 3,), broadcast_dimensions=(0,)),
+     ["operand dim 0 has size B*4, result dim 0 has size B*3"]),
     ("concatenate", [], dict(dimension=0), ["concatenate: takes at least one operand"]),
     ("pad", [f32[3], f32[1]], dict(edge_padding_low=(0,), edge_padding_high=(0,), interior_padding=(0,)),
      ["pad (operand 1)", "padding_value must be a rank-0 f32, got f32[1]"]),
@@ -253,8 +267,6 @@ ERRORS = [
      ["pad (attribute 'edge_padding_low')", "would have size -1", "crops too much"]),
     ("pad", [f32[3], f32[()]], dict(edge_padding_low=(0, 0), edge_padding_high=(0,), interior_padding=(0,)),
      ["pad (attribute 'edge_padding_low')", "2 entries", "rank 1"]),
-    ("pad", [f32[B], f32[()]], dict(edge_padding_low=(0,), edge_padding_high=(0,), interior_padding=(1,)),
-     ["pad (attribute 'interior_padding')", "dim 0 is symbolic (B)"]),
     ("reverse", [f32[2, 3]], dict(dimensions=(1, 1)), ["reverse (attribute 'dimensions')", "repeat"]),
     ("reverse", [f32[2, 3]], dict(dimensions=(2,)), ["reverse (attribute 'dimensions')", "axis 2 is out of range"]),
 ]

@@ -1,0 +1,185 @@
+"""What a symbolic graph relies on about its sizes, checked when the sizes are known.
+
+A type rule that cannot decide a fact about dimension expressions (``B*4 == N*2`` for
+a reshape, ``B`` being 1 or ``S`` for a broadcast) does not guess: it calls
+:func:`require`, and the fact becomes a :class:`Constraint` of the graph. A graph also
+carries the facts its producer assumed (``graph.assumptions``: e.g. torch's guards, a
+user's ``S % 8 == 0``). :func:`graph_constraints` lists both; ``ShapeBindings``
+checks them once the inputs bind every symbol, so a violation is a clear error, never a
+wrong result.
+
+Example::
+
+    >>> from parity.ir import GraphBuilder, Symbol, f32
+    >>> N = Symbol("N")
+    >>> b = GraphBuilder("f")
+    >>> x = b.input(f32[N])
+    >>> g = b.build([b.reshape(x, shape=(N // 3, 3))])
+    >>> [str(c) for c in graph_constraints(g)]
+    ['N must be divisible by 3 (reshape)']
+    >>> graph_constraints(g)[0].violation({"N": 7})
+    'reshape: N must be divisible by 3, but N = 7'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .dims import Dim, DimExpr, Symbol, evaluate, free_symbols
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .graph import Graph
+
+# kind -> (holds(lhs, rhs), how the fact reads)
+_KINDS = {
+    "==": (lambda a, b: a == b, "{lhs} must equal {rhs}"),
+    ">=": (lambda a, b: a >= b, "{lhs} must be >= {rhs}"),
+    "divisible": (lambda a, b: b != 0 and a % b == 0, "{lhs} must be divisible by {rhs}"),
+    "broadcast": (lambda a, b: a in (1, b), "{lhs} must be 1 or {rhs} (broadcasting)"),
+}
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``lhs KIND rhs`` for every run: kind is ``==``, ``>=``, ``divisible`` or ``broadcast``.
+
+    ``origin`` says who relies on it (``"reshape at model.py:12"``).
+    """
+
+    kind: str
+    lhs: Dim
+    rhs: Dim
+    origin: str = ""
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise ValueError(f"constraint kind {self.kind!r} is not one of {', '.join(_KINDS)}")
+        if self.kind == "==":
+            # lhs - rhs == k*(x % c) is the fact "x is divisible by c": say it that way.
+            divisor = _as_divisibility(self.lhs - self.rhs)
+            if divisor is not None:
+                object.__setattr__(self, "kind", "divisible")
+                object.__setattr__(self, "lhs", divisor[0])
+                object.__setattr__(self, "rhs", divisor[1])
+
+    @property
+    def fact(self) -> str:
+        return _KINDS[self.kind][1].format(lhs=self.lhs, rhs=self.rhs)
+
+    def __str__(self) -> str:
+        return f"{self.fact} ({self.origin})" if self.origin else self.fact
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        return free_symbols(self.lhs) | free_symbols(self.rhs)
+
+    def decided(self) -> bool | None:
+        """True / False when it holds or fails for every size, None when it depends on them."""
+        if isinstance(self.lhs, int) and isinstance(self.rhs, int):
+            return bool(_KINDS[self.kind][0](self.lhs, self.rhs))
+        if self.kind in ("==", "broadcast") and self.lhs == self.rhs:
+            return True
+        return None
+
+    def violation(self, sizes: Mapping[str, int]) -> str | None:
+        """None when the constraint holds at ``sizes``; else the message that says why not."""
+        lhs, rhs = evaluate(self.lhs, sizes), evaluate(self.rhs, sizes)
+        if _KINDS[self.kind][0](lhs, rhs):
+            return None
+        given = ", ".join(f"{name} = {sizes[name]}" for name in sorted(self.symbols))
+        values = [f"{d} = {v}" for d, v in ((self.lhs, lhs), (self.rhs, rhs))
+                  if isinstance(d, DimExpr) and str(d) not in given]
+        where = f"{self.origin}: " if self.origin else ""
+        return f"{where}{self.fact}, but {'; '.join([given] + values)}"
+
+    def to_text(self) -> str:
+        """The text-format line body: ``B*4 == N*2``, ``divisible(N, 3)``."""
+        if self.kind in ("divisible", "broadcast"):
+            return f"{self.kind}({self.lhs}, {self.rhs})"
+        return f"{self.lhs} {self.kind} {self.rhs}"
+
+
+def _as_divisibility(diff: Dim):
+    if not isinstance(diff, DimExpr) or len(diff._terms) != 1:
+        return None
+    mono, _ = diff._terms[0]
+    if len(mono) == 1 and mono[0][1] == 1 and mono[0][0][0] == "mod":
+        _, x, c = mono[0][0]
+        return x, c
+    return None
+
+
+# -- recording -------------------------------------------------------------------------------
+
+_COLLECTOR: contextvars.ContextVar[list | None] = contextvars.ContextVar("parity_constraints", default=None)
+
+
+def require(kind: str, lhs: Dim, rhs: Dim) -> None:
+    """Called by a type rule for a fact it relies on but cannot decide. Outside
+    :func:`collecting` (building a graph) it does nothing: :func:`graph_constraints`
+    runs the type rules again to list the facts."""
+    sink = _COLLECTOR.get()
+    if sink is not None:
+        sink.append(Constraint(kind, lhs, rhs))
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[list[Constraint]]:
+    """The constraints that type rules :func:`require` inside the block."""
+    sink: list[Constraint] = []
+    token = _COLLECTOR.set(sink)
+    try:
+        yield sink
+    finally:
+        _COLLECTOR.reset(token)
+
+
+def graph_constraints(graph: Graph) -> list[Constraint]:
+    """Every fact ``graph`` relies on that its types do not decide: its assumptions, then
+    what its nodes' type rules require (origin: the op and its source line), and
+    ``>= 0`` for each dimension expression of a value (a size is never negative)."""
+    found: dict[tuple, Constraint] = {}
+
+    def add(c: Constraint) -> None:
+        if c.decided() is not True:
+            found.setdefault((c.kind, c.lhs, c.rhs), c)
+
+    for c in getattr(graph, "assumptions", ()):
+        add(c)
+    if all(v.type.is_static for v in graph.values()):
+        return list(found.values())
+    from .ops import OP_TABLE
+
+    for node in graph.nodes:
+        types = [v.type for v in node.inputs] + [v.type for v in node.outputs]
+        if all(t.is_static for t in types):
+            continue
+        origin = node.op + (f" at {node.loc}" if node.loc is not None else "")
+        with collecting() as required:
+            OP_TABLE[node.op].result_types([v.type for v in node.inputs], node.attrs)
+        for c in required:
+            add(Constraint(c.kind, c.lhs, c.rhs, origin))
+        for t in types:
+            for dim in t.shape:
+                if isinstance(dim, DimExpr) and not _nonnegative(dim):
+                    add(Constraint(">=", dim, 0, origin))
+    return list(found.values())
+
+
+def _nonnegative(dim: Dim) -> bool:
+    """Provably >= 0 for sizes >= 0: no negative coefficient, divisions by positive ints."""
+    if isinstance(dim, int):
+        return dim >= 0
+    if isinstance(dim, Symbol):
+        return True
+    for mono, coeff in dim._terms:
+        if coeff < 0:
+            return False
+        for atom, _ in mono:
+            if atom[0] != "sym" and not (isinstance(atom[2], int) and atom[2] > 0 and _nonnegative(atom[1])):
+                return False
+    return True
