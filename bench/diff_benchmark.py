@@ -175,6 +175,24 @@ def to_markdown(cases: list[Case], memory: dict, captures: dict, skipped: list[s
              f"| **parity diff** (local error / contract) | **{_rate(cases, 'ours')}** |",
              f"| end-to-end, first tensor over rtol=atol=1e-5 (Polygraphy `--mark all`, `compare_intermediates`) "
              f"| {_rate(cases, 'baseline')} |", "",
+             "## Reading the numbers", "",
+             "- Sites are drawn only where the fault class breaks the op's contract (the mutation rules of "
+             "`conformance/mutants`: a few ULP on ops with a ULP bound, dropped terms in sums and dots, a flushed "
+             "value on ULP-bounded or bit-exact ops, a wrong index in indexing and layout ops), and a site where "
+             "the fault changes nothing is drawn again: a fault inside the contract is rounding, and no method "
+             "can tell it from rounding.",
+             "- The end-to-end method misses every few-ULP fault (8 ULP is below rtol = 1e-5, so no tensor is "
+             "ever over tolerance) and flushed values under atol = 1e-5 at their own node (then it flags nothing, "
+             "or the later node that amplifies the error past its tolerance). Above its tolerance it finds the first "
+             "faulty tensor as well as the local error does, here: nothing upstream of these faults is over "
+             "1e-5 in these small float32 models.",
+             "- On onnx every node carries onnxruntime's own rounding (and its recorded deviations), and the "
+             "planted node still ranks first: bugs rank above recorded deviations, and correct nodes stay "
+             "within their contract on their own operands.",
+             "- Peak memory is tracemalloc's (NumPy and Python allocations; an XLA or Triton backend's device "
+             "memory is not traced). It is a few live tensors plus one node's measurement temporaries (the "
+             "local measure makes float64 copies and masks of the node's operands), so it grows with the "
+             "largest node, not with depth; a mark-all comparison holds every activation.", "",
              "## By backend the fault is planted in", "", "| backend | cases | parity diff top-1 | end-to-end top-1 |",
              "| --- | --- | --- | --- |"]
     for backend in dict.fromkeys(c.backend for c in cases):
@@ -185,6 +203,8 @@ def to_markdown(cases: list[Case], memory: dict, captures: dict, skipped: list[s
     for fault in CLASSES:
         mine = [c for c in cases if c.fault == fault]
         lines.append(f"| {fault} | {len(mine)} | {_rate(mine, 'ours')} | {_rate(mine, 'baseline')} |")
+    above = [c for c in cases if c.fault != "few_ulp"]
+    lines.append(f"| (every class but few_ulp) | {len(above)} | {_rate(above, 'ours')} | {_rate(above, 'baseline')} |")
     for kind in ("forward", "backward"):
         mine = [c for c in cases if c.kind == kind]
         lines.append(f"| (fault in a {kind} graph) | {len(mine)} | {_rate(mine, 'ours')} | {_rate(mine, 'baseline')} |")
@@ -219,8 +239,8 @@ def to_markdown(cases: list[Case], memory: dict, captures: dict, skipped: list[s
 def _cases_of(base, model: str, graphs, per_model: int, m: int, rng, workdir, skipped: list) -> list[Case]:
     cases = []
     for i in range(per_model):
-        fault = CLASSES[i % len(CLASSES)]
-        kind = ("forward", "backward")[(i + m) % 2]  # each class in both kinds over the models
+        fault = CLASSES[(i + m) % len(CLASSES)]  # a fifth case's class rotates over the models
+        kind = ("forward", "backward")[(i + m // 2) % 2]  # each class in both kinds over the models
         case = run_case(base, model, graphs, fault, rng, workdir, kind)
         if case is None:
             skipped.append(f"{base.name}/{model}/{fault}: no site where the fault changes anything")
