@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .dims import Dim, DimExpr, Symbol, evaluate, free_symbols
+from .dims import Dim, DimExpr, evaluate, free_symbols
 
 if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph
@@ -58,6 +58,10 @@ class Constraint:
     def __post_init__(self):
         if self.kind not in _KINDS:
             raise ValueError(f"constraint kind {self.kind!r} is not one of {', '.join(_KINDS)}")
+        if self.kind == "==" and isinstance(self.lhs, int) and not isinstance(self.rhs, int):
+            lhs, rhs = self.rhs, self.lhs  # the expression first: "S must equal 2"
+            object.__setattr__(self, "lhs", lhs)
+            object.__setattr__(self, "rhs", rhs)
         if self.kind == "==":
             # lhs - rhs == k*(x % c) is the fact "x is divisible by c": say it that way.
             divisor = _as_divisibility(self.lhs - self.rhs)
@@ -81,7 +85,9 @@ class Constraint:
         """True / False when it holds or fails for every size, None when it depends on them."""
         if isinstance(self.lhs, int) and isinstance(self.rhs, int):
             return bool(_KINDS[self.kind][0](self.lhs, self.rhs))
-        if self.kind in ("==", "broadcast") and self.lhs == self.rhs:
+        if self.kind in ("==", "broadcast") and self.lhs == self.rhs or self.kind == "broadcast" and self.lhs == 1:
+            return True
+        if self.kind == ">=" and nonnegative(self.lhs - self.rhs):
             return True
         return None
 
@@ -165,21 +171,35 @@ def graph_constraints(graph: Graph) -> list[Constraint]:
             add(Constraint(c.kind, c.lhs, c.rhs, origin))
         for t in types:
             for dim in t.shape:
-                if isinstance(dim, DimExpr) and not _nonnegative(dim):
+                if isinstance(dim, DimExpr) and not nonnegative(dim):
                     add(Constraint(">=", dim, 0, origin))
     return list(found.values())
 
 
-def _nonnegative(dim: Dim) -> bool:
-    """Provably >= 0 for sizes >= 0: no negative coefficient, divisions by positive ints."""
+def nonnegative(dim: Dim) -> bool:
+    """Provably >= 0 for all sizes >= 0 of its symbols (False: negative or unknown).
+
+    Quotients are first multiplied away (``2*(N - N//2)`` is ``N + N%2``, ir/dims.py's
+    normal form); a remainder ``-k*(x%c)`` is then bounded by ``-k*(c-1)`` or by
+    ``-k*x``; what is left must have no negative term.
+    """
     if isinstance(dim, int):
         return dim >= 0
-    if isinstance(dim, Symbol):
-        return True
-    for mono, coeff in dim._terms:
-        if coeff < 0:
-            return False
+    for mono, _ in dim._terms:
         for atom, _ in mono:
-            if atom[0] != "sym" and not (isinstance(atom[2], int) and atom[2] > 0 and _nonnegative(atom[1])):
-                return False
-    return True
+            if atom[0] == "floordiv" and isinstance(atom[2], int) and atom[2] > 0:
+                dim = dim * atom[2]
+    if isinstance(dim, int):
+        return dim >= 0
+    for mono, coeff in dim._terms:
+        if coeff < 0 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0][0] == "mod" \
+                and _nonnegative_atom(mono[0][0]):
+            _, x, c = mono[0][0]
+            rest = dim - coeff * (x % c)
+            return nonnegative(rest + coeff * (c - 1)) or nonnegative(rest + coeff * x)
+    return all(coeff > 0 and all(_nonnegative_atom(atom) for atom, _ in mono) if mono else coeff >= 0
+               for mono, coeff in dim._terms)
+
+
+def _nonnegative_atom(atom) -> bool:
+    return atom[0] == "sym" or isinstance(atom[2], int) and atom[2] > 0 and nonnegative(atom[1])

@@ -58,6 +58,7 @@ def evaluate(graph: Graph, inputs: Sequence[Any], *, oracle: bool = False) -> li
                     f"input {i} of @{graph.name} has dtype {array.dtype}, expected {value.type.dtype.short}"
                 )
         env[value] = _carry(array, value.type.dtype, oracle)
+    bindings.check_graph(graph)
     for node in graph.nodes:
         args = [env[v] for v in node.inputs]
         results = evaluate_node(node.op, args, node.attrs, [v.type for v in node.inputs],

@@ -129,12 +129,17 @@ class ShapeBindings:
         return the inputs' concrete types. The caller checks the number of inputs."""
         types = [self.bind(value.type, shape, f"input {i} of @{graph.name}")
                  for i, (value, shape) in enumerate(zip(graph.inputs, shapes))]
+        self.check_graph(graph)
+        return types
+
+    def check_graph(self, graph: Graph) -> None:
+        """After binding every input of ``graph`` one by one: every expression dim must be
+        decided, and the graph's constraints must hold (what :meth:`bind_inputs` ends with)."""
         for dim, size, what in self.pending:
             names = ", ".join(sorted(free_symbols(substitute(dim, self.sizes))))
             raise self.error(f"{what}: dimension {dim} is {size} here, but no input gives {names} its own "
                              "dimension, so the sizes cannot be told apart")
         self.check(_cached_constraints(graph), f"@{graph.name}")
-        return types
 
     def check(self, constraints: Iterable[Constraint], what: str) -> None:
         """Raise ``self.error`` for the first constraint whose symbols are all bound and

@@ -64,7 +64,8 @@ def _dot_infer(types, attrs):
         for i, j in zip(lhs_dims, rhs_dims):
             if lhs.shape[i] != rhs.shape[j]:
                 raise TypeRuleError(op, f"rhs dim {j} ({rhs.shape[j]}) does not match lhs dim {i} "
-                                        f"({lhs.shape[i]}) of {lhs}", f"rhs_{kind}_dims")
+                                        f"({lhs.shape[i]}) of {lhs}: expected {lhs.shape[i]}, got "
+                                        f"{rhs.shape[j]}", f"rhs_{kind}_dims")
     shape = ([lhs.shape[i] for i in lb] + [d for i, d in enumerate(lhs.shape) if i not in lc + lb]
              + [d for i, d in enumerate(rhs.shape) if i not in rc + rb])
     return (lhs.with_shape(shape),)

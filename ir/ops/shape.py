@@ -181,7 +181,7 @@ def _slice_infer(types, attrs):
             raise TypeRuleError(op, f"dim {i}: limit {limit} exceeds the operand's size {dim} ({x})",
                                 "limit_indices")
         if not isinstance(below, int):
-            require(">=", limit, start)
+            require(">=", limit, start)  # graph_constraints drops what holds for every size
         if not isinstance(beyond, int):
             require(">=", dim, limit)
         out.append((limit - start + stride - 1) // stride)
