@@ -221,8 +221,9 @@ def diff(fn_or_module, *args, backend="reference", against: str = AGAINST_ORACLE
 
     Example::
 
-        >>> import torch, parity.diff
-        >>> report = parity.diff.diff(lambda x: torch.exp(x) - 1, torch.tensor([1e-3, 1.0]))
+        >>> import torch
+        >>> from parity.diff import diff
+        >>> report = diff(lambda x: torch.exp(x) - 1, torch.tensor([1e-3, 1.0]))
         >>> [r.op for r in report.rows], report.guilty()
         (['exp', 'constant', 'broadcast_in_dim', 'sub'], [])
     """

@@ -48,6 +48,12 @@ td.bug,td.error{background:#fbb4b4} td.deviation{background:#f2b233} td.downstre
 """
 
 
+# Each graph's box scrolls to the start of the worst path (the guiltiest node) when the page loads.
+_SCROLL = ("for(const box of document.querySelectorAll('div.graph')){const n=box.querySelector('g.path');"
+           "if(n){box.scrollLeft=Math.max(0,+n.dataset.x-box.clientWidth/3);"
+           "box.scrollTop=Math.max(0,+n.dataset.y-box.clientHeight/3);}}")
+
+
 def local_colour(row: NodeRow) -> str:
     """Fill of a node's left half: its local error relative to the contract."""
     if row.verdict == "error":
@@ -107,7 +113,9 @@ def _svg(rows: list[NodeRow], path: set[str]) -> str:
                           f"{number(r.local_ratio)}× bound ({r.bound})\ncarried {number(r.carried_ulp)} ULP"
                           f"\n{r.verdict}: {r.message}")
         outline = f'stroke="{PATH_BLACK}" stroke-width="2.5"' if r.node in on_path else 'stroke="#777" stroke-width="0.5"'
-        boxes.append(f'<g class="node {r.verdict}" data-key="{r.key}"><title>{tip}</title>'
+        where = f' data-x="{x:.0f}" data-y="{y:.0f}"' if r.node in on_path else ""
+        boxes.append(f'<g class="node {r.verdict}{" path" if r.node in on_path else ""}" data-key="{r.key}"{where}>'
+                     f'<title>{tip}</title>'
                      f'<rect x="{x:.0f}" y="{y:.0f}" width="{_BOX_W // 2}" height="{_BOX_H}" fill="{local_colour(r)}"/>'
                      f'<rect x="{x + _BOX_W // 2:.0f}" y="{y:.0f}" width="{_BOX_W // 2}" height="{_BOX_H}" '
                      f'fill="{carried_colour(r)}"/>'
@@ -154,7 +162,8 @@ def to_html(report: DiffReport, *, top: int = 50) -> str:
             f"<h1>parity diff: {html.escape(report.backend)}/{html.escape(report.device)} against "
             f"{html.escape(report.against)}</h1>{summary}{legend}{''.join(sections)}"
             f"<h2>nodes ranked by local error / contract bound</h2>{_table(report, top)}"
-            f'<script type="application/json" id="diff-data">{data}</script></body></html>\n')
+            f'<script type="application/json" id="diff-data">{data}</script><script>{_SCROLL}</script>'
+            "</body></html>\n")
 
 
 __all__ = ["BUG_RED", "PATH_BLACK", "carried_colour", "local_colour", "to_html"]

@@ -70,3 +70,14 @@ def test_backend_error_is_ranked_first_and_named():
     top = report.ranked()[0]
     assert (top.node, top.verdict) == (3, "error") and "PlantedFault" in top.message
     assert np.isfinite(report.row("g0.n5").carried_ulp)  # the diff went on past the error
+
+
+@pytest.mark.parametrize("against", ["eager", "reference"])
+def test_carried_error_against_eager_or_another_backend(against):
+    """Against the graph's own dtypes (eager) or the reference backend itself, the reference
+    backend carries no error at all; the local error is still held to the contract."""
+    graph, arrays = cancelling()
+    report = diff_graph(graph, arrays, backend="reference", against=against)
+    assert report.against == against
+    assert all(r.carried_ulp == 0 for r in report.rows)
+    assert {r.verdict for r in report.rows} == {"ok"}

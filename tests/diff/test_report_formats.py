@@ -74,7 +74,9 @@ def test_html_structure(report):
     parser = _Parser()
     parser.feed(page)
     assert len(parser.nodes) == len(report.rows)
-    assert {n["data-key"]: n["class"] for n in parser.nodes}["g0.n3"] == "node bug"
+    classes = {n["data-key"]: n["class"].split() for n in parser.nodes}
+    assert classes["g0.n3"] == ["node", "bug", "path"]  # the worst path starts at the guilty node
+    assert [k for k, c in classes.items() if "path" in c] == report.to_json()["worst_path"]
     assert json.loads(parser.data)["guilty"] == ["g0.n3"]
     assert BUG_RED in page
 
