@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 import numpy as np
 

@@ -256,5 +256,5 @@ def _place(rank: int, *groups) -> tuple[str, ...]:
 def kernel_source(name: str, w: KernelWriter, outputs: Sequence[str]) -> str:
     """The ``@triton.jit`` function text: pointer parameters, constants, then the body."""
     params = list(w.params.values()) + list(outputs)
-    head = [f"@triton.jit", f"def {name}({', '.join(params)}):"]
+    head = ["@triton.jit", f"def {name}({', '.join(params)}):"]
     return "\n".join(head + w.prologue + w.lines) + "\n"

@@ -3,7 +3,7 @@
 :data:`WIDER_FOR_ACCURACY` maps an op name to {dtype: the wider NumPy dtype to compute
 in}; the driver wraps those ops' rules with :func:`widened`, which converts the operands
 of the node's dtype up, runs the rule there and rounds the result once. (ONNX's
-``legalize.WIDEN`` is another matter: dtypes onnxruntime has no kernel for.)
+``legalize.COMPUTE_IN_WIDER`` is another matter: dtypes onnxruntime has no kernel for.)
 
 Example::
 

@@ -4,7 +4,6 @@ translation to sharding_constraint, and the errors/fallback on backends that can
 from __future__ import annotations
 
 import inspect
-import warnings
 
 import pytest
 import torch

@@ -251,7 +251,8 @@ def _sorting(op, dtype):
         x[2, :4] = np.array([0.0, -0.0, 0.0, -0.0], dtype.numpy)
     if op == "sort":
         return [_case(f"axis{a}_desc{d}", op, [x], {"axis": a, "descending": d}) for a in (0, 1) for d in (False, True)]
-    return [_case(f"k{k}_largest{l}", op, [x], {"k": k, "largest": l}) for k in (0, 3, 9) for l in (True, False)]
+    return [_case(f"k{k}_largest{largest}", op, [x], {"k": k, "largest": largest})
+            for k in (0, 3, 9) for largest in (True, False)]
 
 
 # -- contractions and windows -------------------------------------------------------------------

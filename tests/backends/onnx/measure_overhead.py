@@ -13,7 +13,6 @@ import statistics
 import time
 
 import numpy as np
-import onnxruntime as ort
 
 from parity.backends.onnx import OnnxBackend, to_model
 from parity.backends.onnx.backend import make_session
