@@ -43,8 +43,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..ir.dtypes import DType
-from ..ir.opdef import Accuracy, Kind
-from ..ir.ops import OP_TABLE
+from ..ir.opdef import Accuracy, Group, Kind
+from ..ir.ops import OP_TABLE, ops_in_group
 from ..ir.ops.compose import compute_dtype
 from ..ir.types import TensorType
 
@@ -84,7 +84,7 @@ class Bound:
 CONTRACT_BLOCK = 64
 
 # Accumulations whose terms are multiplied, not added: a tree does not shorten them.
-PRODUCTS = frozenset({"reduce_prod", "cumprod"})
+PRODUCTS = frozenset(ops_in_group(Group.MULTIPLICATIVE))
 
 
 def sum_chain(n: int, block: int | None) -> int:

@@ -51,6 +51,12 @@ class Group(enum.Enum):
     # within its accumulation bound (reduce_sum, dot_general, convolution). A backend whose
     # compiler contracts a*b + c into one FMA need not guard products these ops read.
     NO_FUSED_ADD = "no_fused_add"
+    # An accumulation whose terms are multiplied (reduce_prod, cumprod): summing in a tree does
+    # not shorten its chain of roundings, so its bound counts every term.
+    MULTIPLICATIVE = "multiplicative"
+    # Its result is elements of its first operand, picked by run-time indices and otherwise
+    # unchanged (gather, dynamic_slice): like a shape op, it passes values on to its users.
+    SELECTS = "selects"
 
 
 class Accuracy(enum.Enum):

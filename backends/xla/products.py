@@ -39,8 +39,8 @@ from ...ir.ops import ops_in_group
 _NO_ADD = frozenset(ops_in_group(Group.NO_FUSED_ADD))
 # ... consumers above never add to their operand (a reduce_sum may fuse a product, within its
 # accumulation bound); these pass the product on unchanged, so their consumers decide: the
-# shape ops, and the indexing ops that read (dynamic_update_slice is left out, as it always was).
-_MOVES = frozenset(ops_in_group(Group.SHAPE)) | {"gather", "dynamic_slice"}
+# shape ops, and the indexing ops that read (Group.SELECTS; dynamic_update_slice writes, so it is not one).
+_MOVES = frozenset(ops_in_group(Group.SHAPE)) | frozenset(ops_in_group(Group.SELECTS))
 _OPAQUE_BITS = {DType.float32: np.int32, DType.float64: np.int64}  # f16/bf16 products are rounded by converts
 
 

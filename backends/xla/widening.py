@@ -22,7 +22,8 @@ import numpy as np
 from jax import lax
 
 from ...ir.dtypes import DType
-from ...ir.ops import transcendental
+from ...ir.opdef import Group
+from ...ir.ops import ops_in_group, transcendental
 from .context import Rule, np_dtype
 
 # Computed in a wider type and rounded once (docs/ir.md: "floats are computed in float64
@@ -41,7 +42,7 @@ WIDER_FOR_ACCURACY: dict[str, Mapping[DType, Any]] = {
     # three go to float64: float32 has no more range than bfloat16, so a bf16 running
     # product computed in f32 underflowed to 0 and stayed there (cumprod bf16 full_range
     # returned 0.0 where the product was 0.407, 1.77e9, 8.7e28).
-    **{name: _PRODUCTS for name in ("reduce_prod", "cumprod")},
+    **{name: _PRODUCTS for name in ops_in_group(Group.MULTIPLICATIVE)},
     # Sums of float16/bfloat16 accumulate in float32 (the spec sums in f64 and rounds once):
     # lax.reduce/cumsum/scatter-add add in the input type (reduce_sum f16 of 7 terms was
     # 4 ulp off, bf16 under cancellation 0.0117 for 0.0039, cumsum f16 96 for 101.4).

@@ -162,10 +162,11 @@ def _dynamic_update_slice_ref(ctx, x, update, *starts):
 
 _AXIS = AttrSpec("axis", AttrKind.INT, doc="the axis the indices select along")
 _EXACT = (Accuracy.EXACT, frozenset({Group.INDEXING, Group.EXACT}))
+_SELECTS = (Accuracy.EXACT, frozenset({Group.INDEXING, Group.EXACT, Group.SELECTS}))
 
 # name -> (operands, attributes, type rule, reference, (accuracy, groups), implementation-defined, doc)
 _INDEXING_OPS = {
-    "gather": (("x", "indices"), (_AXIS,), _gather_infer, _gather_ref, _EXACT, (_OUT_OF_RANGE,),
+    "gather": (("x", "indices"), (_AXIS,), _gather_infer, _gather_ref, _SELECTS, (_OUT_OF_RANGE,),
                "Take along `axis`: out[..i..] = x[..indices[..i..]..]; result has indices' shape."),
     # 'add' on floats sums duplicates in some order (accumulation bound); integer 'add' and
     # 'replace' are exact, which that bound also covers (zero error).
@@ -176,7 +177,7 @@ _INDEXING_OPS = {
                 (_OUT_OF_RANGE, "which of several 'replace' updates to one element wins"),
                 "Inverse of gather: x with updates put (or added) at indices along `axis`."),
     "dynamic_slice": (("*operands",), (AttrSpec("slice_sizes", AttrKind.SHAPE, doc="the window size per dim"),),
-                      _dynamic_slice_infer, _dynamic_slice_ref, _EXACT, (),
+                      _dynamic_slice_infer, _dynamic_slice_ref, _SELECTS, (),
                       "dynamic_slice(x, *starts): window of `slice_sizes`; starts clamped to [0, dim - size]."),
     "dynamic_update_slice": (("*operands",), (), _dynamic_update_slice_infer, _dynamic_update_slice_ref, _EXACT, (),
                              "dynamic_update_slice(x, update, *starts): update written at the clamped starts."),

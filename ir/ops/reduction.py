@@ -85,6 +85,7 @@ def _reducer(name: str, ufunc, allowed, identity, accuracy: Accuracy, doc: str) 
     exact = {Group.EXACT} if accuracy is Accuracy.EXACT else set()
     # A float product can reach only the numeric reducers; none adds beyond its bound.
     no_fused_add = {Group.NO_FUSED_ADD} if allowed is NUMERIC else set()
+    multiplicative = {Group.MULTIPLICATIVE} if ufunc is np.multiply else set()
     return OpDef(
         name=name,
         kind=Kind.PRIMITIVE,
@@ -93,7 +94,7 @@ def _reducer(name: str, ufunc, allowed, identity, accuracy: Accuracy, doc: str) 
         infer=_reduce_infer(name, allowed),
         dtypes=allowed,
         accuracy=accuracy,
-        groups=frozenset({Group.REDUCTION} | exact | no_fused_add),
+        groups=frozenset({Group.REDUCTION} | exact | no_fused_add | multiplicative),
         reference=_reduce_ref(ufunc, identity),
         doc=doc,
         implementation_defined=_SIGNED_ZERO if ufunc in (np.maximum, np.minimum) else (),

@@ -69,7 +69,7 @@ def _scan(name: str, ufunc, accuracy: Accuracy, doc: str) -> OpDef:
         infer=_scan_infer(name),
         dtypes=NUMERIC,
         accuracy=accuracy,
-        groups=frozenset({Group.SCAN} | exact),
+        groups=frozenset({Group.SCAN} | exact | ({Group.MULTIPLICATIVE} if ufunc is np.multiply else set())),
         reference=_scan_ref(ufunc),
         doc=f"inclusive {doc}",
         implementation_defined=("sign of a zero result when -0.0 and 0.0 compete",) if exact else (),

@@ -176,3 +176,12 @@ def test_composite_rows_name_every_field():
     op = compose.composite(name="twice", operands=("x",), infer=OP_TABLE["relu"].infer,
                            decompose=OP_TABLE["relu"].decompose, dtypes=FLOAT_DTYPES)
     assert (op.kind, op.accuracy, op.groups, op.attrs) == (Kind.COMPOSITE, Accuracy.COMPOSITE, frozenset(), ())
+
+
+def test_multiplicative_and_selecting_ops_are_groups_of_the_table():
+    # conformance/bounds.py's PRODUCTS and xla's product widening read MULTIPLICATIVE; xla's
+    # products pass follows SELECTS like shape ops (the three lists were typed by hand).
+    assert ops_in_group(Group.MULTIPLICATIVE) == ("reduce_prod", "cumprod")
+    assert ops_in_group(Group.SELECTS) == ("gather", "dynamic_slice")
+    assert not {"cumsum", "reduce_sum", "scatter", "dynamic_update_slice"} & set(
+        ops_in_group(Group.MULTIPLICATIVE) + ops_in_group(Group.SELECTS))
