@@ -33,7 +33,7 @@ from ..ir.builder import GraphBuilder
 from ..ir.dtypes import DType
 from ..ir.errors import ParityError, TypeRuleError
 from ..ir.graph import Graph, Node, Value
-from ..ir.types import Symbol, TensorType
+from ..ir.types import DimExpr, Symbol, TensorType
 from .errors import TranslationBug, UnsupportedAtenOp
 from .source import loc_from_stack_trace
 from .tensors import IR_TO_TORCH, ir_dtype
@@ -83,6 +83,10 @@ def table_key(target: Any) -> str:
 # Python's operators on SymInts, as the expression they build (for error messages).
 _OPERATORS = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//", "mod": "%", "truediv": "/", "neg": "-"}
 
+# FX nodes that compute a size from sizes (s6 * 4): the same operator on IR dims.
+_SIZE_ARITHMETIC = {operator.mul: operator.mul, operator.add: operator.add, operator.sub: operator.sub,
+                    operator.floordiv: operator.floordiv, operator.mod: operator.mod, operator.neg: operator.neg}
+
 
 def fx_to_ir(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None = None, *,
              name: str = "main", claims: Callable[[Node], str | None] | None = None,
@@ -129,6 +133,8 @@ class _Translator:
             elif node.op == "call_function" and node.target is _GETITEM:
                 base, index = node.args
                 self.env[node] = self.env[base][index]
+            elif node.op == "call_function" and node.target in _SIZE_ARITHMETIC:
+                self.env[node] = self._size_arithmetic(node, loc)
             elif node.op == "call_function":
                 key = table_key(node.target)
                 fn = TABLE.get(key) or PARITY_OPS.get(key)
@@ -138,8 +144,8 @@ class _Translator:
                     if getattr(node.target, "__module__", None) in ("_operator", "operator"):
                         symbol = _OPERATORS.get(node.target.__name__, node.target.__name__)
                         expr = f" {symbol} ".join(str(getattr(a, "meta", {}).get("val", a)) for a in node.args)
-                        why = (f"arithmetic on symbolic sizes ({expr}) has no IR form: an IR dim is an integer "
-                               f"or one symbol, not an expression of symbols")
+                        why = (f"arithmetic on symbolic sizes ({expr}) has no IR form: IR dims take + - * // %, "
+                               f"not {symbol}")
                     raise UnsupportedAtenOp(name, loc, why, backend=self.backend)
                 self.aten_ops.append(name)
                 self.env[node] = self._call(fn, node, name, loc)
@@ -178,6 +184,22 @@ class _Translator:
             self.env[node] = sym
         else:
             self.env[node] = val
+
+    def _size_arithmetic(self, node, loc):
+        """``s6 * 4`` on symbolic sizes (a SymInt node): the same arithmetic on IR dims."""
+        args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args]
+        if not all(isinstance(a, (int, DimExpr)) and not isinstance(a, bool) for a in args):
+            symbol = _OPERATORS.get(node.target.__name__, node.target.__name__)
+            raise UnsupportedAtenOp(aten_name(node.target), loc,
+                                    f"{symbol} on {', '.join(map(repr, args))}: only int sizes combine",
+                                    backend=self.backend)
+        dim = _SIZE_ARITHMETIC[node.target](*args)
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt):
+            expected = dim_of(val)
+            if expected != dim:  # the IR's arithmetic and torch's sympy agree, or it is a bug
+                raise TranslationBug(f"{node.target.__name__} at {loc}: the IR computes {dim}, torch {expected}")
+        return dim
 
     def _constant(self, node):
         """A tensor held by the GraphModule (a captured constant) becomes an IR constant."""
@@ -236,6 +258,9 @@ class _Translator:
             return ("ir", len(ir_outputs) - 1)
         if isinstance(value, Symbol):
             return ("sym", value.name)
+        if isinstance(value, DimExpr):
+            raise UnsupportedAtenOp("output", None, f"the output is the size expression {value}; return a "
+                                    "size that is one input dimension, or a tensor", backend=self.backend)
         return ("const", value)
 
 
@@ -267,24 +292,49 @@ def _check_types(name: str, loc, result, val) -> None:
 # -- shapes -------------------------------------------------------------------------
 
 
-def dim_of(size) -> int | Symbol:
-    """An int, or an IR Symbol for a plain symbolic size; expressions are unsupported."""
+def dim_of(size) -> int | DimExpr:
+    """An int, or an IR dim expression for a symbolic size (torch's sympy expression:
+    ``s0*4``, ``FloorDiv(s1, 2)``, ``Mod(s0, 3)``)."""
     if isinstance(size, int):
         return size
     if isinstance(size, torch.SymInt):
         expr = size.node.expr
-        if expr.is_number:
-            return int(expr)
-        if expr.is_Symbol:
-            return Symbol(str(expr))
-        hint = size.node.hint
-        raise UntranslatedCase(f"the symbolic size {expr} is an expression; the IR has only named "
-                               f"dimensions (mark fewer dims dynamic, or compile with dynamic=False)"
-                               + (f"; its example value is {hint}" if hint is not None else ""))
+        try:
+            return sympy_dim(expr)
+        except UntranslatedCase as exc:
+            hint = size.node.hint
+            raise UntranslatedCase(f"{exc} (mark fewer dims dynamic, or compile with dynamic=False)"
+                                   + (f"; its example value is {hint}" if hint is not None else "")) from None
     return int(size)
 
 
-def shape_of(sizes) -> tuple[int | Symbol, ...]:
+def sympy_dim(expr) -> int | DimExpr:
+    """torch's sympy size expression as an IR dim: + * // % and integer powers of symbols."""
+    import sympy
+    from torch.utils._sympy import functions as fns
+
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Symbol:
+        return Symbol(str(expr))
+    args = [sympy_dim(a) for a in expr.args]
+    if isinstance(expr, sympy.Add):
+        return sum(args[1:], args[0])
+    if isinstance(expr, sympy.Mul):
+        return math.prod(args[1:], start=args[0])
+    if isinstance(expr, sympy.Pow) and isinstance(args[1], int) and args[1] >= 0:
+        return math.prod([args[0]] * args[1], start=1)
+    if isinstance(expr, (fns.FloorDiv, fns.CleanDiv)):
+        return args[0] // args[1]
+    if isinstance(expr, (fns.Mod, fns.PythonMod, sympy.Mod)):
+        return args[0] % args[1]
+    if isinstance(expr, fns.ModularIndexing):
+        return args[0] // args[1] % args[2]
+    raise UntranslatedCase(f"the symbolic size {expr} uses {type(expr).__name__}, which IR dims do not have "
+                           "(they take + - * // %)")
+
+
+def shape_of(sizes) -> tuple[int | DimExpr, ...]:
     return tuple(dim_of(s) for s in sizes)
 
 
@@ -364,7 +414,7 @@ class TranslationContext:
         """A Value of ``dtype`` from a Value (converted) or a Python scalar (a constant)."""
         if isinstance(x, Value):
             return self.convert(x, dtype)
-        if isinstance(x, Symbol):
+        if isinstance(x, DimExpr):
             raise UntranslatedCase(f"the symbolic size {x} used as a tensor value")
         return self.const(x, dtype)
 
@@ -428,7 +478,7 @@ class TranslationContext:
         return tuple(sorted({self.axis(d, rank) for d in dims})) if rank else ()
 
     def shape(self, sizes: Sequence) -> tuple:
-        return tuple(s if isinstance(s, Symbol) else dim_of(s) for s in sizes)
+        return tuple(s if isinstance(s, DimExpr) else dim_of(s) for s in sizes)
 
     # -- randomness ---------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from ...ir.dims import Symbol, parse_dim, substitute
 from ...ir.dtypes import DType
 from ...ir.errors import ParityError
 from ...ir.graph import Graph
@@ -227,6 +228,15 @@ def _held(arrays: list) -> bool:
     return False
 
 
+def _renamed_dim(text: str, dim_names: dict[str, str]) -> str:
+    """A dim_param (an IR dim's text: ``s6*4``) with its symbols renamed (``batch*4``); a
+    name that is not an identifier replaces a lone symbol only."""
+    if text in dim_names:
+        return dim_names[text]
+    renames = {old: Symbol(new) for old, new in dim_names.items() if new.isidentifier()}
+    return str(substitute(parse_dim(text), renames))
+
+
 def _bind_buffer(dtype: DType, shape) -> bool:
     """Whether an output is bound to a fresh array of ours (else ORT allocates and we copy)."""
     return dtype is DType.bfloat16 or math.prod(shape) * dtype.numpy.itemsize >= _BIND_OUTPUT_BYTES
@@ -301,7 +311,7 @@ class OnnxBackend(Backend):
         for info in (*model.graph.input, *model.graph.output):
             for dim in info.type.tensor_type.shape.dim:
                 if dim.HasField("dim_param"):
-                    dim.dim_param = (dim_names or {}).get(dim.dim_param, dim.dim_param)
+                    dim.dim_param = _renamed_dim(dim.dim_param, dim_names or {})
         used = {name for node in model.graph.node for name in node.input} | {o.name for o in model.graph.output}
         kept = [t for t in model.graph.initializer if t.name in used]  # plain ORT warns about unused ones
         del model.graph.initializer[:]

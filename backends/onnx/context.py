@@ -16,7 +16,7 @@ import numpy as np
 from ...ir.context import NodeContext
 from ...ir.dtypes import DType
 from ...ir.errors import UnsupportedOpError
-from ...ir.types import Dim, Symbol, TensorType
+from ...ir.types import Dim, DimExpr, TensorType
 from .emitter import ONNX_DTYPES, Emitter
 
 _BITS = {DType.float16: DType.int16, DType.bfloat16: DType.int16, DType.float32: DType.int32,
@@ -81,7 +81,7 @@ class OnnxNodeContext(NodeContext):
         empty (0 or a symbol, where x has 1) are cut back to the target with a Slice.
         """
         out = self.op("Expand", x, self.em.shape(shape))
-        risky = [i for i, (n, d) in enumerate(zip(x_shape, shape)) if n == 1 and (d == 0 or isinstance(d, Symbol))]
+        risky = [i for i, (n, d) in enumerate(zip(x_shape, shape)) if n == 1 and (d == 0 or isinstance(d, DimExpr))]
         if not risky:
             return out
         ends = [shape[i] for i in risky]

@@ -28,7 +28,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from ...ir.dtypes import DType
-from ...ir.types import Dim, Symbol, TensorType
+from ...ir.types import Dim, DimExpr, Symbol, TensorType
 
 ONNX_DTYPES: dict[DType, int] = {
     DType.bool: TensorProto.BOOL,
@@ -49,8 +49,9 @@ ShapeEntry = Dim | tuple
 
 
 def value_info(name: str, t: TensorType):
-    """``ValueInfoProto`` for a graph input/output; symbols become ``dim_param``s."""
-    dims = [d.name if isinstance(d, Symbol) else d for d in t.shape]
+    """``ValueInfoProto`` for a graph input/output; symbolic dims become ``dim_param``s
+    holding their expression (``B``, ``B*4``, ``S//2``: ir/dims.py's text)."""
+    dims = [str(d) if isinstance(d, DimExpr) else d for d in t.shape]
     return helper.make_tensor_value_info(name, ONNX_DTYPES[t.dtype], dims)
 
 
@@ -110,13 +111,40 @@ class Emitter:
 
     # -- shapes ---------------------------------------------------------------------------
 
-    def symbol(self, sym: Symbol) -> str:
-        """A 1-element int64 tensor holding the run-time size of ``sym``."""
-        name = self._symbol_values.get(sym.name)
+    def symbol(self, dim: DimExpr) -> str:
+        """A 1-element int64 tensor holding the run-time size of ``dim``: a symbol is read
+        from the input that carries it (``Shape``), an expression (``B*4``, ``S//2``) is
+        computed from its symbols, once per graph."""
+        key = str(dim)
+        name = self._symbol_values.get(key)
         if name is None:
-            source, axis = self._symbols[sym.name]
-            name = self._symbol_values[sym.name] = self.op("Shape", source, start=axis, end=axis + 1)
+            if isinstance(dim, Symbol):
+                source, axis = self._symbols[dim.name]
+                name = self.op("Shape", source, start=axis, end=axis + 1)
+            else:
+                name = self._expression(dim)
+            self._symbol_values[key] = name
         return name
+
+    def _expression(self, dim: DimExpr) -> str:
+        """Sum of terms coeff * atom * ...; quotients and remainders of sizes are >= 0, where
+        ONNX's truncating integer Div is floor division (ir/dims.py keeps numerators so)."""
+        total = None
+        for mono, coeff in dim._terms:
+            factors = [self._atom(atom) for atom, power in mono for _ in range(power)]
+            term = factors[0] if factors else self.ints([coeff])
+            for factor in factors[1:]:
+                term = self.op("Mul", term, factor)
+            if factors and coeff != 1:
+                term = self.op("Mul", term, self.ints([coeff]))
+            total = term if total is None else self.op("Add", total, term)
+        return total
+
+    def _atom(self, atom) -> str:
+        if atom[0] == "sym":
+            return self.symbol(Symbol(atom[1]))
+        num, den = (self.ints([d]) if isinstance(d, int) else self.symbol(d) for d in atom[1:])
+        return self.op("Div" if atom[0] == "floordiv" else "Mod", num, den)
 
     def shape(self, entries: Sequence[ShapeEntry]) -> str:
         """A 1-D int64 shape tensor; static entries fold into one constant."""
@@ -127,7 +155,7 @@ class Emitter:
         return pieces[0] if len(pieces) == 1 else self.op("Concat", *pieces, axis=0)
 
     def _entry(self, entry: ShapeEntry) -> str:
-        if isinstance(entry, Symbol):
+        if isinstance(entry, DimExpr):
             return self.symbol(entry)
         parts = [self._entry(e) if _static(e) is None else self.ints([_static(e)]) for e in entry]
         product = parts[0]
@@ -137,7 +165,7 @@ class Emitter:
 
 
 def _static(entry: ShapeEntry) -> int | None:
-    if isinstance(entry, Symbol):
+    if isinstance(entry, DimExpr):
         return None
     if isinstance(entry, tuple):
         sizes = [_static(e) for e in entry]

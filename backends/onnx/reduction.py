@@ -25,7 +25,7 @@ import numpy as np
 from ...ir.dtypes import DType
 from ...ir.ops.reduction import highest, lowest
 from ...ir.ops.window import windowed_size
-from ...ir.types import Symbol
+from ...ir.types import DimExpr
 from .context import OnnxNodeContext
 from .shape import interior_pad, reshape_to, transpose_to
 
@@ -138,7 +138,7 @@ def _extreme_scan(op_type: str, identity):
     def rule(ctx, x):
         axis, reverse = ctx.attrs["axis"], ctx.attrs["reverse"]
         n = ctx.in_types[0].shape[axis]
-        if isinstance(n, Symbol):
+        if isinstance(n, DimExpr):
             raise ctx.unsupported(f"a scan along the symbolic dim {n}")
         if reverse:
             x = _flip(ctx, x, axis)

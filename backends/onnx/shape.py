@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...ir.dtypes import DType
-from ...ir.types import Dim, Symbol
+from ...ir.types import Dim, DimExpr
 from .context import OnnxNodeContext
 from .emitter import ShapeEntry
 
@@ -79,9 +79,9 @@ def transpose(ctx, x):
 
 def slice_(ctx, x):
     a = ctx.attrs
-    ends = [_INT64_MAX if isinstance(e, Symbol) else e for e in a["limit_indices"]]
+    ends = list(a["limit_indices"])  # a symbolic limit (S//2) is computed from the sizes
     axes = list(range(len(ends)))
-    return ctx.op("Slice", x, ctx.em.ints(a["start_indices"]), ctx.em.ints(ends), ctx.em.ints(axes),
+    return ctx.op("Slice", x, ctx.em.ints(a["start_indices"]), ctx.em.shape(ends), ctx.em.ints(axes),
                   ctx.em.ints(a["strides"]))
 
 
@@ -96,7 +96,7 @@ def interior_pad(ctx: OnnxNodeContext, x: str, shape: list[Dim], inner: Sequence
         n = shape[d]
         if k == 0 or n in (0, 1):
             continue
-        if isinstance(n, Symbol):
+        if isinstance(n, DimExpr):
             raise ctx.unsupported(f"interior padding of the symbolic dim {n}")
         rank = len(shape)
         pads = [0] * (2 * (rank + 1))

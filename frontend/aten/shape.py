@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ...ir.dtypes import DType
-from ...ir.types import Symbol
+from ...ir.types import DimExpr
 from ..translate import TranslationContext, dim_of, unsupported
 
 
@@ -51,7 +51,7 @@ def copy(ctx: TranslationContext, dst, src, non_blocking=False):
 
 
 def _static(ctx: TranslationContext, dim, what: str) -> int:
-    if isinstance(dim, Symbol):
+    if isinstance(dim, DimExpr):
         unsupported(f"{what} needs a static size, but the dimension is symbolic ({dim})")
     return dim
 
@@ -61,7 +61,7 @@ def slice_values(ctx: TranslationContext, x, dim: int, start, end, step: int = 1
 
     Only the sliced dim needs a static size (or the slice must keep it whole); the others
     may be symbolic."""
-    if isinstance(x.type.shape[dim], Symbol) and start in (None, 0) and step == 1 and (end is None or end >= 2**62):
+    if isinstance(x.type.shape[dim], DimExpr) and start in (None, 0) and step == 1 and (end is None or end >= 2**62):
         return x  # x[:] of a symbolic dim (torch spells the open end as sys.maxsize)
     size = _static(ctx, x.type.shape[dim], "slice")
     start = 0 if start is None else start
@@ -248,7 +248,7 @@ def sym_is_contiguous(ctx: TranslationContext, x, *_args):
     return ctx.val
 
 
-def _traced_int(ctx: TranslationContext, what: str) -> int | Symbol:
+def _traced_int(ctx: TranslationContext, what: str) -> int | DimExpr:
     if ctx.val is None:
         unsupported(f"the {what} is unknown (the FX node has no traced value)")
     return dim_of(ctx.val)
@@ -320,7 +320,7 @@ def _is_view(node) -> bool:
 def _storage_positions(ctx: TranslationContext, shape, stride, offset) -> np.ndarray:
     """offset + sum(i_k * stride_k) for every index of ``shape``, row-major, flattened."""
     stride, offset = [dim_of(s) for s in stride], dim_of(offset)
-    if any(isinstance(v, Symbol) for v in (*stride, offset)):
+    if any(isinstance(v, DimExpr) for v in (*stride, offset)):
         unsupported("as_strided with symbolic strides or offset")
     positions = np.full(shape, offset, np.int64)
     for axis, (n, st) in enumerate(zip(shape, stride)):

@@ -15,7 +15,6 @@ import pytest
 import torch
 
 import parity
-from parity.frontend.errors import UnsupportedAtenOp
 from parity.export import EXPORTERS, ExportError
 
 
@@ -97,16 +96,17 @@ def test_slices_along_static_dims_keep_a_symbolic_batch(tmp_path):
             np.testing.assert_array_equal(g, w.numpy())
 
 
-def test_symbolic_size_arithmetic_is_refused_with_what_to_do(tmp_path):
+def test_symbolic_size_arithmetic_becomes_a_dim_expression(tmp_path):
     def flat(x):
         return x.reshape(x.shape[0] * 2, -1)  # a dim that is an expression of the batch
 
-    with pytest.raises(UnsupportedAtenOp) as info:
-        parity.export(flat, (torch.randn(4, 6),), path=tmp_path / "f.onnx", input_names=["x"],
-                      dynamic_dims={"x": {0: "batch"}})
-    message = str(info.value)
-    assert "cannot be captured into parity's IR" in message and "* 2) has no IR form" in message
-    assert "export without dynamic_dims" in message
+    proto = parity.export(flat, (torch.randn(4, 6),), path=tmp_path / "f.onnx", input_names=["x"],
+                          dynamic_dims={"x": {0: "batch"}})
+    assert [d.dim_param or d.dim_value for d in proto.graph.output[0].type.tensor_type.shape.dim] == ["batch*2", 3]
+    for n in (1, 5):
+        x = torch.randn(n, 6)
+        (got,) = run_without_parity(tmp_path / "f.onnx", {"x": x.numpy()}, tmp_path)
+        np.testing.assert_array_equal(got, flat(x).numpy())
 
 
 def test_function_with_two_outputs_and_default_names(tmp_path):

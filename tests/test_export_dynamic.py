@@ -1,0 +1,82 @@
+"""parity.export with dynamic batch and sequence: one ONNX file, plain onnxruntime, every size.
+
+The models compute sizes from the dynamic ones (``B*heads``, ``B*S``, ``S//2``); the
+file's value infos carry them as expressions of the user's dim names, and the file runs
+at (batch, seq) = (1, 1), (2, 7), (7, 33) and (33, 2) within float32 rounding of eager.
+"""
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+from torch import nn
+
+import parity
+
+SIZES = [(1, 1), (2, 7), (7, 33), (33, 2)]
+DYNAMIC = {"x": {0: "batch", 1: "seq"}}
+
+
+class Attention(nn.Module):
+    """Hand-written multi-head self-attention: the sizes it computes are B*S and B*heads."""
+
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.heads, self.qkv, self.out = heads, nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        batch, seq, dim = x.shape
+        qkv = self.qkv(x.reshape(batch * seq, dim)).view(batch, seq, 3, self.heads, dim // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).reshape(3, batch * self.heads, seq, dim // self.heads)
+        weights = torch.softmax(q @ k.transpose(1, 2) / (dim // self.heads) ** 0.5, dim=-1)
+        mixed = (weights @ v).view(batch, self.heads, seq, -1).transpose(1, 2).reshape(batch, seq, dim)
+        return self.out(mixed)
+
+
+def encoder_layer():
+    return nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+
+
+def run_at_every_size(model, path):
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    errors = []
+    for batch, seq in SIZES:
+        x = torch.randn(batch, seq, 32)
+        with torch.no_grad():
+            want = model(x)
+        want = [w.numpy() for w in (want if isinstance(want, tuple) else (want,))]
+        got = session.run(None, {"x": x.numpy()})
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            errors.append(float(np.abs(g - w).max()))
+    return max(errors)
+
+
+@pytest.mark.parametrize("make", [encoder_layer, Attention], ids=["TransformerEncoderLayer", "attention"])
+def test_dynamic_batch_and_sequence_export_runs_at_every_size(make, tmp_path):
+    torch.manual_seed(0)
+    model = make().eval()
+    proto = parity.export(model, (torch.randn(2, 7, 32),), path=tmp_path / "m.onnx", input_names=["x"],
+                          dynamic_dims=DYNAMIC)
+    dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", "seq", 32]
+    assert max_error_ok(run_at_every_size(model, tmp_path / "m.onnx"))
+
+
+def max_error_ok(error: float) -> bool:
+    return error < 2e-6  # float32 rounding of a few reductions over 32 elements
+
+
+def test_output_dims_are_expressions_of_the_users_names(tmp_path):
+    def flat(x):  # [B, S, 32] -> [B*S, 32] and [B*S*2, 16]
+        return x.reshape(-1, 32), x.reshape(x.shape[0] * x.shape[1] * 2, 16)
+
+    proto = parity.export(flat, (torch.randn(2, 7, 32),), path=tmp_path / "f.onnx", input_names=["x"],
+                          dynamic_dims=DYNAMIC)
+    shapes = [[d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim] for o in proto.graph.output]
+    assert shapes == [["batch*seq", 32], ["batch*seq*2", 16]]
+    session = ort.InferenceSession(str(tmp_path / "f.onnx"), providers=["CPUExecutionProvider"])
+    for batch, seq in SIZES:
+        x = torch.randn(batch, seq, 32)
+        for got, want in zip(session.run(None, {"x": x.numpy()}), flat(x)):
+            np.testing.assert_array_equal(got, want.numpy())
