@@ -22,7 +22,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +51,7 @@ class _Recorder:
 
     def __init__(self):
         self.graphs: list[CapturedGraph] = []
-        self._outputs: list[list[np.ndarray]] = []  # per graph: what its first call returned
+        self._forward_outputs: dict[tuple, tuple[int, int]] = {}  # content key → (graph, output position)
 
     def wrap(self, compiled, kind: str):
         graph = compiled.translation.graph
@@ -70,23 +70,19 @@ class _Recorder:
 
     def _record(self, kind: str, graph: Graph, arrays: list[np.ndarray], outputs: list[np.ndarray]) -> None:
         links = {}
-        if kind == "backward":
+        if kind == "backward":  # a saved activation is a forward output with the same dtype, shape and bytes
             for i, a in enumerate(arrays):
-                found = self._find(a)
+                found = self._forward_outputs.get(_content_key(a))
                 if found is not None:
                     links[i] = found
-        self.graphs.append(CapturedGraph(len(self.graphs), kind, graph, arrays, links))
-        self._outputs.append(outputs)
+        index = len(self.graphs)
+        self.graphs.append(CapturedGraph(index, kind, graph, arrays, links))
+        if kind == "forward":  # later forward graphs win: the latest output of that content
+            self._forward_outputs.update((_content_key(o), (index, k)) for k, o in enumerate(outputs))
 
-    def _find(self, array: np.ndarray) -> tuple[int, int] | None:
-        """The latest forward output with this array's dtype, shape and bytes."""
-        for g in reversed(range(len(self.graphs))):
-            if self.graphs[g].kind != "forward":
-                continue
-            for k, out in enumerate(self._outputs[g]):
-                if out.dtype == array.dtype and out.shape == array.shape and out.tobytes() == array.tobytes():
-                    return g, k
-        return None
+
+def _content_key(array: np.ndarray) -> tuple:
+    return array.dtype.str, array.shape, hashlib.blake2b(np.ascontiguousarray(array).tobytes(), digest_size=16).digest()
 
 
 def _dynamo_backend(recorder: _Recorder):
@@ -160,9 +156,4 @@ def capture_graphs(fn, *args, backward: bool | None = None, dynamo_config: dict 
     return recorder.graphs
 
 
-def first_call_arrays(graphs: Sequence[CapturedGraph]) -> int:
-    """Bytes of every captured input array (what the capture holds while the diff runs)."""
-    return sum(a.nbytes for g in graphs for a in g.arrays)
-
-
-__all__ = ["CapturedGraph", "capture_graphs", "first_call_arrays"]
+__all__ = ["CapturedGraph", "capture_graphs"]

