@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..backends.disk_cache import resolve_cache_dir
 from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from .compiler import CompileOptions, Session, make_dynamo_backend
@@ -25,7 +26,7 @@ from .sharding import configure
 
 def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
-            out_shardings: Any = None):
+            out_shardings: Any = None, cache_dir: str | bool | None = None):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -38,11 +39,15 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     backend (``parity.explain`` shows the share; frontend/partition.py). ``dynamic=True`` (or ``torch._dynamo.mark_dynamic``) makes sizes
     symbolic IR dimensions. A module comes back as a module sharing its parameters.
     ``mesh``, ``in_shardings``, ``out_shardings`` and ``parity.shard`` run the graphs
-    sharded over several devices (backend="xla"; docs/sharding.md).
+    sharded over several devices (backend="xla"; docs/sharding.md). ``cache_dir`` keeps
+    compiled executables on disk so the next process starts warm: a path, ``True`` for
+    ``$PARITY_CACHE_DIR`` or ``~/.cache/parity``, ``False`` for off; the default (None)
+    follows ``$PARITY_CACHE_DIR`` when it is set and is off otherwise (backends/disk_cache.py).
     """
     if fn_or_module is None:
         return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
-                                 mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings)
+                                 mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 cache_dir=cache_dir)
     found = get_backend(backend)  # an unknown name fails here, not at the first call
     if device not in found.devices:
         raise ParityError(f"backend {backend!r} runs on {', '.join(found.devices)}, not {device!r}; "
@@ -51,7 +56,7 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     mesh, site, traced = configure(fn_or_module, found, mesh=mesh, in_shardings=in_shardings,
                                    out_shardings=out_shardings, strict=strict, warned=warned)
     session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
-                                     site=site), warned)
+                                     site=site, cache_dir=resolve_cache_dir(cache_dir)), warned)
     if isinstance(fn_or_module, torch.nn.Module):
         return CompiledModule(fn_or_module, session, traced)
     return CompiledFunction(fn_or_module, session, traced)

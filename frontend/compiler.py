@@ -31,7 +31,8 @@ from .tensors import array_converter, result_converter
 from .translate import Translation, fx_to_ir
 
 #: Counters of the work done: "translations" (FX graphs translated to IR),
-#: "backend_compiles" (calls of backend.compile) and "cache_hits" (executables reused).
+#: "backend_compiles" (calls of backend.compile), "cache_hits" (executables reused) and
+#: "disk_loads" (executables read from the disk cache instead of compiled).
 STATS: collections.Counter = collections.Counter()
 
 _EXECUTABLES: dict[tuple[str, str, str], Any] = {}
@@ -48,6 +49,7 @@ class CompileOptions:
     dynamic: bool | None = None
     mesh: Any = None  # an ir.sharding.Mesh: graphs run sharded on it (frontend/sharding.py)
     site: Any = None  # the SourceLoc of the parity.compile call, for sharding errors
+    cache_dir: str | None = None  # the disk cache's directory (backends/disk_cache.py); None: off
 
 
 @dataclass
@@ -216,7 +218,7 @@ def _compile_whole(gm: torch.fx.GraphModule, session: Session, backend, kind: st
     graph = apply_sharding(translation.graph, mesh=options.mesh, backend=backend, strict=options.strict,
                            site=options.site, warned=session.warned)
     graph = prepare(graph, backend)
-    executable = compiled_executable(graph, backend, options.device)
+    executable = compiled_executable(graph, backend, options.device, options.cache_dir)
     return CompiledGraph(translation, graph, executable)
 
 
@@ -260,16 +262,19 @@ def prepare(graph: Graph, backend) -> Graph:
     return graph
 
 
-def compiled_executable(graph: Graph, backend, device: str):
-    """backend.compile(graph, device), cached by (content hash, backend, device)."""
+def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | None = None):
+    """backend.compile(graph, device), cached by (content hash, backend, device) in this
+    process and, with a ``cache_dir``, on disk across processes."""
+    from ..backends.disk_cache import compile_cached
+
     key = (graph.content_hash(), backend.name, device)
     with _LOCK:
         cached = _EXECUTABLES.get(key)
         if cached is not None:
             STATS["cache_hits"] += 1
             return cached
-    executable = backend.compile(graph, device)
-    STATS["backend_compiles"] += 1
+    executable, loaded = compile_cached(graph, backend, device, cache_dir)
+    STATS["disk_loads" if loaded else "backend_compiles"] += 1
     with _LOCK:
         _EXECUTABLES[key] = executable
     return executable

@@ -14,13 +14,15 @@ __all__ = ["Mesh", "PartitionSpec", "capture", "compile", "distributed", "explai
 
 
 def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None, mesh=None,
-            in_shardings=None, out_shardings=None):
+            in_shardings=None, out_shardings=None, cache_dir=None):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
     ``parity.compile(module, backend="onnx", strict=False)``; see
     :func:`parity.frontend.api.compile` for the details, and docs/sharding.md for
-    ``mesh``, ``in_shardings`` and ``out_shardings``.
+    ``mesh``, ``in_shardings`` and ``out_shardings``. ``cache_dir`` keeps compiled
+    executables on disk for the next process (a path, True for ``$PARITY_CACHE_DIR`` or
+    ``~/.cache/parity``; by default ``$PARITY_CACHE_DIR`` if set, else off).
 
     Example::
 
@@ -32,7 +34,7 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
     from .frontend.api import compile as compile_
 
     return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
-                    in_shardings=in_shardings, out_shardings=out_shardings)
+                    in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir)
 
 
 def shard(tensor, spec):

@@ -1,0 +1,36 @@
+"""The onnx backend's half of the disk cache: the ONNX model's bytes.
+
+A warm process skips lowering the graph to ONNX and builds the onnxruntime session
+straight from the stored model (with the backend's own session options, so the same
+optimizers stay disabled). The session is handed to the backend's in-process cache under
+the key :meth:`OnnxBackend.compile` looks up.
+"""
+
+from __future__ import annotations
+
+from .backend import OnnxExecutable, make_session
+from .lowering import to_model
+
+
+class _Serialized:
+    """What :func:`make_session` needs of a model: its bytes."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def SerializeToString(self) -> bytes:  # noqa: N802 - ModelProto's name
+        return self.data
+
+
+class OnnxPersister:
+    def build(self, backend, graph, device: str):
+        model = to_model(graph)
+        key = (graph.content_hash(), device, tuple(map(str, graph.input_types)))
+        backend._sessions.get_or_build(key, lambda: make_session(model, device))
+        return backend.compile(graph, device), model.SerializeToString()
+
+    def load(self, backend, graph, device: str, payload: bytes) -> OnnxExecutable:
+        session = make_session(_Serialized(payload), device)
+        key = (graph.content_hash(), device, tuple(map(str, graph.input_types)))
+        backend._sessions.get_or_build(key, lambda: session)
+        return backend.compile(graph, device)

@@ -1,0 +1,36 @@
+"""The xla backend's half of the disk cache: XLA executables serialized by JAX.
+
+An entry is the compiled executable itself (``jax.experimental.serialize_executable``),
+so a warm process neither traces, lowers nor compiles: loading hands the executable to
+the backend's in-process cache under the key :meth:`XlaBackend._compiled` looks up, and
+the :class:`~.backend.XlaExecutable` built next finds it there. Only static, unsharded
+graphs are persisted (a symbolic graph compiles per input size, at call time).
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import jax
+from jax.experimental.serialize_executable import deserialize_and_load, serialize
+
+from .backend import XlaExecutable, jax_device
+
+
+class XlaPersister:
+    def build(self, backend, graph, device: str):
+        executable: XlaExecutable = backend.compile(graph, device)
+        if graph.sharding is not None or executable._last is None:
+            return executable, None
+        blob, in_tree, out_tree = serialize(executable._last[1])
+        return executable, pickle.dumps((blob, in_tree, out_tree))
+
+    def load(self, backend, graph, device: str, payload: bytes):
+        blob, in_tree, out_tree = pickle.loads(payload)
+        target = jax_device(device)
+        with jax.enable_x64(True):
+            compiled = deserialize_and_load(blob, in_tree, out_tree, backend=target.platform,
+                                            execution_devices=[target])
+        key = (graph.content_hash(), device, tuple(map(str, graph.input_types)))
+        backend._executables.get_or_build(key, lambda: compiled)
+        return backend.compile(graph, device)
