@@ -172,7 +172,7 @@ def diff_graphs(graphs: Sequence[CapturedGraph], *, backend="reference", device:
     if measure_memory:  # what the diff imports on first use would count as its memory
         import importlib
 
-        for module in ("compare", "scales", "runner", "case"):
+        for module in ("compare", "scales", "execute", "case"):
             importlib.import_module(f"parity.conformance.{module}")
     tracing = measure_memory and not tracemalloc.is_tracing()
     if tracing:

@@ -37,19 +37,19 @@ class NodeUnsupported(Exception):
 def as_host_array(output: Any) -> np.ndarray:
     """A backend result as a host NumPy array (torch tensors too; bfloat16 as ml_dtypes),
     as the conformance runner reads results."""
-    from ..conformance.runner import _as_array
+    from ..conformance.execute import as_array
 
-    return _as_array(output)
+    return as_array(output)
 
 
 def lower_node_graph(backend, graph: Graph) -> Graph:
     """``graph`` as ``backend`` receives it (its unclaimed composites expanded); raises
     :class:`NodeUnsupported` naming the first node it cannot run."""
-    from ..conformance.runner import Unsupported, lower_for
+    from ..conformance.execute import NotClaimed, lower_for
 
     try:
         lowered, _ = lower_for(backend, graph)
-    except Unsupported as exc:
+    except NotClaimed as exc:
         raise NodeUnsupported(str(exc)) from None
     return lowered
 

@@ -122,13 +122,13 @@ def merge_carried(parts: Sequence[Carried]) -> Carried:
 def recorded_deviation(backend, node: Node, device: str, local: Local):
     """The deviation ``backend`` records for this node's op and dtype that covers the local
     error in ULPs (None when none does: flush-to-zero is handled by the measure itself)."""
-    from ..conformance.runner import _ulp_limit  # the one parser of "5 ulp (measured 4.2)"
+    from ..conformance.verdicts import ulp_limit  # the one parser of "5 ulp (measured 4.2)"
 
     if local.ulp is None or not np.isfinite(local.ulp):
         return None
     dtype = dtype_of(node)
     for d in getattr(backend, "deviations", ()):
-        limit = None if d.flush_to_zero else _ulp_limit(d)
+        limit = None if d.flush_to_zero else ulp_limit(d)
         if (limit is not None and d.op in (node.op, "*") and d.dtype in (None, dtype)
                 and d.device in (None, device) and local.ulp <= limit):
             return d

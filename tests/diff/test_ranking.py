@@ -81,3 +81,26 @@ def test_carried_error_against_eager_or_another_backend(against):
     assert report.against == against
     assert all(r.carried_ulp == 0 for r in report.rows)
     assert {r.verdict for r in report.rows} == {"ok"}
+
+
+def test_recorded_deviation_is_known_and_ranked_after_a_bug():
+    """exp 9 ULP off on a backend that records exp up to 10 ULP is a deviation; tanh 8 ULP
+    off (2x its bound, less than exp's 2.25x) is a bug and ranks first."""
+    from parity.backends.base import Deviation
+    from parity.backends.registry import get_backend
+    from parity.conformance.mutants import Planted
+    from parity.conformance.mutants.faults import Fault, step_ulps
+    from parity.diff.execute import NodeRunner
+    from parity.ir import f32
+
+    nine = Fault("nine_ulp", "9 ULP away from zero", lambda a, site: step_ulps(a, site.dtype, 9))
+    backend = Planted(get_backend("reference"), nine, op="exp",
+                      deviations=(Deviation("exp", "a test's recorded exp", "10 ulp (measured 9)", f32),))
+    graph, arrays = mixed()
+    tanh = next(n for n in graph.nodes if n.op == "tanh")
+    runner, _ = planted_runner(NodeRunner(backend), tanh, "few_ulp")
+    report = diff_graph(graph, arrays, runner=runner)
+    ranked = report.ranked()
+    assert [(r.op, r.verdict) for r in ranked[:2]] == [("tanh", "bug"), ("exp", "deviation")]
+    assert ranked[1].local_ratio > ranked[0].local_ratio and "10 ulp" in ranked[1].message
+    assert [r.op for r in report.guilty()] == ["tanh"]
