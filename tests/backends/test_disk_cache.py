@@ -1,0 +1,144 @@
+"""The disk cache: entries survive processes, other versions and damaged files are misses,
+concurrent writers leave a whole entry, and a second process runs without compiling."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from parity.backends import disk_cache
+from parity.backends.disk_cache import DiskCache, cache_key, compile_cached, resolve_cache_dir
+from parity.ir import GraphBuilder, f32
+
+
+def _graph():
+    b = GraphBuilder("g")
+    x = b.input(f32[4])
+    def full(v):
+        return b.constant(np.full(4, v, np.float32))
+
+    return b.build([b.max(b.add(b.mul(x, full(2)), full(1)), full(0))])
+
+
+def _key(**versions):
+    return cache_key("h" * 16, "xla", "cpu", ["f32[4]"], versions or {"jax": "1.0"})
+
+
+def test_store_then_load(tmp_path):
+    cache = DiskCache(tmp_path)
+    assert cache.load(_key()) is None
+    cache.store(_key(), b"payload")
+    assert cache.load(_key()) == b"payload"
+    assert list(tmp_path.rglob("*.tmp")) == []  # the temporary file was moved into place
+
+
+def test_other_versions_are_a_miss(tmp_path):
+    cache = DiskCache(tmp_path)
+    cache.store(_key(jax="1.0"), b"old")
+    assert cache.load(_key(jax="2.0")) is None
+    # a file at the right name whose header names other versions is refused too
+    cache.path(_key(jax="2.0")).write_bytes(cache.path(_key(jax="1.0")).read_bytes())
+    assert cache.load(_key(jax="2.0")) is None
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
+def test_damaged_file_is_a_miss(tmp_path, damage):
+    cache = DiskCache(tmp_path)
+    cache.store(_key(), b"payload" * 100)
+    path = cache.path(_key())
+    data = path.read_bytes()
+    broken = {"truncate": data[:-10], "flip": data[:-1] + bytes([data[-1] ^ 1]), "garbage": b"\x00" * 50,
+              "empty": b""}[damage]
+    path.write_bytes(broken)
+    assert cache.load(_key()) is None
+
+
+_WRITER = textwrap.dedent("""
+    import sys
+    from parity.backends.disk_cache import DiskCache, cache_key
+    root, tag = sys.argv[1], sys.argv[2].encode()
+    key = cache_key("h" * 16, "xla", "cpu", ["f32[4]"], {"jax": "1.0"})
+    for _ in range(30):
+        DiskCache(root).store(key, tag * 50_000)
+""")
+
+
+def test_concurrent_writers_leave_a_whole_entry(tmp_path):
+    tags = [b"a", b"b", b"c"]
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), t.decode()]) for t in tags]
+    whole = {t * 50_000 for t in tags}
+    while any(p.poll() is None for p in procs):  # read while they write: never half a file
+        payload = DiskCache(tmp_path).load(_key())
+        assert payload is None or payload in whole
+    assert [p.wait() for p in procs] == [0, 0, 0]
+    assert DiskCache(tmp_path).load(_key()) in whole
+    assert list(tmp_path.rglob("*.tmp")) == []
+
+
+def test_resolve_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv(disk_cache.ENV_VAR, raising=False)
+    assert resolve_cache_dir(None) is None
+    assert resolve_cache_dir(False) is None
+    assert resolve_cache_dir(tmp_path) == str(tmp_path)
+    assert resolve_cache_dir(True) == str(disk_cache.default_cache_dir())
+    monkeypatch.setenv(disk_cache.ENV_VAR, str(tmp_path / "env"))
+    assert resolve_cache_dir(None) == str(tmp_path / "env")
+    assert resolve_cache_dir(False) is None
+    monkeypatch.setenv(disk_cache.ENV_VAR, "")
+    assert resolve_cache_dir(True) is None
+
+
+@pytest.mark.parametrize("backend_name", ["xla", "onnx"])
+def test_unreadable_entry_is_rebuilt(tmp_path, backend_name):
+    """An entry that passes its checksum but the runtime cannot load: compiled again, overwritten."""
+    from parity.backends.registry import get_backend
+
+    backend, graph = get_backend(backend_name), _graph()
+    key = cache_key(graph.content_hash(), backend_name, "cpu", graph.input_types)
+    DiskCache(tmp_path).store(key, b"not an executable")
+    before = disk_cache.STATS["rejected"]
+    run, loaded = compile_cached(graph, backend, "cpu", str(tmp_path))
+    assert not loaded and disk_cache.STATS["rejected"] == before + 1
+    assert run(np.array([-2, -0.5, 0, 1], np.float32))[0].tolist() == [0, 0, 1, 3]
+    assert DiskCache(tmp_path).load(key) != b"not an executable"
+    again, loaded = compile_cached(graph, get_backend(backend_name), "cpu", str(tmp_path))
+    assert loaded
+
+
+_CHILD = textwrap.dedent("""
+    import json, sys
+    import torch, parity
+    from parity.frontend import compiler
+    cache_dir, forbid = sys.argv[1], sys.argv[2] == "forbid"
+    if forbid:  # the second process must not lower or compile anything
+        from parity.backends.xla import backend as xla_backend
+        from parity.backends.onnx import persist as onnx_persist
+        def refuse(*args, **kwargs):
+            raise AssertionError("compiled although the disk cache holds the executable")
+        xla_backend.XlaBackend._build = refuse
+        onnx_persist.to_model = refuse
+    out = {}
+    for name in ("xla", "onnx"):
+        f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend=name, cache_dir=cache_dir)
+        out[name] = f(torch.tensor([-2.0, -0.5, 0.0, 1.0])).tolist()
+    out["stats"] = dict(compiler.STATS)
+    print(json.dumps(out))
+""")
+
+
+def _child(cache_dir, mode):
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(cache_dir), mode], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_loads_without_compiling(tmp_path):
+    first = _child(tmp_path, "allow")
+    assert first["stats"].get("backend_compiles") == 2 and "disk_loads" not in first["stats"]
+    second = _child(tmp_path, "forbid")
+    assert second["stats"].get("disk_loads") == 2 and "backend_compiles" not in second["stats"]
+    for name in ("xla", "onnx"):
+        assert first[name] == second[name] == [0.0, 0.0, 1.0, 3.0]
