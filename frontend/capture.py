@@ -35,6 +35,7 @@ import torch
 from ..ir.graph import Graph
 from .errors import FrontendError
 from .outputs import PREFIX, FlatOutputs
+from .specialize import GuardLog, SpecializedDimension
 
 
 @dataclass
@@ -110,10 +111,11 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
     # non-strict export keeps only frames named "forward" (a plain function has none).
     module = FlatOutputs(fn)
     try:
-        exported = torch.export.export(module, tuple(args), kwargs or None, strict=True,
-                                       dynamic_shapes=_wrapper_dynamic_shapes(fn, dynamic_shapes))
+        with GuardLog() as guards:  # which op and line added each guard: named if a dynamic dim is fixed
+            exported = torch.export.export(module, tuple(args), kwargs or None, strict=True,
+                                           dynamic_shapes=_wrapper_dynamic_shapes(fn, dynamic_shapes))
     except torch._dynamo.exc.TorchDynamoException as exc:
-        error = DataDependentCapture.of(exc, fn, kwargs)
+        error = DataDependentCapture.of(exc, fn, kwargs) or SpecializedDimension.of(exc, guards)
         if error is None:
             raise
         raise error from exc

@@ -92,8 +92,13 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     for value, name in zip(graph.inputs, names):
         for axis, dim_name in (dynamic_dims or {}).get(name, {}).items():
             dim = value.type.shape[axis]
-            if isinstance(dim, Symbol):
-                dim_names[dim.name] = dim_name
+            # Never specialize silently (capture refuses first; this is the last check)
+            if not isinstance(dim, Symbol):
+                raise ExportError(f"the dynamic dim {dim_name!r} (input {name!r}, axis {axis}) was captured as "
+                                  f"{dim}, not as a symbol; the file would accept only that size")
+            if dim_names.setdefault(dim.name, dim_name) != dim_name:
+                raise ExportError(f"the dynamic dims {dim_names[dim.name]!r} and {dim_name!r} were captured as "
+                                  "one size; the file would need them equal")
     backend = get_backend(EXPORTERS[format])
     return backend.export(graph, path or f"model.{format}", input_names=names, output_names=outputs,
                           dim_names=dim_names)

@@ -1,0 +1,83 @@
+"""Capture of symbolic sizes: torch's size expressions become IR dim expressions, and a
+dim declared dynamic is never silently fixed (tests/test_export_dynamic.py runs the files)."""
+
+import pytest
+import sympy
+import torch
+from torch.utils._sympy.functions import CleanDiv, FloorDiv, Mod, ModularIndexing, PythonMod
+
+import parity
+from parity.frontend.specialize import SpecializedDimension
+from parity.frontend.translate import UntranslatedCase, sympy_dim
+from parity.ir import Symbol
+
+s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)
+B, S = Symbol("s0"), Symbol("s1")
+
+
+@pytest.mark.parametrize("expr, want", [
+    (s0 * 4, B * 4),
+    (s0 * s1 + 2, B * S + 2),
+    (FloorDiv(s1, 2), S // 2),
+    (CleanDiv(s0 * 6, 3), B * 2),
+    (Mod(s0, 3), B % 3),
+    (PythonMod(s0 + 1, 2), (B + 1) % 2),
+    (ModularIndexing(s0, 2, 4), B // 2 % 4),
+    (s0**2, B * B),
+    (sympy.Integer(7), 7),
+])
+def test_torch_size_expressions_become_dim_expressions(expr, want):
+    assert sympy_dim(expr) == want
+
+
+def test_a_size_function_ir_dims_lack_is_named():
+    with pytest.raises(UntranslatedCase, match="uses Max"):
+        sympy_dim(sympy.Max(s0, s1))
+
+
+def test_size_arithmetic_in_the_graph_becomes_dims():
+    graph = parity.capture(lambda x: x.reshape(x.shape[0] * x.shape[1], -1) * 2, torch.randn(3, 4, 2),
+                           dynamic_shapes=({0: torch.export.Dim("b"), 1: torch.export.Dim("s")},))
+    (b, s, _), (flat, _) = graph.inputs[0].type.shape, graph.outputs[0].type.shape
+    assert flat == b * s
+
+
+def _export(fn, *args, dims, tmp_path):
+    return parity.export(fn, args, path=tmp_path / "m.onnx", input_names=["x"], dynamic_dims={"x": dims})
+
+
+def test_a_dim_fixed_by_the_code_is_an_error_naming_the_op_and_line(tmp_path):
+    def scale(x):
+        return x * torch.ones(3, 4)  # works only for batch 3
+
+    with pytest.raises(SpecializedDimension) as info:
+        _export(scale, torch.randn(3, 4), dims={0: "batch"}, tmp_path=tmp_path)
+    message = str(info.value)
+    assert message.startswith("the dynamic dim 'batch' would be baked in as the constant 3\n")
+    assert "return x * torch.ones(3, 4)" in message and f"{__file__}:" in message
+    assert "op: broadcasting" in message and "drop 'batch' from dynamic_dims" in message
+
+
+def test_a_one_sized_example_dim_is_an_error_with_what_to_do(tmp_path):
+    with pytest.raises(SpecializedDimension) as info:
+        _export(lambda x: x * 2, torch.randn(1, 4), dims={0: "batch"}, tmp_path=tmp_path)
+    assert str(info.value) == (
+        "the dynamic dim 'batch' would be baked in as the constant 1\n"
+        "  why: batch is 1 in the example inputs, and tracing specializes sizes 0 and 1\n"
+        "  fix: give an example with batch >= 2 (the export still runs at batch = 1)")
+
+
+def test_a_dim_tied_to_another_is_an_error_naming_the_op(tmp_path):
+    def square(x):
+        return x @ x  # needs rows == columns
+
+    with pytest.raises(SpecializedDimension) as info:
+        _export(square, torch.randn(4, 4), dims={0: "batch", 1: "seq"}, tmp_path=tmp_path)
+    message = str(info.value)
+    assert message.startswith("the dynamic dim 'seq' would be tied to batch\n")
+    assert "return x @ x" in message and "(op: mm)" in message
+
+
+def test_equal_example_sizes_stay_separate_dims(tmp_path):
+    proto = _export(lambda x: x.sum(1) * 2, torch.randn(4, 4), dims={0: "batch", 1: "seq"}, tmp_path=tmp_path)
+    assert [d.dim_param for d in proto.graph.input[0].type.tensor_type.shape.dim] == ["batch", "seq"]
