@@ -119,9 +119,9 @@ def test_dynamic_dims_become_symbols_and_serve_every_size():
 
     real = compiler.compiled_executable
 
-    def spy(graph, backend, device):
+    def spy(graph, backend, device, cache_dir=None):
         graphs.append(graph)
-        return real(graph, backend, device)
+        return real(graph, backend, device, cache_dir)
 
     compiler.compiled_executable = spy
     try:
