@@ -1,0 +1,126 @@
+"""ONNX export with dynamic batch and sequence: ``parity.export`` against ``torch.onnx.export(dynamo=True)``.
+
+Each model is exported once from a (2, 7) example with both dims dynamic, then the one
+file runs in plain onnxruntime at (batch, seq) = (1, 1), (2, 7), (7, 33) and (33, 2) and
+is compared with eager torch; the table gives pass/fail, the worst absolute error over
+the four sizes, the export seconds and the file's input dims. Results:
+bench/results/dynamic_export.md.
+
+    $ python bench/dynamic_export.py [--only encoder_layer,attention] [--out bench/results/dynamic_export.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+import torch
+from torch import nn
+
+SIZES = [(1, 1), (2, 7), (7, 33), (33, 2)]
+TOLERANCE = 1e-5  # absolute, float32 outputs of scale ~1
+
+
+class Attention(nn.Module):
+    """Hand-written multi-head self-attention: it computes the sizes B*S and B*heads."""
+
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.heads, self.qkv, self.out = heads, nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        batch, seq, dim = x.shape
+        qkv = self.qkv(x.reshape(batch * seq, dim)).view(batch, seq, 3, self.heads, dim // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).reshape(3, batch * self.heads, seq, dim // self.heads)
+        weights = torch.softmax(q @ k.transpose(1, 2) / (dim // self.heads) ** 0.5, dim=-1)
+        mixed = (weights @ v).view(batch, self.heads, seq, -1).transpose(1, 2).reshape(batch, seq, dim)
+        return self.out(mixed)
+
+
+MODELS = {
+    "encoder_layer": lambda: nn.TransformerEncoderLayer(32, 4, 64, batch_first=True),
+    "attention": Attention,
+}
+
+
+def export_parity(model, x, path):
+    import parity
+
+    parity.export(model, (x,), path=path, input_names=["x"], dynamic_dims={"x": {0: "batch", 1: "seq"}})
+
+
+def export_torch(model, x, path):
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    program = torch.onnx.export(model, (x,), dynamo=True, input_names=["x"],
+                                dynamic_shapes={"src" if isinstance(model, nn.TransformerEncoderLayer) else "x":
+                                                {0: batch, 1: seq}})
+    program.save(path)
+
+
+EXPORTERS = {"parity": export_parity, "torch.onnx": export_torch}
+
+
+def check(name: str, exporter: str, folder: str) -> str:
+    import onnx
+    import onnxruntime as ort
+
+    torch.manual_seed(0)
+    model = MODELS[name]().eval()
+    path = os.path.join(folder, f"{name}-{exporter}.onnx")
+    start = time.perf_counter()
+    try:
+        EXPORTERS[exporter](model, torch.randn(2, 7, 32), path)
+    except Exception as exc:
+        return f"fail: export: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
+    seconds = time.perf_counter() - start
+    dims = [d.dim_param or d.dim_value for d in onnx.load(path).graph.input[0].type.tensor_type.shape.dim]
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    worst = 0.0
+    for batch, seq in SIZES:
+        x = torch.randn(batch, seq, 32)
+        with torch.no_grad():
+            want = model(x).numpy()
+        try:
+            (got,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+        except Exception as exc:
+            return f"fail at ({batch}, {seq}): {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
+        if got.shape != want.shape:
+            return f"fail at ({batch}, {seq}): shape {got.shape}, eager {want.shape}"
+        worst = max(worst, float(np.abs(got - want).max()))
+    verdict = "pass" if worst <= TOLERANCE else "fail"
+    return f"{verdict} (max error {worst:.1e}, export {seconds:.1f} s, input dims {dims})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(MODELS))
+    parser.add_argument("--out", default="")
+    args = parser.parse_args(argv)
+    lines = ["| model | " + " | ".join(EXPORTERS) + " |", "| --- | " + " | ".join("---" for _ in EXPORTERS) + " |"]
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.only.split(","):
+            cells = []
+            for exporter in EXPORTERS:
+                try:
+                    cells.append(check(name, exporter, folder))
+                except Exception:  # a bench row never stops the table
+                    cells.append("fail: " + traceback.format_exc().strip().splitlines()[-1][:100])
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            print(lines[-1], flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("# ONNX export with dynamic batch and sequence\n\n"
+                    f"`python bench/dynamic_export.py` (torch {torch.__version__}). One file per model and "
+                    f"exporter from a (2, 7) example, run in plain onnxruntime at (batch, seq) = "
+                    f"{', '.join(map(str, SIZES))}; max absolute error against eager over the four sizes "
+                    f"(pass: <= {TOLERANCE:g}).\n\n" + "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
