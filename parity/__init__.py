@@ -5,11 +5,12 @@
 """
 
 from . import distributed, ir
+from .diff import diff  # the function shadows its package's name here, as export does (torch loads on first call)
 from .export import export  # the function shadows its module's name here (torch loads on first call)
 from .ir.sharding import Mesh, PartitionSpec
 
 __version__ = "0.1.0"
-__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "distributed", "explain", "export", "fallbacks", "ir", "shard",
+__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "diff", "distributed", "explain", "export", "fallbacks", "ir", "shard",
            "__version__"]
 
 

@@ -86,3 +86,11 @@ def test_cli_runs_the_docs_example_script(tmp_path, capsys):
     assert main(["diff", f"{tmp_path / 'model.py'}:fn"]) == 0
     out = capsys.readouterr().out
     assert "dot_general" in out and "exp" in out
+
+
+def test_parity_diff_is_the_top_level_function():
+    import parity
+
+    assert parity.diff is diff  # the function, though parity.diff is also the package's name
+    report = parity.diff(_model, *_inputs(), backend="reference")
+    assert report.exit_code == 0 and [g.kind for g in report.graphs] == ["forward", "backward"]
