@@ -23,6 +23,7 @@ import argparse
 import json
 import pathlib
 import runpy
+import sys
 from typing import Any
 
 
@@ -75,7 +76,9 @@ def run(args) -> int:
 
     from .engine import diff
 
-    console = Console()
+    # Piped or logged output has no terminal width: rich would squeeze the eleven columns
+    # into 80 and cut node names and ops to a letter, so it gets room for a full row.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     try:
         fn, positional, keywords = load_target(args.target)
     except ScriptError as exc:
