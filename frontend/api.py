@@ -20,13 +20,14 @@ import torch
 from ..backends.disk_cache import resolve_cache_dir
 from ..backends.registry import get_backend
 from ..ir.errors import ParityError
-from .compiler import CompileOptions, Session, make_dynamo_backend
+from .auto import AutoBackend, resolve_auto_options
+from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
 from .sharding import configure
 
 
 def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
-            out_shardings: Any = None, cache_dir: str | bool | None = None):
+            out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -43,20 +44,27 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     compiled executables on disk so the next process starts warm: a path, ``True`` for
     ``$PARITY_CACHE_DIR`` or ``~/.cache/parity``, ``False`` for off; the default (None)
     follows ``$PARITY_CACHE_DIR`` when it is set and is off otherwise (backends/disk_cache.py).
+    ``backend="auto"`` picks per graph the fastest backend that claims its ops and is
+    conformant for them (frontend/auto.py; ``auto=AutoOptions(budget_s=...)`` tunes it,
+    ``$PARITY_BACKEND`` forces one backend, ``parity.auto_choices`` shows what it chose).
     """
     if fn_or_module is None:
         return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
                                  mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
-                                 cache_dir=cache_dir)
-    found = get_backend(backend)  # an unknown name fails here, not at the first call
-    if device not in found.devices:
+                                 cache_dir=cache_dir, auto=auto)
+    if backend == AUTO:
+        auto = resolve_auto_options(auto)
+        backend = auto.forced or backend  # $PARITY_BACKEND (or AutoOptions.forced) wins
+    found = AutoBackend if backend == AUTO else get_backend(backend)  # an unknown name fails here
+    if backend != AUTO and device not in found.devices:
         raise ParityError(f"backend {backend!r} runs on {', '.join(found.devices)}, not {device!r}; "
                           f"choose one of those devices or another backend")
     warned: set[str] = set()
     mesh, site, traced = configure(fn_or_module, found, mesh=mesh, in_shardings=in_shardings,
                                    out_shardings=out_shardings, strict=strict, warned=warned)
     session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
-                                     site=site, cache_dir=resolve_cache_dir(cache_dir)), warned)
+                                     site=site, cache_dir=resolve_cache_dir(cache_dir),
+                                     auto=auto if backend == AUTO else None), warned)
     if isinstance(fn_or_module, torch.nn.Module):
         return CompiledModule(fn_or_module, session, traced)
     return CompiledFunction(fn_or_module, session, traced)

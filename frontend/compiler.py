@@ -20,6 +20,8 @@ from typing import Any
 import torch
 
 from ..backends.registry import get_backend
+from ..ir.dims import evaluate as evaluate_dim
+from ..ir.dims import free_symbols
 from ..ir.errors import ParityError
 from ..ir.expand import decomposition
 from ..ir.graph import Graph, Node
@@ -36,6 +38,8 @@ from .translate import Translation, fx_to_ir
 STATS: collections.Counter = collections.Counter()
 
 _EXECUTABLES: dict[tuple[str, str, str], Any] = {}
+
+AUTO = "auto"  # the backend name that picks, per graph, the fastest conformant backend (frontend/auto.py)
 _LOCK = threading.Lock()
 
 
@@ -50,6 +54,7 @@ class CompileOptions:
     mesh: Any = None  # an ir.sharding.Mesh: graphs run sharded on it (frontend/sharding.py)
     site: Any = None  # the SourceLoc of the parity.compile call, for sharding errors
     cache_dir: str | None = None  # the disk cache's directory (backends/disk_cache.py); None: off
+    auto: Any = None  # backend="auto": its AutoOptions (frontend/auto.py)
 
 
 @dataclass
@@ -59,6 +64,7 @@ class Session:
     options: CompileOptions
     warned: set[str] = field(default_factory=set)
     reports: list = field(default_factory=list)  # a PartitionReport per graph split by strict=False
+    auto_choices: list = field(default_factory=list)  # backend="auto": an AutoChoice per graph
 
     def fall_back(self, aten_op: str, loc, why: str) -> None:
         """Warn (once per aten op) that ``aten_op`` runs in eager torch, not on the backend."""
@@ -201,29 +207,42 @@ def _user_locs(gm: torch.fx.GraphModule) -> list:
 
 
 def _compile_fx_graph(gm: torch.fx.GraphModule, session: Session, kind: str):
+    if session.options.backend == AUTO:
+        from .auto import compile_auto
+
+        return compile_auto(gm, session, kind)
     backend = get_backend(session.options.backend)
     try:
         return _compile_whole(gm, session, backend, kind)
     except UnsupportedAtenOp as err:
         if session.options.strict:
             raise
-        return _compile_split(gm, session, backend, kind, err)
+        return compile_split(gm, session, backend, kind, err)
 
 
 def _compile_whole(gm: torch.fx.GraphModule, session: Session, backend, kind: str) -> CompiledGraph:
     """The whole FX graph as one backend executable (raises UnsupportedAtenOp if it cannot be)."""
+    translation, graph = translate_for(gm, session, backend, kind)
+    executable = compiled_executable(graph, backend, session.options.device, session.options.cache_dir)
+    return CompiledGraph(translation, graph, executable)
+
+
+def translate_for(gm: torch.fx.GraphModule, session: Session, backend, kind: str) -> tuple[Translation, Graph]:
+    """The FX graph as the IR graph ``backend`` compiles (raises UnsupportedAtenOp if it cannot)."""
     options = session.options
     translation = fx_to_ir(gm, name=kind, claims=ClaimCheck(backend), backend=backend.name)
     STATS["translations"] += 1
     graph = apply_sharding(translation.graph, mesh=options.mesh, backend=backend, strict=options.strict,
                            site=options.site, warned=session.warned)
-    graph = prepare(graph, backend)
-    executable = compiled_executable(graph, backend, options.device, options.cache_dir)
-    return CompiledGraph(translation, graph, executable)
+    return translation, prepare(graph, backend)
 
 
-def _compile_split(gm: torch.fx.GraphModule, session: Session, backend, kind: str, err: UnsupportedAtenOp):
-    """strict=False: the nodes the backend cannot run go to eager torch, the rest stays on it."""
+def compile_split(gm: torch.fx.GraphModule, session: Session, backend, kind: str, err: UnsupportedAtenOp,
+                  compile_part=None):
+    """strict=False: the nodes the backend cannot run go to eager torch, the rest stays on it.
+
+    ``compile_part(sub)`` compiles one partition (default: on ``backend``; backend="auto"
+    picks per partition)."""
     from torch._functorch.aot_autograd import make_boxed_func
 
     from .partition import Fallback, PartitionReport, compile_partitioned, is_compute, rejected_nodes
@@ -235,8 +254,8 @@ def _compile_split(gm: torch.fx.GraphModule, session: Session, backend, kind: st
         session.reports.append(PartitionReport(kind, backend.name, in_eager=nodes,
                                                fallbacks=[Fallback(err.aten_op, err.loc, err.why)]))
         return make_boxed_func(gm.forward)
-    split, report = compile_partitioned(gm, backend, kind, lambda sub: _compile_whole(sub, session, backend, kind),
-                                        rejected)
+    compile_part = compile_part or (lambda sub: _compile_whole(sub, session, backend, kind))
+    split, report = compile_partitioned(gm, backend, kind, compile_part, rejected)
     for fallback in report.fallbacks:
         session.fall_back(fallback.aten_op, fallback.loc, fallback.why)
     session.reports.append(report)
@@ -312,8 +331,10 @@ class CompiledGraph:
                 plan.append((_IR, what, convert[what]))
             elif kind == "input":
                 plan.append((_INPUT, what, None))
-            elif kind == "sym":
+            elif kind == "sym" and isinstance(what, str):
                 plan.append((_SYM, *t.symbols[what]))
+            elif kind == "sym":  # a size expression (s0*s1, saved for the backward)
+                plan.append((_SYM_EXPR, what, {name: t.symbols[name] for name in free_symbols(what)}))
             else:
                 plan.append((_CONST, what, None))
         self._outputs = tuple(plan)
@@ -341,8 +362,11 @@ class CompiledGraph:
             return args[a]
         if kind is _SYM:  # a symbolic size, read off the argument that carries it
             return int(args[a]) if b is None else int(args[a].shape[b])
+        if kind is _SYM_EXPR:  # evaluated from its symbols' sizes, each read off its argument
+            return evaluate_dim(a, {name: int(args[i]) if d is None else int(args[i].shape[d])
+                                    for name, (i, d) in b.items()})
         return a
 
 
 # Output kinds of CompiledGraph's plan (Translation.outputs' kinds, compared by identity).
-_IR, _INPUT, _SYM, _CONST = "ir", "input", "sym", "const"
+_IR, _INPUT, _SYM, _SYM_EXPR, _CONST = "ir", "input", "sym", "sym_expr", "const"

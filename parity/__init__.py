@@ -6,16 +6,17 @@
 
 from . import distributed, ir
 from .diff import diff  # the function shadows its package's name here, as export does (torch loads on first call)
+from .frontend.auto_options import AutoOptions
 from .export import export  # the function shadows its module's name here (torch loads on first call)
 from .ir.sharding import Mesh, PartitionSpec
 
 __version__ = "0.1.0"
-__all__ = ["Mesh", "PartitionSpec", "capture", "compile", "diff", "distributed", "explain", "export", "fallbacks", "ir", "shard",
+__all__ = ["AutoOptions", "Mesh", "PartitionSpec", "auto_choices", "capture", "compile", "diff", "distributed", "explain", "export", "fallbacks", "ir", "shard",
            "__version__"]
 
 
 def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None, mesh=None,
-            in_shardings=None, out_shardings=None, cache_dir=None):
+            in_shardings=None, out_shardings=None, cache_dir=None, auto=None):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -24,6 +25,8 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
     ``mesh``, ``in_shardings`` and ``out_shardings``. ``cache_dir`` keeps compiled
     executables on disk for the next process (a path, True for ``$PARITY_CACHE_DIR`` or
     ``~/.cache/parity``; by default ``$PARITY_CACHE_DIR`` if set, else off).
+    ``backend="auto"`` picks, per graph, the fastest conformant backend (``auto`` takes an
+    :class:`AutoOptions`; ``$PARITY_BACKEND`` forces one; :func:`auto_choices` shows the picks).
 
     Example::
 
@@ -35,7 +38,8 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
     from .frontend.api import compile as compile_
 
     return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
-                    in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir)
+                    in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
+                    auto=auto)
 
 
 def shard(tensor, spec):
@@ -90,3 +94,12 @@ def fallbacks(compiled) -> list:
     from .frontend.compiler import fallback_report
 
     return fallback_report(compiled)
+
+
+def auto_choices(compiled) -> list:
+    """What ``backend="auto"`` chose for each graph of ``compiled`` (what :func:`compile`
+    returned): the candidates, why any was dropped, their times and the choice
+    (:class:`~parity.frontend.auto.AutoChoice`; ``print`` one for a table)."""
+    from .frontend.auto import auto_choices as auto_choices_
+
+    return auto_choices_(compiled)

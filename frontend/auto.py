@@ -1,0 +1,398 @@
+"""``backend="auto"``: per captured graph, the fastest backend that can run it and is conformant.
+
+For each FX graph AOTAutograd hands over (each partition, with ``strict=False``):
+
+1. **Candidates**: every installed backend that runs on the device, except those that
+   are never fast there (:data:`NEVER_AUTO`), or the ones ``AutoOptions.candidates`` names.
+   A candidate that does not claim one of the graph's ops (in its dtype) is dropped.
+2. **Conformance**: with ``AutoOptions.matrix`` (the JSON of ``parity conform --json``),
+   every (op, dtype) cell of the graph must be ``pass`` for the backend on the device; a
+   cell the matrix lacks or that fails drops the candidate. Without a matrix, the
+   backend's recorded deviations decide: one recorded for an op and dtype of the graph
+   drops it. A flush-to-zero deviation is a property of the whole runtime on every op,
+   which conformance excuses when the case passes once subnormals are zero on both sides;
+   it does not drop a candidate (``parity.auto_choices`` shows it).
+3. **Check**: every remaining candidate is compiled and run on the first call's inputs;
+   one whose outputs differ from eager torch running the same FX graph (rtol per dtype:
+   :data:`RTOL`; graphs that draw random numbers are compared with the first candidate's
+   outputs instead, every candidate drawing the same keys) is dropped.
+4. **Timing**: the rest run in interleaved rounds until ``AutoOptions.budget_s`` seconds of
+   running are spent (at least one round, at most :data:`MAX_ROUNDS`; a candidate over
+   :data:`PRUNE` × the fastest leaves the race); the lowest median wins. The choice is kept per graph (keyed by the candidates' IR content hashes and the
+   device) in this process and, with a ``cache_dir``, on disk; a graph whose choice is
+   known compiles only the chosen backend.
+
+``$PARITY_BACKEND`` (read once, when ``parity.compile`` builds its options) forces one
+backend for ``backend="auto"``.
+
+Example::
+
+    >>> import torch, parity
+    >>> f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="auto", auto=parity.AutoOptions(budget_s=0.01))
+    >>> f(torch.tensor([-1.0, 1.0])).tolist()
+    [0.0, 3.0]
+    >>> parity.auto_choices(f)[0].choice in ("xla", "onnx", "reference")
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+
+from ..backends.base import ANY_OP
+from ..backends.registry import backend_names, get_backend
+from ..ir.errors import ParityError
+from ..ir.ops import node_dtype
+from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
+from .compiler import AUTO, CompiledGraph, Session, compile_split, compiled_executable, translate_for
+from .errors import UnsupportedAtenOp
+
+# Backends auto never times on a device, and why.
+NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
+    "reference": (("cpu", "cuda", "tpu"), "the spec interpreter (NumPy, float64 inside): never the fastest"),
+    "triton": (("cpu",), "runs in Triton's interpreter on CPU"),
+}
+
+MAX_ROUNDS = 20
+PRUNE = 3.0  # after a round, candidates slower than this × the fastest stop being timed
+# How close a candidate's outputs must be to eager torch's on the first inputs, per output
+# dtype (|got − want| ≤ rtol·|want| + rtol·max|want|); integers and booleans are exact.
+RTOL = {torch.float64: 1e-9, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+
+# Choices made in this process: choice key -> backend name.
+_CHOICES: dict[str, str] = {}
+
+
+class AutoBackend:
+    """What ``parity.compile``'s up-front checks see of ``backend="auto"``: a name, no sharding."""
+
+    name = AUTO
+    supports_sharding = False
+
+
+@dataclass
+class Candidate:
+    """One backend's fate for one graph: ``status`` is chosen / timed / dropped."""
+
+    name: str
+    status: str
+    why: str = ""
+    times_s: list[float] = field(default_factory=list)
+
+    @property
+    def median_s(self) -> float | None:
+        return statistics.median(self.times_s) if self.times_s else None
+
+
+@dataclass
+class AutoChoice:
+    """What ``backend="auto"`` did for one graph: the candidates, their times and the choice."""
+
+    kind: str
+    device: str
+    candidates: list[Candidate] = field(default_factory=list)
+    choice: str | None = None
+    source: str = ""  # measured / only candidate / cached in this process / cached on disk / forced
+    notes: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"{self.kind} graph on {self.device}: {self.choice or 'no single backend'} ({self.source})"]
+        for c in self.candidates:
+            t = f"{c.median_s * 1e6:10.1f} µs median of {len(c.times_s)}" if c.times_s else " " * 10 + " -"
+            lines.append(f"  {c.name:10} {c.status:8} {t}  {c.why}".rstrip())
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def auto_choices(compiled) -> list[AutoChoice]:
+    """The :class:`AutoChoice` of every graph ``compiled`` (what ``parity.compile`` returned
+    with ``backend="auto"``) has compiled so far; a choice is final after the graph's first call."""
+    return list(compiled.session.auto_choices)
+
+
+# -- which backends may run a graph -------------------------------------------------------
+
+
+def candidate_names(options) -> list[str]:
+    auto = options.auto or AutoOptions()
+    if auto.candidates is not None:
+        return list(auto.candidates)
+    return [n for n in backend_names() if options.device not in NEVER_AUTO.get(n, ((), ""))[0]]
+
+
+@functools.lru_cache(maxsize=8)
+def load_matrix(path: str) -> dict[tuple[str, str, str, str], str]:
+    """(op, dtype, backend, device) -> status, from a ``parity conform --json`` report."""
+    with open(path) as f:
+        doc = json.load(f)
+    return {(c["op"], c["dtype"], c["backend"], c["device"]): c["status"] for c in doc["cells"]}
+
+
+def conformance_blockers(graph, backend, device: str, matrix_path: str | None) -> list[str]:
+    """Why ``backend`` is not conformant for ``graph``'s ops and dtypes on ``device`` (empty: it is)."""
+    cells = sorted({(node.op, node_dtype(node)) for node in graph.nodes}, key=lambda c: (c[0], c[1].short))
+    found = []
+    if matrix_path is not None:
+        matrix = load_matrix(matrix_path)
+        for op, dtype in cells:
+            status = matrix.get((op, dtype.short, backend.name, device))
+            if status != "pass":
+                found.append(f"{op} {dtype.short}: {status or 'not in the matrix'}")
+        return found
+    for op, dtype in cells:
+        for d in backend.deviations:
+            if (d.op == op or (d.op == ANY_OP and not d.flush_to_zero)) and d.dtype in (None, dtype) \
+                    and d.device in (None, device) and not d.flush_to_zero:
+                found.append(f"{op} {dtype.short}: recorded deviation {d.max_error}")
+    return found
+
+
+def _flush_notes(backend, device: str, graph) -> list[str]:
+    dtypes = {v.type.dtype for v in graph.inputs} | {node_dtype(n) for n in graph.nodes}
+    return [f"{backend.name} flushes subnormals to zero in {d.dtype.short} on {device} (recorded; excused by "
+            f"conformance)" for d in backend.deviations
+            if d.flush_to_zero and d.dtype in dtypes and d.device in (None, device)]
+
+
+# -- compiling one FX graph ----------------------------------------------------------------
+
+
+def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
+    """AOTAutograd's compiler hook for ``backend="auto"``: a boxed callable on torch tensors."""
+    options = session.options
+    record = AutoChoice(kind, options.device)
+    session.auto_choices.append(record)
+    matrix = (options.auto or AutoOptions()).matrix
+    ready = []  # (name, backend, translation, graph)
+    refusals = []
+    for name in candidate_names(options):
+        try:
+            backend = get_backend(name)
+        except (ParityError, ImportError) as exc:
+            record.candidates.append(Candidate(name, "dropped", f"not available: {exc}"))
+            continue
+        if options.device not in backend.available_devices():
+            record.candidates.append(Candidate(name, "dropped", f"no {options.device} device here"))
+            continue
+        sub = Session(replace(options, backend=name), session.warned, session.reports, session.auto_choices)
+        try:
+            translation, graph = translate_for(gm, sub, backend, kind)
+        except UnsupportedAtenOp as err:
+            refusals.append((backend, err))
+            record.candidates.append(Candidate(name, "dropped", f"does not claim: {err.why}"))
+            continue
+        blockers = conformance_blockers(graph, backend, options.device, matrix)
+        if blockers:
+            record.candidates.append(Candidate(name, "dropped", "not conformant: " + "; ".join(blockers[:3])))
+            continue
+        record.notes += _flush_notes(backend, options.device, graph)
+        record.candidates.append(Candidate(name, "timed"))
+        ready.append((name, backend, translation, graph))
+    if not ready:
+        return _nothing_runs_whole(gm, session, kind, record, refusals)
+    key = _choice_key(ready, options.device)
+    known, source = _known_choice(key, options, ready)
+    if known is not None and any(r[0] == known for r in ready):
+        ready = [r for r in ready if r[0] == known]
+        record.source = source
+    compiled = {name: CompiledGraph(translation, graph,
+                                    compiled_executable(graph, backend, options.device, options.cache_dir))
+                for name, backend, translation, graph in ready}
+    if len(compiled) == 1:
+        (name,) = compiled
+        _choose(record, name, record.source or "only candidate")
+        _remember(key, name, options, ready)
+        return compiled[name]
+    return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready),
+                     (options.auto or AutoOptions()).budget_s)
+
+
+def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, refusals: list):
+    """No candidate runs the whole graph: strict raises; strict=False partitions around the
+    nodes the backend refusing the fewest cannot run, and picks per partition."""
+    from .partition import rejected_nodes
+
+    if not refusals:
+        raise ParityError(f"backend='auto' found no conformant backend for this {kind} graph on "
+                          f"{session.options.device}:\n{record}\n  fix: name a backend (backend='xla', ...), "
+                          f"or give AutoOptions(matrix=...) a conformance report that covers these ops")
+    if session.options.strict:
+        raise refusals[0][1]
+    backend, err = min(refusals, key=lambda r: len(rejected_nodes(gm, r[0])))
+    record.choice, record.source = None, f"partitioned around {backend.name}'s refusals; one choice per partition"
+    return compile_split(gm, session, backend, kind, err, compile_part=lambda sub: compile_auto(sub, session, kind))
+
+
+def _choose(record: AutoChoice, name: str, source: str) -> None:
+    record.choice, record.source = name, source
+    for c in record.candidates:
+        if c.name == name:
+            c.status = "chosen"
+
+
+# -- the choice's cache --------------------------------------------------------------------
+
+
+def _choice_key(ready: list, device: str) -> str:
+    import hashlib
+
+    text = json.dumps([device, sorted((name, graph.content_hash()) for name, _, _, graph in ready)])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _disk_key(key: str, options, ready: list) -> dict:
+    from ..backends.disk_cache import cache_key, stack_versions
+
+    versions = {}
+    for name, *_ in ready:
+        versions.update(stack_versions(name))
+    return cache_key(key, AUTO, options.device, [], versions)
+
+
+def _known_choice(key: str, options, ready: list) -> tuple[str | None, str]:
+    if key in _CHOICES:
+        return _CHOICES[key], "cached in this process"
+    if options.cache_dir:
+        from ..backends.disk_cache import DiskCache
+
+        payload = DiskCache(options.cache_dir).load(_disk_key(key, options, ready))
+        if payload:
+            return payload.decode(), "cached on disk"
+    return None, ""
+
+
+def _remember(key: str, name: str, options, ready: list) -> None:
+    _CHOICES[key] = name
+    if options.cache_dir:
+        from ..backends.disk_cache import DiskCache
+
+        DiskCache(options.cache_dir).store(_disk_key(key, options, ready), name.encode())
+
+
+
+# -- checking and timing on the first call ---------------------------------------------------
+
+
+class AutoGraph:
+    """Boxed callable that, on its first call, checks and times the candidates, then runs the choice."""
+
+    def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float):
+        self._boxed_call = True
+        self.gm = gm
+        self.compiled = compiled
+        self.record = record
+        self.remember = remember
+        self.budget_s = budget_s
+        self.chosen = None
+
+    def __call__(self, args: list) -> list:
+        if self.chosen is not None:
+            return self.chosen(args)
+        inputs = list(args)
+        args.clear()
+        outputs = self._decide(inputs)
+        return outputs
+
+    def _decide(self, inputs: list) -> list:
+        record = self.record
+        random = any(c._num_keys for c in self.compiled.values())
+        start = torch.random.get_rng_state()
+        results = {}
+        for name, run in self.compiled.items():
+            torch.random.set_rng_state(start)  # every candidate draws the same keys
+            try:
+                results[name] = run(list(inputs))
+            except Exception as exc:  # a candidate that fails on real inputs is dropped, not fatal
+                self._drop(name, f"failed on the first inputs: {type(exc).__name__}: {str(exc)[:200]}")
+        after = torch.random.get_rng_state()
+        if random:
+            want = next(iter(results.values()), None)
+            arbiter = f"{next(iter(results), '?')} (the graph draws random numbers)"
+        else:
+            torch.random.set_rng_state(start)
+            with torch.no_grad():
+                want = self.gm(*inputs)
+            arbiter = "eager torch"
+        for name, got in list(results.items()):
+            why = _mismatch(got, want) if want is not None else None
+            if why is not None:
+                self._drop(name, f"differs from {arbiter} on the first inputs: {why}")
+                del results[name]
+        if not results:
+            raise ParityError(f"backend='auto': no candidate matched {arbiter} on the first inputs:\n{record}")
+        times = self._time(list(results), inputs)
+        torch.random.set_rng_state(after)  # as if the graph had run once
+        name = min(results, key=lambda n: statistics.median(times[n]) if times[n] else 0.0)
+        _choose(record, name, "measured" if len(results) > 1 else "the only one that matched")
+        self.remember(name)
+        self.chosen = self.compiled[name]
+        return list(results[name])
+
+    def _time(self, names: list[str], inputs: list) -> dict[str, list[float]]:
+        times = {n: [] for n in names}
+        if len(names) < 2:
+            return times
+        spent, rounds = 0.0, 0
+        state = torch.random.get_rng_state()
+        racing = list(names)
+        while rounds < MAX_ROUNDS and (rounds == 0 or spent < self.budget_s) and len(racing) > 1:
+            for name in racing:  # interleaved: load changes hit every candidate alike
+                run = self.compiled[name]
+                t0 = time.perf_counter()
+                run(list(inputs))
+                dt = time.perf_counter() - t0
+                times[name].append(dt)
+                spent += dt
+            rounds += 1
+            # A candidate whose best run is slower than PRUNE × the leader's best is out of the race.
+            best = min(min(times[n]) for n in racing)
+            racing = [n for n in racing if min(times[n]) <= PRUNE * best]
+        torch.random.set_rng_state(state)
+        for c in self.record.candidates:
+            if c.name in times:
+                c.times_s = times[c.name]
+        return times
+
+    def _drop(self, name: str, why: str) -> None:
+        for c in self.record.candidates:
+            if c.name == name:
+                c.status, c.why = "dropped", why
+
+
+def _mismatch(got, want) -> str | None:
+    """Why outputs ``got`` are not ``want`` (None when they agree), output by output."""
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    want = list(want) if isinstance(want, (list, tuple)) else [want]
+    if len(got) != len(want):
+        return f"{len(got)} outputs, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not isinstance(w, torch.Tensor):
+            if g != w:
+                return f"output {i} is {g}, expected {w}"
+            continue
+        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+            return f"output {i} is {_describe(g)}, expected {_describe(w)}"
+        rtol = RTOL.get(w.dtype)
+        g64, w64 = g.detach().double().numpy(), w.detach().double().numpy()
+        if rtol is None:
+            bad = ~((g64 == w64) | (np.isnan(g64) & np.isnan(w64)))
+        else:
+            scale = float(np.max(np.abs(w64), initial=0.0, where=np.isfinite(w64)))
+            bad = ~np.isclose(g64, w64, rtol=rtol, atol=rtol * scale, equal_nan=True)
+        if bad.any():
+            return f"output {i}: {int(bad.sum())} of {bad.size} elements off (max abs error " \
+                   f"{float(np.nanmax(np.abs(g64 - w64))):.3g})"
+    return None
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+    return type(value).__name__
