@@ -30,6 +30,7 @@ import torch
 import torch.fx
 
 from ..ir.builder import GraphBuilder
+from ..ir.dims import free_symbols
 from ..ir.dtypes import DType
 from ..ir.errors import ParityError, TypeRuleError
 from ..ir.graph import Graph, Node, Value
@@ -55,7 +56,8 @@ class Translation:
     ``inputs[k]`` is the FX placeholder index feeding IR input ``k``; the last
     ``num_keys`` IR inputs are random keys (u32[2]) drawn per call. ``outputs`` says
     where each FX output comes from: ``("ir", k)``, ``("input", j)`` (a placeholder
-    passed through), ``("sym", name)`` (a symbolic size) or ``("const", value)``.
+    passed through), ``("sym", name)`` (a symbolic size), ``("sym", expr)`` (a size
+    expression over symbols the inputs carry: an ir DimExpr) or ``("const", value)``.
     ``symbols`` maps each symbol name to ``(placeholder, dim)`` where it can be read.
     """
 
@@ -258,9 +260,12 @@ class _Translator:
             return ("ir", len(ir_outputs) - 1)
         if isinstance(value, Symbol):
             return ("sym", value.name)
-        if isinstance(value, DimExpr):
-            raise UnsupportedAtenOp("output", None, f"the output is the size expression {value}; return a "
-                                    "size that is one input dimension, or a tensor", backend=self.backend)
+        if isinstance(value, DimExpr):  # a size expression (saved for the backward): evaluated per call
+            unknown = sorted(free_symbols(value) - self.symbols.keys())
+            if unknown:
+                raise UnsupportedAtenOp("output", None, f"the output is the size {value}, and no input carries "
+                                        f"{', '.join(unknown)}", backend=self.backend)
+            return ("sym", value)
         return ("const", value)
 
 

@@ -198,6 +198,7 @@ class OnnxExecutable:
         for i, ((_, t), value) in enumerate(zip(self._in, inputs)):
             bindings.bind(t, np.shape(value) if not hasattr(value, "shape") else tuple(value.shape),
                           f"input {i} of @{self.graph.name}")
+        bindings.check_graph(self.graph)  # sizes the graph cannot take (N//3 of N=7) are an error, not ORT's
         fresh: list[np.ndarray | None] = []
         binding.clear_binding_outputs()  # bound below in graph order (get_outputs follows binding order)
         for name, t in self._out:

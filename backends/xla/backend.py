@@ -216,6 +216,7 @@ class XlaExecutable:
                 raise ParityError(f"input {i} of @{self.graph.name} is {dtype}{list(shape)}, expected {t}; "
                                   f"convert it before the call (parity never converts inputs implicitly)")
             resolved.append(bindings.bind(t, shape, f"input {i} of @{self.graph.name}"))
+        bindings.check_graph(self.graph)  # once per new shape: a size the graph cannot take is an error
         return resolved
 
     def run_device(self, *inputs: Any) -> list[jax.Array]:
