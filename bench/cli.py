@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     unknown = [w for w in workloads if w not in WORKLOADS]
     unknown += [a for a in anchors if a not in ANCHORS]
     backends = backend_names() if args.backends is None else args.backends
-    unknown += [b for b in backends if b not in backend_names()]
+    unknown += [b for b in backends if b not in (*backend_names(), "auto")]  # auto: frontend/auto.py
     cold = default_cold(workloads) if args.cold is None else [w for w in args.cold if w != "none"]
     unknown += [w for w in cold if w not in WORKLOADS and w not in unknown]
     if unknown:
