@@ -19,6 +19,7 @@ class Rewrite:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.builder = GraphBuilder(graph.name)
+        self.builder.assumptions = list(graph.assumptions)  # what the sizes must satisfy stays with the graph
         self.map: dict[Value, Value] = {old: self.builder.input(old.type) for old in graph.inputs}
 
     def __getitem__(self, old: Value) -> Value:

@@ -129,6 +129,17 @@ def test_assumptions_print_parse_and_are_checked():
         evaluate(g, [np.zeros((4, 2), np.float32), np.zeros(2, np.float32)])
 
 
+def test_passes_keep_the_assumptions():
+    from parity.ir.passes import PASSES, run_pipeline
+
+    b = GraphBuilder("g")
+    x = b.input(f32[S])
+    b.assume("divisible", S, 8)
+    g = b.build([b.add(b.exp(x), b.exp(x))])
+    lowered, _ = run_pipeline(g, list(PASSES.values()))
+    assert lowered.assumptions == g.assumptions and len(lowered.nodes) < len(g.nodes)
+
+
 def test_an_equality_assumption_on_one_mod_is_a_divisibility():
     assert str(Constraint("==", N % 4, 0)) == "N must be divisible by 4"
     assert str(Constraint("==", (N // 4) * 4, N)) == "N must be divisible by 4"
