@@ -19,10 +19,8 @@ Example::
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,6 +29,7 @@ from .builder import GraphBuilder
 from .dtypes import DType
 from .errors import ParseError, TypeRuleError
 from .graph import Graph, SourceLoc, Value
+from .lexer import Source, Token, tokenize
 from .opdef import AttrKind, AttrSpec
 from .sharding import GraphSharding, Mesh, PartitionSpec, ShardingError
 from .dims import Dim, parse_dim
@@ -39,30 +38,8 @@ from .types import TensorType
 __all__ = ["parse"]
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    kind: str  # VALUE IDENT INT FLOAT STRING HEX PUNCT EOF
-    text: str  # the source text (for STRING: the decoded string; for VALUE: the name without %)
-    pos: int  # offset of the first character in the source
-
-
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>[ \t\r\n]+)
-  | (?P<VALUE>%[A-Za-z0-9_.]+)
-  | (?P<HEX>0x[0-9a-fA-F]*)
-  | (?P<FLOAT>-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)|-(?:inf|nan)\b)
-  | (?P<INT>-?\d+)
-  | (?P<IDENT>[A-Za-z_][A-Za-z0-9_.]*)
-  | (?P<STRING>")
-  | (?P<PUNCT>->|//|[()\[\]{}<>,:=@*+%-])
-    """,
-    re.VERBOSE,
-)
 # Characters a dimension expression is written with (B*4, (S+1)//2, S%2); see ir/dims.py.
 _DIM_CHAR = re.compile(r"[A-Za-z0-9_*/%+()-]")
-_STRING_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
-_UNICODE_ESCAPE = re.compile(r"u\{([0-9a-fA-F]{1,6})\}")
 
 
 def parse(text: str) -> Graph:
@@ -78,8 +55,8 @@ def parse(text: str) -> Graph:
 class _Parser:
     def __init__(self, text: str):
         self.text = text
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.tokens = self._tokenize()
+        self.source = Source(text)
+        self.tokens = tokenize(self.source)
         self.i = 0
         self.builder: GraphBuilder | None = None
         self.env: dict[str, tuple[Value, int]] = {}  # name -> (value, line it was defined on)
@@ -87,61 +64,10 @@ class _Parser:
     # -- errors and positions ---------------------------------------------------------
 
     def error(self, message: str, pos: int) -> ParseError:
-        line = bisect.bisect_right(self.line_starts, pos)
-        start = self.line_starts[line - 1]
-        end = self.text.find("\n", start)
-        source = self.text[start: len(self.text) if end < 0 else end]
-        return ParseError(message, line, pos - start + 1, source)
+        return self.source.error(message, pos)
 
     def line_of(self, pos: int) -> int:
-        return bisect.bisect_right(self.line_starts, pos)
-
-    # -- tokens -----------------------------------------------------------------------
-
-    def _tokenize(self) -> list[Token]:
-        tokens, pos, text = [], 0, self.text
-        while pos < len(text):
-            m = _TOKEN.match(text, pos)
-            if m is None:
-                raise self.error(f"unexpected character {text[pos]!r}", pos)
-            kind = m.lastgroup
-            if kind == "STRING":
-                value, end = self._read_string(pos)
-                tokens.append(Token("STRING", value, pos))
-                pos = end
-                continue
-            if kind != "ws":
-                word = m.group()
-                tokens.append(Token(kind, word[1:] if kind == "VALUE" else word, pos))
-            pos = m.end()
-        # An error at the end points just past the last token, not at a blank last line.
-        end = len(text.rstrip(" \t\r\n"))
-        tokens.append(Token("EOF", "", end))
-        return tokens
-
-    def _read_string(self, start: int) -> tuple[str, int]:
-        """Decode the string literal whose opening quote is at ``start``; return it and its end."""
-        text, out, pos = self.text, [], start + 1
-        while True:
-            if pos >= len(text) or text[pos] == "\n":
-                raise self.error("unterminated string (escape newlines as \\n)", start)
-            ch = text[pos]
-            if ch == '"':
-                return "".join(out), pos + 1
-            if ch != "\\":
-                out.append(ch)
-                pos += 1
-                continue
-            nxt = text[pos + 1: pos + 2]
-            if nxt in _STRING_ESCAPES:
-                out.append(_STRING_ESCAPES[nxt])
-                pos += 2
-                continue
-            m = _UNICODE_ESCAPE.match(text, pos + 1)
-            if nxt != "u" or m is None or int(m.group(1), 16) > 0x10FFFF:
-                raise self.error(r'unknown escape; strings know \\ \" \n \t \r and \u{hex}', pos)
-            out.append(chr(int(m.group(1), 16)))
-            pos = m.end()
+        return self.source.line_of(pos)
 
     @property
     def tok(self) -> Token:
