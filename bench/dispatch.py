@@ -8,7 +8,8 @@ the process's CPU time; a sample is one batch's time per call):
 - the capture layers, each with a do-nothing compiled function: ``dynamo only``
   (Dynamo's guards and frame), ``aot wrapper`` (AOTAutograd's runtime wrapper on top,
   the compiled function returning a precomputed result);
-- ``parity[NAME]`` as a user calls it; ``NAME CompiledGraph``: parity's boxed callable
+- ``parity[NAME]`` as a user calls it, and with ``fast_path=True`` (frontend/fast_path.py:
+  a seen signature skips Dynamo); ``NAME CompiledGraph``: parity's boxed callable
   alone (torch tensors in and out: the conversions plus the executable);
   ``NAME executable``: the backend's executable alone on a NumPy array;
 - ``tensor → numpy → tensor``: the conversions alone (``array_converter`` +
@@ -85,6 +86,9 @@ def _calls(x, backends: Sequence[str], threads: int) -> dict[str, Callable[[], o
         f(x)
         graphs = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
         calls[f"parity[{name}]"] = lambda f=f: f(x)
+        fast = parity.compile(_own(), backend=name, fast_path=True)
+        fast(x)
+        calls[f"parity[{name}] fast_path"] = lambda f=fast: f(x)
         if len(graphs) == 1:
             run = graphs[0]
             calls[f"{name} executable"] = lambda run=run: run(array)

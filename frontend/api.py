@@ -22,12 +22,14 @@ from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from .auto import AutoBackend, resolve_auto_options
 from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
+from .fast_path import FastPath
 from .sharding import configure
 
 
 def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
-            out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None):
+            out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None,
+            fast_path: bool = False):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -47,11 +49,14 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     ``backend="auto"`` picks per graph the fastest backend that claims its ops and is
     conformant for them (frontend/auto.py; ``auto=AutoOptions(budget_s=...)`` tunes it,
     ``$PARITY_BACKEND`` forces one backend, ``parity.auto_choices`` shows what it chose).
+    ``fast_path=True`` (functions only) lets calls whose tensor signature was seen before
+    skip Dynamo's guards, like ``jax.jit``: only for functions that read no Python state
+    besides their tensor arguments (frontend/fast_path.py says exactly when it applies).
     """
     if fn_or_module is None:
         return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
                                  mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
-                                 cache_dir=cache_dir, auto=auto)
+                                 cache_dir=cache_dir, auto=auto, fast_path=fast_path)
     if backend == AUTO:
         auto = resolve_auto_options(auto)
         backend = auto.forced or backend  # $PARITY_BACKEND (or AutoOptions.forced) wins
@@ -67,6 +72,8 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
                                      auto=auto if backend == AUTO else None), warned)
     if isinstance(fn_or_module, torch.nn.Module):
         return CompiledModule(fn_or_module, session, traced)
+    if fast_path:
+        return FastCompiledFunction(fn_or_module, session, traced)
     return CompiledFunction(fn_or_module, session, traced)
 
 
@@ -102,6 +109,27 @@ class CompiledFunction:
         # The hot path is this one call; errors are sorted out only when there is one.
         try:
             return self._compiled(*args, **kwargs)
+        except Exception as err:
+            _raise_user_error(err, self.fn, args, kwargs)
+            raise
+
+
+class FastCompiledFunction(CompiledFunction):
+    """A :class:`CompiledFunction` with ``fast_path=True``: see frontend/fast_path.py."""
+
+    def __init__(self, fn, session: Session, traced=None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.session = session
+        self.options = session.options
+        self.fast_path = FastPath()
+        code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
+        backend = self.fast_path.wrap_backend(make_dynamo_backend(session), code)
+        self._compiled = torch.compile(traced or fn, backend=backend, dynamic=_dynamic(session))
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self.fast_path.call(self._compiled, args, kwargs)
         except Exception as err:
             _raise_user_error(err, self.fn, args, kwargs)
             raise

@@ -1,0 +1,131 @@
+"""``parity.compile(..., fast_path=True)``: calls with a signature seen before skip Dynamo.
+
+Dynamo checks its guards on every call (~15–20 µs for a tiny function, and its code
+evicts the runtime's caches: dispatch.md). With ``fast_path=True`` a compiled function
+keeps, per call signature, the function Dynamo calls for it (AOTAutograd's runtime
+wrapper around parity's executable), and calls it directly, like ``jax.jit``'s cache:
+
+- **The signature**: every positional argument is a plain CPU ``torch.Tensor`` that does
+  not require grad (its dtype, shape and strides are the key), no keyword arguments,
+  and grad mode, inference mode and autocast as they were.
+- **When an entry is made**: the call that missed ran through Dynamo as usual, ran exactly
+  one captured graph, which Dynamo traced from the whole function (no graph break) with
+  no Python side effects to replay (list appends, attribute stores, ...), that graph's inputs were exactly the call's arguments (no
+  parameters, globals or closure tensors lifted as inputs) and the call returned exactly
+  the graph's outputs (one tensor, or a tuple or list of them in order). Anything else
+  (graph breaks, Python work around the graph, modules) keeps taking Dynamo's path.
+- **What is not checked again** (as under ``jax.jit``): Python state the function reads
+  besides its tensor arguments (globals, closure values, flags) and its Python side
+  effects happen once, at the call that made the entry. A function that depends on
+  such state must not use ``fast_path=True``.
+
+Example::
+
+    >>> import torch, parity
+    >>> f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="reference", fast_path=True)
+    >>> f(torch.ones(2)).tolist(), f(torch.zeros(2)).tolist(), len(f.fast_path.entries)
+    ([3.0, 3.0], [1.0, 1.0], 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+
+def signature(args: tuple, kwargs: dict):
+    """The fast path's key for a call, or None when the call is not eligible."""
+    if kwargs:
+        return None
+    key = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.is_autocast_enabled()]
+    for a in args:
+        if type(a) is not torch.Tensor or a.requires_grad or a.device.type != "cpu":
+            return None
+        key.append((a.dtype, a.shape, a.stride()))
+    return tuple(key)
+
+
+class FastPath:
+    """Signature → the function Dynamo would call, for the calls that qualify (see the module)."""
+
+    def __init__(self):
+        self.entries: dict[tuple, Callable] = {}
+        self._calls: list | None = None  # while a missed call runs: (args, outputs) of each graph run
+
+    def wrap_backend(self, backend: Callable, code) -> Callable:
+        """A Dynamo backend that returns ``backend``'s function, watched while a miss records
+        when it is the whole of ``code``'s frame (the user's function) without side effects."""
+
+        def watched_backend(gm, example_inputs):
+            compiled = backend(gm, example_inputs)
+            if not _whole_pure_frame(code):
+                return compiled
+
+            def watched(*args):
+                outputs = compiled(*args)
+                if self._calls is not None:
+                    self._calls.append((args, outputs, compiled))
+                return outputs
+
+            return watched
+
+        return watched_backend
+
+    def call(self, compiled: Callable, args: tuple, kwargs: dict):
+        """Run ``compiled`` (Dynamo's path) or the entry for this signature."""
+        key = signature(args, kwargs)
+        if key is not None:
+            entry = self.entries.get(key)
+            if entry is not None:
+                return entry(args)
+        self._calls = calls = [] if key is not None else None
+        try:
+            result = compiled(*args, **kwargs)
+        finally:
+            self._calls = None
+        if key is not None and len(calls) == 1:
+            entry = _entry(calls[0], args, result)
+            if entry is not None:
+                self.entries[key] = entry
+        return result
+
+
+def _whole_pure_frame(code) -> bool:
+    """Whether the graph Dynamo is compiling now is all of ``code``'s frame (no graph break,
+    not a resume function) and Dynamo recorded no Python side effects to replay after it."""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        from torch._dynamo.variables.base import AttributeMutationExisting, ValueMutationExisting
+
+        tx = InstructionTranslator.current_tx()
+        output, effects = tx.output, tx.output.side_effects
+        if tx.f_code is not code or output.compile_subgraph_reason.graph_break:
+            return False
+        if effects.tensor_hooks or effects.save_for_backward:
+            return False
+        # Objects made inside the frame may change freely; a change to one that existed
+        # before the call (a list appended to, an attribute stored) is replayed by Dynamo.
+        existing = (AttributeMutationExisting, ValueMutationExisting)
+        return not any(isinstance(getattr(v, "mutation_type", None), existing)
+                       for v in effects.id_to_variable.values() if effects.is_modified(v))
+    except Exception:  # Dynamo's internals moved: no fast path, never a wrong one
+        return False
+
+
+def _entry(call, args: tuple, result):
+    """The direct call for one recorded graph run, or None if the run does not qualify."""
+    graph_args, outputs, compiled = call
+    if len(graph_args) != len(args) or any(g is not a for g, a in zip(graph_args, args)):
+        return None
+    outputs = list(outputs)
+    if isinstance(result, torch.Tensor):
+        if len(outputs) == 1 and outputs[0] is result:
+            return lambda a: compiled(*a)[0]
+        return None
+    if type(result) in (tuple, list) and len(result) == len(outputs) and all(
+            r is o for r, o in zip(result, outputs)):
+        kind = type(result)
+        return lambda a: kind(compiled(*a))
+    return None
