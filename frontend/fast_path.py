@@ -6,18 +6,21 @@ keeps, per call signature, the function Dynamo calls for it (AOTAutograd's runti
 wrapper around parity's executable), and calls it directly, like ``jax.jit``'s cache:
 
 - **The signature**: every positional argument is a plain CPU ``torch.Tensor`` that does
-  not require grad (its dtype, shape and strides are the key), no keyword arguments,
-  and grad mode, inference mode and autocast as they were.
+  not require grad (its dtype, shape and strides are the key), no two share memory, no
+  keyword arguments, and grad mode, inference mode and autocast as they were.
 - **When an entry is made**: the call that missed ran through Dynamo as usual, ran exactly
   one captured graph, which Dynamo traced from the whole function (no graph break) with
-  no Python side effects to replay (list appends, attribute stores, ...), that graph's inputs were exactly the call's arguments (no
-  parameters, globals or closure tensors lifted as inputs) and the call returned exactly
-  the graph's outputs (one tensor, or a tuple or list of them in order). Anything else
-  (graph breaks, Python work around the graph, modules) keeps taking Dynamo's path.
-- **What is not checked again** (as under ``jax.jit``): Python state the function reads
-  besides its tensor arguments (globals, closure values, flags) and its Python side
-  effects happen once, at the call that made the entry. A function that depends on
-  such state must not use ``fast_path=True``.
+  no side effect on objects that existed before the call (list appends, attribute or
+  global stores), that graph's inputs were the call's arguments (in any order, unused
+  ones left out; no parameters, globals or closure tensors lifted as inputs) and the call
+  returned exactly the graph's outputs (one tensor, or a tuple or list of them in order).
+  Anything else (graph breaks, Python work around the graph, modules) keeps taking
+  Dynamo's path. In-place updates of the arguments still happen (AOTAutograd's wrapper
+  applies them).
+- **What is not checked again** (as under ``jax.jit``): Python values the function reads
+  besides its tensor arguments (globals, closure values, flags) are those of the call
+  that made the entry. A function whose result depends on such values changing must
+  not use ``fast_path=True``.
 
 Example::
 
@@ -39,10 +42,14 @@ def signature(args: tuple, kwargs: dict):
     if kwargs:
         return None
     key = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.is_autocast_enabled()]
+    storages = set()
     for a in args:
         if type(a) is not torch.Tensor or a.requires_grad or a.device.type != "cpu":
             return None
         key.append((a.dtype, a.shape, a.stride()))
+        storages.add(a.untyped_storage().data_ptr())
+    if len(storages) != len(args):
+        return None  # arguments sharing memory: AOTAutograd's wrapper for them assumes that aliasing
     return tuple(key)
 
 
@@ -117,15 +124,21 @@ def _whole_pure_frame(code) -> bool:
 def _entry(call, args: tuple, result):
     """The direct call for one recorded graph run, or None if the run does not qualify."""
     graph_args, outputs, compiled = call
-    if len(graph_args) != len(args) or any(g is not a for g, a in zip(graph_args, args)):
-        return None
+    # Dynamo orders the graph's inputs by first use, and drops unused arguments.
+    order = []
+    for g in graph_args:
+        found = [i for i, a in enumerate(args) if a is g]
+        if len(found) != 1:
+            return None  # an input that is not one of the call's arguments (a closure tensor, ...)
+        order.append(found[0])
+    run = compiled if order == list(range(len(args))) else (lambda *a: compiled(*[a[i] for i in order]))
     outputs = list(outputs)
     if isinstance(result, torch.Tensor):
         if len(outputs) == 1 and outputs[0] is result:
-            return lambda a: compiled(*a)[0]
+            return lambda a: run(*a)[0]
         return None
     if type(result) in (tuple, list) and len(result) == len(outputs) and all(
             r is o for r, o in zip(result, outputs)):
         kind = type(result)
-        return lambda a: kind(compiled(*a))
+        return lambda a: kind(run(*a))
     return None

@@ -121,3 +121,24 @@ def test_global_and_attribute_stores_keep_running():
         g(torch.ones(2))
     assert COUNTER == 3 and box.n == 3
     assert f.fast_path.entries == {} and g.fast_path.entries == {}
+
+
+def test_arguments_sharing_memory_take_dynamo():
+    f = _compile(lambda x, y: x + 2 * y)
+    x = torch.ones(3)
+    f(x, x)
+    f(x, x)
+    assert f.fast_path.entries == {}
+    a, b = torch.ones(3), torch.zeros(3)
+    torch.testing.assert_close(f(a, b), a + 2 * b)
+    torch.testing.assert_close(f(a, b), a + 2 * b)
+    assert len(f.fast_path.entries) == 1
+    torch.testing.assert_close(f(b, b[:]), 3 * b)  # a view of the same storage: not the entry's case
+
+
+def test_graph_inputs_in_another_order_or_unused():
+    f = _compile(lambda x, y, unused: 2 * y - x)
+    for _ in range(2):
+        x, y, z = torch.randn(3), torch.randn(3), torch.randn(3)
+        torch.testing.assert_close(f(x, y, z), 2 * y - x)
+    assert len(f.fast_path.entries) == 1
