@@ -35,7 +35,7 @@ import torch
 from ..ir.graph import Graph
 from .errors import FrontendError
 from .outputs import PREFIX, FlatOutputs
-from .specialize import GuardLog, SpecializedDimension
+from .specialize import GuardLog, SpecializedDimension, size_bounds, suggested_ranges, with_ranges
 
 
 @dataclass
@@ -110,19 +110,35 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
     # strict=True traces with Dynamo, which records the user's whole stack per node;
     # non-strict export keeps only frames named "forward" (a plain function has none).
     module = FlatOutputs(fn)
-    try:
-        with GuardLog() as guards:  # which op and line added each guard: named if a dynamic dim is fixed
-            exported = torch.export.export(module, tuple(args), kwargs or None, strict=True,
-                                           dynamic_shapes=_wrapper_dynamic_shapes(fn, dynamic_shapes))
-    except torch._dynamo.exc.TorchDynamoException as exc:
-        error = DataDependentCapture.of(exc, fn, kwargs) or SpecializedDimension.of(exc, guards)
-        if error is None:
-            raise
-        raise error from exc
+    for attempt in range(2):
+        try:
+            with GuardLog() as guards:  # which op and line added each guard: named if a dynamic dim is fixed
+                exported = torch.export.export(module, tuple(args), kwargs or None, strict=True,
+                                               dynamic_shapes=_wrapper_dynamic_shapes(fn, dynamic_shapes, kwargs,
+                                                                                     len(args)))
+            break
+        except torch._dynamo.exc.TorchDynamoException as exc:
+            # A bound the model has (seq <= max positions) is no specialization: export within it
+            ranges = suggested_ranges(exc)
+            if ranges and attempt == 0:
+                dynamic_shapes = with_ranges(dynamic_shapes, ranges)
+                continue
+            error = DataDependentCapture.of(exc, fn, kwargs) or SpecializedDimension.of(exc, guards)
+            if error is None:
+                raise
+            raise error from exc
+        except AssertionError as exc:
+            if "tree_name" not in str(exc) or not kwargs or not dynamic_shapes:
+                raise
+            raise FrontendError(  # torch 2.13's export of forward(*args, **kwargs) with dynamic kwargs
+                f"dynamic dims of keyword arguments ({', '.join(kwargs)}) cannot be captured: torch.export fails "
+                f"on them ({exc})\n  fix: pass those tensors positionally, e.g. parity.export(model, "
+                f"({', '.join(kwargs)},), input_names={list(kwargs)}, dynamic_dims=...)") from exc
     exported = exported.run_decompositions(decomposition_table())
     signature = exported.graph_signature
     translation = fx_to_ir(exported.graph_module, name=_graph_name(fn), backend=None)
     graph, _ = dce(translation.graph)
+    graph.assumptions = graph.assumptions + size_bounds(exported)
 
     user_names = iter(_user_input_names(fn, args, kwargs, signature))
     placeholder_names = []
@@ -207,9 +223,11 @@ def _unprefixed(name: str) -> str:
     return name[len(PREFIX):] if name.startswith(PREFIX) else name
 
 
-def _wrapper_dynamic_shapes(fn, dynamic_shapes):
+def _wrapper_dynamic_shapes(fn, dynamic_shapes, kwargs=None, positional_count=0):
     """torch.export's ``dynamic_shapes`` for the wrapper's ``forward(*args, **kwargs)``: a
-    tuple is the positional arguments'; a dict keyed by ``fn``'s parameter names is split."""
+    tuple is the positional arguments'; a dict keyed by ``fn``'s parameter names is split
+    into the positional ones and those passed as keyword arguments (``kwargs``: a BERT's
+    ``input_ids=``)."""
     if dynamic_shapes is None:
         return None
     if isinstance(dynamic_shapes, (tuple, list)):
@@ -217,11 +235,17 @@ def _wrapper_dynamic_shapes(fn, dynamic_shapes):
     import inspect
 
     target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    passed = set(kwargs or ())
     positional = [p.name for p in inspect.signature(target).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in passed]
     given = [n for n in positional if n in dynamic_shapes]
     args = tuple(dynamic_shapes.get(n) for n in positional[:positional.index(given[-1]) + 1]) if given else ()
-    return {"args": args, "kwargs": {k: v for k, v in dynamic_shapes.items() if k not in positional}}
+    named = {k: v for k, v in dynamic_shapes.items() if k not in positional}
+    if not passed:
+        return {"args": args, "kwargs": named}
+    # torch.export wants one entry per keyword argument, and no "args" when none are passed
+    named = {k: named.get(k) for k in kwargs}
+    return {"args": args, "kwargs": named} if args or positional_count else {"kwargs": named}
 
 
 def _output_layout(exported) -> tuple[list[str | None], list[str]]:

@@ -118,3 +118,61 @@ def _user_line(text: str) -> tuple[str, str] | None:
         return None
     file, line, function, code = frames[-1]
     return f"{code.strip()}  # {file}:{line} in {function}", ""
+
+
+# -- ranges: bounds the model has, which are not specializations ---------------------------
+
+_RANGE = re.compile(r"Dim\('(\w+)'((?:, (?:min|max)=\d+)*)\)")
+
+
+def suggested_ranges(exc: BaseException) -> dict[str, dict[str, int]] | None:
+    """torch's suggested fixes when every one only bounds a dim (``seq = Dim('seq', max=64)``:
+    the model's position table), as {dim: {"min"/"max": bound}}; else None."""
+    text = str(exc)
+    if "Suggested fixes:" not in text:
+        return None
+    fixes = re.findall(r"^\s+(\w+) = (.+?)\s*$", text.split("Suggested fixes:", 1)[1], re.M)
+    ranges = {}
+    for dim, value in fixes:
+        m = _RANGE.fullmatch(value)
+        if m is None or m.group(1) != dim:
+            return None
+        ranges[dim] = {k: int(v) for k, v in re.findall(r"(min|max)=(\d+)", m.group(2))}
+    return ranges or None
+
+
+def with_ranges(dynamic_shapes, ranges: dict[str, dict[str, int]], made: dict | None = None):
+    """``dynamic_shapes`` (tuples/dicts of {axis: Dim}) with each named Dim given its range
+    (one new Dim per name, shared where the old one was)."""
+    import torch
+
+    made = {} if made is None else made
+
+    def dim(d):
+        name = getattr(d, "__name__", None)
+        if name not in ranges:
+            return d
+        return made.setdefault(name, torch.export.Dim(name, **ranges[name]))
+
+    if isinstance(dynamic_shapes, dict) and all(isinstance(k, int) for k in dynamic_shapes):
+        return {axis: dim(d) for axis, d in dynamic_shapes.items()}
+    if isinstance(dynamic_shapes, dict):
+        return {k: with_ranges(v, ranges, made) for k, v in dynamic_shapes.items()}
+    if isinstance(dynamic_shapes, (tuple, list)):
+        return type(dynamic_shapes)(with_ranges(v, ranges, made) for v in dynamic_shapes)
+    return dynamic_shapes
+
+
+def size_bounds(exported) -> tuple:
+    """The finite upper bounds torch.export found for the graph's symbols (``s3 <= 64``), as
+    IR constraints; lower bounds are left out: torch's >= 2 only reflects its 0/1
+    specialization while tracing, and the graph runs at 1."""
+    from ..ir.constraints import Constraint
+    from ..ir.dims import Symbol
+
+    bounds = []
+    for symbol, values in exported.range_constraints.items():
+        upper = values.upper
+        if getattr(upper, "is_Integer", False) and getattr(symbol, "is_Symbol", False):  # int_oo is not
+            bounds.append(Constraint(">=", int(upper), Symbol(str(symbol)), "torch.export: the model's range"))
+    return tuple(bounds)

@@ -72,6 +72,8 @@ class Constraint:
 
     @property
     def fact(self) -> str:
+        if self.kind == ">=" and isinstance(self.lhs, int) and not isinstance(self.rhs, int):
+            return f"{self.rhs} must be <= {self.lhs}"  # an upper bound reads bound last
         return _KINDS[self.kind][1].format(lhs=self.lhs, rhs=self.rhs)
 
     def __str__(self) -> str:

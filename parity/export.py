@@ -77,12 +77,13 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     user_names = list(input_names) if input_names is not None else _parameter_names(fn, len(args))
     if len(user_names) != len(args):
         raise ExportError(f"{len(user_names)} input names for {len(args)} arguments: {user_names}")
-    unknown = set(dynamic_dims or {}) - set(user_names)
+    unknown = set(dynamic_dims or {}) - set(user_names) - set(kwargs or {})
     if unknown:
         raise ExportError(f"dynamic_dims names {sorted(unknown)}, which are not inputs {user_names}")
     rename = dict(zip(_parameter_names(fn, len(args)), user_names))
     program = (_trace(fn, args, list(rename)) if _traceable(fn, args, kwargs, dynamic_dims) else
-               capture_program(fn, *args, dynamic_shapes=_dynamic_shapes(user_names, args, dynamic_dims),
+               capture_program(fn, *args, dynamic_shapes=_dynamic_shapes(user_names, list(rename), args,
+                                                                          kwargs, dynamic_dims),
                                **dict(kwargs or {})))
     for note in program.notes:
         warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=2)
@@ -176,15 +177,23 @@ def _parameter_names(fn, count: int) -> list[str]:
     return names + [f"input{i}" for i in range(len(names), count)]
 
 
-def _dynamic_shapes(names, args, dynamic_dims):
-    """torch.export's dynamic_shapes for ``dynamic_dims`` (one Dim object per dim name)."""
+def _dynamic_shapes(names, params, args, kwargs, dynamic_dims):
+    """torch.export's dynamic_shapes for ``dynamic_dims`` (one Dim object per dim name): a
+    tuple for positional arguments (``names``: the caller's names for them), or, when a
+    keyword argument has dynamic dims, a dict keyed by parameter names (``params``)."""
     if not dynamic_dims:
         return None
     import torch
 
     dims = {}
-    return tuple({axis: dims.setdefault(d, torch.export.Dim(d)) for axis, d in dynamic_dims[n].items()}
-                 if n in dynamic_dims else None for n, _ in zip(names, args))
+
+    def spec(name):
+        return {axis: dims.setdefault(d, torch.export.Dim(d)) for axis, d in dynamic_dims[name].items()}
+
+    if not any(k in dynamic_dims for k in kwargs or {}):
+        return tuple(spec(n) if n in dynamic_dims else None for n, _ in zip(names, args))
+    shapes = {p: spec(n) for p, n in zip(params, names) if n in dynamic_dims}
+    return shapes | {k: spec(k) for k in kwargs if k in dynamic_dims}
 
 
 def _named_inputs(program, rename: Mapping[str, str], params: str) -> tuple[Graph, list[str]]:

@@ -59,19 +59,34 @@ def _static(ctx: TranslationContext, dim, what: str) -> int:
 def slice_values(ctx: TranslationContext, x, dim: int, start, end, step: int = 1):
     """x[start:end:step] along ``dim`` with Python's clamping of out-of-range bounds.
 
-    Only the sliced dim needs a static size (or the slice must keep it whole); the others
-    may be symbolic."""
-    if isinstance(x.type.shape[dim], DimExpr) and start in (None, 0) and step == 1 and (end is None or end >= 2**62):
-        return x  # x[:] of a symbolic dim (torch spells the open end as sys.maxsize)
-    size = _static(ctx, x.type.shape[dim], "slice")
+    With symbolic sizes or bounds (``x[:, :seq]``, ``x[:, :4]`` of a dynamic dim) the bounds
+    are taken as they are: torch guarded ``0 <= start <= end <= size`` while tracing, and
+    the IR's slice requires the same of every size, checked when sizes are bound."""
+    size = x.type.shape[dim]
+    open_end = end is None or isinstance(end, int) and end >= 2**62  # torch spells it sys.maxsize
+    if isinstance(size, DimExpr) and start in (None, 0) and step == 1 and open_end:
+        return x  # x[:] of a symbolic dim
+    if any(isinstance(v, DimExpr) for v in (size, start, end)):
+        start = 0 if start is None else start
+        end = size if open_end else end
+        if any(isinstance(v, int) and v < 0 for v in (start, end)):
+            unsupported(f"slice [{start}:{end}] counts from the end of the symbolic size {size}")
+        if isinstance(start, DimExpr):
+            unsupported(f"slice [{start}:{end}]: the IR's slice starts at a static index")
+        return _slice(ctx, x, dim, start, end, step)
     start = 0 if start is None else start
     end = size if end is None else end
     start = max(0, min(size, start + size if start < 0 else start))
     end = max(start, min(size, end + size if end < 0 else end))
+    return _slice(ctx, x, dim, start, end, step)
+
+
+def _slice(ctx: TranslationContext, x, dim: int, start, end, step):
+    size = x.type.shape[dim]
     if (start, end, step) == (0, size, 1):
         return x
     starts = [0] * x.type.rank
-    limits = list(x.type.shape)  # a symbolic limit keeps its dim whole
+    limits = list(x.type.shape)
     strides = [1] * x.type.rank
     starts[dim], limits[dim], strides[dim] = start, end, step
     return ctx.b.slice(x, start_indices=starts, limit_indices=limits, strides=strides)

@@ -81,3 +81,45 @@ def test_a_dim_tied_to_another_is_an_error_naming_the_op(tmp_path):
 def test_equal_example_sizes_stay_separate_dims(tmp_path):
     proto = _export(lambda x: x.sum(1) * 2, torch.randn(4, 4), dims={0: "batch", 1: "seq"}, tmp_path=tmp_path)
     assert [d.dim_param for d in proto.graph.input[0].type.tensor_type.shape.dim] == ["batch", "seq"]
+
+
+class Positions(torch.nn.Module):
+    """A learned position table of 16 rows: the sequence can be at most 16 long."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(16, 4))
+        self.register_buffer("ids", torch.arange(16).unsqueeze(0))
+
+    def forward(self, x):  # x [B, S, 4]
+        return x + self.table[self.ids[:, : x.shape[1]]]
+
+
+def test_a_bound_the_model_has_is_kept_as_an_assumption_not_a_specialization():
+    from parity.frontend.capture import capture_program
+
+    dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}
+    program = capture_program(Positions(), torch.randn(2, 5, 4), dynamic_shapes=(dims,))
+    seq = program.graph.inputs[-1].type.shape[1]
+    assert [str(c) for c in program.graph.assumptions] == [f"{seq} must be <= 16 (torch.export: the model's range)"]
+    model = Positions()
+    for length in (1, 7, 16):
+        x = torch.randn(3, length, 4)
+        (got,) = program.run(x)
+        torch.testing.assert_close(got, Positions.forward(_with_state(model, program), x))
+    with pytest.raises(parity.ir.ParityError, match=rf"the model's range: {seq} must be <= 16, but {seq} = 17"):
+        program.run(torch.randn(1, 17, 4))
+
+
+def _with_state(model, program):
+    model.load_state_dict({k: v for k, v in program.state.items()}, strict=False)
+    return model
+
+
+def test_dynamic_dims_of_keyword_arguments_say_to_pass_them_positionally(tmp_path):
+    def f(x):
+        return x * 2
+
+    with pytest.raises(parity.ir.ParityError, match="pass those tensors positionally"):
+        parity.export(f, (), kwargs={"x": torch.randn(2, 3)}, path=tmp_path / "k.onnx",
+                      dynamic_dims={"x": {0: "batch"}})
