@@ -28,10 +28,11 @@ backend for ``backend="auto"``.
 Example::
 
     >>> import torch, parity
-    >>> f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="auto", auto=parity.AutoOptions(budget_s=0.01))
+    >>> options = parity.AutoOptions(budget_s=0.01, candidates=("onnx", "xla"))
+    >>> f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="auto", auto=options)
     >>> f(torch.tensor([-1.0, 1.0])).tolist()
     [0.0, 3.0]
-    >>> parity.auto_choices(f)[0].choice in ("xla", "onnx", "reference")
+    >>> parity.auto_choices(f)[0].choice in ("onnx", "xla")
     True
 """
 
