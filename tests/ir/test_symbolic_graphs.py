@@ -183,3 +183,17 @@ def test_dot_general_contraction_sizes_print_both_expressions(lhs, rhs, message)
         b.dot_general(b.input(lhs), b.input(rhs), **dims)
     assert message in str(info.value)
     assert b.dot_general(b.input(lhs), b.input(f32[2, lhs.shape[0]]), **dims).type == f32[2, 2]
+
+
+def test_the_verifier_checks_expression_types():
+    from parity.ir import Graph, Node, VerifyError, verify
+
+    verify(attention_graph())
+    b = GraphBuilder("g")
+    x = b.input(f32[B * 4, S])
+    wrong = Node("exp", [x], {}, [f32[B * 3, S]])
+    with pytest.raises(VerifyError, match=r"result types \(f32\[B\*3,S\]\) differ from what the type rule infers "
+                                          r"\(f32\[B\*4,S\]\)"):
+        verify(Graph("g", [x], [wrong], wrong.outputs))
+    flat = b.reshape(x, shape=(B * S * 4,))
+    verify(b.build([flat]))
