@@ -60,3 +60,15 @@ def test_the_captured_graph_computes_sizes_from_the_dynamic_ones():
     batch, seq = x.type.shape[:2]
     assert isinstance(batch, DimExpr) and isinstance(seq, DimExpr)
     assert f"f32[{batch * 4},{seq},8]" in str(forward)  # the heads, B*4 (printed in the IR's normal form)
+
+
+def test_mark_dynamic_on_batch_and_sequence_also_captures_once():
+    counters.clear()
+    layer = _layer()
+    compiled = parity.compile(layer, backend="onnx")
+    for batch, seq in SIZES:
+        x = torch.randn(batch, seq, 32)
+        torch._dynamo.mark_dynamic(x, 0)
+        torch._dynamo.mark_dynamic(x, 1)
+        torch.testing.assert_close(compiled(x), layer(x), rtol=1e-5, atol=2e-6)
+    assert counters["stats"]["unique_graphs"] == 1 and STATS["translations"] == 2
