@@ -8,7 +8,7 @@ from torch.utils._sympy.functions import CleanDiv, FloorDiv, Mod, ModularIndexin
 
 import parity
 from parity.frontend.specialize import SpecializedDimension
-from parity.frontend.translate import UntranslatedCase, sympy_dim
+from parity.frontend.sizes import UntranslatedCase, sympy_dim
 from parity.ir import Symbol
 
 s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)
