@@ -281,9 +281,9 @@ def test_type_rule_errors(op, types, attrs, needles):
 # -- op table entries --------------------------------------------------------------------------
 
 TABLE = [
-    ("gather", Accuracy.EXACT, {Group.INDEXING, Group.EXACT}, 1),
+    ("gather", Accuracy.EXACT, {Group.INDEXING, Group.EXACT, Group.SELECTS}, 1),
     ("scatter", Accuracy.ACCUMULATION, {Group.INDEXING}, 2),
-    ("dynamic_slice", Accuracy.EXACT, {Group.INDEXING, Group.EXACT}, 0),
+    ("dynamic_slice", Accuracy.EXACT, {Group.INDEXING, Group.EXACT, Group.SELECTS}, 0),
     ("dynamic_update_slice", Accuracy.EXACT, {Group.INDEXING, Group.EXACT}, 0),
 ]
 
