@@ -8,8 +8,11 @@ then times the first call. Candidates:
 - ``cold[NAME]``: ``parity.compile(fn, backend=NAME, cache_dir=<empty dir>)``'s first call.
 - ``warm[NAME]``: the same with the directory a cold run filled: capture (Dynamo +
   AOTAutograd + translation to IR) still runs; the backend's compile is read from disk.
+- ``cold/warm[NAME, fast_path]``: with ``fast_path=True`` too: a warm process reads the
+  call signature's entry (IR graph and calling plan) and skips capture altogether
+  (frontend/fast_path_disk.py).
 
-Rounds are interleaved (eager, then each backend warm) and medians reported, with
+Rounds are interleaved (eager, then each backend warm, without and with the fast path) and medians reported, with
 ``backend_s``: the time inside ``compiled_executable`` (compile, or load from disk).
 
     python -m parity.bench.warm_start --workload encoder --rounds 3
@@ -53,7 +56,7 @@ def _child(workload: str, mode: str, backend: str, cache_dir: str, quick: bool) 
             spent[0] += time.perf_counter() - t
 
     compiler.compiled_executable = timed
-    f = api.compile(case.torch_fn, backend=backend, cache_dir=cache_dir)
+    f = api.compile(case.torch_fn, backend=backend, cache_dir=cache_dir, fast_path=mode == "fast")
     t0 = time.perf_counter()
     f(*case.inputs)
     first = time.perf_counter() - t0
@@ -72,13 +75,18 @@ def _run(args: list[str]) -> dict:
 def measure(workload: str, backends: list[str], rounds: int, quick: bool) -> dict:
     results: dict[str, list[dict]] = {"eager": []}
     with tempfile.TemporaryDirectory(prefix="parity-warm-") as root:
+        modes = [("parity", ""), ("fast", ", fast_path")]
         for name in backends:
-            results[f"cold[{name}]"] = [_run([workload, "parity", name, os.path.join(root, name), str(quick)])]
-            results[f"warm[{name}]"] = []
+            for mode, label in modes:
+                where = os.path.join(root, name + mode)
+                results[f"cold[{name}{label}]"] = [_run([workload, mode, name, where, str(quick)])]
+                results[f"warm[{name}{label}]"] = []
         for _ in range(rounds):
             results["eager"].append(_run([workload, "eager", "-", "-", str(quick)]))
             for name in backends:
-                results[f"warm[{name}]"].append(_run([workload, "parity", name, os.path.join(root, name), str(quick)]))
+                for mode, label in modes:
+                    where = os.path.join(root, name + mode)
+                    results[f"warm[{name}{label}]"].append(_run([workload, mode, name, where, str(quick)]))
     return results
 
 

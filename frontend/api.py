@@ -23,6 +23,7 @@ from ..ir.errors import ParityError
 from .auto import AutoBackend, resolve_auto_options
 from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
 from .fast_path import FastPath
+from .fast_path_disk import function_key
 from .sharding import configure
 
 
@@ -122,7 +123,10 @@ class FastCompiledFunction(CompiledFunction):
         self.fn = fn
         self.session = session
         self.options = session.options
-        self.fast_path = FastPath()
+        fn_key = function_key(fn) if session.options.cache_dir and session.options.backend != AUTO \
+            and traced is None else None
+        self.fast_path = FastPath(persist=(fn_key, session.options) if fn_key else None)
+        session.on_compiled = self.fast_path.on_compiled
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
         backend = self.fast_path.wrap_backend(make_dynamo_backend(session), code)
         self._compiled = torch.compile(traced or fn, backend=backend, dynamic=_dynamic(session))

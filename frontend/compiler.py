@@ -65,6 +65,7 @@ class Session:
     warned: set[str] = field(default_factory=set)
     reports: list = field(default_factory=list)  # a PartitionReport per graph split by strict=False
     auto_choices: list = field(default_factory=list)  # backend="auto": an AutoChoice per graph
+    on_compiled: Any = None  # called with (compiled graph, kind) after each FX graph compiles (fast_path)
 
     def fall_back(self, aten_op: str, loc, why: str) -> None:
         """Warn (once per aten op) that ``aten_op`` runs in eager torch, not on the backend."""
@@ -192,7 +193,10 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
 
     with unset_fake_temporarily():
         try:
-            return _compile_fx_graph(gm, session, kind)
+            compiled = _compile_fx_graph(gm, session, kind)
+            if session.on_compiled is not None:
+                session.on_compiled(compiled, kind)
+            return compiled
         except ParityError:
             raise
         except Exception as exc:  # not ours on purpose: a bug report, never Dynamo's opaque wrapper

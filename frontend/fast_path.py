@@ -54,25 +54,41 @@ def signature(args: tuple, kwargs: dict):
 
 
 class FastPath:
-    """Signature → the function Dynamo would call, for the calls that qualify (see the module)."""
+    """Signature → the function Dynamo would call, for the calls that qualify (see the module).
 
-    def __init__(self):
+    With ``persist=(function key, options)`` (a ``cache_dir`` set), entries are also kept on
+    disk for the next process (frontend/fast_path_disk.py).
+    """
+
+    def __init__(self, persist: tuple | None = None):
         self.entries: dict[tuple, Callable] = {}
-        self._calls: list | None = None  # while a missed call runs: (args, outputs) of each graph run
+        self.persist = persist
+        self._calls: list | None = None  # while a missed call runs: one record per graph run
+        self._graphs: list | None = None  # while Dynamo's backend runs: (parity's compiled graph, kind)
+
+    def on_compiled(self, graph, kind: str) -> None:
+        """The session's hook: parity compiled ``graph`` for the backend call in progress."""
+        if self._graphs is not None:
+            self._graphs.append((graph, kind))
 
     def wrap_backend(self, backend: Callable, code) -> Callable:
         """A Dynamo backend that returns ``backend``'s function, watched while a miss records
         when it is the whole of ``code``'s frame (the user's function) without side effects."""
 
         def watched_backend(gm, example_inputs):
-            compiled = backend(gm, example_inputs)
+            self._graphs = graphs = []
+            try:
+                compiled = backend(gm, example_inputs)
+            finally:
+                self._graphs = None
             if not _whole_pure_frame(code):
                 return compiled
+            parity_graph = graphs[0] if len(graphs) == 1 else None
 
             def watched(*args):
                 outputs = compiled(*args)
                 if self._calls is not None:
-                    self._calls.append((args, outputs, compiled))
+                    self._calls.append((args, outputs, compiled, parity_graph))
                 return outputs
 
             return watched
@@ -86,16 +102,32 @@ class FastPath:
             entry = self.entries.get(key)
             if entry is not None:
                 return entry(args)
+            if self.persist is not None:
+                from .fast_path_disk import load
+
+                entry = load(self.persist[0], key, self.persist[1])
+                if entry is not None:
+                    self.entries[key] = entry
+                    return entry(args)
         self._calls = calls = [] if key is not None else None
         try:
             result = compiled(*args, **kwargs)
         finally:
             self._calls = None
         if key is not None and len(calls) == 1:
-            entry = _entry(calls[0], args, result)
-            if entry is not None:
-                self.entries[key] = entry
+            shape = _entry_shape(calls[0], args, result)
+            if shape is not None:
+                self.entries[key] = _make_entry(calls[0][2], *shape, len(args))
+                if self.persist is not None and calls[0][3] is not None:
+                    self._store(key, calls[0], args, result, *shape)
         return result
+
+    def _store(self, key, call, args, result, order, kind) -> None:
+        from .fast_path_disk import qualifies, store
+
+        (graph, graph_kind) = call[3]
+        if qualifies(graph, graph_kind, args, order, result, list(call[1])):
+            store(self.persist[0], key, self.persist[1], graph, order, kind)
 
 
 def _whole_pure_frame(code) -> bool:
@@ -121,9 +153,10 @@ def _whole_pure_frame(code) -> bool:
         return False
 
 
-def _entry(call, args: tuple, result):
-    """The direct call for one recorded graph run, or None if the run does not qualify."""
-    graph_args, outputs, compiled = call
+def _entry_shape(call, args: tuple, result):
+    """``(order, kind)`` for one recorded graph run: which argument feeds each graph input and
+    what the call returns (None: one tensor; tuple or list); None if the run does not qualify."""
+    graph_args, outputs = call[0], list(call[1])
     # Dynamo orders the graph's inputs by first use, and drops unused arguments.
     order = []
     for g in graph_args:
@@ -131,14 +164,16 @@ def _entry(call, args: tuple, result):
         if len(found) != 1:
             return None  # an input that is not one of the call's arguments (a closure tensor, ...)
         order.append(found[0])
-    run = compiled if order == list(range(len(args))) else (lambda *a: compiled(*[a[i] for i in order]))
-    outputs = list(outputs)
     if isinstance(result, torch.Tensor):
-        if len(outputs) == 1 and outputs[0] is result:
-            return lambda a: run(*a)[0]
-        return None
+        return (order, None) if len(outputs) == 1 and outputs[0] is result else None
     if type(result) in (tuple, list) and len(result) == len(outputs) and all(
             r is o for r, o in zip(result, outputs)):
-        kind = type(result)
-        return lambda a: kind(run(*a))
+        return order, type(result)
     return None
+
+
+def _make_entry(compiled: Callable, order: list[int], kind, n_args: int) -> Callable:
+    run = compiled if order == list(range(n_args)) else (lambda *a: compiled(*[a[i] for i in order]))
+    if kind is None:
+        return lambda a: run(*a)[0]
+    return lambda a: kind(run(*a))
