@@ -11,7 +11,8 @@ would add) and calling it directly gave the same values as the call through Dyna
 The key is the function's identity as far as it can be read without running it: its
 code (bytecode, constants, names, file and qualified name), the values of the globals and
 closure cells it names that are plain Python values (numbers, strings, booleans, None,
-tuples of them; modules, functions and classes by their qualified name), the call
+tuples of them), the keys of the user functions it names (their code, recursively), and
+modules, classes and library functions by their qualified name, the call
 signature, the backend, the device and the versions (disk_cache.stack_versions). A
 function naming a global or closure value of any other type gets no entry. As for the
 in-process fast path, a function must not depend on other Python state.
@@ -27,34 +28,47 @@ from collections.abc import Callable
 import torch
 
 PLAIN = (int, float, str, bool, type(None), bytes)
+# Modules whose functions count by name, not by code (torch's version is in the key).
+LIBRARIES = frozenset({"torch", "torch.nn.functional", "math", "operator", "builtins", "functools"})
 
 
-def _plain(value) -> str | None:
+def _plain(value, seen: set) -> str | None:
     """A stable text for a value the key may depend on, or None when there is none."""
     if isinstance(value, PLAIN):
         return repr(value)
     if isinstance(value, tuple):
-        parts = [_plain(v) for v in value]
+        parts = [_plain(v, seen) for v in value]
         return None if None in parts else "(" + ",".join(parts) + ")"
+    if isinstance(value, types.FunctionType) and value.__module__ not in LIBRARIES:
+        return function_key(value, seen)  # a helper of the user's: its own code counts
     if isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)):
         return f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', getattr(value, '__name__', ''))}"
     return None
 
 
-def function_key(fn) -> str | None:
-    """A hash of what ``fn`` computes with, as far as it can be read; None when it cannot be."""
+def function_key(fn, seen: set | None = None) -> str | None:
+    """A hash of what ``fn`` computes with, as far as it can be read; None when it cannot be.
+
+    User functions it calls through globals or closures count by their own key (their
+    code); modules, classes and library functions by name (their versions: torch's is in
+    the cache key, others are not).
+    """
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
+    seen = set() if seen is None else seen
+    if code in seen:
+        return code.co_qualname  # recursion: already being keyed
+    seen.add(code)
     parts = [code.co_filename, code.co_qualname, code.co_code.hex(), repr(code.co_consts), repr(code.co_names)]
     for name in code.co_names:
         if name in fn.__globals__:
-            text = _plain(fn.__globals__[name])
+            text = _plain(fn.__globals__[name], seen)
             if text is None:
                 return None
             parts.append(f"{name}={text}")
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        text = _plain(cell.cell_contents)
+        text = _plain(cell.cell_contents, seen)
         if text is None:
             return None
         parts.append(f"{name}={text}")

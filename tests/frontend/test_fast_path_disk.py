@@ -28,6 +28,21 @@ def test_function_key_follows_code_globals_and_closures(monkeypatch):
     assert function_key(lambda x: x * k) != function_key(lambda x: x * 2.5)
 
 
+def test_function_key_follows_the_helpers_it_calls(monkeypatch):
+    def helper(x):
+        return x + 1
+
+    def f(x):
+        return helper(x) * 2
+
+    before = function_key(f)
+
+    def helper(x):  # noqa: F811 - the same name, other code
+        return x - 1
+
+    assert function_key(f) not in (None, before)
+
+
 def _entries(tmp_path):
     return sorted(p.parent.name for p in tmp_path.rglob("*.bin") if p.parent.name.startswith("fast_path"))
 
