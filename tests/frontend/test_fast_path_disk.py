@@ -97,3 +97,10 @@ def test_second_process_skips_capture(tmp_path):
     assert second["stats"] == {"disk_loads": 2, "fast_path_disk_loads": 2}
     want = [[0.0, 0.0, 1.0, 3.0], [-3.0, -2.0, -1.0, 0.0]]
     assert first["xla"] == first["onnx"] == second["xla"] == second["onnx"] == want
+
+
+def test_random_graphs_draw_anew_and_are_not_stored(tmp_path):
+    f = parity.compile(lambda x: x + torch.rand_like(x), backend="onnx", fast_path=True, cache_dir=tmp_path)
+    a, b = f(torch.zeros(3)), f(torch.zeros(3))
+    assert len(f.fast_path.entries) == 1 and not torch.equal(a, b)
+    assert _entries(tmp_path) == []
