@@ -81,13 +81,15 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     if unknown:
         raise ExportError(f"dynamic_dims names {sorted(unknown)}, which are not inputs {user_names}")
     rename = dict(zip(_parameter_names(fn, len(args)), user_names))
+    # captured inputs of forward(*args) are labelled args[0], ...: the caller's names too
+    starred = dict(zip(_parameter_names(fn, len(args), starred=True), user_names))
     program = (_trace(fn, args, list(rename)) if _traceable(fn, args, kwargs, dynamic_dims) else
                capture_program(fn, *args, dynamic_shapes=_dynamic_shapes(user_names, list(rename), args,
                                                                           kwargs, dynamic_dims),
                                **dict(kwargs or {})))
     for note in program.notes:
         warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=2)
-    graph, names = _named_inputs(program, rename, params)
+    graph, names = _named_inputs(program, {**rename, **starred}, params)
     outputs = _output_names(program, output_names)
     dim_names = {}
     for value, name in zip(graph.inputs, names):
@@ -166,7 +168,9 @@ def _decompositions() -> dict:
     return decomposition_table()
 
 
-def _parameter_names(fn, count: int) -> list[str]:
+def _parameter_names(fn, count: int, starred: bool = False) -> list[str]:
+    """The names of ``count`` positional arguments: the forward's parameters, then ``input2``...
+    for the rest (``starred``: ``args[2]``..., as capture labels what ``*args`` takes)."""
     target = fn.forward if hasattr(fn, "forward") else fn
     try:
         names = [p.name for p in inspect.signature(target).parameters.values()
@@ -174,7 +178,7 @@ def _parameter_names(fn, count: int) -> list[str]:
     except (TypeError, ValueError):
         names = []
     names = names[:count]
-    return names + [f"input{i}" for i in range(len(names), count)]
+    return names + [f"args[{i}]" if starred else f"input{i}" for i in range(len(names), count)]
 
 
 def _dynamic_shapes(names, params, args, kwargs, dynamic_dims):
@@ -209,7 +213,7 @@ def _named_inputs(program, rename: Mapping[str, str], params: str) -> tuple[Grap
         kind, _, name = label.partition(" ")
         if kind == "input":
             base = re.match(r"[^\[]*", name).group()
-            names.append(rename.get(base, base) + name[len(base):])
+            names.append(rename[name] if name in rename else rename.get(base, base) + name[len(base):])
         elif kind == "key":
             names.append(f"key{name}")
         elif params == "inputs":

@@ -9,7 +9,6 @@ A convolution's backward follows the transposition rules of the forward (as in J
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ...ir.types import Symbol
 from ..translate import TranslationContext, unsupported
 
 
@@ -144,7 +143,7 @@ def expand_ints(values, n: int) -> tuple[int, ...]:
 
 def _spatial(x) -> tuple:
     dims = tuple(x.type.shape[2:])
-    if any(isinstance(d, Symbol) for d in dims):
+    if not all(isinstance(d, int) for d in dims):
         unsupported("convolution and pooling need static spatial sizes")
     return dims
 

@@ -4,6 +4,8 @@ select_scatter and slice_scatter.
 Advanced indexing is linearized: the indexed dims move to the front and flatten into
 one, the index tensors combine into one flat (row-major) index, and a single
 gather/scatter along axis 0 does the work; the result is moved to torch's layout.
+Symbolic dims work the same way: a size the index arithmetic needs as a number (to
+wrap negative indices, as a row-major stride) is computed from the shape at run time.
 """
 
 from __future__ import annotations
@@ -11,8 +13,18 @@ from __future__ import annotations
 import math
 
 from ...ir.dtypes import DType
+from ...ir.graph import Value
 from ..translate import TranslationContext, broadcast_shapes, unsupported
 from .shape import permute
+
+
+def _size_value(ctx: TranslationContext, size, shape) -> Value:
+    """``size`` as an int64 tensor of ``shape``: a constant, or for a symbolic size the
+    sum of ``size`` ones (the IR has no op that reads a dim; one reduction per size)."""
+    if isinstance(size, int):
+        return ctx.full(size, DType.int64, shape)
+    count = ctx.b.reduce_sum(ctx.full(1, DType.int64, (size,)), axes=(0,))
+    return ctx.broadcast(count, shape)
 
 
 def _empty(value) -> bool:
@@ -80,8 +92,6 @@ class _Linearized:
         chosen = [indices[i] for i in self.positions]
         if any(t.type.dtype.is_bool for t in chosen):
             unsupported("boolean mask indexing (its result size depends on the data)")
-        if not x.type.is_static:
-            unsupported("advanced indexing of a tensor with symbolic dimensions")
         self.rest = [d for d in range(rank) if d not in self.positions]
         self.sizes = [x.type.shape[p] for p in self.positions]
         self.rest_shape = tuple(x.type.shape[d] for d in self.rest)
@@ -92,8 +102,8 @@ class _Linearized:
         linear, stride = None, 1
         for size, t in reversed(list(zip(self.sizes, chosen))):
             t = ctx.broadcast(ctx.convert(t, i64), self.bshape)
-            t = b.select(b.lt(t, ctx.full(0, i64, self.bshape)), b.add(t, ctx.full(size, i64, self.bshape)), t)
-            term = t if stride == 1 else b.mul(t, ctx.full(stride, i64, self.bshape))
+            t = b.select(b.lt(t, ctx.full(0, i64, self.bshape)), b.add(t, _size_value(ctx, size, self.bshape)), t)
+            term = t if isinstance(stride, int) and stride == 1 else b.mul(t, _size_value(ctx, stride, self.bshape))
             linear = term if linear is None else b.add(linear, term)
             stride *= size
         linear = ctx.reshape(linear, (self.count,))

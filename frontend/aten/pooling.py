@@ -12,7 +12,6 @@ import math
 import numpy as np
 
 from ...ir.dtypes import DType
-from ...ir.types import Symbol
 from ..translate import TranslationContext, unsupported
 from .contraction import conv_input_grad, expand_ints
 
@@ -21,7 +20,7 @@ def _pool_args(x, n, kernel_size, stride, padding, dilation):
     kernel = expand_ints(kernel_size, n)
     stride = expand_ints(stride, n) if stride else kernel
     spatial = tuple(x.type.shape[-n:])
-    if any(isinstance(d, Symbol) for d in spatial):
+    if not all(isinstance(d, int) for d in spatial):
         unsupported("pooling needs static spatial sizes")
     return kernel, stride, expand_ints(padding, n), expand_ints(dilation, n), spatial
 

@@ -98,8 +98,10 @@ def slice_(ctx: TranslationContext, x, dim=0, start=None, end=None, step=1):
 
 def select(ctx: TranslationContext, x, dim, index):
     dim = ctx.axis(dim, x.type.rank)
-    size = _static(ctx, x.type.shape[dim], "select")
-    index = index + size if index < 0 else index
+    size = x.type.shape[dim]
+    # x[:, 0] of a symbolic dim slices [0:1] (torch guarded 0 < size); x[:, -1] needs the size
+    size = _static(ctx, size, "select from the end") if isinstance(index, int) and index < 0 else size
+    index = index + size if isinstance(index, int) and index < 0 else index
     return ctx.reshape(slice_values(ctx, x, dim, index, index + 1), ctx.out.shape)
 
 
