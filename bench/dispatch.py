@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import types
 from collections.abc import Callable, Sequence
 
