@@ -9,6 +9,13 @@ Example::
     ('i * 4 + j', [12, 4, 1])
     >>> fold("(4 - 1)"), static_int("3"), static_int("x0")
     ('3', 3, None)
+
+Dimensions may be symbolic (ir/dims.py); in kernel text a symbol ``B`` is the kernel
+argument ``size_B`` (:func:`dim_text`), so one kernel serves every size::
+
+    >>> from parity.ir import Symbol
+    >>> linearize(("i", "j"), (Symbol("B"), Symbol("S") * 4)), dim_text(Symbol("S") // 2)
+    ('i * (size_S*4) + j', '(size_S//2)')
 """
 
 from __future__ import annotations
@@ -18,8 +25,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...ir.dims import DimExpr, Symbol, free_symbols, substitute
+
 if TYPE_CHECKING:
     from .writer import KernelWriter
+
+# A symbolic dimension's symbol B is the kernel (and host) variable size_B: no name the
+# writer makes starts with it (fresh names are a short prefix and a number).
+SIZE_PREFIX = "size_"
+_SIZE_NAME = re.compile(rf"\b{SIZE_PREFIX}[A-Za-z0-9_]+")
+
+
+def dim_text(n) -> str:
+    """A dimension as a Triton/Python expression: an int as itself, an expression over
+    ``size_*`` variables in parentheses (unless it is one name)."""
+    if not isinstance(n, DimExpr):
+        return str(n)
+    text = str(substitute(n, {s: Symbol(SIZE_PREFIX + s) for s in free_symbols(n)}))
+    return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) else f"({text})"
+
+
+def size_names(text: str) -> list[str]:
+    """The ``size_*`` variables ``text`` reads, sorted."""
+    return sorted(set(_SIZE_NAME.findall(text)))
 
 
 @dataclass(frozen=True)
@@ -45,7 +73,7 @@ def linearize(dims: Sequence[str], shape: Sequence[int]) -> str:
     for d, n, s in zip(dims, shape, strides(shape)):
         if n == 1 or d == "0":
             continue
-        terms.append(d if s == 1 else f"{d} * {s}")
+        terms.append(d if s == 1 else f"{d} * {dim_text(s)}")
     return " + ".join(terms) if terms else "0"
 
 
@@ -57,9 +85,9 @@ def delinearize(w: KernelWriter, flat: str, shape: Sequence[int], prefix: str = 
         if n == 1:
             dims.append("0")
             continue
-        expr = flat if s == 1 else f"({flat} // {s})"
+        expr = flat if s == 1 else f"({flat} // {dim_text(s)})"
         if not first:
-            expr = f"{expr} % {n}"
+            expr = f"{expr} % {dim_text(n)}"
         first = False
         dims.append(w.let(expr, prefix))
     return tuple(dims)

@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from . import elementwise as ew
-from .index import Index, delinearize
+from .index import Index, delinearize, dim_text, size_names
 from .writer import Domain, KernelWriter
 
 
@@ -44,7 +45,8 @@ class Pointwise(Domain):
     def __init__(self, shape: Sequence[int], block: int):
         self.shape = tuple(shape)
         self.numel = math.prod(self.shape)
-        self.block = min(next_pow2(max(self.numel, 1)), block)
+        # a symbolic element count (a kernel argument) takes the largest block, masked
+        self.block = block if isinstance(self.numel, DimExpr) else min(next_pow2(max(self.numel, 1)), block)
 
     def grid(self) -> tuple[int, ...]:
         return (-(-self.numel // self.block),)
@@ -74,8 +76,9 @@ class Row(Domain):
         self.kept = tuple(n for i, n in enumerate(shape) if i not in axes)
         self.reduced = tuple(shape[a] for a in axes)
         self.rows, self.cols = math.prod(self.kept), math.prod(self.reduced)
-        self.rblock = next_pow2(max(self.cols, 1))
-        self.xblock = max(1, min(next_pow2(max(self.rows, 1)), elements // self.rblock))
+        self.rblock = next_pow2(max(self.cols, 1))  # reduced dims are static (symbolic.py checks)
+        fill = elements // self.rblock
+        self.xblock = max(1, fill if isinstance(self.rows, DimExpr) else min(next_pow2(max(self.rows, 1)), fill))
 
     def grid(self):
         return (-(-self.rows // self.xblock),)
@@ -181,7 +184,9 @@ class Dot(Domain):
         self.nshape = tuple(rs[i] for i in self.rf)
         self.kshape = tuple(ls[i] for i in self.lc)
         self.B, self.M, self.N, self.K = (math.prod(s) for s in (self.batch, self.mshape, self.nshape, self.kshape))
-        self.bm, self.bn, self.bk = (min(max(next_pow2(max(n, 1)), 16), tile) for n in (self.M, self.N, self.K))
+        # a symbolic extent (a kernel argument) takes the full tile, masked
+        self.bm, self.bn, self.bk = (tile if isinstance(n, DimExpr) else min(max(next_pow2(max(n, 1)), 16), tile)
+                                     for n in (self.M, self.N, self.K))
 
     def grid(self):
         return (-(-self.M // self.bm), -(-self.N // self.bn), self.B)
@@ -215,7 +220,7 @@ class Dot(Domain):
         w.line(f"{acc} = tl.zeros(({self.bm}, {self.bn}), {ew.reg(acc_dt)})")
         w.deps[acc] = frozenset("mn")
         if self.K:
-            w.line(f"for k0 in range(0, {self.K}, {self.bk}):")
+            w.line(f"for k0 in range(0, {dim_text(self.K)}, {self.bk}):")
             with w.scope():
                 w.axis("ka", f"k0 + tl.arange(0, {self.bk})[None, :]", "a", self.K, "kamask")
                 w.axis("kb", f"k0 + tl.arange(0, {self.bk})[:, None]", "b", self.K, "kbmask")
@@ -228,7 +233,7 @@ class Dot(Domain):
                 b = w.let(f"tl.where(kbmask & nmask, {b}, 0)", "b", deps=frozenset("bn"))
                 w.line(f"{acc} += {self._product(out.dtype, a, b)}")
         result = w.let(ew.round_to(acc, out.dtype), "acc", deps=frozenset("mn"))
-        flat = w.let(f"pid_b * {self.M * self.N} + om * {self.N} + on", "f")  # (batch, m, n) is row-major
+        flat = w.let(f"pid_b * {dim_text(self.M * self.N)} + om * {dim_text(self.N)} + on", "f")  # row-major (b, m, n)
         self.out_index = Index(bdims + mdims + ndims, flat)
         w.seed(out, self.out_index, result)
 
@@ -254,7 +259,17 @@ def _place(rank: int, *groups) -> tuple[str, ...]:
 
 
 def kernel_source(name: str, w: KernelWriter, outputs: Sequence[str]) -> str:
-    """The ``@triton.jit`` function text: pointer parameters, constants, then the body."""
-    params = list(w.params.values()) + list(outputs)
-    head = ["@triton.jit", f"def {name}({', '.join(params)}):"]
+    """The ``@triton.jit`` function text: pointer parameters, size parameters (symbolic
+    dims, see index.dim_text), constants, then the body."""
+    sizes = kernel_sizes(w)
+    params = list(w.params.values()) + list(outputs) + sizes
+    # Triton specializes int arguments on their value (1, multiples of 16) by default: a
+    # new size would compile again, so size arguments opt out.
+    jit = f"@triton.jit(do_not_specialize={sizes!r})" if sizes else "@triton.jit"
+    head = [jit, f"def {name}({', '.join(params)}):"]
     return "\n".join(head + w.prologue + w.lines) + "\n"
+
+
+def kernel_sizes(w: KernelWriter) -> list[str]:
+    """The size arguments (``size_B``...) a kernel body reads, sorted."""
+    return size_names("\n".join(w.prologue + w.lines))

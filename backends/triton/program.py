@@ -3,7 +3,9 @@
 The module is plain text (``explain()`` prints it), written to the cache directory and
 imported from there, because ``triton.jit`` reads a kernel's source from its file.
 ``run(inputs, constants, device)`` allocates every materialized value, launches the
-kernels and extern calls in plan order and returns the graph's outputs.
+kernels and extern calls in plan order and returns the graph's outputs. A plan with
+symbolic dims (symbolic.py) takes ``sizes`` too (symbol name → size): its buffer shapes,
+grids and the kernels' ``size_*`` arguments are computed from them at each call.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from pathlib import Path
 
 import torch
 
+from ...ir.dims import free_symbols
 from ...ir.dtypes import DType
 from ...ir.graph import Value
+from .index import SIZE_PREFIX, size_names
 from .schedule import ExternStep, KernelStep, Plan
+from .symbolic import shape_text
 
 TORCH_DTYPE = {
     DType.bool: torch.bool, DType.int8: torch.int8, DType.int16: torch.int16, DType.int32: torch.int32,
@@ -55,7 +60,12 @@ def _host(plan: Plan) -> str:
             names[v] = f"b{len(names)}"
         return names[v]
 
-    lines = ["def run(inputs, constants, device):"]
+    symbols = plan_symbols(plan)
+    if symbols:
+        lines = ["def run(inputs, constants, device, sizes):"]
+        lines += [f"    {SIZE_PREFIX}{s} = sizes[{s!r}]" for s in symbols]
+    else:
+        lines = ["def run(inputs, constants, device):"]
     if graph.inputs:
         lines.append(f"    {', '.join(name(v) for v in graph.inputs)}, = inputs")
     for i, v in enumerate(plan.constants):
@@ -63,9 +73,15 @@ def _host(plan: Plan) -> str:
     for step in plan.steps:
         if isinstance(step, KernelStep):
             for v in step.outputs:
-                lines.append(f"    {name(v)} = torch.empty({tuple(v.type.shape)}, dtype={TORCH_DTYPE[v.dtype]}, "
+                lines.append(f"    {name(v)} = torch.empty({shape_text(v.type.shape)}, dtype={TORCH_DTYPE[v.dtype]}, "
                              f"device=device)")
-            if step.launched:
+            if step.symbolic:
+                # grid and size arguments from this call's sizes; an empty grid launches nothing
+                args = ", ".join([name(v) for v in step.inputs + step.outputs] + size_names(step.source))
+                lines.append(f"    grid = {shape_text(step.grid)}")
+                lines.append("    if min(grid) > 0:")
+                lines.append(f"        {step.name}[grid]({args}, enable_fp_fusion=False)")
+            elif step.launched:
                 args = ", ".join(name(v) for v in step.inputs + step.outputs)
                 # No FMA contraction (Triton's default fuses a * b + c on GPUs, skipping the
                 # IR's rounding of the product; the interpreter accepts and ignores it).
@@ -77,6 +93,17 @@ def _host(plan: Plan) -> str:
         outs.append(f"{name(v)}.clone()" if v in plan.constants else name(v))
     lines.append(f"    return [{', '.join(outs)}]")
     return "\n".join(lines) + "\n"
+
+
+def plan_symbols(plan: Plan) -> list[str]:
+    """The symbols of the plan's graph (inputs and every node's outputs), sorted: the
+    ``sizes`` its host function takes; empty for static graphs."""
+    found: set[str] = set()
+    values = list(plan.graph.inputs) + [v for node in plan.graph.nodes for v in node.outputs]
+    for v in values:
+        for d in v.type.shape:
+            found |= free_symbols(d)
+    return sorted(found)
 
 
 def _extern_call(step: ExternStep, name) -> str:

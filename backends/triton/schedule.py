@@ -57,8 +57,13 @@ class KernelStep:
     ops: list[str]  # the IR ops this kernel computes (for explain())
 
     @property
+    def symbolic(self) -> bool:
+        """Grid computed per call from symbolic dims (launched when it is not empty)."""
+        return not all(isinstance(g, int) for g in self.grid)
+
+    @property
     def launched(self) -> bool:
-        return all(g > 0 for g in self.grid)
+        return self.symbolic or all(g > 0 for g in self.grid)
 
 
 @dataclass

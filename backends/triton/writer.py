@@ -30,7 +30,7 @@ import numpy as np
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from . import elementwise as ew
-from .index import Index, fold, linearize
+from .index import Index, dim_text, fold, linearize
 from .index_rules import INDEX_RULES
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -108,10 +108,10 @@ class KernelWriter:
         """Register an index variable the kernel skeleton defines (``xoff``, ``r0``, ...)."""
         self.deps[name] = frozenset(deps)
 
-    def axis(self, name: str, expr: str, dep: str, size: int, mask: str) -> None:
+    def axis(self, name: str, expr: str, dep: str, size, mask: str) -> None:
         """Define a domain index variable and its mask (``mask = name < size``)."""
         self.line(f"{name} = {expr}")
-        self.line(f"{mask} = {name} < {size}")
+        self.line(f"{mask} = {name} < {dim_text(size)}")
         self.declare(name, dep)
         self.declare(mask, dep)
 

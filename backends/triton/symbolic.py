@@ -1,0 +1,85 @@
+"""Which graphs with symbolic dims get one kernel set for every size.
+
+A symbolic dim ``B`` is the kernel argument ``size_B`` (index.dim_text): element counts,
+strides and masks read it at run time, block sizes stay ``tl.constexpr`` literals, so
+the kernels are generated (and, on CUDA, compiled) once per graph. That holds for the
+ops whose code only does index arithmetic on the shapes:
+
+* elementwise ops and conversions, constants;
+* reshape, broadcast_in_dim, transpose (index rewrites through linearize/delinearize);
+* dot_general, any dim symbolic (a symbolic extent takes the full tile, masked; a
+  symbolic contraction loops to its run-time length);
+* reductions whose reduced dims are static (the row kernel's column block is a
+  constexpr), any kept dim symbolic.
+
+Any other op with a symbolic dim in its types or attributes (slice, pad, concatenate,
+gather, dynamic_slice, iota, reduce_window, extern ops...) formats sizes as literals or
+picks tiles from them; a graph with one *falls back* to generating a kernel set per
+concrete input shape (backend.py counts them). :func:`fallback_reason` says why.
+
+Example::
+
+    >>> from parity.ir import GraphBuilder, Symbol, f32
+    >>> b = GraphBuilder("f")
+    >>> x = b.input(f32[Symbol("B"), 4])
+    >>> fallback_reason(b.build([b.reduce_sum(b.exp(x), axes=(1,))])) is None
+    True
+    >>> print(fallback_reason(b.build([b.reduce_max(x, axes=(0,))])))
+    reduce_max reduces symbolic dims (f32[B,4], axes [0]); it takes sizes only per concrete shape
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...ir.dims import DimExpr
+from ...ir.graph import Graph, Node
+from . import elementwise as ew
+from .index import dim_text
+from .kernels import REDUCTIONS, reduction_signature
+
+# Ops whose lowering only does index arithmetic on symbolic shapes (see the module doc).
+RUNTIME_SIZE_OPS = frozenset({"constant", "reshape", "broadcast_in_dim", "transpose", "dot_general"})
+
+
+def fallback_reason(graph: Graph) -> str | None:
+    """Why ``graph`` needs a kernel set per concrete shape, or None: one set serves all."""
+    for node in graph.nodes:
+        reason = _node_reason(node)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _node_reason(node: Node) -> str | None:
+    types = [v.type for v in (*node.inputs, *node.outputs)]
+    symbolic = [t for t in types if not t.is_static] + [a for a in node.attrs.values() if _has_dim_expr(a)]
+    if not symbolic:
+        return None
+    op = node.op
+    if op in ew.RULES or op in ew.CONVERSIONS or op in RUNTIME_SIZE_OPS:
+        return None
+    if op in REDUCTIONS:
+        shape, axes = reduction_signature(node)
+        if all(isinstance(shape[a], int) for a in axes):
+            return None
+        return f"{op} reduces symbolic dims ({node.inputs[0].type}, axes {list(axes)}); it takes sizes only " \
+               "per concrete shape"
+    return f"{op} has symbolic dims ({symbolic[0]}); it takes sizes only per concrete shape"
+
+
+def _has_dim_expr(value) -> bool:
+    if isinstance(value, DimExpr):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_has_dim_expr(v) for v in value)
+    return False
+
+
+def shape_text(shape: Sequence) -> str:
+    """A shape as a Python tuple expression (host code): literal when static."""
+    if all(isinstance(n, int) for n in shape):
+        return str(tuple(shape))
+    items = ", ".join(dim_text(n) for n in shape)
+    return f"({items},)" if len(shape) == 1 else f"({items})"
+

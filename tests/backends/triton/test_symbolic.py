@@ -1,0 +1,156 @@
+"""Symbolic dims on the Triton backend: one kernel set per graph, sizes as kernel
+arguments (backends/triton/symbolic.py), and the per-shape fallback for the ops that
+cannot take them, counted through ``TritonBackend.generations``."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+import pytest
+
+from parity.backends.triton import TritonBackend, TritonOptions
+from parity.backends.triton.program import module_source
+from parity.backends.triton.schedule import Options, Scheduler
+from parity.ir import GraphBuilder, Symbol, evaluate, f32
+from parity.ir.errors import ParityError
+
+from .conftest import graph_of, to_numpy
+
+B, S = Symbol("B"), Symbol("S")
+SIZES = [(1, 1), (2, 7), (7, 33), (33, 2)]
+
+
+@pytest.fixture
+def fresh(tmp_path) -> TritonBackend:
+    """A backend of its own, so its generation count starts at 0."""
+    return TritonBackend(TritonOptions(interpret=True, cache_dir=tmp_path))
+
+
+def _chain_graph():
+    # an elementwise chain, a reduction over the (static) last axis and reshapes
+    b = GraphBuilder("chain")
+    x, bias = b.input(f32[B, S, 32]), b.input(f32[32])
+    y = b.tanh(b.add(b.mul(x, x), b.broadcast_in_dim(bias, shape=(B, S, 32), broadcast_dimensions=(2,))))
+    total = b.reduce_sum(y, axes=(2,))
+    flat = b.reshape(b.exp(y), shape=(B * S, 32))
+    turned = b.transpose(b.reshape(y, shape=(B, S * 32)), permutation=(1, 0))
+    return b.build([total, flat, turned])
+
+
+def _small_ints(rng, shape):
+    """Float operands whose products and sums are exact in float32: dots then match the
+    reference whatever their accumulation order (tiles depend on the sizes)."""
+    return rng.integers(-3, 4, size=shape).astype(np.float32)
+
+
+def _check(exe, graph, inputs):
+    got = exe(*inputs)
+    want = evaluate(graph, inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(to_numpy(g), w, rtol=2e-6, atol=2e-6)
+
+
+def test_one_kernel_set_serves_every_size(fresh):
+    graph = _chain_graph()
+    exe = fresh.compile(graph, "cpu")
+    assert exe.generic and exe.fallback is None
+    assert fresh.generations == 1  # generated at compile time, before any call
+    sources = dict(exe.kernel_sources)
+    bias = np.linspace(-1, 1, 32).astype(np.float32)
+    for i, (batch, seq) in enumerate(SIZES):
+        x = np.random.default_rng(i).normal(size=(batch, seq, 32)).astype(np.float32)
+        _check(exe, graph, [x, bias])
+    assert fresh.generations == 1
+    assert exe.kernel_sources == sources
+    for source in sources.values():
+        assert "@triton.jit(do_not_specialize=" in source and "size_B" in source
+
+
+def test_expression_dims_are_kernel_arguments(fresh):
+    # an input dim that is an expression (S*2) and a reshape that splits it
+    graph = graph_of(lambda b, x: b.reshape(b.neg(x), shape=(B, S, 2)), f32[B, S * 2])
+    exe = fresh.compile(graph, "cpu")
+    assert exe.generic
+    for i, (batch, seq) in enumerate(SIZES):
+        _check(exe, graph, [np.random.default_rng(i).normal(size=(batch, seq * 2)).astype(np.float32)])
+    assert fresh.generations == 1
+
+
+def test_static_graphs_take_no_size_arguments(fresh):
+    graph = graph_of(lambda b, x: b.reduce_sum(b.tanh(x), axes=(1,)), f32[3, 32])
+    exe = fresh.compile(graph, "cpu")
+    assert not exe.generic and exe.fallback is None
+    assert "size_" not in exe.source and "do_not_specialize" not in exe.source
+    assert "def run(inputs, constants, device):" in exe.source
+
+
+@pytest.mark.parametrize("batch_dims", [False, True], ids=["linear", "batched"])
+def test_dots_take_symbolic_extents(fresh, batch_dims):
+    # a linear layer over B*S rows with a bias and gelu epilogue, or a batched [B,S,8] @ [B,8,S]
+    if batch_dims:
+        graph = graph_of(lambda b, x, y: b.dot_general(x, y, lhs_contracting_dims=(2,), rhs_contracting_dims=(1,),
+                                                       lhs_batch_dims=(0,), rhs_batch_dims=(0,)),
+                         f32[B, S, 8], f32[B, 8, S])
+    else:
+        def linear(b, x, w, bias):
+            y = b.dot_general(b.reshape(x, shape=(B * S, 8)), w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,),
+                              lhs_batch_dims=(), rhs_batch_dims=())
+            return b.tanh(b.add(y, b.broadcast_in_dim(bias, shape=(B * S, 3), broadcast_dimensions=(1,))))
+        graph = graph_of(linear, f32[B, S, 8], f32[8, 3], f32[3])
+    exe = fresh.compile(graph, "cpu")
+    assert exe.generic
+    rng = np.random.default_rng(3)
+    for batch, seq in SIZES:
+        x = _small_ints(rng, (batch, seq, 8))
+        rest = [_small_ints(rng, (batch, 8, seq))] if batch_dims else [_small_ints(rng, (8, 3)), _small_ints(rng, (3,))]
+        _check(exe, graph, [x, *rest])
+    assert fresh.generations == 1
+
+
+def test_a_symbolic_contraction_loops_to_its_run_time_length(fresh):
+    graph = graph_of(lambda b, x, y: b.dot_general(x, y, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,),
+                                                   lhs_batch_dims=(), rhs_batch_dims=()), f32[B, S * 40], f32[S * 40, 3])
+    exe = fresh.compile(graph, "cpu")
+    assert exe.generic and "for k0 in range(0, (size_S*40), 64):" in exe.source
+    rng = np.random.default_rng(4)
+    for batch, seq in SIZES:
+        _check(exe, graph, [_small_ints(rng, (batch, seq * 40)), _small_ints(rng, (seq * 40, 3))])
+    assert fresh.generations == 1
+
+
+def test_a_slice_with_a_symbolic_dim_falls_back_per_shape(fresh):
+    graph = graph_of(lambda b, x: b.exp(b.slice(x, start_indices=(0, 2), limit_indices=(B, 6), strides=(1, 1))),
+                     f32[B, 8])
+    exe = fresh.compile(graph, "cpu")
+    assert not exe.generic and "slice" in exe.fallback
+    assert fresh.generations == 0
+    with pytest.raises(ParityError, match="call it once"):
+        exe.plan  # noqa: B018
+    for i, rows in enumerate((2, 5, 2)):
+        _check(exe, graph, [np.random.default_rng(i).normal(size=(rows, 8)).astype(np.float32)])
+    assert fresh.generations == 2  # one per new shape; the repeated shape reuses its module
+    assert "specialized for f32[2,8]" in exe.explain()
+
+
+def test_a_reduction_over_a_symbolic_axis_falls_back(fresh):
+    graph = graph_of(lambda b, x: b.reduce_max(x, axes=(1,)), f32[B, S])
+    exe = fresh.compile(graph, "cpu")
+    assert "reduce_max reduces symbolic dims" in exe.fallback
+    for i, (batch, seq) in enumerate(SIZES[:2]):
+        _check(exe, graph, [np.random.default_rng(i).normal(size=(batch, seq)).astype(np.float32)])
+    assert fresh.generations == 2
+
+
+def test_cuda_source_for_a_symbolic_graph_is_valid_python():
+    # no GPU needed: the CUDA module's text (libdevice, size arguments opting out of
+    # Triton's value specialization) parses, and the host passes the sizes it reads
+    plan = Scheduler(_chain_graph(), Options(), cuda=True).plan()
+    source = module_source(plan, cuda=True)
+    ast.parse(source)
+    assert "from triton.language.extra import libdevice" in source
+    assert "def run(inputs, constants, device, sizes):" in source
+    assert "size_B = sizes['B']" in source and "size_S = sizes['S']" in source
+    assert source.count("@triton.jit(do_not_specialize=['size_B', 'size_S'])") == plan.kernels_per_call
