@@ -260,7 +260,8 @@ class TritonExecutable:
             if isinstance(step, KernelStep):
                 outs = ", ".join(str(v.type) for v in step.outputs)
                 state = "" if step.launched else " (empty: not launched)"
-                lines.append(f"  {step.name}: {step.kind} grid={step.grid} -> {outs}; ops: {' '.join(step.ops)}{state}")
+                grid = f"({', '.join(map(str, step.grid))},) per call" if step.symbolic else step.grid
+                lines.append(f"  {step.name}: {step.kind} grid={grid} -> {outs}; ops: {' '.join(step.ops)}{state}")
             else:
                 lines.append(f"  extern {step.node.op} (torch) -> {', '.join(str(v.type) for v in step.node.outputs)}")
         return "\n".join(lines) + "\n\n" + self.source

@@ -76,11 +76,21 @@ class Row(Domain):
         self.kept = tuple(n for i, n in enumerate(shape) if i not in axes)
         self.reduced = tuple(shape[a] for a in axes)
         self.rows, self.cols = math.prod(self.kept), math.prod(self.reduced)
-        self.rblock = next_pow2(max(self.cols, 1))  # reduced dims are static (symbolic.py checks)
+        self.constexprs: dict[str, str] = {}  # block sizes the host picks per call
+        if isinstance(self.cols, DimExpr):
+            # a symbolic row length: the blocks are constexpr arguments the host computes
+            # from the sizes (one source; on CUDA one compilation per power-of-two RBLOCK)
+            self.rblock, self.xblock = "RBLOCK", "XBLOCK"
+            self.constexprs = {"RBLOCK": f"triton.next_power_of_2(max(1, {dim_text(self.cols)}))",
+                               "XBLOCK": f"max(1, {elements} // RBLOCK)"}
+            return
+        self.rblock = next_pow2(max(self.cols, 1))
         fill = elements // self.rblock
         self.xblock = max(1, fill if isinstance(self.rows, DimExpr) else min(next_pow2(max(self.rows, 1)), fill))
 
     def grid(self):
+        if self.constexprs:  # host expression
+            return (f"triton.cdiv({dim_text(self.rows)}, XBLOCK)",)
         return (-(-self.rows // self.xblock),)
 
     def mask(self, dep):
@@ -101,7 +111,7 @@ class Row(Domain):
         for i in range(len(self.shape)):
             full.append(next(cols) if i in self.axes else next(rows))
         trailing = self.axes == tuple(range(len(self.shape) - len(self.axes), len(self.shape)))
-        flat = w.let(f"xoff * {self.cols} + roff", "f") if trailing and self.cols else None
+        flat = w.let(f"xoff * {dim_text(self.cols)} + roff", "f") if trailing and self.cols else None
         self.row_index = Index(row_dims, "xoff")
         self.full_index = Index(tuple(full), flat)
 
@@ -260,9 +270,10 @@ def _place(rank: int, *groups) -> tuple[str, ...]:
 
 def kernel_source(name: str, w: KernelWriter, outputs: Sequence[str]) -> str:
     """The ``@triton.jit`` function text: pointer parameters, size parameters (symbolic
-    dims, see index.dim_text), constants, then the body."""
+    dims, see index.dim_text), constexpr block sizes the host picks, constants, then the body."""
     sizes = kernel_sizes(w)
-    params = list(w.params.values()) + list(outputs) + sizes
+    blocks = [f"{b}: tl.constexpr" for b in getattr(w.domain, "constexprs", {})]
+    params = list(w.params.values()) + list(outputs) + sizes + blocks
     # Triton specializes int arguments on their value (1, multiples of 16) by default: a
     # new size would compile again, so size arguments opt out.
     jit = f"@triton.jit(do_not_specialize={sizes!r})" if sizes else "@triton.jit"

@@ -77,7 +77,9 @@ def _host(plan: Plan) -> str:
                              f"device=device)")
             if step.symbolic:
                 # grid and size arguments from this call's sizes; an empty grid launches nothing
-                args = ", ".join([name(v) for v in step.inputs + step.outputs] + size_names(step.source))
+                blocks = [f"{b}={b}" for b in step.constexprs]
+                args = ", ".join([name(v) for v in step.inputs + step.outputs] + size_names(step.source) + blocks)
+                lines += [f"    {b} = {expr}" for b, expr in step.constexprs.items()]
                 lines.append(f"    grid = {shape_text(step.grid)}")
                 lines.append("    if min(grid) > 0:")
                 lines.append(f"        {step.name}[grid]({args}, enable_fp_fusion=False)")

@@ -53,8 +53,9 @@ class KernelStep:
     source: str
     inputs: list[Value]
     outputs: list[Value]
-    grid: tuple[int, ...]
+    grid: tuple  # ints, dims (symbolic: computed per call) or host expressions
     ops: list[str]  # the IR ops this kernel computes (for explain())
+    constexprs: dict[str, str] = field(default_factory=dict)  # block size -> host expression
 
     @property
     def symbolic(self) -> bool:
@@ -285,7 +286,7 @@ class Scheduler:
                       if key[0].producer is not None and key[0] not in w.params})
         name = f"k{number}_{domain.kind}"
         return KernelStep(name, domain.kind, K.kernel_source(name, w, outs), list(w.params), roots,
-                          domain.grid(), ops)
+                          domain.grid(), ops, dict(getattr(domain, "constexprs", {})))
 
 
 class _Buffers:

@@ -1,20 +1,23 @@
 """Which graphs with symbolic dims get one kernel set for every size.
 
 A symbolic dim ``B`` is the kernel argument ``size_B`` (index.dim_text): element counts,
-strides and masks read it at run time, block sizes stay ``tl.constexpr`` literals, so
-the kernels are generated (and, on CUDA, compiled) once per graph. That holds for the
-ops whose code only does index arithmetic on the shapes:
+strides and masks read it at run time, block sizes stay literals (but for rows of
+symbolic length, below), so the kernels are generated (and, on CUDA, compiled) once per
+graph. That holds for the ops whose code only does index arithmetic on the shapes:
 
 * elementwise ops and conversions, constants;
 * reshape, broadcast_in_dim, transpose (index rewrites through linearize/delinearize);
 * dot_general, any dim symbolic (a symbolic extent takes the full tile, masked; a
   symbolic contraction loops to its run-time length);
-* reductions whose reduced dims are static (the row kernel's column block is a
-  constexpr), any kept dim symbolic.
+* reductions, any dim symbolic: a symbolic row count is masked under a literal block;
+  a symbolic row length makes the row kernel's blocks ``XBLOCK``/``RBLOCK``
+  ``tl.constexpr`` arguments the host computes per call (RBLOCK the next power of two
+  of the row length): the source is generated once, and CUDA compiles once per
+  power-of-two bucket of the row length.
 
 Any other op with a symbolic dim in its types or attributes (slice, pad, concatenate,
-gather, dynamic_slice, iota, reduce_window, extern ops...) formats sizes as literals or
-picks tiles from them; a graph with one *falls back* to generating a kernel set per
+reverse, gather, dynamic_slice, iota, reduce_window, extern ops...) formats sizes as
+literals; a graph with one *falls back* to generating a kernel set per
 concrete input shape (backend.py counts them). :func:`fallback_reason` says why.
 
 Example::
@@ -24,8 +27,9 @@ Example::
     >>> x = b.input(f32[Symbol("B"), 4])
     >>> fallback_reason(b.build([b.reduce_sum(b.exp(x), axes=(1,))])) is None
     True
-    >>> print(fallback_reason(b.build([b.reduce_max(x, axes=(0,))])))
-    reduce_max reduces symbolic dims (f32[B,4], axes [0]); it takes sizes only per concrete shape
+    >>> y = b.slice(x, start_indices=(0, 1), limit_indices=(Symbol("B"), 3), strides=(1, 1))
+    >>> print(fallback_reason(b.build([y])))
+    slice has symbolic dims (f32[B,4]); it takes sizes only per concrete shape
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from ...ir.dims import DimExpr
 from ...ir.graph import Graph, Node
 from . import elementwise as ew
 from .index import dim_text
-from .kernels import REDUCTIONS, reduction_signature
+from .kernels import REDUCTIONS
 
 # Ops whose lowering only does index arithmetic on symbolic shapes (see the module doc).
 RUNTIME_SIZE_OPS = frozenset({"constant", "reshape", "broadcast_in_dim", "transpose", "dot_general"})
@@ -57,14 +61,8 @@ def _node_reason(node: Node) -> str | None:
     if not symbolic:
         return None
     op = node.op
-    if op in ew.RULES or op in ew.CONVERSIONS or op in RUNTIME_SIZE_OPS:
+    if op in ew.RULES or op in ew.CONVERSIONS or op in REDUCTIONS or op in RUNTIME_SIZE_OPS:
         return None
-    if op in REDUCTIONS:
-        shape, axes = reduction_signature(node)
-        if all(isinstance(shape[a], int) for a in axes):
-            return None
-        return f"{op} reduces symbolic dims ({node.inputs[0].type}, axes {list(axes)}); it takes sizes only " \
-               "per concrete shape"
     return f"{op} has symbolic dims ({symbolic[0]}); it takes sizes only per concrete shape"
 
 

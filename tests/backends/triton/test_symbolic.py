@@ -15,7 +15,7 @@ from parity.backends.triton.schedule import Options, Scheduler
 from parity.ir import GraphBuilder, Symbol, evaluate, f32
 from parity.ir.errors import ParityError
 
-from .conftest import graph_of, to_numpy
+from .conftest import graph_of, oracle, to_numpy
 
 B, S = Symbol("B"), Symbol("S")
 SIZES = [(1, 1), (2, 7), (7, 33), (33, 2)]
@@ -135,13 +135,36 @@ def test_a_slice_with_a_symbolic_dim_falls_back_per_shape(fresh):
     assert "specialized for f32[2,8]" in exe.explain()
 
 
-def test_a_reduction_over_a_symbolic_axis_falls_back(fresh):
-    graph = graph_of(lambda b, x: b.reduce_max(x, axes=(1,)), f32[B, S])
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_sum", "argmax"])
+def test_rows_of_symbolic_length_take_their_blocks_per_call(fresh, op):
+    graph = graph_of(lambda b, x: b.op(op, b.exp(x), **({"axis": 1} if op == "argmax" else {"axes": (1,)})),
+                     f32[B, S])
     exe = fresh.compile(graph, "cpu")
-    assert "reduce_max reduces symbolic dims" in exe.fallback
-    for i, (batch, seq) in enumerate(SIZES[:2]):
+    assert exe.generic and "RBLOCK: tl.constexpr" in exe.source
+    for i, (batch, seq) in enumerate([*SIZES, (3, 0)] if op != "argmax" else SIZES):
         _check(exe, graph, [np.random.default_rng(i).normal(size=(batch, seq)).astype(np.float32)])
-    assert fresh.generations == 2
+    assert fresh.generations == 1
+
+
+def test_attention_over_a_symbolic_sequence_is_one_kernel_set(fresh):
+    # scores = q @ k^T * scale, softmax over S (a row of symbolic length), @ v
+    def attention(b, q, k, v):
+        scores = b.dot_general(q, k, lhs_contracting_dims=(2,), rhs_contracting_dims=(2,), lhs_batch_dims=(0,),
+                               rhs_batch_dims=(0,))
+        scale = b.broadcast_in_dim(b.constant(np.float32(0.25)), shape=(B, S, S), broadcast_dimensions=())
+        weights = b.softmax(b.mul(scores, scale), axis=2)
+        return b.dot_general(weights, v, lhs_contracting_dims=(2,), rhs_contracting_dims=(1,), lhs_batch_dims=(0,),
+                             rhs_batch_dims=(0,))
+    graph = graph_of(attention, f32[B, S, 16], f32[B, S, 16], f32[B, S, 16])
+    exe = fresh.compile(graph, "cpu")
+    assert exe.generic
+    rng = np.random.default_rng(5)
+    for batch, seq in SIZES:
+        q, k, v = (_small_ints(rng, (batch, seq, 16)) for _ in range(3))
+        got = to_numpy(exe(q, k, v)[0]).astype(np.float64)
+        (want,) = oracle(graph, [q, k, v])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(v).max())
+    assert fresh.generations == 1
 
 
 def test_cuda_source_for_a_symbolic_graph_is_valid_python():
