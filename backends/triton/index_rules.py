@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from . import elementwise as ew
-from .index import Index, delinearize, linearize, static_int
+from ...ir.dims import DimExpr
+from .index import Index, delinearize, dim_text, linearize, static_int
 
 if TYPE_CHECKING:
     from .writer import KernelWriter
@@ -56,7 +57,7 @@ def _slice(w, node, idx):
     dims = []
     for d, start, step in zip(idx.dims, a["start_indices"], a["strides"]):
         e = d if step == 1 else ("0" if d == "0" else f"{d} * {step}")
-        dims.append(e if start == 0 else (str(start) if e == "0" else f"({start} + {e})"))
+        dims.append(e if start == 0 else (dim_text(start) if e == "0" else f"({dim_text(start)} + {e})"))
     same = node.inputs[0].type.shape == node.outputs[0].type.shape
     return w.value(node.inputs[0], Index(tuple(dims), idx.flat if same else None, idx.valid))
 
@@ -65,8 +66,8 @@ def _reverse(w, node, idx):
     shape = node.inputs[0].type.shape
     dims = list(idx.dims)
     for d in node.attrs["dimensions"]:
-        if shape[d] > 1:
-            dims[d] = f"({shape[d] - 1} - {dims[d]})"
+        if isinstance(shape[d], DimExpr) or shape[d] > 1:
+            dims[d] = f"({dim_text(shape[d] - 1)} - {dims[d]})"
     return w.value(node.inputs[0], Index(tuple(dims), None, idx.valid))
 
 
@@ -121,8 +122,8 @@ def _concatenate(w, node, idx):
     expr = None
     for x, begin, n in reversed(pieces):
         dims = list(idx.dims)
-        dims[axis] = d if begin == 0 else f"({d} - {begin})"
-        inside = w.conj(f"({d} >= {begin})", f"({d} < {begin + n})")
+        dims[axis] = d if begin == 0 else f"({d} - {dim_text(begin)})"
+        inside = w.conj(f"({d} >= {dim_text(begin)})", f"({d} < {dim_text(begin + n)})")
         got = w.value(x, Index(tuple(dims), None, w.conj(idx.valid, inside)))
         # each choice bound on its own: hundreds of pieces must not nest hundreds deep
         expr = got if expr is None else w.let(f"tl.where({inside}, {got}, {expr})")
@@ -144,7 +145,7 @@ def _gather(w, node, idx):
         return w.const(0, x.dtype)
     raw = w.index_value(w.value(indices, idx))
     # out-of-range is implementation-defined; clamp like the reference (and never read wild)
-    at = w.let(f"tl.minimum(tl.maximum({raw}, 0), {n - 1})", "i")
+    at = w.let(f"tl.minimum(tl.maximum({raw}, 0), {dim_text(n - 1)})", "i")
     dims = list(idx.dims)
     dims[axis] = at
     return w.value(x, Index(tuple(dims), None, idx.valid))
@@ -154,7 +155,7 @@ def _clamped_starts(w, starts: Sequence[Value], shape, sizes) -> list[str]:
     out = []
     for s, n, size in zip(starts, shape, sizes):
         raw = w.index_value(w.value(s, Index(())))
-        out.append(w.let(f"tl.minimum(tl.maximum({raw}, 0), {n - size})", "i"))
+        out.append(w.let(f"tl.minimum(tl.maximum({raw}, 0), {dim_text(n - size)})", "i"))
     return out
 
 
@@ -171,7 +172,8 @@ def _dynamic_update_slice(w, node, idx):
     begin = _clamped_starts(w, starts, x.type.shape, usize)
     if 0 in usize:
         return w.value(x, idx)
-    inside = w.conj(*[c for d, s, n in zip(idx.dims, begin, usize) for c in (f"({d} >= {s})", f"({d} < {s} + {n})")])
+    inside = w.conj(*[c for d, s, n in zip(idx.dims, begin, usize)
+                      for c in (f"({d} >= {s})", f"({d} < {s} + {dim_text(n)})")])
     dims = tuple(f"({d} - {s})" for d, s in zip(idx.dims, begin))
     new = w.value(update, Index(dims, None, w.conj(idx.valid, inside)))
     old = w.value(x, idx)

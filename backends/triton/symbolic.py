@@ -6,7 +6,9 @@ symbolic length, below), so the kernels are generated (and, on CUDA, compiled) o
 graph. That holds for the ops whose code only does index arithmetic on the shapes:
 
 * elementwise ops and conversions, constants;
-* reshape, broadcast_in_dim, transpose (index rewrites through linearize/delinearize);
+* reshape, broadcast_in_dim, transpose, slice (symbolic starts too), reverse,
+  concatenate, iota, gather, dynamic_slice, dynamic_update_slice: index rewrites
+  (linearize/delinearize, offsets, bounds and clamps read the sizes);
 * dot_general, any dim symbolic (a symbolic extent takes the full tile, masked; a
   symbolic contraction loops to its run-time length);
 * reductions, any dim symbolic: a symbolic row count is masked under a literal block;
@@ -15,21 +17,23 @@ graph. That holds for the ops whose code only does index arithmetic on the shape
   of the row length): the source is generated once, and CUDA compiles once per
   power-of-two bucket of the row length.
 
-Any other op with a symbolic dim in its types or attributes (slice, pad, concatenate,
-reverse, gather, dynamic_slice, iota, reduce_window, extern ops...) formats sizes as
-literals; a graph with one *falls back* to generating a kernel set per
+Any other op with a symbolic dim in its types or attributes (pad, reduce_window, the
+extern ops: sort, top_k, cumulative scans, scatter, convolution) decides bounds
+statically or passes sizes to torch as literals; a graph with one *falls back* to generating a kernel set per
 concrete input shape (backend.py counts them). :func:`fallback_reason` says why.
 
 Example::
 
+    >>> import numpy as np
     >>> from parity.ir import GraphBuilder, Symbol, f32
     >>> b = GraphBuilder("f")
     >>> x = b.input(f32[Symbol("B"), 4])
     >>> fallback_reason(b.build([b.reduce_sum(b.exp(x), axes=(1,))])) is None
     True
-    >>> y = b.slice(x, start_indices=(0, 1), limit_indices=(Symbol("B"), 3), strides=(1, 1))
+    >>> zero = b.constant(np.float32(0))
+    >>> y = b.pad(x, zero, edge_padding_low=(0, 1), edge_padding_high=(0, 1), interior_padding=(0, 0))
     >>> print(fallback_reason(b.build([y])))
-    slice has symbolic dims (f32[B,4]); it takes sizes only per concrete shape
+    pad has symbolic dims (f32[B,4]); it takes sizes only per concrete shape
 """
 
 from __future__ import annotations
@@ -43,7 +47,10 @@ from .index import dim_text
 from .kernels import REDUCTIONS
 
 # Ops whose lowering only does index arithmetic on symbolic shapes (see the module doc).
-RUNTIME_SIZE_OPS = frozenset({"constant", "reshape", "broadcast_in_dim", "transpose", "dot_general"})
+RUNTIME_SIZE_OPS = frozenset({
+    "constant", "reshape", "broadcast_in_dim", "transpose", "slice", "reverse", "concatenate", "iota", "gather",
+    "dynamic_slice", "dynamic_update_slice", "dot_general",
+})
 
 
 def fallback_reason(graph: Graph) -> str | None:

@@ -12,7 +12,7 @@ import pytest
 from parity.backends.triton import TritonBackend, TritonOptions
 from parity.backends.triton.program import module_source
 from parity.backends.triton.schedule import Options, Scheduler
-from parity.ir import GraphBuilder, Symbol, evaluate, f32
+from parity.ir import DType, GraphBuilder, Symbol, evaluate, f32
 from parity.ir.errors import ParityError
 
 from .conftest import graph_of, oracle, to_numpy
@@ -121,11 +121,33 @@ def test_a_symbolic_contraction_loops_to_its_run_time_length(fresh):
     assert fresh.generations == 1
 
 
-def test_a_slice_with_a_symbolic_dim_falls_back_per_shape(fresh):
-    graph = graph_of(lambda b, x: b.exp(b.slice(x, start_indices=(0, 2), limit_indices=(B, 6), strides=(1, 1))),
-                     f32[B, 8])
+def test_index_ops_read_symbolic_sizes(fresh):
+    # slice to a symbolic limit, reverse and concatenate along S, iota, gather with
+    # clamped indices along a symbolic axis, dynamic_slice/update with clamped starts
+    def index_ops(b, x, i, start):
+        tail = b.slice(x, start_indices=(0, 1), limit_indices=(B, S * 2), strides=(1, 1))
+        both = b.concatenate(b.reverse(tail, dimensions=(1,)), x, dimension=1)
+        ramp = b.iota(dtype=DType.float32, shape=(B, S * 4 - 1), dimension=1)
+        picked = b.gather(x, i, axis=1)
+        window = b.dynamic_slice(x, start, b.constant(np.int64(1)), slice_sizes=(B, 2))
+        patched = b.dynamic_update_slice(x, b.neg(window), start, start)
+        return b.add(both, ramp), picked, patched
+    graph = graph_of(index_ops, f32[B, S * 2], DType.int32[B, 3], DType.int64[()])
     exe = fresh.compile(graph, "cpu")
-    assert not exe.generic and "slice" in exe.fallback
+    assert exe.generic
+    rng = np.random.default_rng(6)
+    for batch, seq in SIZES:
+        x = rng.normal(size=(batch, seq * 2)).astype(np.float32)
+        i = rng.integers(-2, seq * 2 + 2, size=(batch, 3)).astype(np.int32)
+        _check(exe, graph, [x, i, np.int64(rng.integers(-1, 3))])
+    assert fresh.generations == 1
+
+
+def test_a_pad_with_a_symbolic_dim_falls_back_per_shape(fresh):
+    graph = graph_of(lambda b, x: b.exp(b.pad(x, b.constant(np.float32(0)), edge_padding_low=(0, 1),
+                                              edge_padding_high=(0, 1), interior_padding=(0, 0))), f32[B, 8])
+    exe = fresh.compile(graph, "cpu")
+    assert not exe.generic and "pad" in exe.fallback
     assert fresh.generations == 0
     with pytest.raises(ParityError, match="call it once"):
         exe.plan  # noqa: B018
