@@ -80,7 +80,7 @@ def _pad(w, node, idx):
     for d, n, m, lo, interior in zip(idx.dims, x.type.shape, out, a["edge_padding_low"], a["interior_padding"]):
         step = interior + 1
         known = static_int(d)
-        if known is not None:  # a size-1 result dim: decide statically
+        if known is not None and isinstance(n, int):  # a size-1 result dim: decide statically
             p = known - lo
             if p < 0 or p % step or p // step >= n:
                 return fill
@@ -92,8 +92,8 @@ def _pad(w, node, idx):
             p = w.let(f"{p} // {step}", "q")
         if lo > 0:
             checks.append(f"({p} >= 0)")
-        if (m - 1 - lo) // step >= n:  # the largest source index reaches past x
-            checks.append(f"({p} < {n})")
+        if isinstance(m, DimExpr) or isinstance(n, DimExpr) or (m - 1 - lo) // step >= n:
+            checks.append(f"({p} < {dim_text(n)})")  # the largest source index may reach past x
         dims.append(p)
     if not checks:
         return w.value(x, Index(tuple(dims), None, idx.valid))
@@ -204,14 +204,14 @@ def _reduce_window(w, node, idx):
         dims, checks = [], []
         for d, o, n, s, (lo, _), dil in zip(idx.dims, offs, x.type.shape, a["window_strides"], a["padding"],
                                             a["window_dilations"]):
-            if static_int(d) is not None and static_int(o) is not None:  # size-1 dim and window
+            if static_int(d) is not None and static_int(o) is not None and isinstance(n, int):  # size-1 dim, window
                 e = static_int(d) * s + static_int(o) * dil - lo
                 if not 0 <= e < n:
                     return init  # every window position of this element is padding
                 dims.append(str(e))
                 continue
             e = w.let(f"{d} * {s} + {o} * {dil} - {lo}", "q")
-            checks += [f"({e} >= 0)", f"({e} < {n})"]
+            checks += [f"({e} >= 0)", f"({e} < {dim_text(n)})"]
             dims.append(e)
         inside = w.conj(*checks)
         got = w.value(x, Index(tuple(dims), None, w.conj(idx.valid, inside)))

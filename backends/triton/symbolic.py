@@ -6,9 +6,9 @@ symbolic length, below), so the kernels are generated (and, on CUDA, compiled) o
 graph. That holds for the ops whose code only does index arithmetic on the shapes:
 
 * elementwise ops and conversions, constants;
-* reshape, broadcast_in_dim, transpose, slice (symbolic starts too), reverse,
-  concatenate, iota, gather, dynamic_slice, dynamic_update_slice: index rewrites
-  (linearize/delinearize, offsets, bounds and clamps read the sizes);
+* reshape, broadcast_in_dim, transpose, slice, reverse, pad, concatenate, iota, gather,
+  dynamic_slice, dynamic_update_slice, reduce_window: index rewrites (linearize and
+  delinearize, offsets, bounds and clamps read the sizes);
 * dot_general, any dim symbolic (a symbolic extent takes the full tile, masked; a
   symbolic contraction loops to its run-time length);
 * reductions, any dim symbolic: a symbolic row count is masked under a literal block;
@@ -17,23 +17,20 @@ graph. That holds for the ops whose code only does index arithmetic on the shape
   of the row length): the source is generated once, and CUDA compiles once per
   power-of-two bucket of the row length.
 
-Any other op with a symbolic dim in its types or attributes (pad, reduce_window, the
-extern ops: sort, top_k, cumulative scans, scatter, convolution) decides bounds
-statically or passes sizes to torch as literals; a graph with one *falls back* to generating a kernel set per
+Any other op with a symbolic dim in its types or attributes (the extern ops: sort,
+top_k, cumulative scans, scatter, convolution; their host calls are not written for
+symbolic sizes yet: convolution's output shape is a literal); a graph with one *falls back* to generating a kernel set per
 concrete input shape (backend.py counts them). :func:`fallback_reason` says why.
 
 Example::
 
-    >>> import numpy as np
     >>> from parity.ir import GraphBuilder, Symbol, f32
     >>> b = GraphBuilder("f")
     >>> x = b.input(f32[Symbol("B"), 4])
     >>> fallback_reason(b.build([b.reduce_sum(b.exp(x), axes=(1,))])) is None
     True
-    >>> zero = b.constant(np.float32(0))
-    >>> y = b.pad(x, zero, edge_padding_low=(0, 1), edge_padding_high=(0, 1), interior_padding=(0, 0))
-    >>> print(fallback_reason(b.build([y])))
-    pad has symbolic dims (f32[B,4]); it takes sizes only per concrete shape
+    >>> print(fallback_reason(b.build([b.cumsum(x, axis=1, reverse=False)])))
+    cumsum has symbolic dims (f32[B,4]); it takes sizes only per concrete shape
 """
 
 from __future__ import annotations
@@ -48,8 +45,8 @@ from .kernels import REDUCTIONS
 
 # Ops whose lowering only does index arithmetic on symbolic shapes (see the module doc).
 RUNTIME_SIZE_OPS = frozenset({
-    "constant", "reshape", "broadcast_in_dim", "transpose", "slice", "reverse", "concatenate", "iota", "gather",
-    "dynamic_slice", "dynamic_update_slice", "dot_general",
+    "constant", "reshape", "broadcast_in_dim", "transpose", "slice", "reverse", "pad", "concatenate", "iota",
+    "gather", "dynamic_slice", "dynamic_update_slice", "reduce_window", "dot_general",
 })
 
 

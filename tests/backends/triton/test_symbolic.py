@@ -143,11 +143,30 @@ def test_index_ops_read_symbolic_sizes(fresh):
     assert fresh.generations == 1
 
 
-def test_a_pad_with_a_symbolic_dim_falls_back_per_shape(fresh):
-    graph = graph_of(lambda b, x: b.exp(b.pad(x, b.constant(np.float32(0)), edge_padding_low=(0, 1),
-                                              edge_padding_high=(0, 1), interior_padding=(0, 0))), f32[B, 8])
+def test_pads_and_windows_read_symbolic_sizes(fresh):
+    # pads of symbolic axes; windows over a static axis (the IR allows only trivial
+    # windows over symbolic dims) of a tensor with symbolic dims
+    def pads_and_windows(b, x, y, fill):
+        padded = b.pad(x, fill, edge_padding_low=(1, -1), edge_padding_high=(0, 2), interior_padding=(0, 1))
+        pooled = b.reduce_window(y, kind="max", window_dimensions=(1, 1, 3), window_strides=(1, 1, 2),
+                                 padding=((0, 0), (0, 0), (1, 1)), window_dilations=(1, 1, 2))
+        summed = b.reduce_window(y, kind="sum", window_dimensions=(1, 1, 2), window_strides=(1, 1, 2),
+                                 padding=((0, 0), (0, 0), (1, 0)), window_dilations=(1, 1, 1))
+        return padded, pooled, summed
+    graph = graph_of(pads_and_windows, f32[B, S * 2], f32[B, S, 7], f32[()])
     exe = fresh.compile(graph, "cpu")
-    assert not exe.generic and "pad" in exe.fallback
+    assert exe.generic
+    rng = np.random.default_rng(7)
+    for batch, seq in SIZES:
+        x, y = _small_ints(rng, (batch, seq * 2)), _small_ints(rng, (batch, seq, 7))  # exact window sums
+        _check(exe, graph, [x, y, np.float32(-5)])
+    assert fresh.generations == 1
+
+
+def test_an_extern_op_with_a_symbolic_dim_falls_back_per_shape(fresh):
+    graph = graph_of(lambda b, x: b.exp(b.cumsum(x, axis=1, reverse=False)), f32[B, 8])
+    exe = fresh.compile(graph, "cpu")
+    assert not exe.generic and "cumsum" in exe.fallback
     assert fresh.generations == 0
     with pytest.raises(ParityError, match="call it once"):
         exe.plan  # noqa: B018
