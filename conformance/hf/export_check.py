@@ -14,6 +14,11 @@ RTOL * max|eager|`` (:func:`~.check.compare`, no float64 second chance). Exporte
 
 ``python bench/hf_export.py`` prints the table for the whole zoo.
 
+:func:`check_dynamic_export` exports a text model (encoder or decoder LM) once with
+dynamic batch and sequence and runs the one file at every (batch, seq) of
+:func:`dynamic_sizes`: 1, 2, a prime, and the longest sequence the config allows
+(``python bench/dynamic_export.py`` prints that table).
+
 Example::
 
     >>> from parity.conformance.hf.architectures import get_architecture
@@ -39,7 +44,7 @@ import numpy as np
 import torch
 
 from .check import RTOL, build, compare
-from .spec import HFSpec
+from .spec import VOCAB, HFSpec
 
 
 @dataclass
@@ -163,4 +168,122 @@ def check_export(spec: HFSpec, exporter: str = "parity", seed: int = 0,
         result.error = check.error
     elif not check.passed:
         result.error = f"{check.tensor}: off by {check.worst:.2e} of its scale (bound {RTOL:g})"
+    return result
+
+
+# -- dynamic batch and sequence ------------------------------------------------------------
+
+#: Input kinds whose forward takes (input_ids, attention_mask): the encoders and decoder LMs.
+TEXT_KINDS = ("causal-lm", "masked-lm", "text-cls")
+DYNAMIC_DIMS = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
+
+
+class TextForward(torch.nn.Module):
+    """``model(input_ids=..., attention_mask=...)`` with both tensors positional: torch 2.13's
+    export fails on dynamic dims of keyword arguments ('Must provide a tree_name')."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask)
+
+
+#: Position tables whose first rows are reserved: RoBERTa and MPNet count positions from pad_token_id + 1.
+POSITION_OFFSET = {"roberta": 2, "mpnet": 2}
+
+
+def longest_sequence(spec: HFSpec) -> int:
+    """The longest sequence the config allows (its position table), 64 when it sets none."""
+    settings = spec.settings
+    table = int(settings.get("max_position_embeddings", settings.get("n_positions", 64)))
+    return table - POSITION_OFFSET.get(spec.name, 0)
+
+
+def dynamic_sizes(spec: HFSpec) -> list[tuple[int, int]]:
+    """(batch, seq) to run a dynamic export at: 1, 2, a prime (7, 13), the longest sequence."""
+    return [(1, 1), (2, 2), (7, 13), (4, longest_sequence(spec))]
+
+
+def text_inputs(spec: HFSpec, batch: int, seq: int, seed: int = 1) -> dict[str, torch.Tensor]:
+    """Token ids and a mask of one (batch, seq); the second sequence padded at the end as in the zoo."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, spec.settings.get("vocab_size", VOCAB), (batch, seq), generator=generator)
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    if batch > 1 and seq > 2:
+        mask[1, -2:] = 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def _export_parity_dynamic(model, inputs: dict, path: Path, max_seq: int) -> None:
+    import parity
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parity.export(model, tuple(inputs.values()), path=path, input_names=list(inputs),
+                      dynamic_dims={k: DYNAMIC_DIMS[k] for k in inputs})
+
+
+def _export_torch_onnx_dynamic(model, inputs: dict, path: Path, max_seq: int) -> None:
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=max_seq)
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, tuple(inputs.values()), str(path), input_names=list(inputs), dynamo=True,
+                              external_data=False, dynamic_shapes=tuple({0: batch, 1: seq} for _ in inputs))
+    finally:
+        logger.setLevel(level)
+
+
+#: exporter name → (export with dynamic batch and seq, outputs matched by name?)
+DYNAMIC_EXPORTERS: dict[str, tuple[Callable[[torch.nn.Module, dict, Path, int], None], bool]] = {
+    "parity": (_export_parity_dynamic, True),
+    "torch.onnx": (_export_torch_onnx_dynamic, False),
+}
+
+
+def check_dynamic_export(spec: HFSpec, exporter: str = "parity", seed: int = 0,
+                         sizes: list[tuple[int, int]] | None = None) -> ExportResult:
+    """Export ``spec``'s inference forward once from a (2, 8) example with batch and seq
+    dynamic, then run the one file at every (batch, seq) of ``sizes`` (default
+    :func:`dynamic_sizes`) against eager; ``worst`` is the worst over sizes and outputs.
+    Nothing raises: a failure is the result's ``error``, naming the size."""
+    if spec.kind not in TEXT_KINDS:
+        raise ValueError(f"{spec.name} takes {spec.kind} inputs; dynamic export covers {TEXT_KINDS}")
+    export, by_name = DYNAMIC_EXPORTERS[exporter]
+    result = ExportResult(spec.name, exporter, worst=0.0)
+    torch._dynamo.reset()
+    model = TextForward(build(spec, seed)).eval()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{spec.name}.{exporter}.onnx"
+        try:
+            start = time.perf_counter()
+            export(model, text_inputs(spec, 2, 8, seed + 1), path, longest_sequence(spec))
+            result.seconds = time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001 - an exporter that fails is a row, not a crash
+            result.worst, result.error = float("inf"), f"export: {type(exc).__name__}: {exc}"
+            return result
+        for batch, seq in sizes or dynamic_sizes(spec):
+            inputs = text_inputs(spec, batch, seq, seed + 1)
+            try:
+                expected = eager_outputs(model, inputs)
+                got = run_onnx(path, inputs)
+            except Exception as exc:  # noqa: BLE001
+                result.worst, result.error = float("inf"), f"at ({batch}, {seq}): {type(exc).__name__}: {exc}"
+                return result
+            result.outputs = list(got)
+            if not by_name:
+                got = dict(zip(expected, got.values()))
+            check = compare({k: torch.from_numpy(np.asarray(v)) for k, v in got.items()}, expected, None)
+            if check.worst > result.worst or not check.passed:
+                result.worst, result.tensor = check.worst, check.tensor
+            if check.error or not check.passed:
+                why = check.error or f"{check.tensor}: off by {check.worst:.2e} of its scale (bound {RTOL:g})"
+                result.error = f"at ({batch}, {seq}): {why}"
+                return result
+    result.passed = True
     return result

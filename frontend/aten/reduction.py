@@ -6,6 +6,9 @@ sums them as int64); ``keepdim`` is a reshape to torch's result shape.
 
 from __future__ import annotations
 
+import math
+
+from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
 from ..translate import TranslationContext, unsupported
 
@@ -74,10 +77,9 @@ def _arg(arg_op: str):
     return translate
 
 
-def _numel(ctx: TranslationContext, x) -> int:
-    if not x.type.is_static:
-        unsupported("a full reduction over symbolic dimensions")
-    return x.type.numel
+def _numel(ctx: TranslationContext, x) -> int | DimExpr:
+    """x's element count: an int, or the product of its dims (B*S) when some are symbolic."""
+    return math.prod(x.type.shape)
 
 
 def _scan(op: str):

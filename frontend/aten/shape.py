@@ -69,6 +69,11 @@ def slice_values(ctx: TranslationContext, x, dim: int, start, end, step: int = 1
     if any(isinstance(v, DimExpr) for v in (size, start, end)):
         start = 0 if start is None else start
         end = size if open_end else end
+        if isinstance(size, DimExpr) and isinstance(start, int) and start < 0 and step == 1 and (
+                end is size or isinstance(end, int) and end < 0):
+            return _slice_from_end(ctx, x, dim, -start, 0 if end is size else -end)
+        if isinstance(end, int) and end < 0 and isinstance(size, DimExpr):
+            end = size + end  # x[:-2]: torch guarded size >= 2
         if any(isinstance(v, int) and v < 0 for v in (start, end)):
             unsupported(f"slice [{start}:{end}] counts from the end of the symbolic size {size}")
         if isinstance(start, DimExpr):
@@ -79,6 +84,16 @@ def slice_values(ctx: TranslationContext, x, dim: int, start, end, step: int = 1
     start = max(0, min(size, start + size if start < 0 else start))
     end = max(start, min(size, end + size if end < 0 else end))
     return _slice(ctx, x, dim, start, end, step)
+
+
+def _slice_from_end(ctx: TranslationContext, x, dim: int, first: int, last: int):
+    """x[-first:-last] of a symbolic dim (a sliding window's last tokens): reversed, the
+    slice [last:first] starts at a static index; torch guarded size >= first."""
+    if ctx.out.shape[dim] != first - last:
+        unsupported(f"slice [-{first}:-{last}] of the symbolic size {x.type.shape[dim]} has size "
+                    f"{ctx.out.shape[dim]}")
+    flipped = ctx.b.reverse(x, dimensions=(dim,))
+    return ctx.b.reverse(_slice(ctx, flipped, dim, last, first, 1), dimensions=(dim,))
 
 
 def _slice(ctx: TranslationContext, x, dim: int, start, end, step):
