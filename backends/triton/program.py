@@ -110,10 +110,9 @@ def plan_symbols(plan: Plan) -> list[str]:
 
 def _extern_call(step: ExternStep, name) -> str:
     node = step.node
-    attrs = dict(node.attrs)
-    if node.op == "convolution":
-        attrs["out_shape"] = tuple(node.outputs[0].type.shape)
-    kwargs = ", ".join(f"{k}={v!r}" for k, v in attrs.items())
+    kwargs = ", ".join(f"{k}={v!r}" for k, v in node.attrs.items())
+    if node.op == "convolution":  # (symbolic dims: computed from this call's sizes)
+        kwargs += f", out_shape={shape_text(node.outputs[0].type.shape)}"
     args = ", ".join(name(v) for v in node.inputs)
     results = ", ".join(name(v) for v in node.outputs)
     return f"    {results}, = X.{node.op}({args}, {kwargs})"

@@ -9,7 +9,7 @@ import ast
 import numpy as np
 import pytest
 
-from parity.backends.triton import TritonBackend, TritonOptions
+from parity.backends.triton import TritonBackend, TritonOptions, symbolic
 from parity.backends.triton.program import module_source
 from parity.backends.triton.schedule import Options, Scheduler
 from parity.ir import DType, GraphBuilder, Symbol, evaluate, f32
@@ -163,10 +163,31 @@ def test_pads_and_windows_read_symbolic_sizes(fresh):
     assert fresh.generations == 1
 
 
-def test_an_extern_op_with_a_symbolic_dim_falls_back_per_shape(fresh):
-    graph = graph_of(lambda b, x: b.exp(b.cumsum(x, axis=1, reverse=False)), f32[B, 8])
+def test_extern_ops_take_symbolic_sizes(fresh):
+    # torch reads the sizes from the tensors; convolution's output shape comes from the sizes
+    def externs(b, x, image, kernel):
+        scanned = b.exp(b.cumsum(x, axis=1, reverse=False))
+        ordered, _ = b.sort(b.neg(x), axis=1, descending=False)
+        conv = b.convolution(image, kernel, window_strides=(1, 1), padding=((1, 1), (0, 0)), lhs_dilation=(1, 1),
+                             rhs_dilation=(1, 1), feature_group_count=1)
+        return scanned, ordered, b.tanh(conv)
+    graph = graph_of(externs, f32[B, S], f32[B, 2, 5, 4], f32[3, 2, 3, 3])
     exe = fresh.compile(graph, "cpu")
-    assert not exe.generic and "cumsum" in exe.fallback
+    assert exe.generic and exe.externs_per_call == 3
+    rng = np.random.default_rng(8)
+    kernel = _small_ints(rng, (3, 2, 3, 3))
+    for batch, seq in SIZES:
+        _check(exe, graph, [_small_ints(rng, (batch, seq)), _small_ints(rng, (batch, 2, 5, 4)), kernel])
+    assert fresh.generations == 1
+
+
+def test_an_op_not_known_to_take_sizes_falls_back_per_shape(fresh, monkeypatch):
+    # plant an op outside symbolic.py's tables (as a primitive added later would be):
+    # its graphs get a module per concrete shape, counted, and stay correct
+    monkeypatch.setattr(symbolic, "RUNTIME_SIZE_OPS", symbolic.RUNTIME_SIZE_OPS - {"transpose"})
+    graph = graph_of(lambda b, x: b.exp(b.transpose(x, permutation=(1, 0))), f32[B, 8])
+    exe = fresh.compile(graph, "cpu")
+    assert not exe.generic and "transpose has symbolic dims" in exe.fallback
     assert fresh.generations == 0
     with pytest.raises(ParityError, match="call it once"):
         exe.plan  # noqa: B018
