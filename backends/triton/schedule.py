@@ -111,6 +111,10 @@ class Scheduler:
         self.options = options
         self.cuda = cuda
         self.position = {node: i for i, node in enumerate(graph.nodes)}
+        # demands are sets of Values (hashed by identity): plan them in graph order, so
+        # one graph always gives the same kernels and source (and disk-cache key)
+        values = list(graph.inputs) + [v for node in graph.nodes for v in node.outputs]
+        self.order = {v: i for i, v in enumerate(values)}
         self.forced: set[Value] = set()
         self._splats: dict[Value, object] = {}
 
@@ -187,7 +191,7 @@ class Scheduler:
         return self.dot_levels[node]
 
     def _level_of(self, demands) -> int:
-        return 1 + max((self.root(d) for d in demands), default=0)
+        return 1 + max((self.root(d) for d in sorted(demands, key=self.order.__getitem__)), default=0)
 
     def anchor(self, v: Value) -> tuple:
         node = v.producer
