@@ -1,12 +1,19 @@
 """ONNX export with dynamic batch and sequence: ``parity.export`` against ``torch.onnx.export(dynamo=True)``.
 
-Each model is exported once from a (2, 7) example with both dims dynamic, then the one
-file runs in plain onnxruntime at (batch, seq) = (1, 1), (2, 7), (7, 33) and (33, 2) and
-is compared with eager torch; the table gives pass/fail, the worst absolute error over
-the four sizes, the export seconds and the file's input dims. Results:
-bench/results/dynamic_export.md.
+Each model is exported once with both dims dynamic, then the one file runs in plain
+onnxruntime at several (batch, seq) and is compared with eager torch; the table gives
+pass/fail, the worst error over the sizes, the export seconds (and for the two small
+models the file's input dims). Results: bench/results/dynamic_export.md.
 
-    $ python bench/dynamic_export.py [--only encoder_layer,attention] [--out bench/results/dynamic_export.md]
+- ``encoder_layer``, ``attention``: from a (2, 7) example, run at (1, 1), (2, 7), (7, 33),
+  (33, 2); absolute error, pass at <= 1e-5.
+- The Hugging Face encoders and decoder LMs of the zoo (``input_ids`` and
+  ``attention_mask`` passed positionally, inference forward, caches included): from a
+  (2, 8) example, run at (1, 1), (2, 2), (7, 13) and (4, the longest sequence the config
+  allows); error relative to each output's scale, pass at <= 1e-4
+  (:func:`parity.conformance.hf.export_check.check_dynamic_export`).
+
+    $ python bench/dynamic_export.py [--only encoder_layer,attention,bert,gpt2] [--out bench/results/dynamic_export.md]
 """
 
 from __future__ import annotations
@@ -96,9 +103,27 @@ def check(name: str, exporter: str, folder: str) -> str:
     return f"{verdict} (max error {worst:.1e}, export {seconds:.1f} s, input dims {dims})"
 
 
+def hf_models() -> list[str]:
+    """The zoo's encoders and decoder LMs: the models whose forward takes token ids and a mask."""
+    from parity.conformance.hf.architectures import ARCHITECTURES
+    from parity.conformance.hf.export_check import TEXT_KINDS
+
+    return [s.name for s in ARCHITECTURES if s.kind in TEXT_KINDS and s.family in ("encoder", "decoder")]
+
+
+def check_hf(name: str, exporter: str) -> str:
+    from parity.conformance.hf.architectures import get_architecture
+    from parity.conformance.hf.export_check import check_dynamic_export
+
+    result = check_dynamic_export(get_architecture(name), exporter)
+    if not result.passed:
+        return f"fail: {result.first_line[:120]}"
+    return f"pass (max error {result.worst:.1e}, export {result.seconds:.1f} s)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(MODELS))
+    parser.add_argument("--only", default=",".join([*MODELS, *hf_models()]))
     parser.add_argument("--out", default="")
     args = parser.parse_args(argv)
     lines = ["| model | " + " | ".join(EXPORTERS) + " |", "| --- | " + " | ".join("---" for _ in EXPORTERS) + " |"]
@@ -107,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             cells = []
             for exporter in EXPORTERS:
                 try:
-                    cells.append(check(name, exporter, folder))
+                    cells.append(check(name, exporter, folder) if name in MODELS else check_hf(name, exporter))
                 except Exception:  # a bench row never stops the table
                     cells.append("fail: " + traceback.format_exc().strip().splitlines()[-1][:100])
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -116,9 +141,14 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.out, "w") as f:
             f.write("# ONNX export with dynamic batch and sequence\n\n"
                     f"`python bench/dynamic_export.py` (torch {torch.__version__}). One file per model and "
-                    f"exporter from a (2, 7) example, run in plain onnxruntime at (batch, seq) = "
-                    f"{', '.join(map(str, SIZES))}; max absolute error against eager over the four sizes "
-                    f"(pass: <= {TOLERANCE:g}).\n\n" + "\n".join(lines) + "\n")
+                    f"exporter, run in plain onnxruntime at every size and compared with eager.\n\n"
+                    f"- encoder_layer, attention: from a (2, 7) example, at (batch, seq) = "
+                    f"{', '.join(map(str, SIZES))}; max absolute error (pass: <= {TOLERANCE:g}).\n"
+                    "- Hugging Face encoders and decoder LMs (input_ids and attention_mask positional, "
+                    "inference forward, caches included): from a (2, 8) example, at (1, 1), (2, 2), "
+                    "(7, 13) and (4, the longest sequence the config allows: 64, 62 for roberta and mpnet); "
+                    "max error relative to each output's scale (pass: <= 1e-4).\n\n"
+                    + "\n".join(lines) + "\n")
     return 0
 
 

@@ -82,16 +82,23 @@ def _export_parity(model, inputs: dict, path: Path) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, ExportWarning)]
 
 
-def _export_torch_onnx(model, inputs: dict, path: Path) -> list[str]:
+@contextlib.contextmanager
+def _quiet_torch_onnx():
+    """torch.onnx.export without its progress prints, warnings and info logs."""
     logger = logging.getLogger("torch.onnx")
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, (), str(path), kwargs=inputs, dynamo=True, external_data=False)
+            yield
     finally:
         logger.setLevel(level)
+
+
+def _export_torch_onnx(model, inputs: dict, path: Path) -> list[str]:
+    with _quiet_torch_onnx():
+        torch.onnx.export(model, (), str(path), kwargs=inputs, dynamo=True, external_data=False)
     return []
 
 
@@ -227,16 +234,9 @@ def _export_parity_dynamic(model, inputs: dict, path: Path, max_seq: int) -> Non
 
 def _export_torch_onnx_dynamic(model, inputs: dict, path: Path, max_seq: int) -> None:
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=max_seq)
-    logger = logging.getLogger("torch.onnx")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            torch.onnx.export(model, tuple(inputs.values()), str(path), input_names=list(inputs), dynamo=True,
-                              external_data=False, dynamic_shapes=tuple({0: batch, 1: seq} for _ in inputs))
-    finally:
-        logger.setLevel(level)
+    with _quiet_torch_onnx():
+        torch.onnx.export(model, tuple(inputs.values()), str(path), input_names=list(inputs), dynamo=True,
+                          external_data=False, dynamic_shapes=tuple({0: batch, 1: seq} for _ in inputs))
 
 
 #: exporter name → (export with dynamic batch and seq, outputs matched by name?)
