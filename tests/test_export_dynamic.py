@@ -80,3 +80,41 @@ def test_output_dims_are_expressions_of_the_users_names(tmp_path):
         x = torch.randn(batch, seq, 32)
         for got, want in zip(session.run(None, {"x": x.numpy()}), flat(x)):
             np.testing.assert_array_equal(got, want.numpy())
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2"])
+def test_hugging_face_encoder_and_decoder_export_with_dynamic_batch_and_sequence(name):
+    """An encoder and a decoder LM (its cache among the outputs) from the zoo: one file,
+    input dims [batch, seq], matching eager at (1, 1), (2, 2), (7, 13) and (4, 64)."""
+    pytest.importorskip("transformers")
+    from parity.conformance.hf import get_architecture
+    from parity.conformance.hf.export_check import check_dynamic_export, dynamic_sizes
+
+    spec = get_architecture(name)
+    assert dynamic_sizes(spec) == [(1, 1), (2, 2), (7, 13), (4, 64)]
+    result = check_dynamic_export(spec, "parity")
+    assert result.passed, result.error
+    assert result.worst < 1e-6
+    if name == "gpt2":
+        assert "cache.1.value" in result.outputs
+
+
+def test_select_index_and_full_reduction_of_symbolic_dims(tmp_path):
+    """x[:, 0] (a pooler's first token) of a dynamic seq, an index into a tensor with
+    symbolic dims (x[rows, cols]: a padding mask read at arange positions), argmax of all."""
+
+    class Picks(nn.Module):
+        def forward(self, x):
+            rows = torch.arange(x.shape[0]).unsqueeze(1)
+            cols = torch.arange(x.shape[1]).unsqueeze(0)
+            return x[:, 0], x[rows, cols].sum(-1), x.argmax()
+
+    model = Picks()
+    parity.export(model, (torch.randn(2, 7, 32),), path=tmp_path / "m.onnx", input_names=["x"],
+                  dynamic_dims=DYNAMIC)
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    for batch, seq in [(1, 3), (2, 7), (7, 33)]:
+        x = torch.randn(batch, seq, 32)
+        got = session.run(None, {"x": x.numpy()})
+        for g, w in zip(got, model(x)):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-6, atol=1e-6)
