@@ -187,14 +187,15 @@ DYNAMIC_DIMS = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batc
 
 class TextForward(torch.nn.Module):
     """``model(input_ids=..., attention_mask=...)`` with both tensors positional: torch 2.13's
-    export fails on dynamic dims of keyword arguments ('Must provide a tree_name')."""
+    export fails on dynamic dims of keyword arguments ('Must provide a tree_name').
+    ``use_cache=False`` asks a decoder LM for no cache among its outputs."""
 
-    def __init__(self, model: torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, use_cache: bool | None = None):
         super().__init__()
-        self.model = model
+        self.model, self.options = model, {} if use_cache is None else {"use_cache": use_cache}
 
     def forward(self, input_ids, attention_mask):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask)
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, **self.options)
 
 
 #: Position tables whose first rows are reserved: RoBERTa and MPNet count positions from pad_token_id + 1.
@@ -247,17 +248,18 @@ DYNAMIC_EXPORTERS: dict[str, tuple[Callable[[torch.nn.Module, dict, Path, int], 
 
 
 def check_dynamic_export(spec: HFSpec, exporter: str = "parity", seed: int = 0,
-                         sizes: list[tuple[int, int]] | None = None) -> ExportResult:
+                         sizes: list[tuple[int, int]] | None = None, use_cache: bool | None = None) -> ExportResult:
     """Export ``spec``'s inference forward once from a (2, 8) example with batch and seq
     dynamic, then run the one file at every (batch, seq) of ``sizes`` (default
     :func:`dynamic_sizes`) against eager; ``worst`` is the worst over sizes and outputs.
+    ``use_cache`` is passed to the forward when set (False: a decoder without its cache).
     Nothing raises: a failure is the result's ``error``, naming the size."""
     if spec.kind not in TEXT_KINDS:
         raise ValueError(f"{spec.name} takes {spec.kind} inputs; dynamic export covers {TEXT_KINDS}")
     export, by_name = DYNAMIC_EXPORTERS[exporter]
     result = ExportResult(spec.name, exporter, worst=0.0)
     torch._dynamo.reset()
-    model = TextForward(build(spec, seed)).eval()
+    model = TextForward(build(spec, seed), use_cache).eval()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{spec.name}.{exporter}.onnx"
         try:
