@@ -137,6 +137,15 @@ def eager_outputs(model, inputs: dict) -> dict[str, torch.Tensor]:
 LOSS_INPUTS = ("labels", "return_loss")
 
 
+def inference_inputs(model, inputs: dict) -> dict:
+    """``inputs`` without the loss inputs. An encoder-decoder served without labels is
+    given the decoder's tokens instead (the labels' ids, as teacher forcing would)."""
+    served = {k: v for k, v in inputs.items() if k not in LOSS_INPUTS}
+    if getattr(model.config, "is_encoder_decoder", False) and "labels" in inputs:
+        served["decoder_input_ids"] = inputs["labels"]
+    return served
+
+
 def check_export(spec: HFSpec, exporter: str = "parity", seed: int = 0,
                  workdir: str | Path | None = None, inference: bool = False) -> ExportResult:
     """Export ``spec``'s eval-mode forward with ``exporter``, run the file in onnxruntime,
@@ -149,7 +158,7 @@ def check_export(spec: HFSpec, exporter: str = "parity", seed: int = 0,
     model = build(spec, seed).eval()
     inputs = spec.inputs(seed + 1)
     if inference:
-        inputs = {k: v for k, v in inputs.items() if k not in LOSS_INPUTS}
+        inputs = inference_inputs(model, inputs)
     expected = eager_outputs(model, inputs)
     with contextlib.ExitStack() as stack:
         folder = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory()))

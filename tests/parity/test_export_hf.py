@@ -161,3 +161,10 @@ def test_a_branch_on_data_names_the_line_and_the_input_to_leave_out(tmp_path):
         "make that code branchless (torch.where, torch.cond); parity.compile(..., strict=False) runs it with a "
         "graph break instead",
     ]
+
+
+def test_an_encoder_decoder_served_without_labels_is_given_decoder_tokens():
+    # T5 has no default decoder input: without labels (the served forward) it needs decoder_input_ids.
+    result = check_export(get_architecture("t5"), "parity", inference=True)
+    assert (result.passed, result.error) == (True, "")
+    assert "loss" not in result.outputs and result.outputs[0] == "logits"
