@@ -241,8 +241,6 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
     "dropout": _scaled(1),
 }
 
-# Composites that compute float16/bfloat16 in float32 without the `widened` wrapper.
-_COMPUTES_WIDE = frozenset({"normal", "interpolate"})
 
 
 
@@ -253,8 +251,8 @@ def widens(op: str) -> bool:
     opdef = OP_TABLE.get(op)  # None for a multi-op case named after what it tests
     if opdef is not None and opdef.kind is Kind.PRIMITIVE:
         return opdef.accuracy is Accuracy.ACCUMULATION
-    return op in _COMPUTES_WIDE or (opdef is not None and opdef.kind is Kind.COMPOSITE
-                                    and hasattr(opdef.decompose, "__wrapped__"))
+    return opdef is not None and opdef.kind is Kind.COMPOSITE and (
+        Group.COMPUTES_WIDE in opdef.groups or hasattr(opdef.decompose, "__wrapped__"))
 
 
 def _zero_sign_defined(op: str) -> bool:

@@ -57,6 +57,9 @@ class Group(enum.Enum):
     # Its result is elements of its first operand, picked by run-time indices and otherwise
     # unchanged (gather, dynamic_slice): like a shape op, it passes values on to its users.
     SELECTS = "selects"
+    # A composite whose decomposition computes float16/bfloat16 in float32 itself and rounds
+    # once at the end (without compose.widened, which marks the composites it wraps).
+    COMPUTES_WIDE = "computes_wide"
 
 
 class Accuracy(enum.Enum):

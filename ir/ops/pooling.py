@@ -287,7 +287,7 @@ _OPS = {
     "interpolate": ((AttrSpec("size", AttrKind.INTS, doc="output size per spatial dim (torch's size=)"),
                      AttrSpec("mode", AttrKind.STR, "nearest", choices=tuple(_MODES)),
                      AttrSpec("align_corners", AttrKind.BOOL, False, doc="linear modes only")),
-                    _interpolate_infer, _interpolate, FLOAT_DTYPES, frozenset(),
+                    _interpolate_infer, _interpolate, FLOAT_DTYPES, {Group.COMPUTES_WIDE},
                     "torch.nn.functional.interpolate(x, size=...) for nearest (source floor(i * in/out), "
                     "computed in torch's float type) and (bi/tri)linear with or without align_corners."),
 }

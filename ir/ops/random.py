@@ -205,10 +205,10 @@ def _dropout_infer(types, attrs):
     return (x,)
 
 
-def _random(*, accuracy: Accuracy = Accuracy.COMPOSITE, **fields):
+def _random(*, accuracy: Accuracy = Accuracy.COMPOSITE, groups: tuple[Group, ...] = (), **fields):
     """A random composite: group RANDOM, and EXACT where its accuracy is."""
     exact = (Group.EXACT,) if accuracy is Accuracy.EXACT else ()
-    return compose.composite(accuracy=accuracy, groups=(Group.RANDOM, *exact), **fields)
+    return compose.composite(accuracy=accuracy, groups=(Group.RANDOM, *exact, *groups), **fields)
 
 
 _KEY = (DType.uint32,)
@@ -224,7 +224,8 @@ OPS = (
             infer=_float_draw_infer("uniform"), decompose=_uniform, dtypes=_KEY,
             doc="uniform in [low, high): JAX's mantissa method, clamped below high"),
     _random(name="normal", operands=("key",), attrs=(_SHAPE, _DTYPE), infer=_float_draw_infer("normal"),
-            decompose=_normal, dtypes=_KEY, doc="standard normal by Box-Muller on 2n uniforms"),
+            decompose=_normal, dtypes=_KEY, groups=(Group.COMPUTES_WIDE,),
+            doc="standard normal by Box-Muller on 2n uniforms"),
     _random(name="dropout", operands=("x", "key"), attrs=(AttrSpec("p", AttrKind.FLOAT, doc="drop probability"),),
             infer=_dropout_infer, decompose=compose.widened(_dropout), dtypes=FLOAT_DTYPES,
             doc="keep x / (1 - p) where uniform(key) >= p, else 0"),

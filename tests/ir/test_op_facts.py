@@ -185,3 +185,11 @@ def test_multiplicative_and_selecting_ops_are_groups_of_the_table():
     assert ops_in_group(Group.SELECTS) == ("gather", "dynamic_slice")
     assert not {"cumsum", "reduce_sum", "scatter", "dynamic_update_slice"} & set(
         ops_in_group(Group.MULTIPLICATIVE) + ops_in_group(Group.SELECTS))
+
+
+def test_composites_that_compute_wide_without_the_wrapper_are_a_group():
+    # conformance/bounds.py's widens() read a hand list {normal, interpolate}; now the group.
+    from parity.conformance.bounds import widens
+
+    assert ops_in_group(Group.COMPUTES_WIDE) == ("normal", "interpolate")
+    assert widens("normal") and widens("interpolate") and not widens("uniform") and not widens("max_pool")
