@@ -11,6 +11,7 @@ returns torch tensors.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import threading
 import warnings
@@ -107,18 +108,24 @@ def make_dynamo_backend(session: Session):
                        decompositions=decomposition_table())
 
     def parity(gm, example_inputs):
-        # With mkldnn on, torch's aten.lstm decomposition emits the fused
-        # aten.mkldnn_rnn_layer for a layer whose input needs no grad; tracing with it
-        # off gives plain matmuls and pointwise ops, which translate.
-        # (Set directly: torch.backends.mkldnn.flags() also resets TF32 and warns about it.)
-        enabled = torch._C._get_mkldnn_enabled()
-        torch._C._set_mkldnn_enabled(False)
-        try:
+        with mkldnn_off():
             return aot(gm, example_inputs)
-        finally:
-            torch._C._set_mkldnn_enabled(enabled)
 
     return parity
+
+
+@contextlib.contextmanager
+def mkldnn_off():
+    """Trace with mkldnn off: with it on, torch's aten.lstm decomposition emits the fused
+    aten.mkldnn_rnn_layer for a layer whose input needs no grad; with it off, plain
+    matmuls and pointwise ops, which translate. (Set directly: torch.backends.mkldnn.flags()
+    also resets TF32 and warns about it.)"""
+    enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(enabled)
 
 
 # -- claims -----------------------------------------------------------------------------

@@ -12,25 +12,10 @@ import torch
 from torch import nn
 
 import parity
+from parity.bench.dynamic_export import Attention  # the hand-written block the benchmark measures too
 
 SIZES = [(1, 1), (2, 7), (7, 33), (33, 2)]
 DYNAMIC = {"x": {0: "batch", 1: "seq"}}
-
-
-class Attention(nn.Module):
-    """Hand-written multi-head self-attention: the sizes it computes are B*S and B*heads."""
-
-    def __init__(self, dim=32, heads=4):
-        super().__init__()
-        self.heads, self.qkv, self.out = heads, nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
-
-    def forward(self, x):
-        batch, seq, dim = x.shape
-        qkv = self.qkv(x.reshape(batch * seq, dim)).view(batch, seq, 3, self.heads, dim // self.heads)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).reshape(3, batch * self.heads, seq, dim // self.heads)
-        weights = torch.softmax(q @ k.transpose(1, 2) / (dim // self.heads) ** 0.5, dim=-1)
-        mixed = (weights @ v).view(batch, self.heads, seq, -1).transpose(1, 2).reshape(batch, seq, dim)
-        return self.out(mixed)
 
 
 def encoder_layer():

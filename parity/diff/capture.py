@@ -89,7 +89,7 @@ def _dynamo_backend(recorder: _Recorder):
     """A torch.compile backend: parity's own AOTAutograd compilers, each result recorded."""
     from torch._dynamo.backends.common import aot_autograd
 
-    from ..frontend.compiler import CompileOptions, Session, compile_fx_graph, decomposition_table
+    from ..frontend.compiler import CompileOptions, Session, compile_fx_graph, decomposition_table, mkldnn_off
 
     session = Session(CompileOptions(backend="reference", strict=True))
 
@@ -102,14 +102,8 @@ def _dynamo_backend(recorder: _Recorder):
                        inference_compiler=compiler("inference"), decompositions=decomposition_table())
 
     def backend(gm, example_inputs):
-        import torch
-
-        enabled = torch._C._get_mkldnn_enabled()  # as parity.compile: plain matmuls for LSTM layers
-        torch._C._set_mkldnn_enabled(False)
-        try:
+        with mkldnn_off():  # as parity.compile: plain matmuls for LSTM layers
             return aot(gm, example_inputs)
-        finally:
-            torch._C._set_mkldnn_enabled(enabled)
 
     return backend
 
