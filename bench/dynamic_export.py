@@ -71,31 +71,49 @@ def export_torch(model, x, path):
     program.save(path)
 
 
-EXPORTERS = {"parity": export_parity, "torch.onnx": export_torch}
+def export_parity_jax(model, x, path):
+    import parity
+
+    parity.export(model, (x,), format="jax", path=path, input_names=["x"],
+                  dynamic_dims={"x": {0: "batch", 1: "seq"}})
 
 
-def check(name: str, exporter: str, folder: str) -> str:
+EXPORTERS = {"parity": export_parity, "torch.onnx": export_torch, "parity.jax": export_parity_jax}
+
+
+def loaded(path: str, exporter: str):
+    """(the file's input dims, run(x) -> its one output) in plain onnxruntime or jax.export."""
+    if exporter == "parity.jax":
+        import jax
+
+        module = jax.export.deserialize(open(path, "rb").read())
+        return [str(d) for d in module.in_avals[0].shape], lambda x: np.asarray(module.call(x)[0])
     import onnx
     import onnxruntime as ort
 
+    dims = [d.dim_param or d.dim_value for d in onnx.load(path).graph.input[0].type.tensor_type.shape.dim]
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return dims, lambda x: session.run(None, {session.get_inputs()[0].name: x})[0]
+
+
+def check(name: str, exporter: str, folder: str) -> str:
     torch.manual_seed(0)
     model = MODELS[name]().eval()
-    path = os.path.join(folder, f"{name}-{exporter}.onnx")
+    path = os.path.join(folder, f"{name}-{exporter}.{'jax' if exporter == 'parity.jax' else 'onnx'}")
     start = time.perf_counter()
     try:
         EXPORTERS[exporter](model, torch.randn(2, 7, 32), path)
     except Exception as exc:
         return f"fail: export: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
     seconds = time.perf_counter() - start
-    dims = [d.dim_param or d.dim_value for d in onnx.load(path).graph.input[0].type.tensor_type.shape.dim]
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    dims, run = loaded(path, exporter)
     worst = 0.0
     for batch, seq in SIZES:
         x = torch.randn(batch, seq, 32)
         with torch.no_grad():
             want = model(x).numpy()
         try:
-            (got,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+            got = run(x.numpy())
         except Exception as exc:
             return f"fail at ({batch}, {seq}): {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
         if got.shape != want.shape:
@@ -115,7 +133,7 @@ def hf_models() -> list[str]:
 
 #: The anchor once more on the decoder LMs without their cache (torch.onnx cannot output a DynamicCache).
 NO_CACHE = "torch.onnx, use_cache=False"
-COLUMNS = [*EXPORTERS, NO_CACHE]
+ONNX_COLUMNS = ["parity", "torch.onnx", NO_CACHE]
 
 
 def check_hf(name: str, column: str) -> str:
@@ -142,19 +160,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join([*MODELS, *hf_models()]))
     parser.add_argument("--out", default="")
+    parser.add_argument("--jax", action="store_true",
+                        help="parity.export(format='jax') instead: symbolic StableHLO run by jax.export")
     args = parser.parse_args(argv)
-    lines = ["| model | " + " | ".join(COLUMNS) + " |", "| --- | " + " | ".join("---" for _ in COLUMNS) + " |"]
+    columns = ["parity.jax"] if args.jax else ONNX_COLUMNS
+    lines = ["| model | " + " | ".join(columns) + " |", "| --- | " + " | ".join("---" for _ in columns) + " |"]
     with tempfile.TemporaryDirectory() as folder:
         for name in args.only.split(","):
             cells = []
-            for column in COLUMNS:
+            for column in columns:
                 try:
                     cells.append(cell(name, column, folder))
                 except Exception:  # a bench row never stops the table
                     cells.append("fail: " + traceback.format_exc().strip().splitlines()[-1][:100])
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
-    if args.out:
+    if args.out and args.jax:
+        with open(args.out, "w") as f:
+            f.write("# StableHLO export with dynamic batch and sequence\n\n"
+                    f"`python bench/dynamic_export.py --jax` (torch {torch.__version__}). "
+                    "`parity.export(format=\"jax\")` writes jax.export's serialized module (StableHLO with "
+                    "symbolic dims, the size constraints as shape assertions); each file is deserialized and "
+                    "called at every size, compared with eager at the sizes and bounds of the ONNX table "
+                    "(dynamic_export.md). There is no torch anchor: torch_xla is not installed here.\n\n"
+                    + "\n".join(lines) + "\n")
+    elif args.out:
         with open(args.out, "w") as f:
             f.write("# ONNX export with dynamic batch and sequence\n\n"
                     f"`python bench/dynamic_export.py` (torch {torch.__version__}). One file per model and "

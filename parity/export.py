@@ -5,11 +5,13 @@ is one ``make_fx`` pass with parity's decomposition table (flat tensor arguments
 shapes, no buffer updates: most inference exports), else
 :func:`parity.frontend.capture.capture_program` (strict torch.export, needed for dynamic
 dims). :data:`EXPORTERS` maps each
-format to a backend name in the registry (``"onnx"``: the onnx backend, a
-self-contained ``.onnx`` file; ``"stablehlo"``: the xla backend, StableHLO text whose
-header comment names the inputs and outputs); that backend's ``export(graph, path,
-input_names=, output_names=, dim_names=)`` writes the file and returns its in-memory form.
-Adding a format is one row here and one method on a backend.
+format to a backend name in the registry and the method that writes it (``"onnx"``: the
+onnx backend, a self-contained ``.onnx`` file; ``"stablehlo"``: the xla backend, StableHLO
+text whose header comment names the inputs and outputs; ``"jax"``: the xla backend,
+``jax.export``'s serialized form, which ``jax.export.deserialize(data).call(...)`` runs in
+any process). The method, ``(graph, path, input_names=, output_names=, dim_names=)``,
+writes the file and returns its in-memory form. Dynamic dims stay symbolic in every
+format. Adding a format is one row here and one method on a backend.
 
 Parameters and buffers become constants by default (``params="constants"``: folded into
 the graph, so the file is self-contained), or named graph inputs (``params="inputs"``,
@@ -39,8 +41,9 @@ from .ir.errors import ParityError
 from .ir.graph import Graph, Node
 from .ir.types import Symbol
 
-# format -> the registry name of the backend whose ``export`` method writes it.
-EXPORTERS: dict[str, str] = {"onnx": "onnx", "stablehlo": "xla"}
+# format -> (the registry name of the backend, its method that writes the format)
+EXPORTERS: dict[str, tuple[str, str]] = {"onnx": ("onnx", "export"), "stablehlo": ("xla", "export"),
+                                         "jax": ("xla", "export_serialized")}
 
 
 class ExportError(ParityError):
@@ -102,9 +105,9 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
             if dim_names.setdefault(dim.name, dim_name) != dim_name:
                 raise ExportError(f"the dynamic dims {dim_names[dim.name]!r} and {dim_name!r} were captured as "
                                   "one size; the file would need them equal")
-    backend = get_backend(EXPORTERS[format])
-    return backend.export(graph, path or f"model.{format}", input_names=names, output_names=outputs,
-                          dim_names=dim_names)
+    backend_name, method = EXPORTERS[format]
+    write = getattr(get_backend(backend_name), method)
+    return write(graph, path or f"model.{format}", input_names=names, output_names=outputs, dim_names=dim_names)
 
 
 def _traceable(fn, args, kwargs, dynamic_dims) -> bool:

@@ -47,12 +47,13 @@ from ...ir.errors import ParityError, UnsupportedOpError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.shapes import ShapeBindings
-from ...ir.types import Symbol, TensorType
+from ...ir.types import TensorType
 from ..base import ANY_OP, Backend, Deviation, OpClaim, Summation
 from ..cache import BuildOnceCache
 from .lowering import LOWERINGS, graph_function, unlowered_nodes
 from .products import fuses_products
 from .sharding import collectives, compile_sharded, put_inputs, to_host
+from .symbolic_export import export_symbolic, symbolic_names
 
 # parity device name -> JAX platform name.
 PLATFORMS = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
@@ -318,15 +319,30 @@ class XlaBackend(Backend):
                output_names: Sequence[str] | None = None, dim_names: dict[str, str] | None = None) -> str:
         """Write ``graph`` to ``path`` as StableHLO text (``parity.export(format="stablehlo")``);
         return the text. A header comment names each input (``%argN``) and output with its IR
-        type; the text itself is static, so a graph with symbolic dims is refused."""
-        symbolic = sorted({d.name for t in graph.input_types for d in t.shape if isinstance(d, Symbol)})
-        if symbolic:
-            renamed = [(dim_names or {}).get(s, s) for s in symbolic]
-            raise ParityError(f"StableHLO export of @{graph.name} needs static shapes, and dims {renamed} are "
-                              f"symbolic: export without dynamic_dims (or use format='onnx', which keeps them)")
-        text = _header(graph, input_names, output_names) + export_stablehlo(graph)
+        type. Symbolic dims stay symbolic (``tensor<?x32xf32>``) through ``jax.export``'s shape
+        polymorphism, named by ``dim_names`` (:mod:`.symbolic_export`); the module asserts the
+        graph's size constraints when it runs."""
+        header = _header(graph, input_names, output_names)
+        if symbolic_names(graph):
+            dims = ", ".join(f"{(dim_names or {}).get(n, n)}" for n in symbolic_names(graph))
+            header += f"// dynamic dims: {dims} (jax.export shape polymorphism)\n"
+            text = header + export_symbolic(graph, dim_names).mlir_module()
+        else:
+            text = header + export_stablehlo(graph)
         Path(path).write_text(text)
         return text
+
+    def export_serialized(self, graph: Graph, path, *, input_names: Sequence[str] | None = None,
+                          output_names: Sequence[str] | None = None,
+                          dim_names: dict[str, str] | None = None) -> jax.export.Exported:
+        """Write ``graph`` to ``path`` as ``jax.export``'s serialized form
+        (``parity.export(format="jax")``) and return the ``jax.export.Exported``. Another
+        process runs the file with ``jax.export.deserialize(data).call(*inputs)``, at any
+        size its dims allow: symbolic dims stay symbolic (:mod:`.symbolic_export`). The
+        inputs are positional in the graph's order (``input_names`` are not kept)."""
+        exported = export_symbolic(graph, dim_names)
+        Path(path).write_bytes(exported.serialize())
+        return exported
 
     def _compiled(self, graph: Graph, content_hash: str, device: str, in_types: Sequence[TensorType]):
         """The XLA executable for these input types, compiled at most once per key."""

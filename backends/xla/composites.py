@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from jax import lax
 
-from ...ir.expand import decomposition
 from .context import Rule
 from .reduction import extreme
 from .sharding import constraint_rule
@@ -28,9 +27,7 @@ def _shift_invariant(name: str) -> Rule:
     """
 
     def rule(ctx, x):
-        from .lowering import run_graph  # the driver imports this table
-
-        return run_graph(decomposition(name, ctx.attrs, ctx.in_types), [x], {"reduce_max": _plain_max}, ctx.zero)[0]
+        return ctx.expand({"reduce_max": _plain_max})[0]
 
     return rule
 

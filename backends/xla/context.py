@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
@@ -33,6 +34,9 @@ class XlaNodeContext(NodeContext):
     bound) and the executable's run-time zero."""
 
     zero: Any = None  # the executable's run-time zero (see products.opaque), None when not compiling for a run
+    # expand(overrides) -> the node's outputs traced through its decomposition, with rules
+    # replaced by op name (a composite's rule that relaxes one of its parts); set by the driver
+    expand: Callable[[dict[str, Any]], list[Any]] | None = None
 
 
 Rule = Callable[..., Any]
@@ -40,6 +44,20 @@ Rule = Callable[..., Any]
 
 def np_dtype(dtype: DType) -> np.dtype:
     return dtype.numpy
+
+
+def is_known(size) -> bool:
+    """Whether a size is an int here: False for a JAX dimension variable (symbolic export,
+    :mod:`.traced_sizes`), whose value is known only when the module runs."""
+    return isinstance(size, int)
+
+
+def size_value(size, dtype) -> Any:
+    """A size as a scalar array of ``dtype``: a constant, or the run-time value of a JAX
+    dimension expression (symbolic export)."""
+    if is_known(size):
+        return np.array(size, dtype)
+    return lax.convert_element_type(jnp.asarray(size), dtype)
 
 
 def full(value, t: TensorType):

@@ -19,14 +19,16 @@ import numpy as np
 from jax import lax
 
 from ...ir.dtypes import DType
-from .context import Rule, full
+from .context import Rule, full, is_known, size_value
 
 
-def _clamped_indices(indices, dtype: DType, size: int):
-    """Indices as i32/i64 clamped to [0, size - 1] (what the reference does out of range)."""
-    wide = np.int64 if dtype in (DType.int64, DType.uint32) or size > 2**31 - 1 else np.int32
+def _clamped_indices(indices, dtype: DType, size):
+    """Indices as i32/i64 clamped to [0, size - 1] (what the reference does out of range).
+    A symbolic size (export) may exceed i32, so it clamps in i64."""
+    narrow = dtype not in (DType.int64, DType.uint32) and is_known(size) and size <= 2**31 - 1
+    wide = np.int32 if narrow else np.int64
     idx = lax.convert_element_type(indices, wide)
-    return lax.clamp(np.array(0, wide), idx, np.array(size - 1, wide))
+    return lax.clamp(np.array(0, wide), idx, size_value(size - 1, wide))
 
 
 def _along_axis(ctx, x, indices):

@@ -43,6 +43,7 @@ from .indexing import RULES as INDEXING
 from .products import opaque, products_summed
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
+from .traced_sizes import TracedSizes
 from .widening import WIDER_FOR_ACCURACY, widened
 
 _RULES: dict[str, Rule] = {**ELEMENTWISE, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
@@ -60,12 +61,21 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
 
     for t, a in zip(in_types, args):
         bindings.bind_unchecked(t, a.shape)
-    in_types = tuple(bindings.resolve(t) for t in in_types)
+
+    def expand(more: Mapping[str, Rule] | None = None) -> list[Any]:
+        rules = {**(overrides or {}), **(more or {})}
+        if isinstance(bindings, TracedSizes):
+            # Symbolic export: expand with the IR's own dims and trace the expansion in these
+            # bindings, so that its sizes stay JAX dimension variables (not the ints of a run).
+            return run_graph(decomposition(node_op, attrs, in_types, loc=loc), args, rules, zero, bindings)
+        return run_graph(decomposition(node_op, resolved_attrs, resolved_in, loc=loc), args, rules, zero)
+
+    resolved_in = tuple(bindings.resolve(t) for t in in_types)
     out_types = tuple(bindings.resolve(t) for t in out_types)
-    attrs = bindings.resolve_attrs(attrs, strict=True)
+    resolved_attrs = bindings.resolve_attrs(attrs, strict=True)
     rule = (overrides or {}).get(node_op) or LOWERINGS.get(node_op)
     if rule is not None:
-        result = rule(XlaNodeContext(attrs, in_types, out_types, zero), *args)
+        result = rule(XlaNodeContext(resolved_attrs, resolved_in, out_types, zero, expand), *args)
         return list(result) if isinstance(result, tuple) else [result]
     opdef = OP_TABLE.get(node_op)
     if opdef is None or opdef.kind is Kind.PRIMITIVE:
@@ -74,17 +84,19 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
             f"the xla backend has no lowering for {node_op!r}{where}: it is a primitive added to the op "
             f"table after the backend; add a rule to its family module in backends/xla/ or run with "
             f"backend='reference'")
-    return run_graph(decomposition(node_op, attrs, in_types, loc=loc), args, overrides, zero)
+    return expand()
 
 
 def run_graph(graph: Graph, args: Sequence[Any], overrides: Mapping[str, Rule] | None = None,
-              zero: Any = None) -> list[Any]:
+              zero: Any = None, bindings: ShapeBindings | None = None) -> list[Any]:
     """Trace ``graph`` on JAX values ``args``; return its outputs as JAX values.
 
     ``zero`` (an int32 scalar the executable receives at run time, always 0) keeps XLA
-    from fusing products into sums: see :func:`.products.opaque`."""
+    from fusing products into sums: see :func:`.products.opaque`. ``bindings``: the sizes
+    of the graph's symbols (default: read from ``args``' shapes; symbolic export passes
+    :class:`.traced_sizes.TracedSizes`)."""
     env: dict = dict(zip(graph.inputs, args))
-    bindings = ShapeBindings()
+    bindings = ShapeBindings() if bindings is None else bindings
     for value, array in zip(graph.inputs, args):
         bindings.bind_unchecked(value.type, array.shape)
     summed = products_summed(graph) if zero is not None else set()

@@ -249,10 +249,32 @@ def _export_torch_onnx_dynamic(model, inputs: dict, path: Path, max_seq: int) ->
                           external_data=False, dynamic_shapes=tuple({0: batch, 1: seq} for _ in inputs))
 
 
-#: exporter name → (export with dynamic batch and seq, outputs matched by name?)
-DYNAMIC_EXPORTERS: dict[str, tuple[Callable[[torch.nn.Module, dict, Path, int], None], bool]] = {
-    "parity": (_export_parity_dynamic, True),
-    "torch.onnx": (_export_torch_onnx_dynamic, False),
+def _export_parity_jax_dynamic(model, inputs: dict, path: Path, max_seq: int) -> None:
+    import parity
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parity.export(model, tuple(inputs.values()), format="jax", path=path, input_names=list(inputs),
+                      dynamic_dims={k: DYNAMIC_DIMS[k] for k in inputs})
+
+
+def run_jax_export(path: Path, inputs: dict) -> dict[str, np.ndarray]:
+    """The outputs of a ``jax.export`` file (``parity.export(format="jax")``), in order,
+    keyed ``output0..``: the file is deserialized and called with the inputs positionally."""
+    import jax
+
+    module = jax.export.deserialize(Path(path).read_bytes())
+    with jax.enable_x64(True):
+        outputs = module.call(*(t.numpy() for t in inputs.values()))
+    return {f"output{i}": np.asarray(o) for i, o in enumerate(outputs)}
+
+
+#: exporter name → (export with dynamic batch and seq, run the file, outputs matched by name?)
+DYNAMIC_EXPORTERS: dict[str, tuple[Callable[[torch.nn.Module, dict, Path, int], None],
+                                   Callable[[Path, dict], dict[str, np.ndarray]], bool]] = {
+    "parity": (_export_parity_dynamic, run_onnx, True),
+    "parity.jax": (_export_parity_jax_dynamic, run_jax_export, False),
+    "torch.onnx": (_export_torch_onnx_dynamic, run_onnx, False),
 }
 
 
@@ -265,12 +287,12 @@ def check_dynamic_export(spec: HFSpec, exporter: str = "parity", seed: int = 0,
     Nothing raises: a failure is the result's ``error``, naming the size."""
     if spec.kind not in TEXT_KINDS:
         raise ValueError(f"{spec.name} takes {spec.kind} inputs; dynamic export covers {TEXT_KINDS}")
-    export, by_name = DYNAMIC_EXPORTERS[exporter]
+    export, run, by_name = DYNAMIC_EXPORTERS[exporter]
     result = ExportResult(spec.name, exporter, worst=0.0)
     torch._dynamo.reset()
     model = TextForward(build(spec, seed), use_cache).eval()
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"{spec.name}.{exporter}.onnx"
+        path = Path(folder) / f"{spec.name}.{exporter}.{'jax' if exporter.endswith('.jax') else 'onnx'}"
         try:
             start = time.perf_counter()
             export(model, text_inputs(spec, 2, 8, seed + 1), path, longest_sequence(spec))
@@ -282,7 +304,7 @@ def check_dynamic_export(spec: HFSpec, exporter: str = "parity", seed: int = 0,
             inputs = text_inputs(spec, batch, seq, seed + 1)
             try:
                 expected = eager_outputs(model, inputs)
-                got = run_onnx(path, inputs)
+                got = run(path, inputs)
             except Exception as exc:  # noqa: BLE001
                 result.worst, result.error = float("inf"), f"at ({batch}, {seq}): {type(exc).__name__}: {exc}"
                 return result

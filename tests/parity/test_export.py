@@ -135,7 +135,7 @@ def test_transformer_encoder_layer_matches_eager(tmp_path):
 
 
 def test_export_errors_say_what_to_do(tmp_path):
-    with pytest.raises(ExportError, match=r"no format 'tflite'; choose one of \['onnx'"):
+    with pytest.raises(ExportError, match=r"no format 'tflite'; choose one of \['jax', 'onnx', 'stablehlo'\]"):
         parity.export(mlp(), (torch.randn(2, 16),), format="tflite", path=tmp_path / "m")
     with pytest.raises(ExportError, match=r"2 input names for 1 arguments"):
         parity.export(mlp(), (torch.randn(2, 16),), path=tmp_path / "m.onnx", input_names=["x", "y"])
@@ -144,4 +144,4 @@ def test_export_errors_say_what_to_do(tmp_path):
                       dynamic_dims={"y": {0: "n"}})
     with pytest.raises(ExportError, match=r"params='weights'"):
         parity.export(mlp(), (torch.randn(2, 16),), path=tmp_path / "m.onnx", params="weights")
-    assert EXPORTERS["onnx"] == "onnx"
+    assert EXPORTERS["onnx"] == ("onnx", "export")
