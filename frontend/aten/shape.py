@@ -114,8 +114,11 @@ def slice_(ctx: TranslationContext, x, dim=0, start=None, end=None, step=1):
 def select(ctx: TranslationContext, x, dim, index):
     dim = ctx.axis(dim, x.type.rank)
     size = x.type.shape[dim]
-    # x[:, 0] of a symbolic dim slices [0:1] (torch guarded 0 < size); x[:, -1] needs the size
-    size = _static(ctx, size, "select from the end") if isinstance(index, int) and index < 0 else size
+    # x[:, 0] of a symbolic dim slices [0:1] (torch guarded 0 < size); x[:, -1] of one is
+    # x reversed, [0:1]: the IR's slice starts at a static index (torch guarded size >= 1)
+    if isinstance(index, int) and index < 0 and isinstance(size, DimExpr):
+        flipped = ctx.b.reverse(x, dimensions=(dim,))
+        return ctx.reshape(_slice(ctx, flipped, dim, -index - 1, -index, 1), ctx.out.shape)
     index = index + size if isinstance(index, int) and index < 0 else index
     return ctx.reshape(slice_values(ctx, x, dim, index, index + 1), ctx.out.shape)
 

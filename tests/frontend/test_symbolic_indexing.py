@@ -46,7 +46,9 @@ def test_index_put_into_symbolic_dims():
     lambda x: x[:, -3:-1] * 2,
     lambda x: x[:, :-1] * 2,
     lambda x: x[:, 0] * 2,  # a pooler's first token
-], ids=["last-3", "last-3-to-1", "all-but-last", "first"])
+    lambda x: x[:, -1] * 2,  # a decoder's last token
+    lambda x: x[:, -2] * 2,
+], ids=["last-3", "last-3-to-1", "all-but-last", "first", "last", "second-to-last"])
 def test_slices_from_the_end_and_select_of_a_symbolic_dim(window):
     # torch guards seq >= 4 (seq == 3 would make x[:, -3:] all of x)
     _capture_and_run(window, torch.randn(2, 5, 4), [(1, 4), (2, 5), (7, 13)], seq_min=4)
@@ -57,3 +59,24 @@ def test_full_reductions_of_symbolic_dims():
         return x.argmax(), torch.histc(x, bins=5, min=-1, max=1)
 
     _capture_and_run(reduce, torch.randn(2, 5, 4), [(1, 2), (2, 5), (7, 13)])
+
+
+def test_the_last_token_of_a_symbolic_dim_in_every_export_format(tmp_path):
+    """x[:, -1] with dynamic batch and seq: the ONNX file and the jax.export module run at
+    (1, 1) and at sizes other than the example's, and match eager."""
+    import jax
+    import onnxruntime as ort
+
+    def last(x):
+        return x[:, -1] * 2
+
+    dims = {"x": {0: "batch", 1: "seq"}}
+    parity.export(last, (torch.randn(2, 5, 4),), path=tmp_path / "l.onnx", input_names=["x"], dynamic_dims=dims)
+    module = parity.export(last, (torch.randn(2, 5, 4),), format="jax", path=tmp_path / "l.jax",
+                           input_names=["x"], dynamic_dims=dims)
+    session = ort.InferenceSession(str(tmp_path / "l.onnx"), providers=["CPUExecutionProvider"])
+    for batch, seq in [(1, 1), (2, 7), (7, 3)]:
+        x = torch.randn(batch, seq, 4)
+        np.testing.assert_array_equal(session.run(None, {"x": x.numpy()})[0], last(x).numpy())
+        np.testing.assert_array_equal(np.asarray(module.call(x.numpy())[0]), last(x).numpy())
+    assert isinstance(module, jax.export.Exported)
