@@ -35,7 +35,7 @@ import torch
 from ..ir.graph import Graph
 from .errors import FrontendError
 from .outputs import PREFIX, FlatOutputs
-from .specialize import GuardLog, SpecializedDimension, size_bounds, suggested_ranges, with_ranges
+from .specialize import GuardedDimension, GuardLog, SpecializedDimension, size_bounds, suggested_ranges, with_ranges
 
 
 @dataclass
@@ -123,7 +123,8 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
             if ranges and attempt == 0:
                 dynamic_shapes = with_ranges(dynamic_shapes, ranges)
                 continue
-            error = DataDependentCapture.of(exc, fn, kwargs) or SpecializedDimension.of(exc, guards)
+            error = (DataDependentCapture.of(exc, fn, kwargs) or SpecializedDimension.of(exc, guards)
+                     or GuardedDimension.of(exc, guards))
             if error is None:
                 raise
             raise error from exc

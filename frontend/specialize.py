@@ -111,6 +111,47 @@ class SpecializedDimension(FrontendError):
         return cls(problems)
 
 
+class GuardedDimension(FrontendError):
+    """A dim declared dynamic that the captured code can take only within limits torch
+    cannot state as a range (``x[:, -3:]`` behaves otherwise at seq = 3): each problem is
+    ``(dim, the guard in the dim's name, (user's line, torch function) or None)``."""
+
+    def __init__(self, problems: list[tuple[str, str, tuple[str, str] | None]]):
+        lines = []
+        for dim, guard, where in problems:
+            lines.append(f"the dynamic dim {dim!r} cannot take every size: the captured code needs {guard}")
+            if where is not None:
+                code, function = where
+                op = _TORCH_CHECKS.get(function, function[5:] if function.startswith("meta_") else "")
+                lines.append(f"  where: {code.strip()}" + (f" (op: {op})" if op else ""))
+            lines.append(f"  why: at sizes where {guard} fails, that code takes another path, which this "
+                         "capture does not hold")
+            lines.append(f"  fix: bound the dim so that {guard} always holds, e.g. dynamic_dims={{...: {{axis: "
+                         f"torch.export.Dim({dim!r}, min=...)}}}} (the file then refuses other sizes), or drop "
+                         f"{dim!r} from dynamic_dims to export this size only")
+        super().__init__("\n".join(lines))
+
+    @classmethod
+    def of(cls, exc: BaseException, log: GuardLog) -> GuardedDimension | None:
+        """The error for torch.export's "Constraints violated" ``exc`` that suggests no fix."""
+        text = str(exc)
+        if "Constraints violated" not in text:
+            return None
+        found = re.findall(r"Not all values of (\w+) = (\S+) in the specified range .*? satisfy the "
+                           r"generated guard (.+?)\.?\s*$", text, re.M)
+        if not found:
+            return None
+        unequal = [(user, fn) for guard, user, fn in log.guards if guard.startswith("Ne(") and user]
+        problems = []
+        for dim, source, guard in found:
+            readable = guard.replace(source, dim).strip()
+            if readable.startswith("(") and ")" in readable:  # (4*seq) != 12 -> 4*seq != 12
+                inner, rest = readable[1:].split(")", 1)
+                readable = inner + rest if "(" not in inner else readable
+            problems.append((dim, readable, unequal.pop(0) if unequal else _user_line(text)))
+        return cls(problems)
+
+
 def _user_line(text: str) -> tuple[str, str] | None:
     """The last frame of torch's "User stack:" (file, line, code), when it gives one."""
     frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)\n\s+(.+)', text.split("User stack:", 1)[-1])
@@ -164,15 +205,19 @@ def with_ranges(dynamic_shapes, ranges: dict[str, dict[str, int]], made: dict | 
 
 
 def size_bounds(exported) -> tuple:
-    """The finite upper bounds torch.export found for the graph's symbols (``s3 <= 64``), as
-    IR constraints; lower bounds are left out: torch's >= 2 only reflects its 0/1
-    specialization while tracing, and the graph runs at 1."""
+    """The finite bounds torch.export found for the graph's symbols (``s3 <= 64``, a user's
+    ``Dim("seq", min=4)``), as IR constraints. A lower bound of 2 is left out: it only
+    reflects torch's 0/1 specialization while tracing, and the graph runs at 1."""
     from ..ir.constraints import Constraint
     from ..ir.dims import Symbol
 
     bounds = []
     for symbol, values in exported.range_constraints.items():
-        upper = values.upper
-        if getattr(upper, "is_Integer", False) and getattr(symbol, "is_Symbol", False):  # int_oo is not
+        if not getattr(symbol, "is_Symbol", False):
+            continue
+        upper, lower = values.upper, values.lower
+        if getattr(upper, "is_Integer", False):  # int_oo is not
             bounds.append(Constraint(">=", int(upper), Symbol(str(symbol)), "torch.export: the model's range"))
+        if getattr(lower, "is_Integer", False) and int(lower) > 2:
+            bounds.append(Constraint(">=", Symbol(str(symbol)), int(lower), "torch.export: the model's range"))
     return tuple(bounds)

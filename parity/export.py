@@ -65,7 +65,9 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     outputs (default: each tensor's path in the output, ``logits``, ``cache.0.key``, or
     ``output0..`` for a tensor or tuple: :mod:`parity.frontend.outputs`; values that are not
     tensors are left out with an :class:`ExportWarning` each); ``dynamic_dims`` maps an
-    input name to ``{axis: dim name}``; ``params`` is ``"constants"`` or ``"inputs"``.
+    input name to ``{axis: dim}``, a dim being its name or a ``torch.export.Dim`` (to give
+    bounds: ``Dim("seq", min=4, max=512)``; the files check them where the format can:
+    ``jax`` and ``stablehlo`` assert them, ONNX has no such check); ``params`` is ``"constants"`` or ``"inputs"``.
     Returns what the format's backend returns (an ``onnx.ModelProto`` for ``"onnx"``).
     """
     from .backends.registry import get_backend
@@ -96,14 +98,14 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     outputs = _output_names(program, output_names)
     dim_names = {}
     for value, name in zip(graph.inputs, names):
-        for axis, dim_name in (dynamic_dims or {}).get(name, {}).items():
-            dim = value.type.shape[axis]
+        for axis, declared in (dynamic_dims or {}).get(name, {}).items():
+            dim, label = value.type.shape[axis], dim_name(declared)
             # Never specialize silently (capture refuses first; this is the last check)
             if not isinstance(dim, Symbol):
-                raise ExportError(f"the dynamic dim {dim_name!r} (input {name!r}, axis {axis}) was captured as "
+                raise ExportError(f"the dynamic dim {label!r} (input {name!r}, axis {axis}) was captured as "
                                   f"{dim}, not as a symbol; the file would accept only that size")
-            if dim_names.setdefault(dim.name, dim_name) != dim_name:
-                raise ExportError(f"the dynamic dims {dim_names[dim.name]!r} and {dim_name!r} were captured as "
+            if dim_names.setdefault(dim.name, label) != label:
+                raise ExportError(f"the dynamic dims {dim_names[dim.name]!r} and {label!r} were captured as "
                                   "one size; the file would need them equal")
     backend_name, method = EXPORTERS[format]
     write = getattr(get_backend(backend_name), method)
@@ -184,6 +186,16 @@ def _parameter_names(fn, count: int, starred: bool = False) -> list[str]:
     return names + [f"args[{i}]" if starred else f"input{i}" for i in range(len(names), count)]
 
 
+def dim_name(d) -> str:
+    """A ``dynamic_dims`` value's name: a str, or a ``torch.export.Dim``'s name."""
+    if isinstance(d, str):
+        return d
+    name = getattr(d, "__name__", None)
+    if not isinstance(name, str) or not hasattr(d, "min"):
+        raise ExportError(f"dynamic_dims values are dim names or torch.export.Dim objects, got {d!r}")
+    return name
+
+
 def _dynamic_shapes(names, params, args, kwargs, dynamic_dims):
     """torch.export's dynamic_shapes for ``dynamic_dims`` (one Dim object per dim name): a
     tuple for positional arguments (``names``: the caller's names for them), or, when a
@@ -194,8 +206,13 @@ def _dynamic_shapes(names, params, args, kwargs, dynamic_dims):
 
     dims = {}
 
+    def dim(d):
+        if isinstance(d, str):
+            return dims.setdefault(d, torch.export.Dim(d))
+        return dims.setdefault(dim_name(d), d)  # the user's torch.export.Dim, with its min and max
+
     def spec(name):
-        return {axis: dims.setdefault(d, torch.export.Dim(d)) for axis, d in dynamic_dims[name].items()}
+        return {axis: dim(d) for axis, d in dynamic_dims[name].items()}
 
     if not any(k in dynamic_dims for k in kwargs or {}):
         return tuple(spec(n) if n in dynamic_dims else None for n, _ in zip(names, args))

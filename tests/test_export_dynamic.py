@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 import parity
+from parity.frontend.specialize import GuardedDimension
 from parity.bench.dynamic_export import Attention  # the hand-written block the benchmark measures too
 
 SIZES = [(1, 1), (2, 7), (7, 33), (33, 2)]
@@ -103,3 +104,36 @@ def test_select_index_and_full_reduction_of_symbolic_dims(tmp_path):
         got = session.run(None, {"x": x.numpy()})
         for g, w in zip(got, model(x)):
             np.testing.assert_allclose(g, w.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def window(x):
+    return x[:, -3:] * 2  # a sliding window: x itself at seq = 3
+
+
+def test_a_guard_that_is_no_range_names_the_dim_the_line_and_the_bound_to_give(tmp_path):
+    with pytest.raises(GuardedDimension) as caught:
+        parity.export(window, (torch.randn(2, 5, 4),), path=tmp_path / "w.onnx", input_names=["x"],
+                      dynamic_dims={"x": {0: "batch", 1: "seq"}})
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "the dynamic dim 'seq' cannot take every size: the captured code needs 4*seq != 12"
+    assert lines[1].startswith("  where: return x[:, -3:] * 2") and "test_export_dynamic.py" in lines[1]
+    assert "torch.export.Dim('seq', min=...)" in lines[3]
+
+
+def test_a_dim_with_bounds_from_the_user_is_asserted_by_the_jax_module(tmp_path):
+    """dynamic_dims takes torch.export.Dim objects; their min and max reach the module,
+    which refuses sizes outside them (the ONNX file has no such check, and runs within)."""
+    seq = torch.export.Dim("seq", min=4, max=100)
+    dims = {"x": {0: "batch", 1: seq}}
+    module = parity.export(window, (torch.randn(2, 5, 4),), format="jax", path=tmp_path / "w.jax",
+                           input_names=["x"], dynamic_dims=dims)
+    parity.export(window, (torch.randn(2, 5, 4),), path=tmp_path / "w.onnx", input_names=["x"], dynamic_dims=dims)
+    session = ort.InferenceSession(str(tmp_path / "w.onnx"), providers=["CPUExecutionProvider"])
+    for size in (4, 17, 100):
+        x = torch.randn(3, size, 4)
+        np.testing.assert_array_equal(np.asarray(module.call(x.numpy())[0]), window(x).numpy())
+        np.testing.assert_array_equal(session.run(None, {"x": x.numpy()})[0], window(x).numpy())
+    with pytest.raises(ValueError, match="seq >= 4"):
+        module.call(np.zeros((3, 3, 4), np.float32))
+    with pytest.raises(ValueError, match="100 >= seq"):
+        module.call(np.zeros((3, 101, 4), np.float32))
