@@ -116,12 +116,18 @@ class ShapeBindings:
             self.pending = waiting
 
     def bind_unchecked(self, t: TensorType, shape: Sequence[int]) -> None:
-        """Bind ``t``'s symbols not bound yet to their sizes in ``shape``, checking nothing:
-        for tracing a graph whose inputs already passed :meth:`bind` (every later shape
-        follows from them)."""
+        """Bind ``t``'s symbols not bound yet to their sizes in ``shape`` (a dim linear in one
+        symbol solves it), checking nothing: for tracing a graph whose inputs already passed
+        :meth:`bind` (every later shape follows from them)."""
         for dim, size in zip(t.shape, shape):
             if isinstance(dim, Symbol):
                 self.sizes.setdefault(dim.name, size)
+            elif isinstance(dim, DimExpr) and isinstance(size, int):
+                # B*2 + 1 of size 7: B = 3 (a dim linear in one symbol not bound yet)
+                unbound = free_symbols(dim) - self.sizes.keys()
+                solved = linear_in(dim, min(unbound)) if len(unbound) == 1 else None
+                if solved is not None and len(free_symbols(dim)) == 1:
+                    self.sizes[min(unbound)] = (size - solved[1]) // solved[0]
 
     def bind_inputs(self, graph: Graph, shapes: Sequence[Sequence[int]]) -> list[TensorType]:
         """:meth:`bind` each graph input to its shape (``"input i of @name"`` in errors), then

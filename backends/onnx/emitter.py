@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
+from ...ir.dims import free_symbols, linear_in
 from ...ir.dtypes import DType
+from ...ir.errors import ParityError
 from ...ir.types import Dim, DimExpr, Symbol, TensorType
 
 ONNX_DTYPES: dict[DType, int] = {
@@ -66,6 +68,8 @@ class Emitter:
         self._counter = itertools.count()
         self._consts: dict[tuple, str] = {}
         self._symbols: dict[str, tuple[str, int]] = {}  # symbol -> (graph input, axis)
+        # symbol -> (graph input, axis, a, b) of an input dim a*symbol + b (B*2, S+1)
+        self._linear: dict[str, tuple[str, int, int, int]] = {}
         self._symbol_values: dict[str, str] = {}
 
     def fresh(self, hint: str) -> str:
@@ -77,6 +81,11 @@ class Emitter:
         for axis, dim in enumerate(t.shape):
             if isinstance(dim, Symbol):
                 self._symbols.setdefault(dim.name, (name, axis))
+            elif isinstance(dim, DimExpr) and len(free_symbols(dim)) == 1:
+                (symbol,) = free_symbols(dim)
+                solved = linear_in(dim, symbol)
+                if solved is not None:
+                    self._linear.setdefault(symbol, (name, axis, *solved))
         return name
 
     def op(self, op_type: str, *inputs: str, outputs: int = 1, **attrs: Any):
@@ -119,12 +128,26 @@ class Emitter:
         name = self._symbol_values.get(key)
         if name is None:
             if isinstance(dim, Symbol):
-                source, axis = self._symbols[dim.name]
-                name = self.op("Shape", source, start=axis, end=axis + 1)
+                name = self._read_symbol(dim.name)
             else:
                 name = self._expression(dim)
             self._symbol_values[key] = name
         return name
+
+    def _read_symbol(self, symbol: str) -> str:
+        """A symbol's size from an input dim that is the symbol (``Shape``), or one linear in
+        it: ``B*2 + 1`` gives ``B = (dim - 1) / 2`` (exact: the input was bound to that form)."""
+        if symbol in self._symbols:
+            source, axis = self._symbols[symbol]
+            return self.op("Shape", source, start=axis, end=axis + 1)
+        if symbol in self._linear:
+            source, axis, a, b = self._linear[symbol]
+            size = self.op("Shape", source, start=axis, end=axis + 1)
+            if b:
+                size = self.op("Sub", size, self.ints([b]))
+            return size if a == 1 else self.op("Div", size, self.ints([a]))
+        raise ParityError(f"the onnx backend cannot read the size of {symbol}: no graph input has a dim that is "
+                          f"{symbol} or linear in {symbol} alone (B*2 + 1); give one input that dim")
 
     def _expression(self, dim: DimExpr) -> str:
         """Sum of terms coeff * atom * ...; quotients and remainders of sizes are >= 0, where

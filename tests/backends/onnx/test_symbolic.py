@@ -44,3 +44,31 @@ def test_a_size_the_graph_cannot_take_is_named():
     run = get_backend("onnx").compile(expressions(), "cpu")
     with pytest.raises(ParityError, match=r"@expressions: reshape: N must be divisible by 3, but N = 7"):
         run(np.zeros((7, 2), np.float32))
+
+
+def _odd_positions():
+    """An input whose only dim is an expression, B*2 + 1: B is read by solving it."""
+    B = Symbol("B")
+    b = GraphBuilder("odd")
+    x = b.input(f32[B * 2 + 1])
+    return b.build([b.reshape(b.slice(x, start_indices=(1,), limit_indices=(B * 2 + 1,), strides=(2,)),
+                              shape=(B, 1))])
+
+
+@pytest.mark.parametrize("backend", ["onnx", "xla", "triton", "reference"])
+def test_a_symbol_that_appears_only_in_a_linear_input_dim_is_solved(backend):
+    executable = get_backend(backend).compile(_odd_positions())
+    for n in (3, 7, 11):
+        x = np.arange(n, dtype=np.float32)
+        (got,) = executable(x)
+        np.testing.assert_array_equal(got, x[1::2].reshape(-1, 1))
+        np.testing.assert_array_equal(got, evaluate(_odd_positions(), [x])[0])
+
+
+def test_a_symbol_no_input_dim_gives_is_refused_by_name():
+    B = Symbol("B")
+    b = GraphBuilder("square")
+    x = b.input(f32[B * B])
+    graph = b.build([b.reshape(x, shape=(B, B))])
+    with pytest.raises(ParityError, match=r"cannot read the size of B: no graph input has a dim that is B or linear"):
+        get_backend("onnx").compile(graph)
