@@ -46,6 +46,11 @@ EXPORTERS: dict[str, tuple[str, str]] = {"onnx": ("onnx", "export"), "stablehlo"
                                          "jax": ("xla", "export_serialized")}
 
 
+# formats whose file checks the graph's size constraints when it runs (jax.export's shape
+# assertions); an ONNX runtime has no such check, so parity.export warns with the list
+ASSERTS_SIZES: frozenset[str] = frozenset({"stablehlo", "jax"})
+
+
 class ExportError(ParityError):
     """An export that cannot be done as asked (unknown format, names that do not fit)."""
 
@@ -109,7 +114,29 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
                                   "one size; the file would need them equal")
     backend_name, method = EXPORTERS[format]
     write = getattr(get_backend(backend_name), method)
-    return write(graph, path or f"model.{format}", input_names=names, output_names=outputs, dim_names=dim_names)
+    written = write(graph, path or f"model.{format}", input_names=names, output_names=outputs,
+                    dim_names=dim_names)
+    facts = size_facts(graph, dim_names)
+    if facts and format not in ASSERTS_SIZES:
+        warnings.warn(f"parity.export: the {format} file holds for sizes where these hold: {'; '.join(facts)}. "
+                      f"{format} cannot check sizes, so a run outside them gives undefined results "
+                      "(format='jax' or 'stablehlo' asserts them)", ExportWarning, stacklevel=2)
+    return written
+
+
+def size_facts(graph: Graph, dim_names: Mapping[str, str]) -> list[str]:
+    """What ``graph`` relies on about its sizes, in the file's dim names (``seq must be <= 64``)."""
+    from .ir.constraints import graph_constraints
+    from .ir.dims import substitute
+
+    renames = {old: Symbol(new) for old, new in dim_names.items() if new.isidentifier()}
+    facts = []
+    for c in graph_constraints(graph):
+        if c.origin.endswith(">= 0") or c.kind == ">=" and c.rhs == 0:
+            continue  # a size is never negative: true of every file
+        renamed = type(c)(c.kind, substitute(c.lhs, renames), substitute(c.rhs, renames))
+        facts.append(renamed.fact)
+    return list(dict.fromkeys(facts))
 
 
 def _traceable(fn, args, kwargs, dynamic_dims) -> bool:

@@ -5,6 +5,8 @@ file's value infos carry them as expressions of the user's dim names, and the fi
 at (batch, seq) = (1, 1), (2, 7), (7, 33) and (33, 2) within float32 rounding of eager.
 """
 
+import warnings
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -12,6 +14,7 @@ import torch
 from torch import nn
 
 import parity
+from parity.export import ExportWarning
 from parity.frontend.specialize import GuardedDimension
 from parity.bench.dynamic_export import Attention  # the hand-written block the benchmark measures too
 
@@ -137,3 +140,17 @@ def test_a_dim_with_bounds_from_the_user_is_asserted_by_the_jax_module(tmp_path)
         module.call(np.zeros((3, 3, 4), np.float32))
     with pytest.raises(ValueError, match="100 >= seq"):
         module.call(np.zeros((3, 101, 4), np.float32))
+
+
+def test_an_onnx_export_warns_with_the_sizes_its_file_holds_for(tmp_path):
+    """ONNX cannot assert sizes: the facts the graph relies on are named, in the file's dim names."""
+    dims = {"x": {0: "batch", 1: torch.export.Dim("seq", min=4, max=100)}}
+    with pytest.warns(ExportWarning, match=r"onnx file holds for sizes where these hold: seq must be <= 100; "
+                                           r"seq must be >= 4; seq must be >= 3\. onnx cannot check sizes"):
+        parity.export(window, (torch.randn(2, 5, 4),), path=tmp_path / "w.onnx", input_names=["x"], dynamic_dims=dims)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExportWarning)  # a graph that relies on nothing, or jax: none
+        parity.export(lambda x: x * 2, (torch.randn(2, 5, 4),), path=tmp_path / "d.onnx", input_names=["x"],
+                      dynamic_dims={"x": {0: "batch"}})
+        parity.export(window, (torch.randn(2, 5, 4),), format="jax", path=tmp_path / "w.jax", input_names=["x"],
+                      dynamic_dims=dims)

@@ -264,8 +264,15 @@ def run_jax_export(path: Path, inputs: dict) -> dict[str, np.ndarray]:
     import jax
 
     module = jax.export.deserialize(Path(path).read_bytes())
-    with jax.enable_x64(True):
-        outputs = module.call(*(t.numpy() for t in inputs.values()))
+    try:
+        with jax.enable_x64(True):
+            outputs = module.call(*(t.numpy() for t in inputs.values()))
+    except ValueError as exc:  # "Error refining shapes": the reason is in the cause's first line
+        cause = exc.__cause__ or exc.__context__
+        if cause is None:
+            raise
+        reason = str(cause).splitlines()[0]
+        raise ValueError(f"shape refinement: {reason.split('error: ', 1)[-1]}") from exc
     return {f"output{i}": np.asarray(o) for i, o in enumerate(outputs)}
 
 
