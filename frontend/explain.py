@@ -88,6 +88,9 @@ class ExplainReport:
     breaks: list[GraphBreak]
     backends: list[str]
     unavailable: dict[str, str] = field(default_factory=dict)
+    # for a parity.compile(..., backend="auto") result: what auto chose per graph so far
+    # (frontend/auto.py's AutoChoice: candidates, their times, the choice); None otherwise
+    auto: list | None = None
 
     def ops_with(self, status: str, backend: str) -> list[str]:
         """Every aten op (over all graphs) whose status on ``backend`` is ``status``."""
@@ -117,6 +120,11 @@ class ExplainReport:
                     if r.status.get(b) in (UNSUPPORTED, UNTRANSLATABLE):
                         where = f" (at {r.loc})" if r.loc else ""
                         lines.append(f"      {b}: {r.why[b]}{where}")
+        if self.auto is not None:
+            if not self.auto:
+                lines.append("backend='auto': nothing chosen yet (a graph's choice is made at its first call)")
+            for i, choice in enumerate(self.auto):
+                lines.append(f"backend='auto', choice {i + 1}: {choice}")
         return "\n".join(lines)
 
 
@@ -125,7 +133,9 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
 
     ``backends`` defaults to every backend the registry lists; one that cannot be loaded
     is listed under ``unavailable``. ``fn`` may be a function or an ``nn.Module``, or what
-    ``parity.compile`` made of one.
+    ``parity.compile`` made of one; for ``backend="auto"``, the report also shows what auto
+    chose for each graph called so far: the candidates, their times and the pick
+    (``report.auto``).
     """
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
@@ -152,7 +162,17 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
             graphs.append(GraphReport(index, kind, _op_reports(gm, loaded)))
     breaks = [GraphBreak(_short_reason(r.reason), _user_loc(r.user_stack))
               for r in dynamo.break_reasons if r.graph_break]
-    return ExplainReport(graphs, breaks, list(loaded), unavailable)
+    return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn))
+
+
+def _auto_choices(fn) -> list | None:
+    """What ``backend="auto"`` chose for ``fn``'s graphs, when ``fn`` is such a compiled function."""
+    session = getattr(fn, "session", None)
+    if session is None or getattr(session.options, "backend", None) != "auto":
+        return None
+    from .auto import auto_choices
+
+    return auto_choices(fn)
 
 
 def _record_graph(captured: list, gm, example_inputs):

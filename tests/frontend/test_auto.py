@@ -3,6 +3,7 @@ match eager torch on the first inputs are timed; the fastest is chosen and remem
 $PARITY_BACKEND forces one backend."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -177,3 +178,22 @@ def test_strict_auto_names_the_op_no_candidate_claims(planted):
     f = parity.compile(lambda x: torch.lgamma(x) * 2, backend="auto", auto=FAST)
     with pytest.raises(Exception, match="lgamma"):
         f(torch.ones(3))
+
+
+def test_explain_shows_what_auto_chose(planted):
+    """parity.explain of an auto-compiled function lists each graph's candidates, their
+    times and the pick (and says so when nothing was chosen yet)."""
+    planted("planted_wrong", wrong_first=True)
+    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=0.02,
+                                                                    candidates=("planted_wrong", "onnx", "xla")))
+    before = parity.explain(f, X, backends=["onnx"])
+    assert before.auto == [] and "backend='auto': nothing chosen yet" in str(before)
+    f(X)
+    report = parity.explain(f, X, backends=["onnx"])
+    (choice,) = report.auto
+    text = str(report)
+    assert f"backend='auto', choice 1: inference graph on cpu: {choice.choice} (measured)" in text
+    assert re.search(rf"{choice.choice} +chosen +[\d.]+ µs median of \d+", text)
+    assert re.search(r"(onnx|xla) +timed +[\d.]+ µs median of \d+", text)
+    assert re.search(r"planted_wrong +dropped .*differs from eager torch", text)
+    assert parity.explain(_fn, X, backends=["onnx"]).auto is None  # not an auto-compiled function
