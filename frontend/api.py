@@ -24,6 +24,7 @@ from .auto import AutoBackend, resolve_auto_options
 from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
 from .fast_path import FastPath
 from .fast_path_disk import function_key
+from .graph_breaks import watch_breaks
 from .sharding import configure
 
 
@@ -104,7 +105,7 @@ class CompiledFunction:
         self.session = session
         self.options = session.options
         # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
-        self._compiled = torch.compile(traced or fn, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
+        self._compiled = torch.compile(traced or fn, backend=_dynamo_backend(session), dynamic=_dynamic(session))
 
     def __call__(self, *args, **kwargs):
         # The hot path is this one call; errors are sorted out only when there is one.
@@ -128,7 +129,7 @@ class FastCompiledFunction(CompiledFunction):
         self.fast_path = FastPath(persist=(fn_key, session.options) if fn_key else None)
         session.on_compiled = self.fast_path.on_compiled
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
-        backend = self.fast_path.wrap_backend(make_dynamo_backend(session), code)
+        backend = self.fast_path.wrap_backend(_dynamo_backend(session), code)
         self._compiled = torch.compile(traced or fn, backend=backend, dynamic=_dynamic(session))
 
     def __call__(self, *args, **kwargs):
@@ -147,7 +148,7 @@ class CompiledModule(torch.nn.Module):
         self.module = module
         self.session = session
         self.options = session.options
-        compiled = torch.compile(traced or module, backend=make_dynamo_backend(session), dynamic=_dynamic(session))
+        compiled = torch.compile(traced or module, backend=_dynamo_backend(session), dynamic=_dynamic(session))
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
 
     def forward(self, *args, **kwargs):
@@ -165,3 +166,8 @@ def _dynamic(session: Session) -> bool:
     for the new shape instead, so no op is limited by symbolic sizes unasked.)
     """
     return bool(session.options.dynamic)
+
+
+def _dynamo_backend(session: Session):
+    """parity's Dynamo backend for ``session``, warning about graph breaks under strict=True."""
+    return watch_breaks(make_dynamo_backend(session), bool(session.options.strict), str(session.options.backend))

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..ir.graph import SourceLoc
+from .graph_breaks import short_reason, user_loc
 from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
 
 
@@ -160,7 +161,7 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
     for index, aten_graphs in enumerate(captured):
         for kind, gm in aten_graphs:
             graphs.append(GraphReport(index, kind, _op_reports(gm, loaded)))
-    breaks = [GraphBreak(_short_reason(r.reason), _user_loc(r.user_stack))
+    breaks = [GraphBreak(short_reason(r.reason), user_loc(r.user_stack))
               for r in dynamo.break_reasons if r.graph_break]
     return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn))
 
@@ -194,23 +195,6 @@ def _record_graph(captured: list, gm, example_inputs):
                        bw_compiler=lambda bw_gm, _inputs: make_boxed_func(bw_gm.forward),
                        decompositions=decomposition_table())
     return aot(gm, example_inputs)
-
-
-def _short_reason(reason: str) -> str:
-    """Dynamo's reason without its hints: the headline and its 'Explanation:' line."""
-    lines = [line.strip() for line in (reason or "").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    explanation = [line[len("Explanation:"):].strip() for line in lines if line.startswith("Explanation:")]
-    return lines[0] + (f": {explanation[0]}" if explanation else "")
-
-
-def _user_loc(stack) -> SourceLoc | None:
-    """The last frame of Dynamo's user stack (a list of FrameSummary)."""
-    if not stack:
-        return None
-    frame = stack[-1]
-    return SourceLoc(frame.filename, frame.lineno, frame.name)
 
 
 def _op_reports(gm, backends: dict) -> list[OpReport]:
