@@ -34,6 +34,7 @@ from ...ir.expand import decomposition
 from ...ir.graph import Graph, Node
 from ...ir.opdef import Kind
 from ...ir.shapes import ShapeBindings
+from .composites import PLAIN_MAX_RULES, with_plain_maxes
 from .composites import RULES as COMPOSITES
 from .context import Rule, XlaNodeContext
 from .contraction import RULES as CONTRACTION
@@ -115,15 +116,22 @@ def graph_function(graph: Graph, *, run_time_zero: bool = False, keep_products: 
     ``run_time_zero``: the function takes one more argument, an int32 scalar that must be 0
     at run time (:data:`RUN_TIME_ZERO`); with ``keep_products`` it keeps products out of
     fused sums (:func:`.products.opaque`), else it goes unused (jit prunes it).
+
+    A float ``reduce_max`` that provably only shifts a softmax row (an expanded softmax or
+    scaled_dot_product_attention: :func:`.composites.shift_only_maxes`) is lowered with XLA's
+    NaN-dropping max, which fuses, instead of the NaN-checking combiner; the outputs are the
+    same bit for bit.
     """
+    name = graph.name
+    graph = with_plain_maxes(graph)  # softmax rows' maxima that only shift the row: XLA's own max
     if run_time_zero:
         def fn(*args):
-            return run_graph(graph, args[:-1], zero=args[-1] if keep_products else None)
+            return run_graph(graph, args[:-1], PLAIN_MAX_RULES, zero=args[-1] if keep_products else None)
     else:
         def fn(*args):
-            return run_graph(graph, args)
+            return run_graph(graph, args, PLAIN_MAX_RULES)
 
-    fn.__name__ = graph.name or "graph"
+    fn.__name__ = name or "graph"
     return fn
 
 
