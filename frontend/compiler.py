@@ -94,7 +94,50 @@ def decomposition_table() -> dict:
 
     table = dict(core_aten_decompositions())
     table.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    pow_scalar = torch.ops.aten.pow.Tensor_Scalar
+    table[pow_scalar] = functools.partial(_pow_small_exponent, fallback=table.get(pow_scalar))
+    select_backward = torch.ops.aten.select_backward.default
+    table[select_backward] = functools.partial(_select_backward_as_pad, fallback=table.get(select_backward))
     return table
+
+
+def _pow_small_exponent(x, exponent, *, fallback=None):
+    """``x ** 1`` and ``x ** 2`` of a float tensor as ``x`` and ``x * x``, as eager torch computes them.
+
+    Both are exact rewrites (x² correctly rounded is x·x; x¹ is x, NaN and -0 included), so
+    every backend gives the same bits as before. The point is the backward of a square
+    (``pow_backward``: ``grad * (2 * x.pow(1))``): ONNX Runtime runs Pow(x, 1) through the
+    generic powf, 4.2 ms of a 65 ms backward on f32[8,128,256] (encoder_train, one thread;
+    bench/results/train_breakdown.md). Other exponents keep torch's own path.
+    """
+    if isinstance(x, torch.Tensor) and x.is_floating_point() and type(exponent) in (int, float):
+        if exponent == 1:
+            return torch.ops.aten.clone.default(x)
+        if exponent == 2:
+            return torch.ops.aten.mul.Tensor(x, x)
+    return fallback(x, exponent) if fallback is not None else NotImplemented
+
+
+def _select_backward_as_pad(grad, input_sizes, dim, index, *, fallback=None):
+    """The gradient of ``x.select(dim, index)``: ``grad`` zero-padded back to ``input_sizes``.
+
+    torch's core decomposition builds the same tensor as ``where(arange == index, grad, 0)``
+    over the whole input (an iota, a compare and a select, each a pass over it); a pad is
+    one pass and gives the same bits (+0 where the mask was off, ``grad`` itself where on).
+    The encoder's ``qkv[0], qkv[1], qkv[2]`` have three of them in the backward, on
+    f32[3,8,4,128,64]. Symbolic sizes keep torch's decomposition.
+    """
+    sizes = list(input_sizes)
+    if fallback is not None and not (all(type(s) is int for s in sizes) and type(dim) is int
+                                     and type(index) is int):
+        return fallback(grad, input_sizes, dim, index)
+    rank = len(sizes)
+    dim %= rank
+    index %= sizes[dim]
+    pad = []
+    for d in reversed(range(rank)):  # constant_pad_nd: (low, high) pairs from the last dim
+        pad += [index, sizes[d] - 1 - index] if d == dim else [0, 0]
+    return torch.ops.aten.constant_pad_nd.default(torch.ops.aten.unsqueeze.default(grad, dim), pad, 0.0)
 
 
 def make_dynamo_backend(session: Session):
