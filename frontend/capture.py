@@ -110,21 +110,28 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
     # strict=True traces with Dynamo, which records the user's whole stack per node;
     # non-strict export keeps only frames named "forward" (a plain function has none).
     module = FlatOutputs(fn)
-    for attempt in range(2):
+    strict, bounded = True, False
+    for _ in range(3):
         try:
             with GuardLog() as guards:  # which op and line added each guard: named if a dynamic dim is fixed
-                exported = torch.export.export(module, tuple(args), kwargs or None, strict=True,
+                exported = torch.export.export(module, tuple(args), kwargs or None, strict=strict,
                                                dynamic_shapes=_wrapper_dynamic_shapes(fn, dynamic_shapes, kwargs,
                                                                                      len(args)))
             break
         except torch._dynamo.exc.TorchDynamoException as exc:
             # A bound the model has (seq <= max positions) is no specialization: export within it
             ranges = suggested_ranges(exc)
-            if ranges and attempt == 0:
-                dynamic_shapes = with_ranges(dynamic_shapes, ranges)
+            if ranges and not bounded:
+                dynamic_shapes, bounded = with_ranges(dynamic_shapes, ranges), True
                 continue
             error = (DataDependentCapture.of(exc, fn, kwargs) or SpecializedDimension.of(exc, guards)
                      or GuardedDimension.of(exc, guards))
+            if error is None and strict and type(exc) is torch._dynamo.exc.Unsupported:
+                # Dynamo cannot trace some Python construct (segformer's context manager):
+                # non-strict export runs the Python itself and traces only the tensor ops
+                # (its nodes keep fewer of the user's frames).
+                strict = False
+                continue
             if error is None:
                 raise
             raise error from exc

@@ -154,3 +154,13 @@ def test_an_onnx_export_warns_with_the_sizes_its_file_holds_for(tmp_path):
                       dynamic_dims={"x": {0: "batch"}})
         parity.export(window, (torch.randn(2, 5, 4),), format="jax", path=tmp_path / "w.jax", input_names=["x"],
                       dynamic_dims=dims)
+
+
+def test_a_model_dynamo_cannot_trace_exports_through_non_strict_capture(tmp_path):
+    """segformer's forward has a context manager strict (Dynamo) capture refuses
+    ("Unsupported context manager"); the export falls back to torch.export's non-strict
+    capture, and the file serves batch 1, 3 and 7 (bench/dynamic_batch_export.py)."""
+    from parity.bench.dynamic_batch_export import check
+
+    verdict = check("segformer", "parity", str(tmp_path))
+    assert verdict.startswith("pass (max error"), verdict
