@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..backends.registry import get_backend
@@ -125,19 +126,26 @@ def _select_backward_as_pad(grad, input_sizes, dim, index, *, fallback=None):
     over the whole input (an iota, a compare and a select, each a pass over it); a pad is
     one pass and gives the same bits (+0 where the mask was off, ``grad`` itself where on).
     The encoder's ``qkv[0], qkv[1], qkv[2]`` have three of them in the backward, on
-    f32[3,8,4,128,64]. Symbolic sizes keep torch's decomposition.
+    f32[3,8,4,128,64]. A symbolic size works too (``x[:, -1]`` under ``dynamic=True``: the
+    pad before it is ``seq - 1``); a symbolic index keeps torch's decomposition.
     """
     sizes = list(input_sizes)
-    if fallback is not None and not (all(type(s) is int for s in sizes) and type(dim) is int
-                                     and type(index) is int):
+    if fallback is not None and not (type(dim) is int and type(index) is int):
         return fallback(grad, input_sizes, dim, index)
     rank = len(sizes)
     dim %= rank
-    index %= sizes[dim]
+    if index < 0:  # x[:, -1]: counted from the end (torch guarded size >= -index)
+        index = sizes[dim] + index
+    if not all(type(size) is int for size in sizes):
+        # The IR's pad takes static widths, and zeros built here in torch would make it guard
+        # on the sizes (a contiguity check specializes a dim of size 2): the op stays whole,
+        # for frontend/aten/indexing.py's select_backward (zeros of symbolic widths around it).
+        return NotImplemented
+    row = torch.ops.aten.unsqueeze.default(grad, dim)
     pad = []
     for d in reversed(range(rank)):  # constant_pad_nd: (low, high) pairs from the last dim
         pad += [index, sizes[d] - 1 - index] if d == dim else [0, 0]
-    return torch.ops.aten.constant_pad_nd.default(torch.ops.aten.unsqueeze.default(grad, dim), pad, 0.0)
+    return torch.ops.aten.constant_pad_nd.default(row, pad, 0.0)
 
 
 def make_dynamo_backend(session: Session):
@@ -378,6 +386,8 @@ class CompiledGraph:
         t = translation
         self._inputs = tuple((j, array_converter(v.type.dtype)) for j, v in zip(t.inputs, graph.inputs))
         self._num_keys = t.num_keys
+        # sizes only integer arguments give: an empty i8[0, *sizes] input carries them (translate.py)
+        self._carrier = tuple(t.symbols[name][0] for name in t.size_carrier)
         convert = [result_converter(v.type.dtype) for v in graph.outputs]
         plan = []
         for kind, what in t.outputs:
@@ -397,6 +407,8 @@ class CompiledGraph:
 
     def __call__(self, args: list) -> list:
         arrays = [convert(args[j]) for j, convert in self._inputs]
+        if self._carrier:
+            arrays.append(np.empty((0, *(int(args[i]) for i in self._carrier)), np.int8))
         if self._num_keys:
             arrays += draw_keys(self._num_keys)
         results = self.executable(*arrays)

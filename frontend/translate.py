@@ -54,6 +54,9 @@ class Translation:
     passed through), ``("sym", name)`` (a symbolic size), ``("sym", expr)`` (a size
     expression over symbols the inputs carry: an ir DimExpr) or ``("const", value)``.
     ``symbols`` maps each symbol name to ``(placeholder, dim)`` where it can be read.
+    ``size_carrier`` names the symbols that only an integer argument gives (a backward
+    graph whose one tensor input is a scalar): IR input ``len(inputs)`` is then
+    ``i8[0, *size_carrier]``, an empty array whose shape binds them.
     """
 
     graph: Graph
@@ -62,6 +65,7 @@ class Translation:
     num_keys: int = 0
     symbols: dict[str, tuple[int, int | None]] = field(default_factory=dict)
     aten_ops: list[str] = field(default_factory=list)
+    size_carrier: tuple[str, ...] = ()
 
 
 def aten_name(target: Any) -> str:
@@ -155,11 +159,15 @@ class _Translator:
                 raise UnsupportedAtenOp(f"{node.op} {node.target}", loc,
                                         "only aten-level graphs (call_function nodes) translate",
                                         backend=self.backend)
+        carried = {d.name for v in self.b.inputs for d in v.type.shape if isinstance(d, Symbol)}
+        carrier = tuple(name for name in self.symbols if name not in carried)
+        if carrier:  # sizes no tensor input has: an empty i8[0, *sizes] input binds them
+            self.b.input(TensorType(DType.int8, (0, *(Symbol(name) for name in carrier))))
         for key in self.keys:
             self.b.inputs.remove(key)
             self.b.inputs.append(key)
         graph = self.b.build(ir_outputs)
-        return Translation(graph, self.inputs, outputs, len(self.keys), self.symbols, self.aten_ops)
+        return Translation(graph, self.inputs, outputs, len(self.keys), self.symbols, self.aten_ops, carrier)
 
     # -- nodes ------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
 from ...ir.graph import Value
 from ..translate import TranslationContext, broadcast_shapes, unsupported
@@ -147,6 +148,25 @@ def _scatter_along(ctx: TranslationContext, x, src, axis: int, start: int, step:
     return ctx.b.scatter(x, positions, ctx.convert(src, x.type.dtype), axis=axis, reduce="replace")
 
 
+def select_backward(ctx: TranslationContext, grad, input_sizes, dim, index):
+    """The gradient of ``x.select(dim, index)`` with symbolic sizes (the decomposition
+    table keeps this op whole there; static sizes become a pad): ``grad`` as one slice of
+    ``input_sizes``, with zeros of the (symbolic) widths before and after it."""
+    sizes = list(ctx.out.shape)
+    axis = ctx.axis(dim, len(sizes))
+    index = index + sizes[axis] if isinstance(index, int) and index < 0 else index
+    row = list(sizes)
+    row[axis] = 1
+    parts = [ctx.reshape(grad, row)]
+    for width, at in ((index, 0), (sizes[axis] - 1 - index, 1)):
+        if isinstance(width, int) and width == 0:
+            continue
+        shape = list(sizes)
+        shape[axis] = width
+        parts.insert(len(parts) if at else 0, ctx.full(0, ctx.out.dtype, shape))
+    return parts[0] if len(parts) == 1 else ctx.b.concatenate(*parts, dimension=axis)
+
+
 def select_scatter(ctx: TranslationContext, x, src, dim, index):
     axis = ctx.axis(dim, x.type.rank)
     size = x.type.shape[axis]
@@ -160,7 +180,14 @@ def slice_scatter(ctx: TranslationContext, x, src, dim=0, start=None, end=None, 
     axis = ctx.axis(dim, x.type.rank)
     size = x.type.shape[axis]
     start = 0 if start is None else start
-    start = max(0, min(size, start + size if start < 0 else start))
+    if start == 0 and step == 1 and src.type.shape == x.type.shape:
+        return ctx.convert(src, x.type.dtype)  # the whole of x (x[:, ...]'s gradient): src itself
+    if isinstance(size, DimExpr):
+        if not isinstance(start, int) or start < 0:
+            unsupported(f"slice_scatter from {start} of the symbolic size {size}")
+        # torch guarded start <= size while tracing: positions start, start + step, ... as given
+    else:
+        start = max(0, min(size, start + size if start < 0 else start))
     if src.type.shape[axis] == 0:
         return x
     return _scatter_along(ctx, x, src, axis, start, step)
@@ -218,6 +245,7 @@ TABLE = {
     "index_put.default": index_put,
     "_unsafe_index_put.default": index_put,
     "select_scatter.default": select_scatter,
+    "select_backward.default": select_backward,
     "slice_scatter.default": slice_scatter,
     "masked_scatter.default": masked_scatter,
     "masked_scatter_backward.default": masked_scatter_backward,
