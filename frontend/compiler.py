@@ -404,6 +404,7 @@ class CompiledGraph:
         self._outputs = tuple(plan)
         # The common case: the FX outputs are the IR outputs, in order.
         self._direct = tuple(convert) if [p[:2] for p in plan] == [(_IR, k) for k in range(len(convert))] else None
+        self.recorder: list | None = None  # while fast_path records a call: the outputs returned
 
     def __call__(self, args: list) -> list:
         arrays = [convert(args[j]) for j, convert in self._inputs]
@@ -417,7 +418,15 @@ class CompiledGraph:
         else:
             outputs = [self._output(spec, args, results, arrays) for spec in self._outputs]
         args.clear()  # the boxed convention: the callee frees its inputs
+        if self.recorder is not None:
+            self.recorder.append(outputs)
         return outputs
+
+    @property
+    def returns_ir_outputs(self) -> bool:
+        """Whether the FX graph's outputs are exactly the IR graph's, in order (no input
+        passed through, no size): what fast_path's direct entries need."""
+        return self._direct is not None
 
     @staticmethod
     def _output(spec: tuple, args: list, results, arrays: list):

@@ -142,3 +142,47 @@ def test_graph_inputs_in_another_order_or_unused():
         x, y, z = torch.randn(3), torch.randn(3), torch.randn(3)
         torch.testing.assert_close(f(x, y, z), 2 * y - x)
     assert len(f.fast_path.entries) == 1
+
+
+def _callers(monkeypatch, f, *args):
+    """The files whose code called parity's CompiledGraph during f(*args): torch's
+    (AOTAutograd's runtime wrapper) or frontend/fast_path.py (a direct entry)."""
+    import inspect
+
+    from parity.frontend import compiler
+
+    callers = []
+    real = compiler.CompiledGraph.__call__
+
+    def recording(self, boxed):
+        callers.append(inspect.stack()[1].filename)
+        return real(self, boxed)
+
+    monkeypatch.setattr(compiler.CompiledGraph, "__call__", recording)
+    f(*args)
+    return callers
+
+
+def test_a_plain_inference_entry_skips_aotautograds_wrapper(monkeypatch):
+    """Nothing to write back or regenerate: the entry calls parity's graph directly."""
+    f = _compile(lambda x: torch.relu(x * 2 + 1))
+    x = torch.randn(4, 4)
+    f(x)
+    (caller,) = _callers(monkeypatch, f, x)
+    assert caller.endswith("fast_path.py")  # the direct entry, not AOTAutograd's wrapper
+    torch.testing.assert_close(f(torch.ones(4, 4)), torch.full((4, 4), 3.0))
+
+
+def test_an_input_mutation_keeps_aotautograds_wrapper(monkeypatch):
+    """AOTAutograd writes the mutation back: the graph returns one more output than the
+    user sees, so the entry keeps the wrapper (and the mutation still happens)."""
+    def bump(x):
+        x.add_(1)
+        return x * 2
+
+    f = _compile(bump)
+    x = torch.zeros(3)
+    f(x)
+    (caller,) = _callers(monkeypatch, f, x)
+    assert "torch" in caller and not caller.endswith("fast_path.py")
+    assert x.tolist() == [2.0, 2.0, 2.0]
