@@ -132,7 +132,7 @@ def size_facts(graph: Graph, dim_names: Mapping[str, str]) -> list[str]:
     renames = {old: Symbol(new) for old, new in dim_names.items() if new.isidentifier()}
     facts = []
     for c in graph_constraints(graph):
-        if c.origin.endswith(">= 0") or c.kind == ">=" and c.rhs == 0:
+        if c.kind == ">=" and c.rhs == 0:
             continue  # a size is never negative: true of every file
         renamed = type(c)(c.kind, substitute(c.lhs, renames), substitute(c.rhs, renames))
         facts.append(renamed.fact)
