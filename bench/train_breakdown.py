@@ -276,29 +276,21 @@ def table(med, facts, backends) -> str:
                  f"{eager['backward'] / e:.0%} | |")
     for name in backends:
         m, s = med[name], med[name]["step"]
-        fw_exe, bw_exe = med[f"{name} fw executable"]["alone"], med[f"{name} bw executable"]["alone"]
-        rows = [
-            ("step", m["step"], f"{m['step'] / e:.2f}"),
-            ("forward (fn → loss)", m["forward"], f"{m['forward'] / eager['forward']:.2f}"),
-            ("· fw CompiledGraph", m["fw CompiledGraph"], ""),
-            ("·· fw executable in place", m["fw executable"], ""),
-            ("·· fw executable alone (same arrays, in a loop)", fw_exe, ""),
-            ("·· fw torch→arrays alone", med[f"{name} fw torch→arrays"]["alone"], ""),
-            ("·· fw arrays→torch alone", med[f"{name} fw arrays→torch"]["alone"], ""),
-            ("·· fw CompiledGraph − executable (conversions, in place)",
-             m["fw CompiledGraph"] - m["fw executable"], ""),
-            ("· Dynamo guards + AOT fw wrapper (forward − CompiledGraph)", m["forward"] - m["fw CompiledGraph"], ""),
-            ("backward (loss.backward)", m["backward"], f"{m['backward'] / eager['backward']:.2f}"),
-            ("· bw CompiledGraph", m["bw CompiledGraph"], ""),
-            ("·· bw executable in place", m["bw executable"], ""),
-            ("·· bw executable alone (same arrays, in a loop)", bw_exe, ""),
-            ("·· bw torch→arrays alone", med[f"{name} bw torch→arrays"]["alone"], ""),
-            ("·· bw arrays→torch alone", med[f"{name} bw arrays→torch"]["alone"], ""),
-            ("·· bw CompiledGraph − executable (conversions, in place)",
-             m["bw CompiledGraph"] - m["bw executable"], ""),
-            ("· autograd engine + AOT bw wrapper (backward − CompiledGraph)",
-             m["backward"] - m["bw CompiledGraph"], ""),
-        ]
+        rows = [("step", m["step"], f"{m['step'] / e:.2f}")]
+        for side, total, label, rest in (
+                ("fw", "forward", "forward (fn → loss)", "Dynamo guards + AOT fw wrapper"),
+                ("bw", "backward", "backward (loss.backward)", "autograd engine + AOT bw wrapper")):
+            graph, exe = m[f"{side} CompiledGraph"], m[f"{side} executable"]
+            rows += [
+                (label, m[total], f"{m[total] / eager[total]:.2f}"),
+                (f"· {side} CompiledGraph", graph, ""),
+                (f"·· {side} executable in place", exe, ""),
+                (f"·· {side} executable alone (same arrays, in a loop)", med[f"{name} {side} executable"]["alone"], ""),
+                (f"·· {side} torch→arrays alone", med[f"{name} {side} torch→arrays"]["alone"], ""),
+                (f"·· {side} arrays→torch alone", med[f"{name} {side} arrays→torch"]["alone"], ""),
+                (f"·· {side} CompiledGraph − executable (conversions, in place)", graph - exe, ""),
+                (f"· {rest} ({total} − CompiledGraph)", m[total] - graph, ""),
+            ]
         for piece, v, vs in rows:
             lines.append(f"| {name} | {piece} | {v * ms:.2f} | {v / s:.0%} | {vs} |")
     lines += ["", "| backend | what | count |", "| --- | --- | --- |"]

@@ -79,9 +79,7 @@ class SpecializedDimension(FrontendError):
             what = f"baked in as the constant {value}" if constant else f"tied to {value}"
             lines.append(f"the dynamic dim {dim!r} would be {what}")
             if where is not None:
-                code, function = where
-                op = _TORCH_CHECKS.get(function, function[5:] if function.startswith("meta_") else function)
-                lines.append(f"  where: {code.strip()}" + (f" (op: {op})" if op else ""))
+                lines.append(_where_line(*where))
                 lines.append(f"  why: that code works only when {dim} {'is' if constant else 'equals'} {value}")
                 lines.append(f"  fix: make it work for every size, or drop {dim!r} from dynamic_dims "
                              "to export this size only")
@@ -121,9 +119,7 @@ class GuardedDimension(FrontendError):
         for dim, guard, where in problems:
             lines.append(f"the dynamic dim {dim!r} cannot take every size: the captured code needs {guard}")
             if where is not None:
-                code, function = where
-                op = _TORCH_CHECKS.get(function, function[5:] if function.startswith("meta_") else "")
-                lines.append(f"  where: {code.strip()}" + (f" (op: {op})" if op else ""))
+                lines.append(_where_line(*where))
             lines.append(f"  why: at sizes where {guard} fails, that code takes another path, which this "
                          "capture does not hold")
             lines.append(f"  fix: bound the dim so that {guard} always holds, e.g. dynamic_dims={{...: {{axis: "
@@ -150,6 +146,13 @@ class GuardedDimension(FrontendError):
                 readable = inner + rest if "(" not in inner else readable
             problems.append((dim, readable, unequal.pop(0) if unequal else _user_line(text)))
         return cls(problems)
+
+
+def _where_line(code: str, function: str) -> str:
+    """``  where: <the user's line> (op: mm)``: the op named by the torch function that added
+    the guard (``meta_mm`` is ``mm``; a generic decorator's ``wrapper`` names nothing)."""
+    op = _TORCH_CHECKS.get(function, function[5:] if function.startswith("meta_") else function)
+    return f"  where: {code.strip()}" + (f" (op: {op})" if op and op != "wrapper" else "")
 
 
 def _user_line(text: str) -> tuple[str, str] | None:

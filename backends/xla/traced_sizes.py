@@ -32,8 +32,9 @@ from ...ir.types import TensorType
 
 @dataclass(frozen=True)
 class TracedType:
-    """A dtype and a shape of ints and JAX dimension expressions: what a rule reads of a
-    ``TensorType`` (``shape``, ``dtype``, ``rank``, ``numel``) while tracing for export."""
+    """A dtype and a shape of ints and JAX dimension expressions: what an xla rule reads of
+    a ``TensorType`` (``shape``, ``dtype``, ``rank``, ``numel``; a ``TensorType`` holds only
+    ints and IR dims) while tracing for export."""
 
     dtype: DType
     shape: tuple[Any, ...]
@@ -43,18 +44,8 @@ class TracedType:
         return len(self.shape)
 
     @property
-    def is_static(self) -> bool:
-        return all(isinstance(d, int) for d in self.shape)
-
-    @property
     def numel(self) -> Any:
         return math.prod(self.shape)  # a JAX dim expression when a dim is one
-
-    def with_shape(self, shape) -> TracedType:
-        return TracedType(self.dtype, tuple(shape))
-
-    def with_dtype(self, dtype: DType) -> TracedType:
-        return TracedType(dtype, self.shape)
 
     def __str__(self) -> str:
         return f"{self.dtype.short}[{','.join(str(d) for d in self.shape)}]"

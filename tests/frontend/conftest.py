@@ -57,3 +57,17 @@ def via_ir():
 @pytest.fixture
 def to_ir():
     return trace_to_ir
+
+
+@pytest.fixture
+def compiled_graphs(monkeypatch):
+    """The IR graphs parity.compile hands to backends during the test, in order."""
+    graphs = []
+    real = compiler.compiled_executable
+
+    def spy(graph, *rest, **kwargs):
+        graphs.append(graph)
+        return real(graph, *rest, **kwargs)
+
+    monkeypatch.setattr(compiler, "compiled_executable", spy)
+    return graphs

@@ -113,26 +113,13 @@ def test_equal_graphs_share_one_executable():
     assert STATS["translations"] == 2 and STATS["backend_compiles"] == 1 and STATS["cache_hits"] == 1
 
 
-def test_dynamic_dims_become_symbols_and_serve_every_size():
-    graphs = []
-    from parity.frontend import compiler
-
-    real = compiler.compiled_executable
-
-    def spy(graph, backend, device, cache_dir=None):
-        graphs.append(graph)
-        return real(graph, backend, device, cache_dir)
-
-    compiler.compiled_executable = spy
-    try:
-        f = parity.compile(lambda x: torch.softmax(x * 3, dim=-1).sum(0), dynamic=True)
-        for n in (2, 5, 7):
-            x = torch.randn(n, 4)
-            _close(f(x), torch.softmax(x * 3, dim=-1).sum(0))
-    finally:
-        compiler.compiled_executable = real
-    assert len(graphs) == 1
-    (x_type,) = [v.type for v in graphs[0].inputs]
+def test_dynamic_dims_become_symbols_and_serve_every_size(compiled_graphs):
+    f = parity.compile(lambda x: torch.softmax(x * 3, dim=-1).sum(0), dynamic=True)
+    for n in (2, 5, 7):
+        x = torch.randn(n, 4)
+        _close(f(x), torch.softmax(x * 3, dim=-1).sum(0))
+    assert len(compiled_graphs) == 1
+    (x_type,) = [v.type for v in compiled_graphs[0].inputs]
     assert all(isinstance(d, Symbol) for d in x_type.shape)  # dynamic=True: every size
 
 

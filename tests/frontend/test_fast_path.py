@@ -56,11 +56,12 @@ def test_closure_tensors_and_graph_breaks_get_no_entry():
     assert len(seen) == 2 and g.fast_path.entries == {}
 
 
-def test_input_mutation_still_happens_on_the_fast_path():
-    def bump(x):
-        x.add_(1)
-        return x * 2
+def bump(x):
+    x.add_(1)  # an input mutation: AOTAutograd's wrapper writes it back
+    return x * 2
 
+
+def test_input_mutation_still_happens_on_the_fast_path():
     f = _compile(bump)
     x = torch.zeros(3)
     f(x)
@@ -176,10 +177,6 @@ def test_a_plain_inference_entry_skips_aotautograds_wrapper(monkeypatch):
 def test_an_input_mutation_keeps_aotautograds_wrapper(monkeypatch):
     """AOTAutograd writes the mutation back: the graph returns one more output than the
     user sees, so the entry keeps the wrapper (and the mutation still happens)."""
-    def bump(x):
-        x.add_(1)
-        return x * 2
-
     f = _compile(bump)
     x = torch.zeros(3)
     f(x)

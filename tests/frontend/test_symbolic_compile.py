@@ -39,23 +39,9 @@ def test_one_capture_serves_every_batch_and_sequence(backend):
     assert counters["stats"]["unique_graphs"] == 2  # size 1: Dynamo's one specialization
 
 
-def test_the_captured_graph_computes_sizes_from_the_dynamic_ones():
-    graphs = []
-    from parity.frontend import compiler
-
-    real = compiler.compiled_executable
-
-    def spy(graph, *rest, **kwargs):
-        graphs.append(graph)
-        return real(graph, *rest, **kwargs)
-
-    compiler.compiled_executable = spy
-    try:
-        layer = _layer()
-        parity.compile(layer, dynamic=True)(torch.randn(2, 7, 32))
-    finally:
-        compiler.compiled_executable = real
-    forward = graphs[0]
+def test_the_captured_graph_computes_sizes_from_the_dynamic_ones(compiled_graphs):
+    parity.compile(_layer(), dynamic=True)(torch.randn(2, 7, 32))
+    forward = compiled_graphs[0]
     (x,) = [v for v in forward.inputs if v.type.rank == 3]
     batch, seq = x.type.shape[:2]
     assert isinstance(batch, DimExpr) and isinstance(seq, DimExpr)

@@ -32,23 +32,10 @@ def test_gradients_through_selects_of_symbolic_dims(backend, name):
     assert counters["stats"]["unique_graphs"] == 1  # one capture for every size
 
 
-def test_the_backward_graph_gets_a_size_carrier_input():
-    graphs = []
-    from parity.frontend import compiler
-
-    real = compiler.compiled_executable
-
-    def spy(graph, *rest, **kwargs):
-        graphs.append(graph)
-        return real(graph, *rest, **kwargs)
-
-    compiler.compiled_executable = spy
-    try:
-        x = torch.randn(2, 5, 4, requires_grad=True)
-        parity.compile(CASES["first row"], backend="reference", dynamic=True)(x).backward()
-    finally:
-        compiler.compiled_executable = real
-    backward = graphs[-1]
+def test_the_backward_graph_gets_a_size_carrier_input(compiled_graphs):
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    parity.compile(CASES["first row"], backend="reference", dynamic=True)(x).backward()
+    backward = compiled_graphs[-1]
     assert [str(t) for t in backward.input_types][0] == "f32[]"
     carrier = backward.input_types[-1]  # batch, seq and the last dim (dynamic=True: all symbolic)
     assert carrier.dtype.short == "i8" and carrier.shape[0] == 0 and len(carrier.shape) == 4
