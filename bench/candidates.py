@@ -22,7 +22,7 @@ import contextlib
 import io
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -178,31 +178,39 @@ class OnnxRuntime(Candidate):
         import torch.onnx._internal.exporter._core  # noqa: F401
 
     def prepare(self, case: Case, threads: int) -> Callable[[], Any]:
-        import onnxruntime as ort
-
         if case.training:
             raise NotApplicable("torch.onnx.export exports inference graphs only")
         model, self.note = export_onnx(case)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         arrays = {f"in{i}": np.ascontiguousarray(t.detach().numpy()) for i, t in enumerate(case.inputs)}
-        # one plain run gives the output shapes; then everything is bound once, by pointer
-        feeds = {meta.name: arrays[meta.name] for meta in session.get_inputs()}
-        outputs = [np.empty_like(o) for o in session.run(None, feeds)]
-        binding = session.io_binding()
-        for name, array in feeds.items():
-            binding.bind_input(name, "cpu", 0, array.dtype, array.shape, array.ctypes.data)
-        for meta, out in zip(session.get_outputs(), outputs):
-            binding.bind_output(meta.name, "cpu", 0, out.dtype, out.shape, out.ctypes.data)
-        self._keep = (session, feeds, binding)  # bound pointers must stay alive
+        return bound_ort_call(model, arrays, threads)
 
-        def call():
-            session.run_with_iobinding(binding)
-            return outputs
 
-        return call
+def bound_ort_call(model: bytes, arrays: Mapping[str, np.ndarray], threads: int,
+                   disabled_optimizers: Sequence[str] = ()) -> Callable[[], list[np.ndarray]]:
+    """A call of ``model`` in a fresh ORT session, with every input and output bound once by pointer."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 4
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"],
+                                   disabled_optimizers=list(disabled_optimizers))
+    # one plain run gives the output shapes; then everything is bound once, by pointer
+    feeds = {meta.name: arrays[meta.name] for meta in session.get_inputs()}
+    outputs = [np.empty_like(o) for o in session.run(None, feeds)]
+    binding = session.io_binding()
+    for name, array in feeds.items():
+        binding.bind_input(name, "cpu", 0, array.dtype, array.shape, array.ctypes.data)
+    for meta, out in zip(session.get_outputs(), outputs):
+        binding.bind_output(meta.name, "cpu", 0, out.dtype, out.shape, out.ctypes.data)
+
+    def call():
+        session.run_with_iobinding(binding)
+        return outputs
+
+    call.keep = (session, feeds, binding)  # bound pointers must stay alive
+    return call
 
 
 class Parity(TorchCandidate):

@@ -270,7 +270,7 @@ def _named_inputs(program, rename: Mapping[str, str], params: str) -> tuple[Grap
     graph = program.graph
     if bound:
         graph, _ = fold_constants(_bind(graph, bound))
-        graph, _ = dce(graph)
+    graph, _ = dce(graph)  # capture keeps values the user's code never returns (max_pool's indices)
     return graph, names
 
 

@@ -43,7 +43,7 @@ from ..base import Backend, OpClaim
 from ..cache import BuildOnceCache
 from .composites import NATIVE
 from .deviations import DEVIATIONS, SUMMATION
-from .emitter import ONNX_DTYPES
+from .emitter import ONNX_DTYPES, with_subgraphs
 from .legalize import UNSUPPORTED
 from .lowering import LOWERINGS, to_model
 
@@ -313,7 +313,7 @@ class OnnxBackend(Backend):
             for dim in info.type.tensor_type.shape.dim:
                 if dim.HasField("dim_param"):
                     dim.dim_param = _renamed_dim(dim.dim_param, dim_names or {})
-        used = {name for node in model.graph.node for name in node.input} | {o.name for o in model.graph.output}
+        used = {name for node in with_subgraphs(model.graph.node) for name in node.input} | {o.name for o in model.graph.output}
         kept = [t for t in model.graph.initializer if t.name in used]  # plain ORT warns about unused ones
         del model.graph.initializer[:]
         model.graph.initializer.extend(kept)

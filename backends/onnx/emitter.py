@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from ...ir.dims import free_symbols, linear_in
 from ...ir.dtypes import DType
@@ -93,6 +93,26 @@ class Emitter:
         names = [self.fresh(op_type.lower()) for _ in range(outputs)]
         self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
         return names[0] if outputs == 1 else names
+
+    def if_(self, cond: str, then_branch: Callable[[], str], else_branch: Callable[[], str],
+            t: TensorType) -> str:
+        """An ``If`` node on the 1-element bool ``cond``: each branch's nodes are those its
+        callable emits (it returns its result's name, of type ``t``), in a subgraph that
+        reads the outer graph's values; constants stay in the outer graph."""
+        graphs = []
+        for label, build in (("then", then_branch), ("else", else_branch)):
+            outer_nodes, self.nodes = self.nodes, []
+            outer_symbols = dict(self._symbol_values)  # a size read inside exists only there
+            try:
+                result = build()
+                inner = self.nodes
+            finally:
+                self.nodes, self._symbol_values = outer_nodes, outer_symbols
+            if not any(result in n.output for n in inner):  # an outer value: a subgraph output needs its own
+                source, result = result, self.fresh(label)
+                inner.append(helper.make_node("Identity", [source], [result]))
+            graphs.append(helper.make_graph(inner, self.fresh(f"{label}_branch"), [], [value_info(result, t)]))
+        return self.op("If", cond, then_branch=graphs[0], else_branch=graphs[1])
 
     def const(self, value: Any, dtype: DType | None = None) -> str:
         """An initializer holding ``value`` (in ``dtype``); equal constants share one name."""
@@ -185,6 +205,15 @@ class Emitter:
         for part in parts[1:]:
             product = self.op("Mul", product, part)
         return product
+
+
+def with_subgraphs(nodes):
+    """``nodes`` and the nodes of their subgraphs (an ``If``'s branches), depth first."""
+    for node in nodes:
+        yield node
+        for attribute in node.attribute:
+            if attribute.type == AttributeProto.GRAPH:
+                yield from with_subgraphs(attribute.g.node)
 
 
 def _static(entry: ShapeEntry) -> int | None:

@@ -36,7 +36,7 @@ from .composites import NATIVE
 from .composites import RULES as COMPOSITES
 from .context import OnnxNodeContext
 from .elementwise import RULES as ELEMENTWISE
-from .emitter import Emitter, value_info
+from .emitter import Emitter, value_info, with_subgraphs
 from .legalize import COMPUTE_IN_WIDER, UNSUPPORTED
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
@@ -264,8 +264,9 @@ def _name_outputs(em: Emitter, names: list[str], targets: list[str]) -> None:
             em.nodes.append(helper.make_node("Identity", [name], [target]))
         else:
             rename[name] = target
-    for node in em.nodes:
+    for node in with_subgraphs(em.nodes):  # a branch may read a value renamed here
         for field in (node.input, node.output):
             for j, name in enumerate(field):
                 if name in rename:
                     field[j] = rename[name]
+

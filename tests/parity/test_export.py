@@ -70,6 +70,17 @@ def test_parameters_as_named_inputs(tmp_path):
     np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_values_the_function_never_returns_are_not_in_the_file(tmp_path):
+    # capture records max_pool2d_with_indices; its indices (ArgMax, Range, ...) must not reach
+    # the file, with parameters as inputs too (where nothing is folded)
+    conv = torch.nn.Conv2d(2, 4, 3).eval()
+    model, x = torch.nn.Sequential(conv, torch.nn.MaxPool2d(2)).eval(), torch.randn(1, 2, 8, 8)
+    for params in ("constants", "inputs"):
+        proto = parity.export(model, (x,), path=tmp_path / f"{params}.onnx", params=params)
+        ops = {n.op_type for n in proto.graph.node}
+        assert "ArgMax" not in ops and "Range" not in ops, (params, ops)
+
+
 def test_dynamic_batch_dim_is_symbolic_and_runs_at_other_sizes(tmp_path):
     model = mlp()
     proto = parity.export(model, (torch.randn(8, 16),), path=tmp_path / "d.onnx", input_names=["x"],

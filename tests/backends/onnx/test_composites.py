@@ -10,6 +10,7 @@ import onnx
 import pytest
 
 from parity.backends.onnx import OnnxBackend, to_model
+from parity.backends.onnx.emitter import with_subgraphs
 from parity.conformance.case import Case
 from parity.conformance.runner import run_case
 from parity.ir import DType, GraphBuilder, bf16, f16, f32, f64, i32
@@ -26,7 +27,7 @@ def op_types(op: str, arrays, **attrs) -> list[str]:
     model = to_model(b.build(list(out) if isinstance(out, tuple) else [out]))
     onnx.checker.check_model(model, full_check=True)
     onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-    return [n.op_type for n in model.graph.node]
+    return [n.op_type for n in with_subgraphs(model.graph.node)]
 
 
 def measured(op: str, dtype: DType, arrays, **attrs):
@@ -135,7 +136,7 @@ def test_gelu_over_its_whole_range(approximate):
     measured("gelu", f32, [x.astype(np.float32)], approximate=approximate)
 
 
-@pytest.mark.parametrize("dtype", [f16, f32, f64])
+@pytest.mark.parametrize("dtype", [f16, bf16, f32, f64])
 def test_max_pool_propagates_nan_like_the_ir(dtype):
     x = normal(dtype, 1, 1, 8)
     x[0, 0, 3] = np.nan
@@ -144,6 +145,32 @@ def test_max_pool_propagates_nan_like_the_ir(dtype):
     got = BACKEND.compile(b.build([b.max_pool(xi, kernel=(2,))]), "cpu")(x)[0]
     assert np.isnan(got[0, 0, 1]) and not np.isnan(np.delete(got[0, 0], 1)).any()
     measured("max_pool", dtype, [x], kernel=(2,), stride=(1,))
+
+
+def test_max_pool_without_nan_whose_sum_is_nan_takes_the_exact_path():
+    # +inf and -inf sum to NaN: the NaN check sends this input down the indicator path, which
+    # must give the plain maxima (inf and 3.0), not NaN
+    x = np.array([[[np.inf, 1.0, -np.inf, 3.0, 2.0, -1.0]]], np.float32)
+    b = GraphBuilder()
+    xi = b.input(f32[1, 1, 6])
+    got = BACKEND.compile(b.build([b.max_pool(xi, kernel=(2,))]), "cpu")(x)[0]
+    assert got.tolist() == [[[np.inf, 3.0, 2.0]]]
+    measured("max_pool", f32, [x], kernel=(2,), stride=(1,))
+
+
+def test_max_pool_without_nan_runs_one_plain_max_pool():
+    """The path a NaN-free input takes is ORT's MaxPool alone (which keeps its NCHWc layout
+    after a Conv); the NaN indicator is pooled only in the other branch."""
+    (branch,) = [n for n in to_model(_pool_graph()).graph.node if n.op_type == "If"]
+    branches = {a.name: [n.op_type for n in a.g.node] for a in branch.attribute}
+    assert branches["else_branch"] == ["MaxPool"]
+    assert sorted(branches["then_branch"]) == sorted(["IsNaN", "Cast", "MaxPool", "MaxPool", "Sub", "Div", "Add"])
+
+
+def _pool_graph():
+    b = GraphBuilder()
+    xi = b.input(f32[2, 3, 8, 8])
+    return b.build([b.max_pool(xi, kernel=(2, 2))])
 
 
 def test_einsum_int32_wraps():

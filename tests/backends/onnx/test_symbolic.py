@@ -72,3 +72,23 @@ def test_a_symbol_no_input_dim_gives_is_refused_by_name():
     graph = b.build([b.reshape(x, shape=(B, B))])
     with pytest.raises(ParityError, match=r"cannot read the size of B: no graph input has a dim that is B or linear"):
         get_backend("onnx").compile(graph)
+
+
+def test_a_size_read_inside_a_branch_is_read_again_outside():
+    """Emitter.if_: a symbol's Shape node emitted inside a branch exists only there, so the
+    outer graph reads the symbol again (it would otherwise name a value it cannot see)."""
+    import onnx
+
+    from parity.backends.onnx.emitter import Emitter, value_info
+
+    em = Emitter()
+    x = em.input("x", f32[Symbol("B"), 2])
+    cond = em.op("IsNaN", em.op("ReduceSum", x, keepdims=0))
+    picked = em.if_(cond, lambda: em.op("Reshape", x, em.shape([Symbol("B"), 2])), lambda: x, f32[Symbol("B"), 2])
+    out = em.op("Reshape", picked, em.shape([Symbol("B"), 2]))
+    em.nodes.append(onnx.helper.make_node("Identity", [out], ["y"]))
+    graph = onnx.helper.make_graph(em.nodes, "g", em.inputs, [value_info("y", f32[Symbol("B"), 2])],
+                                   initializer=em.initializers)
+    onnx.checker.check_model(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 28)]),
+                             full_check=True)
+    assert [n.op_type for n in em.nodes].count("Shape") == 1  # the outer one; the branch has its own
