@@ -145,7 +145,7 @@ def max_pool(ctx, x):
         return plain()
     # One read pass picks the path: an input without NaN has a sum that is not NaN, and pools
     # plainly, which keeps ORT's NCHWc MaxPool after a Conv (the indicator's passes cost a
-    # 16×3×64×64 convnet 1.3-1.5x in raw ORT: bench/results/onnx_maxpool.md). A NaN sum without a NaN
+    # 16×3×64×64 convnet 1.3-1.5x in raw ORT: bench/results/onnx_vs_export.md). A NaN sum without a NaN
     # (inf + -inf) takes the exact path too, only slower.
     wide = x if ctx.dtype in (DType.float32, DType.float64) else ctx.cast(x, DType.float32)
     has_nan = ctx.op("IsNaN", ctx.op("ReduceSum", wide, keepdims=0))
@@ -172,6 +172,12 @@ def _heads(batch) -> list:
 
 
 def scaled_dot_product_attention(ctx, q, k, v, mask):
+    if ctx.dtype is DType.float32 and not ctx.attrs["has_mask"] and not ctx.attrs["causal"]:
+        return unmasked_attention(ctx, q, k, v)
+    return onnx_attention(ctx, q, k, v, mask)
+
+
+def onnx_attention(ctx, q, k, v, mask):
     """ONNX Attention on [B, H, L, E] views; rows with every key masked get zeros (the IR's rule)."""
     q_t, k_t, v_t, mask_t = ctx.in_types
     heads = _heads(q_t.shape[:-2])
@@ -196,6 +202,20 @@ def scaled_dot_product_attention(ctx, q, k, v, mask):
         empty = ctx.op("Equal", top, ctx.scalar(-np.inf, ctx.dtype))
     empty = ctx.expand(empty, [*mask_t.shape[:-1], 1], ctx.out.shape)
     return ctx.where(empty, ctx.full(0.0, ctx.out), out, ctx.dtype)
+
+
+def unmasked_attention(ctx, q, k, v):
+    """softmax(q @ k^T * scale) @ v for float32 without mask or causal flag: the IR's own
+    formula, and bit for bit what ORT's native Attention kernel (opset 23) computes.
+    Under the opset parity emits, ORT has no Attention kernel and inlines the op's function,
+    which adds an all-zero bias, copies k and v for grouped heads, casts to the same dtype
+    and selects fully masked rows (none here); it also scales q and k by sqrt(scale) each,
+    two roundings more. Without those passes the encoder block went from 1.12-1.17x of its
+    torch.onnx export in raw ORT to 0.97-1.06x (bench/results/onnx_vs_export.md)."""
+    rank = ctx.in_types[1].rank
+    k_t = ctx.op("Transpose", k, perm=[*range(rank - 2), rank - 1, rank - 2])
+    scores = ctx.op("Mul", ctx.op("MatMul", q, k_t), ctx.scalar(ctx.attrs["scale"]))
+    return ctx.op("MatMul", ctx.op("Softmax", scores, axis=-1), v)
 
 
 def relu(ctx, x):

@@ -197,6 +197,44 @@ def test_attention_with_fully_masked_queries_and_many_batch_dims(dtype):
     assert (out[1, 2, 0] == 0).all()  # the IR's rule: zeros, not NaN or the mean of v
 
 
+@pytest.mark.parametrize("batch, sizes", [((), (7, 9, 8)), ((3,), (7, 9, 8)), ((2, 3), (7, 9, 8)),
+                                          ((2, 2), (40, 33, 64))])
+def test_unmasked_float32_attention_is_bit_for_bit_ort_attention(batch, sizes):
+    """float32 attention without mask or causal flag is lowered to MatMul/Mul/Softmax/MatMul
+    instead of ONNX Attention; it must compute exactly what ORT's own Attention kernel does."""
+    length, source, embed = sizes
+    q, k = normal(f32, *batch, length, embed, scale=3.0), normal(f32, *batch, source, embed, scale=3.0)
+    v = normal(f32, *batch, source, 5)
+    q.reshape(-1)[:4] = [-0.0, np.inf, np.nan, 1e30]  # an inf - inf row, a NaN row, overflowing scores
+    k.reshape(-1)[:2] = [1e30, -0.0]
+    b = GraphBuilder()
+    ins = [b.input(f32[a.shape]) for a in (q, k, v)] + [b.constant(False, DType.bool)]
+    graph = b.build([b.scaled_dot_product_attention(*ins, scale=0.3)])
+    assert "Attention" not in op_types("scaled_dot_product_attention", [q, k, v, np.array(False)], scale=0.3)
+    got = BACKEND.compile(graph, "cpu")(q, k, v)[0]
+    want = _ort_attention(q, k, v, scale=0.3)
+    assert np.array_equal(got.view(np.int32), want.view(np.int32))
+    measured("scaled_dot_product_attention", f32, [q, k, v, np.array(False)], scale=0.3)
+
+
+def _ort_attention(q, k, v, scale: float) -> np.ndarray:
+    """ONNX Attention on 4-D views ([B, H, L, E]) at opset 23, where ORT 1.32 has a kernel for
+    it (at parity's opset it inlines the op's function instead), in a session made as the
+    backend makes its own."""
+    from onnx import TensorProto, helper
+
+    from parity.backends.onnx.backend import make_session
+
+    four = [a.reshape((-1, 1, *a.shape[-2:])) if a.ndim != 4 else a for a in (q, k, v)]
+    names = ["q", "k", "v"]
+    node = helper.make_node("Attention", names, ["y"], scale=scale)
+    graph = helper.make_graph([node], "attention", [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
+                                                    for n, a in zip(names, four)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    return make_session(model).run(None, dict(zip(names, four)))[0].reshape(*q.shape[:-1], v.shape[-1])
+
+
 def test_causal_attention_unbatched_rectangular():
     q, k, v = normal(f32, 5, 4), normal(f32, 3, 4), normal(f32, 3, 6)
     measured("scaled_dot_product_attention", f32, [q, k, v, np.array(False)], scale=0.5, causal=True)
