@@ -228,10 +228,12 @@ class Parity(TorchCandidate):
     def preload(self):
         import torch._dynamo  # noqa: F401
 
-        from parity.backends.registry import get_backend
+        from parity.backends.registry import backend_names, get_backend
         from parity.frontend import api  # noqa: F401
 
-        get_backend(self.backend)
+        # auto is not a backend: it compiles on every installed one (frontend/auto.py)
+        for name in backend_names() if self.backend == "auto" else [self.backend]:
+            get_backend(name)
 
     def wrap(self, fn):
         import parity

@@ -14,24 +14,24 @@ from parity.bench.suite import run_suite
 
 def test_quick_tiny_run_writes_json_and_chart(tmp_path, capsys):
     out, chart = tmp_path / "bench.json", tmp_path / "bench.png"
-    assert main(["--quick", "--workloads", "tiny", "--anchors", "eager", "--backends", "xla",
+    assert main(["--quick", "--workloads", "tiny", "--anchors", "eager", "--backends", "xla,auto",
                  "--json", str(out), "--chart", str(chart)]) == 0
     record = json.loads(out.read_text())
     assert record["quick"] is True
     assert record["threads"]["threads"] == record["threads"]["torch_threads"] >= 1
     assert record["machine"]["matmul_gflops"] > 0 and record["machine"]["copy_gbs"] > 0
-    assert [c["label"] for c in record["candidates"]] == ["torch eager", "parity[xla]"]
+    assert [c["label"] for c in record["candidates"]] == ["torch eager", "parity[xla]", "parity[auto]"]
     (tiny,) = record["workloads"]
     assert tiny["name"] == "tiny" and tiny["roofline_s"] is None
     assert tiny["best_anchor"] == "torch eager"
-    for label in ("torch eager", "parity[xla]"):
+    for label in ("torch eager", "parity[xla]", "parity[auto]"):
         result = tiny["results"][label]
         assert result["status"] == "ok", result
         assert len(result["times_s"]) >= 3 and result["median_s"] == sorted(result["times_s"])[len(result["times_s"]) // 2]
     assert tiny["results"]["torch eager"]["ratio"] == 1.0
-    # cold compile ran for the one workload, on both candidates, in fresh processes
+    # cold compile ran for the one workload, on every candidate (auto too), in fresh processes
     assert [(c["workload"], c["candidate"], c["status"]) for c in record["cold"]] == [
-        ("tiny", "torch eager", "ok"), ("tiny", "parity[xla]", "ok")]
+        ("tiny", "torch eager", "ok"), ("tiny", "parity[xla]", "ok"), ("tiny", "parity[auto]", "ok")]
     assert all(c["compile_s"] >= 0 and c["peak_rss_mb"] >= 0 for c in record["cold"])
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
@@ -40,7 +40,7 @@ def test_quick_tiny_run_writes_json_and_chart(tmp_path, capsys):
     md = tmp_path / "bench.md"
     assert main(["--from-json", str(out), "--markdown", str(md)]) == 0
     rows = md.read_text().splitlines()
-    assert rows[0] == "| workload | roofline | torch eager | parity[xla] |"
+    assert rows[0] == "| workload | roofline | torch eager | parity[xla] | parity[auto] |"
     assert rows[2].startswith("| tiny (f32[4]) | n/a | ") and "(×1.00)" in rows[2]
 
 
