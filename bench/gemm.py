@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 
 import numpy as np
+
+from .measure import interleaved_medians, pin_threads, write_report
 
 TOKENS, MODEL, HIDDEN = 8 * 128, 256, 1024
 
@@ -57,15 +58,11 @@ def _calls(lhs: np.ndarray, rhs: np.ndarray, transposed: bool) -> dict:
 
 
 def main(argv=None) -> str:
-    import torch
-
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--markdown", default="")
     args = ap.parse_args(argv)
-    torch.set_num_threads(1)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:1])
+    pin_threads(1)
     rng = np.random.default_rng(0)
     lines = [f"1 thread, load average {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M')}", "",
              "| product | shapes | torch (ms) | XLA:CPU (ms) | ORT (ms) | XLA ÷ torch | ORT ÷ torch |",
@@ -75,16 +72,7 @@ def main(argv=None) -> str:
         lhs = rng.standard_normal(a_shape, dtype=np.float32)
         rhs = rng.standard_normal(b_shape, dtype=np.float32)
         calls = _calls(lhs, rhs, transposed)
-        times: dict[str, list[float]] = {name: [] for name in calls}
-        names = list(calls)
-        for r in range(args.rounds + 2):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                start = time.perf_counter()
-                for _ in range(5):
-                    calls[name]()
-                if r >= 2:
-                    times[name].append((time.perf_counter() - start) / 5 * 1e3)
-        t = {name: statistics.median(v) for name, v in times.items()}
+        t = {name: seconds * 1e3 for name, seconds in interleaved_medians(calls, args.rounds, 5).items()}
         for name in totals:
             totals[name] += count * t[name]
         shapes = f"{'ᵀ' if transposed else ''}{list(a_shape)} @ {list(b_shape)}"
@@ -94,11 +82,7 @@ def main(argv=None) -> str:
     lines.append(f"| **sum** | | {totals['torch']:.3f} | {totals['XLA:CPU']:.3f} | {totals['ORT']:.3f} | "
                  f"{totals['XLA:CPU'] / totals['torch']:.2f} | {totals['ORT'] / totals['torch']:.2f} |")
     print(lines[-1])
-    text = "\n".join(lines) + "\n"
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
-    return text
+    return write_report(lines, args.markdown)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 
 import numpy as np
@@ -36,6 +35,7 @@ from parity.backends.onnx.composites import onnx_attention
 from parity.backends.onnx.lowering import LOWERINGS, to_model
 
 from .candidates import bound_ort_call, export_onnx
+from .measure import interleaved_medians, write_report
 from .workloads import WORKLOADS
 
 
@@ -97,18 +97,8 @@ def measure(workload: str, quick: bool, rounds: int, threads: int) -> dict[str, 
     want = calls["torch.onnx"]()[0].copy()
     for name, call in calls.items():
         np.testing.assert_allclose(call()[0], want, rtol=1e-5, atol=1e-6, err_msg=name)
-    per_call = max(1, round(0.05 / _seconds(calls["torch.onnx"])))
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    names = list(calls)
-    for r in range(rounds + 2):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            call = calls[name]
-            start = time.perf_counter()
-            for _ in range(per_call):
-                call()
-            if r >= 2:  # two warm-up rounds
-                times[name].append((time.perf_counter() - start) / per_call * 1e3)
-    return {name: statistics.median(t) for name, t in times.items()}
+    per_batch = max(1, round(0.05 / _seconds(calls["torch.onnx"])))
+    return {name: seconds * 1e3 for name, seconds in interleaved_medians(calls, rounds, per_batch).items()}
 
 
 def _seconds(call) -> float:
@@ -135,11 +125,7 @@ def main(argv=None) -> str:
             lines.append(f"| {workload} ({'quick' if quick else 'full'}) | {base:.3f} | {t['parity']:.3f} | "
                          f"{t['parity before']:.3f} | {t['parity'] / base:.2f} | {t['parity before'] / base:.2f} |")
             print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
-    return text
+    return write_report(lines, args.markdown)
 
 
 if __name__ == "__main__":

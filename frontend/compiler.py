@@ -384,7 +384,11 @@ class CompiledGraph:
         self.graph = graph
         self.executable = executable
         t = translation
-        self._inputs = tuple((j, array_converter(v.type.dtype)) for j, v in zip(t.inputs, graph.inputs))
+        # An executable that takes torch tensors gets them as they are (it converts, and may
+        # keep a binding across calls: OnnxExecutable); its results never alias its inputs.
+        self._takes_tensors = getattr(executable, "takes_torch_tensors", False)
+        self._inputs = tuple((j, _as_is if self._takes_tensors else array_converter(v.type.dtype))
+                             for j, v in zip(t.inputs, graph.inputs))
         self._num_keys = t.num_keys
         # sizes only integer arguments give: an empty i8[0, *sizes] input carries them (translate.py)
         self._carrier = tuple(t.symbols[name][0] for name in t.size_carrier)
@@ -413,6 +417,8 @@ class CompiledGraph:
         if self._num_keys:
             arrays += draw_keys(self._num_keys)
         results = self.executable(*arrays)
+        if self._takes_tensors:
+            arrays = ()  # nothing to check the results against: they never alias the inputs
         if self._direct is not None:
             outputs = [convert(r, arrays) for convert, r in zip(self._direct, results)]
         else:
@@ -441,6 +447,10 @@ class CompiledGraph:
             return evaluate_dim(a, {name: int(args[i]) if d is None else int(args[i].shape[d])
                                     for name, (i, d) in b.items()})
         return a
+
+
+def _as_is(tensor):
+    return tensor
 
 
 # Output kinds of CompiledGraph's plan (Translation.outputs' kinds, compared by identity).

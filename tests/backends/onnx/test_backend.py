@@ -127,6 +127,28 @@ def test_outputs_are_fresh_arrays_and_rebinding_follows_the_caller():
     assert run(np.full(3, 2, np.float32))[0].tolist() == [4.0] * 3
 
 
+def test_a_tensor_passed_again_is_bound_again_only_when_its_memory_or_layout_changed():
+    """A torch tensor passed again keeps its binding (a model's parameters come back every
+    call); one whose object now has other memory, a strided layout or another dtype is
+    bound again, so the run always reads what the tensor holds now."""
+    run = OnnxBackend().compile(_double(t=f32[2, 2]), "cpu")
+    p = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert run(p)[0].tolist() == [[2, 4], [6, 8]]
+    p.add_(1)  # in place: same memory, the binding reads the new values
+    assert run(p)[0].tolist() == [[4, 6], [8, 10]]
+    p.data = torch.tensor([[0.5, 0.5], [0.5, 0.5]])  # same object, other memory
+    assert run(p)[0].tolist() == [[1, 1], [1, 1]]
+    p.data = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    run(p)
+    p.transpose_(0, 1)  # same memory and shape, strided: the values in row-major order differ
+    assert run(p)[0].tolist() == [[2, 6], [4, 8]]
+    q = torch.ones(2, 2)
+    run(q)
+    q.data = q.data.view(torch.int32)  # same object and memory, another dtype: refused, not misread
+    with pytest.raises(ParityError, match="torch.int32 tensor, expected f32"):
+        run(q)
+
+
 def test_large_outputs_are_written_into_fresh_arrays():
     run = OnnxBackend().compile(_double(t=f32[1 << 15]), "cpu")  # 128 KiB: bound as ORT's output buffer
     x = np.arange(1 << 15, dtype=np.float32)
