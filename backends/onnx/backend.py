@@ -100,8 +100,6 @@ class OnnxExecutable:
     dropped every reference to it.
     """
 
-    # CompiledGraph hands this executable torch tensors as they are (see the class docstring)
-    takes_torch_tensors = True
 
     def __init__(self, graph: Graph, device: str, session: ort.InferenceSession):
         self.graph = graph
@@ -113,6 +111,9 @@ class OnnxExecutable:
         # Outputs ORT allocates (and we copy out): bound once per thread when shapes are static.
         self._copied = [self._static and not _bind_buffer(t.dtype, t.shape) for _, t in self._out]
         self._local = threading.local()  # one IOBinding per thread
+        # CompiledGraph hands a CPU executable torch tensors as they are (see the class
+        # docstring); for another device it converts them to host arrays first
+        self.takes_torch_tensors = device == "cpu"
 
     def _binding(self):
         local = self._local

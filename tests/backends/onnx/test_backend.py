@@ -149,6 +149,27 @@ def test_a_tensor_passed_again_is_bound_again_only_when_its_memory_or_layout_cha
         run(q)
 
 
+def test_a_compiled_module_binds_its_parameters_once():
+    """Through parity.compile, the executable gets the parameter tensors themselves, so a
+    second call with a new input binds only that input."""
+    import parity
+    from parity.frontend import compiler
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).eval()
+    before = set(map(id, compiler._EXECUTABLES.values()))
+    f = parity.compile(model, backend="onnx")
+    with torch.no_grad():
+        f(torch.randn(2, 4))
+        (executable,) = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
+        local, bound = executable._local, []
+        real = local.bind_input
+        local.bind_input = lambda name, array: (bound.append(name), real(name, array))
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(f(x), model(x), rtol=1e-6, atol=1e-6)
+    assert len(bound) == 1, bound  # the new input; the 4 parameters kept their bindings
+
+
 def test_large_outputs_are_written_into_fresh_arrays():
     run = OnnxBackend().compile(_double(t=f32[1 << 15]), "cpu")  # 128 KiB: bound as ORT's output buffer
     x = np.arange(1 << 15, dtype=np.float32)
