@@ -172,7 +172,7 @@ def _heads(batch) -> list:
 
 
 def scaled_dot_product_attention(ctx, q, k, v, mask):
-    if ctx.dtype is DType.float32 and not ctx.attrs["has_mask"] and not ctx.attrs["causal"]:
+    if not ctx.attrs["has_mask"] and not ctx.attrs["causal"]:
         return unmasked_attention(ctx, q, k, v)
     return onnx_attention(ctx, q, k, v, mask)
 
@@ -205,17 +205,32 @@ def onnx_attention(ctx, q, k, v, mask):
 
 
 def unmasked_attention(ctx, q, k, v):
-    """softmax(q @ k^T * scale) @ v for float32 without mask or causal flag: the IR's own
-    formula, and bit for bit what ORT's native Attention kernel (opset 23) computes.
+    """softmax(q @ k^T * scale) @ v without mask or causal flag, in float32 (float16 and
+    bfloat16 are rounded once at the end, the IR's rule): the IR's own formula, and for
+    float32 bit for bit what ORT's native Attention kernel (opset 23) computes.
+
     Under the opset parity emits, ORT has no Attention kernel and inlines the op's function,
     which adds an all-zero bias, copies k and v for grouped heads, casts to the same dtype
     and selects fully masked rows (none here); it also scales q and k by sqrt(scale) each,
     two roundings more. Without those passes the encoder block went from 1.12-1.17x of its
-    torch.onnx export in raw ORT to 0.97-1.06x (bench/results/onnx_vs_export.md)."""
+    torch.onnx export in raw ORT to 0.97-1.06x (bench/results/onnx_vs_export.md).
+
+    A row whose scores are all -inf gets zeros, as the IR's softmax gives (ORT's gives NaN,
+    and so did its Attention: conformance case ``infinite_scores``). A row sum of -inf rules
+    out NaN and +inf in the row, so a row maximum of -inf then means every score is -inf.
+    """
+    dtype = ctx.dtype
+    if dtype is not DType.float32:
+        q, k, v = (ctx.cast(x, DType.float32) for x in (q, k, v))
     rank = ctx.in_types[1].rank
     k_t = ctx.op("Transpose", k, perm=[*range(rank - 2), rank - 1, rank - 2])
-    scores = ctx.op("Mul", ctx.op("MatMul", q, k_t), ctx.scalar(ctx.attrs["scale"]))
-    return ctx.op("MatMul", ctx.op("Softmax", scores, axis=-1), v)
+    scores = ctx.op("Mul", ctx.op("MatMul", q, k_t), ctx.scalar(ctx.attrs["scale"], DType.float32))
+    out = ctx.op("MatMul", ctx.op("Softmax", scores, axis=-1), v)
+    last, minus_inf = ctx.em.ints([-1]), ctx.scalar(-np.inf, DType.float32)
+    empty = ctx.op("And", ctx.op("Equal", ctx.op("ReduceSum", scores, last, keepdims=1), minus_inf),
+                   ctx.op("Equal", ctx.op("ReduceMax", scores, last, keepdims=1), minus_inf))
+    out = ctx.where(empty, ctx.scalar(0.0, DType.float32), out, DType.float32)
+    return out if dtype is DType.float32 else ctx.cast(out, dtype)
 
 
 def relu(ctx, x):

@@ -155,8 +155,19 @@ def _attention_cases() -> list[Case]:
             case(op, d, "unbatched", lambda rng, d=d: (*qkv(rng, d, b=()), dummy), {"scale": 1.0}),
             case(op, d, "large_scores", lambda rng, d=d: _scaled(qkv(rng, d), 8.0, d) + (dummy,), {"scale": 1.0},
                  tags=(EDGE,)),
+            case(op, d, "infinite_scores", lambda rng, d=d: _infinite_rows(qkv(rng, d), d) + (dummy,),
+                 {"scale": 0.5}, tags=(EDGE,)),
         ]
     return out
+
+
+def _infinite_rows(qkv, d: DType):
+    """Keys whose first component is positive; one query with -inf there (every score of its
+    row is -inf: the IR's softmax gives zeros, not NaN) and one with +inf (inf - inf: NaN)."""
+    q, k, v = (a.astype(np.float64) for a in qkv)
+    k[..., 0] = np.abs(k[..., 0]) + 0.5
+    q[0, 1, 0], q[1, 2, 0] = -np.inf, np.inf
+    return V.cast(q, d), V.cast(k, d), V.cast(v, d)
 
 
 def _scaled(qkv, factor: float, d: DType):

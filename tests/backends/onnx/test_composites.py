@@ -217,6 +217,26 @@ def test_unmasked_float32_attention_is_bit_for_bit_ort_attention(batch, sizes):
     measured("scaled_dot_product_attention", f32, [q, k, v, np.array(False)], scale=0.3)
 
 
+@pytest.mark.parametrize("dtype", [f16, bf16, f32])
+def test_unmasked_attention_rows_of_minus_inf_scores_are_zeros_and_a_nan_score_stays_nan(dtype):
+    """The IR's softmax gives zeros for a row whose scores are all -inf (ORT's gives NaN), but
+    NaN for a row that also holds a NaN score (ORT's ReduceMax would skip it)."""
+    q = np.zeros((3, 2), np.float32)
+    q[0, 0], q[1, 0] = -np.inf, -np.inf
+    k = np.array([[1.0, 1.0], [1.0, 1.0], [2.0, 1.0]], np.float32)  # row 0's scores: all -inf
+    k_row1 = k.copy()
+    k_row1[2, 0] = 0.0  # row 1's last score: -inf * 0 = NaN (ORT's ReduceMax skips a NaN that is not first)
+    v = np.arange(6, dtype=np.float32).reshape(3, 2)
+    for keys, row, want in ((k, 0, "zeros"), (k_row1, 1, "nan")):
+        arrays = [a.astype(dtype.numpy) for a in (q, keys, v)]
+        b = GraphBuilder()
+        ins = [b.input(dtype[a.shape]) for a in arrays] + [b.constant(False, DType.bool)]
+        got = BACKEND.compile(b.build([b.scaled_dot_product_attention(*ins, scale=1.0)]), "cpu")(*arrays)[0]
+        got = got.astype(np.float64)
+        assert (got[row] == 0).all() if want == "zeros" else np.isnan(got[row]).all(), (want, got)
+        assert np.isfinite(got[2]).all()
+
+
 def _ort_attention(q, k, v, scale: float) -> np.ndarray:
     """ONNX Attention on 4-D views ([B, H, L, E]) at opset 23, where ORT 1.32 has a kernel for
     it (at parity's opset it inlines the op's function instead), in a session made as the
