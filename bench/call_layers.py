@@ -26,7 +26,7 @@ import gc
 import os
 import time
 
-from .measure import interleaved_medians, pin_threads, write_report
+from .measure import TimingPlan, median, pin_threads, time_interleaved, write_report
 
 
 def measure(workload: str, rounds: int) -> dict[str, float]:
@@ -54,7 +54,8 @@ def measure(workload: str, rounds: int) -> dict[str, float]:
              "CompiledGraph": lambda: graph(list(case.inputs)),
              "fast_path": lambda: fast(*case.inputs),
              "parity.compile": lambda: plain(*case.inputs)}
-    return {name: seconds * 1e6 for name, seconds in interleaved_medians(calls, rounds, 20).items()}
+    plan = TimingPlan(rounds=rounds, batch_s=0.01, budget_s=1e9, min_rounds=rounds)
+    return {name: median(t) * 1e6 for name, t in time_interleaved(calls, plan).items()}
 
 
 def main(argv=None) -> str:

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .measure import interleaved_medians, pin_threads, write_report
+from .measure import TimingPlan, median, pin_threads, time_interleaved, write_report
 
 TOKENS, MODEL, HIDDEN = 8 * 128, 256, 1024
 
@@ -72,7 +72,8 @@ def main(argv=None) -> str:
         lhs = rng.standard_normal(a_shape, dtype=np.float32)
         rhs = rng.standard_normal(b_shape, dtype=np.float32)
         calls = _calls(lhs, rhs, transposed)
-        t = {name: seconds * 1e3 for name, seconds in interleaved_medians(calls, args.rounds, 5).items()}
+        plan = TimingPlan(rounds=args.rounds, batch_s=0.025, budget_s=1e9, min_rounds=args.rounds)
+        t = {name: median(v) * 1e3 for name, v in time_interleaved(calls, plan).items()}
         for name in totals:
             totals[name] += count * t[name]
         shapes = f"{'ᵀ' if transposed else ''}{list(a_shape)} @ {list(b_shape)}"

@@ -139,23 +139,6 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def interleaved_medians(calls: dict[str, Callable[[], object]], rounds: int, per_batch: int,
-                        warmup_rounds: int = 2) -> dict[str, float]:
-    """Median seconds per call of each named call: ``rounds`` rounds (after warm-up ones),
-    each running every call ``per_batch`` times, in an order that rotates every round."""
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    names = list(calls)
-    for r in range(rounds + warmup_rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            call = calls[name]
-            start = time.perf_counter()
-            for _ in range(per_batch):
-                call()
-            if r >= warmup_rounds:
-                times[name].append((time.perf_counter() - start) / per_batch)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
 def write_report(lines: Sequence[str], path: str = "") -> str:
     """The lines as one Markdown text, also written to ``path`` when one is given."""
     text = "\n".join(lines) + "\n"

@@ -35,7 +35,7 @@ from parity.backends.onnx.composites import onnx_attention
 from parity.backends.onnx.lowering import LOWERINGS, to_model
 
 from .candidates import bound_ort_call, export_onnx
-from .measure import interleaved_medians, write_report
+from .measure import TimingPlan, median, time_interleaved, write_report
 from .workloads import WORKLOADS
 
 
@@ -97,15 +97,8 @@ def measure(workload: str, quick: bool, rounds: int, threads: int) -> dict[str, 
     want = calls["torch.onnx"]()[0].copy()
     for name, call in calls.items():
         np.testing.assert_allclose(call()[0], want, rtol=1e-5, atol=1e-6, err_msg=name)
-    per_batch = max(1, round(0.05 / _seconds(calls["torch.onnx"])))
-    return {name: seconds * 1e3 for name, seconds in interleaved_medians(calls, rounds, per_batch).items()}
-
-
-def _seconds(call) -> float:
-    call()
-    start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
+    plan = TimingPlan(rounds=rounds, batch_s=0.05, budget_s=1e9, min_rounds=rounds)
+    return {name: median(t) * 1e3 for name, t in time_interleaved(calls, plan).items()}
 
 
 def main(argv=None) -> str:

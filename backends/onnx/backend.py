@@ -100,7 +100,6 @@ class OnnxExecutable:
     dropped every reference to it.
     """
 
-
     def __init__(self, graph: Graph, device: str, session: ort.InferenceSession):
         self.graph = graph
         self.device = device

@@ -269,4 +269,3 @@ def _name_outputs(em: Emitter, names: list[str], targets: list[str]) -> None:
             for j, name in enumerate(field):
                 if name in rename:
                     field[j] = rename[name]
-
