@@ -1,6 +1,7 @@
 """parity's executables at each precision tier against the runtime's own anchor (issue 24, item 3).
 
     .venv/bin/python -m bench.precision [--rounds N] [--threads N] [--workloads a,b] [--markdown PATH]
+    .venv/bin/python -m bench.precision --sweep   # ORT Sigmoid's error over the domain, no timing
 
 For each inference workload (quick size), in one process, interleaved round by round:
 
@@ -85,14 +86,44 @@ def measure(workload: str, rounds: int, threads: int) -> tuple[dict[str, tuple[f
     return {name: (wall * 1e3, cpu * 1e3) for name, (wall, cpu) in times.items()}, same
 
 
+def sigmoid_sweep(points: int = 2_000_001) -> list[str]:
+    """ORT's Sigmoid (the onnx fast tier's logistic) against the float64 oracle over dense sweeps
+    of [-800, 800] and [-40, 40]: its largest absolute error in units of ε, where that is, and
+    below which x it returns 0 (the data behind bounds.FAST_BOUNDS["logistic"])."""
+    from parity.backends.onnx.backend import OnnxBackend
+    from parity.ir import GraphBuilder, evaluate, f32, f64
+
+    lines = ["| dtype | tier | max abs error / ε | at x | largest x giving 0 | max ULP |", "|---|---|---|---|---|---|"]
+    for dtype in (f32, f64):
+        xs = np.concatenate([np.linspace(-800, 800, points), np.linspace(-40, 40, points)]).astype(dtype.numpy)
+        b = GraphBuilder("logistic")
+        x = b.input(dtype[xs.size])
+        graph = b.build([b.logistic(x)])
+        oracle = evaluate(graph, [xs], oracle=True)[0].astype(np.float64)
+        eps = float(dtype.finfo.eps)
+        for tier in Precision:
+            got = OnnxBackend().compile(graph, "cpu", tier)(xs)[0].astype(np.float64)
+            err = np.abs(got - oracle)
+            ulps = err / np.spacing(oracle.astype(dtype.numpy)).astype(np.float64)
+            zero = xs[(got == 0) & (oracle > 0)]
+            lines.append(f"| {dtype.short} | {tier.value} | {err.max() / eps:.2f} | {xs[np.argmax(err)]:.2f} | "
+                         f"{f'{zero.max():.2f}' if zero.size else 'none'} | {ulps.max():.3g} |")
+    return lines
+
+
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--workloads", default=",".join(DEFAULT))
     ap.add_argument("--markdown", default="")
+    ap.add_argument("--sweep", action="store_true", help="only the Sigmoid error sweep (no timing)")
     args = ap.parse_args(argv)
     pin_threads(args.threads)
+    if args.sweep:
+        text = write_report(sigmoid_sweep(), args.markdown)
+        print(text)
+        return text
     lines = [f"jax {jax.__version__}, onnxruntime {ort.__version__}, {args.threads} thread(s), quick sizes, "
              f"{args.rounds} interleaved rounds (medians), load average {os.getloadavg()[0]:.1f} at the start, "
              f"{time.strftime('%Y-%m-%d %H:%M')}. Each cell: the ratio of median CPU times to the anchor's "
