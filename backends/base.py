@@ -33,6 +33,7 @@ from ..ir.dtypes import DType
 from ..ir.graph import Graph
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE
+from ..ir.precision import Precision
 
 Executable = Callable[..., Sequence[Any]]
 
@@ -103,6 +104,9 @@ class Backend(abc.ABC):
     devices: tuple[str, ...] = ()
     deviations: tuple[Deviation, ...] = ()
     summation: tuple[Summation, ...] = ()  # only where it sums in longer chains than the contract
+    # The precision tiers compile() takes (as its ``precision=`` keyword); a backend that lists
+    # only EXACT is compiled without the keyword, so plugins written before tiers keep working.
+    precisions: tuple[Precision, ...] = (Precision.EXACT,)
 
     @abc.abstractmethod
     def claims(self) -> Mapping[str, OpClaim]:
@@ -134,6 +138,35 @@ class Backend(abc.ABC):
     def supports(self, op: str, dtype: DType | None = None) -> bool:
         claim = self.claims().get(op)
         return claim is not None and (dtype is None or dtype in claim.dtypes)
+
+
+def precision_for(backend, requested: Precision) -> Precision:
+    """The tier ``backend`` compiles at when ``requested`` is asked for: that tier if the
+    backend declares it in ``precisions``, else EXACT (every backend meets the IR's contract)."""
+    return requested if requested in getattr(backend, "precisions", (Precision.EXACT,)) else Precision.EXACT
+
+
+def compile_at(backend, graph: Graph, device: str, precision: Precision = Precision.EXACT) -> Executable:
+    """``backend.compile(graph, device)`` at the tier :func:`precision_for` gives: EXACT
+    calls it exactly as before tiers existed (no keyword); another tier is passed as
+    ``precision=``, only to a backend that declares it.
+
+    Example::
+
+        >>> from parity.backends.registry import get_backend
+        >>> from parity.ir import GraphBuilder, f32
+        >>> b = GraphBuilder(); x = b.input(f32[2])
+        >>> import numpy as np
+        >>> run = compile_at(get_backend("reference"), b.build([b.neg(x)]), "cpu", Precision.FAST)
+        >>> run(np.ones(2, np.float32))[0].tolist()
+        [-1.0, -1.0]
+        >>> precision_for(get_backend("reference"), Precision.FAST)  # the reference runs the spec
+        <Precision.EXACT: 'exact'>
+    """
+    tier = precision_for(backend, precision)
+    if tier is Precision.EXACT:
+        return backend.compile(graph, device)
+    return backend.compile(graph, device, precision=tier)
 
 
 def _primitives():

@@ -39,6 +39,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..ir.precision import Precision
+from .base import compile_at, precision_for
+
 #: What the disk cache did in this process: "loads" (entries used), "stores" (entries
 #: written), "misses" (no usable entry: absent, other versions, or damaged) and "rejected"
 #: (an entry was there but failed its header or checksum check, or the backend could not load it).
@@ -65,10 +68,10 @@ ENV_VAR = "PARITY_CACHE_DIR"
 class Persister(Protocol):
     """A backend's half of the disk cache."""
 
-    def build(self, backend, graph, device: str) -> tuple[Any, bytes | None]:
-        """Compile ``graph``; return the executable and its bytes (None: not persistable)."""
+    def build(self, backend, graph, device: str, precision: Precision) -> tuple[Any, bytes | None]:
+        """Compile ``graph`` at ``precision``; return the executable and its bytes (None: not persistable)."""
 
-    def load(self, backend, graph, device: str, payload: bytes) -> Any:
+    def load(self, backend, graph, device: str, payload: bytes, precision: Precision) -> Any:
         """The executable ``payload`` holds, without compiling; raises if it cannot."""
 
 
@@ -109,11 +112,16 @@ def stack_versions(backend: str) -> dict[str, str]:
     return found
 
 
-def cache_key(content_hash: str, backend: str, device: str, input_types, versions: dict | None = None) -> dict:
-    """Every field an entry depends on (a dict: it is the file's header too)."""
-    return {"graph": content_hash, "backend": backend, "device": device,
-            "inputs": [str(t) for t in input_types],
-            "versions": versions if versions is not None else stack_versions(backend)}
+def cache_key(content_hash: str, backend: str, device: str, input_types, versions: dict | None = None,
+              precision: Precision = Precision.EXACT) -> dict:
+    """Every field an entry depends on (a dict: it is the file's header too). The precision
+    tier is a field only when it is not EXACT, so entries written before tiers stay valid."""
+    key = {"graph": content_hash, "backend": backend, "device": device,
+           "inputs": [str(t) for t in input_types],
+           "versions": versions if versions is not None else stack_versions(backend)}
+    if precision is not Precision.EXACT:
+        key["precision"] = precision.value
+    return key
 
 
 def _encode(key: dict) -> bytes:
@@ -187,26 +195,28 @@ def persister(backend_name: str) -> Persister | None:
     return getattr(importlib.import_module(module), attr)()
 
 
-def compile_cached(graph, backend, device: str, cache_dir: str | None):
-    """``backend.compile(graph, device)``, through the disk cache at ``cache_dir`` (None: off).
+def compile_cached(graph, backend, device: str, cache_dir: str | None, precision: Precision = Precision.EXACT):
+    """``backend.compile(graph, device)`` at the tier ``precision_for(backend, precision)``
+    gives (base.compile_at), through the disk cache at ``cache_dir`` (None: off).
 
     Returns ``(executable, loaded)``: ``loaded`` is True when it came from disk.
     """
+    precision = precision_for(backend, precision)
     handler = persister(backend.name) if cache_dir else None
     if handler is None:
-        return backend.compile(graph, device), False
+        return compile_at(backend, graph, device, precision), False
     cache = DiskCache(cache_dir)
-    key = cache_key(graph.content_hash(), backend.name, device, graph.input_types)
+    key = cache_key(graph.content_hash(), backend.name, device, graph.input_types, precision=precision)
     payload = cache.load(key)
     if payload is not None:
         try:
-            executable = handler.load(backend, graph, device, payload)
+            executable = handler.load(backend, graph, device, payload, precision)
         except Exception:  # an entry this runtime cannot read back: compiled again, overwritten
             STATS["rejected"] += 1
         else:
             STATS["loads"] += 1
             return executable, True
-    executable, payload = handler.build(backend, graph, device)
+    executable, payload = handler.build(backend, graph, device, precision)
     if payload is not None:
         cache.store(key, payload)
     return executable, False

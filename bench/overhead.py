@@ -111,7 +111,7 @@ def _parity_calls(x, backends: Sequence[str]) -> dict[str, Callable[[], object]]
             calls[f"{name} executable"] = lambda run=new[0]: run(array)
     # The frontend's own work: parity's whole path with an executable as cheap as NumPy's add.
     numpy_add = parity.compile(_own_tiny(), backend=backends[0] if backends else "reference", device="cpu")
-    with mock.patch.object(compiler, "compiled_executable", lambda graph, backend, device, cache_dir=None: _numpy_tiny):
+    with mock.patch.object(compiler, "compiled_executable", lambda graph, backend, device, cache_dir=None, **_: _numpy_tiny):
         numpy_add(x)
     calls["parity, NumPy exe"] = lambda: numpy_add(x)
     return calls

@@ -66,7 +66,7 @@ def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequ
             return Measurement(False, max_ratio=np.inf, malformed=True,
                                message=f"output {i} is {a.dtype}{list(a.shape)}, "
                                                                 f"expected {t.dtype.numpy}{list(t.shape)} ({t})")
-        bound = case.bound or bound_for(case.op, node.attrs if node is not None else {}, t.dtype)
+        bound = case.bound or bound_for(case.op, node.attrs if node is not None else {}, t.dtype, declared.precision)
         mask = np.ones(a.shape, bool) if masks[i] is None else np.broadcast_to(masks[i], a.shape)
         result.compared += int(mask.sum())
         if bound.kind == "exact":

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..backends.base import ANY_OP, Summation
 from ..ir.dtypes import DType
+from ..ir.precision import Precision
 from .bounds import CONTRACT_BLOCK
 
 
@@ -35,15 +36,17 @@ from .bounds import CONTRACT_BLOCK
 class Declared:
     flushes: frozenset[DType] = frozenset()
     summation: tuple[Summation, ...] = field(default=())
+    precision: Precision = Precision.EXACT  # the tier measured: its bounds (bounds.FAST_BOUNDS)
 
     @classmethod
     def of(cls, backend, device: str) -> Declared:
-        """The declarations of ``backend`` (any object with ``deviations``/``summation``) on ``device``."""
+        """The declarations of ``backend`` (any object with ``deviations``/``summation``) on ``device``;
+        its ``precision`` is the tier it runs at (a :class:`~.tiers.AtPrecision` view), else EXACT."""
         flushes = frozenset(d.dtype for d in getattr(backend, "deviations", ())
                             if getattr(d, "flush_to_zero", False) and d.dtype is not None
                             and d.device in (None, device))
         summation = tuple(s for s in getattr(backend, "summation", ()) if s.device in (None, device))
-        return cls(flushes, summation)
+        return cls(flushes, summation, getattr(backend, "precision", Precision.EXACT))
 
     def block(self, op: str, dtype: DType) -> int | None:
         """The longest sequential chain of ``op``'s sums in ``dtype``: the backend's declared

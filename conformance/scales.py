@@ -40,6 +40,11 @@ def scale(kind: Scale, ctx: ScaleContext) -> np.ndarray:
     if kind is Scale.IN_OUT:  # |x| only up to where the decomposition can still cancel
         x = np.abs(np.asarray(ctx.operands[0], dtype=np.float64))
         return np.maximum(o, np.minimum(x, IN_OUT_CAP[ctx.op]))
+    if kind is Scale.OPERANDS:
+        floats = [np.abs(np.asarray(x, dtype=np.float64)) for x in ctx.operands if np.asarray(x).dtype.kind in "fV"]
+        return np.maximum.reduce([o, *floats]) if floats else o
+    if kind is Scale.UNIT:
+        return np.ones_like(o)
     if kind is Scale.ROW:
         axis = ctx.attrs["axis"]
         return np.max(o, axis=axis, keepdims=True, initial=0.0) if o.size else o

@@ -20,6 +20,7 @@ import torch
 from ..backends.disk_cache import resolve_cache_dir
 from ..backends.registry import get_backend
 from ..ir.errors import ParityError
+from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
 from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
 from .fast_path import FastPath
@@ -31,7 +32,7 @@ from .sharding import configure
 def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
             out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None,
-            fast_path: bool = False):
+            fast_path: bool = False, precision: str = "exact"):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -54,11 +55,16 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     ``fast_path=True`` (functions only) lets calls whose tensor signature was seen before
     skip Dynamo's guards, like ``jax.jit``: only for functions that read no Python state
     besides their tensor arguments (frontend/fast_path.py says exactly when it applies).
+    ``precision="exact"`` (the default) holds every op to the IR's contract; ``"fast"`` lets
+    a backend that declares the tier (xla, onnx) fuse multiply-adds and call native kernels,
+    within the fast tier's published per-op bounds (docs/conformance.md); NaN, ±inf and -0.0
+    mean the same in both. A backend without the tier runs exact (``parity.explain`` says so).
     """
     if fn_or_module is None:
         return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
                                  mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
-                                 cache_dir=cache_dir, auto=auto, fast_path=fast_path)
+                                 cache_dir=cache_dir, auto=auto, fast_path=fast_path, precision=precision)
+    tier = Precision.parse(precision)  # an unknown tier fails here, before any capture
     if backend == AUTO:
         auto = resolve_auto_options(auto)
         backend = auto.forced or backend  # $PARITY_BACKEND (or AutoOptions.forced) wins
@@ -71,7 +77,7 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
                                    out_shardings=out_shardings, strict=strict, warned=warned)
     session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                                      site=site, cache_dir=resolve_cache_dir(cache_dir),
-                                     auto=auto if backend == AUTO else None), warned)
+                                     auto=auto if backend == AUTO else None, precision=tier), warned)
     if isinstance(fn_or_module, torch.nn.Module):
         return CompiledModule(fn_or_module, session, traced)
     if fast_path:

@@ -204,7 +204,8 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
         ready = [r for r in ready if r[0] == known]
         record.source = source
     compiled = {name: CompiledGraph(translation, graph,
-                                    compiled_executable(graph, backend, options.device, options.cache_dir))
+                                    compiled_executable(graph, backend, options.device, options.cache_dir,
+                                                        precision=options.precision))
                 for name, backend, translation, graph in ready}
     if len(compiled) == 1:
         (name,) = compiled

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..backends.base import precision_for
 from ..backends.registry import get_backend
 from ..ir.dims import evaluate as evaluate_dim
 from ..ir.dims import free_symbols
@@ -29,6 +30,7 @@ from ..ir.expand import decomposition
 from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype
+from ..ir.precision import Precision
 from .errors import InternalError, UnsupportedAtenOp, warning_text
 from .sharding import apply_sharding
 from .tensors import array_converter, result_converter
@@ -39,7 +41,7 @@ from .translate import Translation, fx_to_ir
 #: "disk_loads" (executables read from the disk cache instead of compiled).
 STATS: collections.Counter = collections.Counter()
 
-_EXECUTABLES: dict[tuple[str, str, str], Any] = {}
+_EXECUTABLES: dict[tuple[str, str, str, str], Any] = {}
 
 AUTO = "auto"  # the backend name that picks, per graph, the fastest conformant backend (frontend/auto.py)
 _LOCK = threading.Lock()
@@ -57,6 +59,7 @@ class CompileOptions:
     site: Any = None  # the SourceLoc of the parity.compile call, for sharding errors
     cache_dir: str | None = None  # the disk cache's directory (backends/disk_cache.py); None: off
     auto: Any = None  # backend="auto": its AutoOptions (frontend/auto.py)
+    precision: Precision = Precision.EXACT  # the tier asked for; a backend without it runs EXACT (base.compile_at)
 
 
 @dataclass
@@ -285,7 +288,8 @@ def _compile_fx_graph(gm: torch.fx.GraphModule, session: Session, kind: str):
 def _compile_whole(gm: torch.fx.GraphModule, session: Session, backend, kind: str) -> CompiledGraph:
     """The whole FX graph as one backend executable (raises UnsupportedAtenOp if it cannot be)."""
     translation, graph = translate_for(gm, session, backend, kind)
-    executable = compiled_executable(graph, backend, session.options.device, session.options.cache_dir)
+    executable = compiled_executable(graph, backend, session.options.device, session.options.cache_dir,
+                                     precision=session.options.precision)
     return CompiledGraph(translation, graph, executable)
 
 
@@ -343,18 +347,21 @@ def prepare(graph: Graph, backend) -> Graph:
     return graph
 
 
-def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | None = None):
-    """backend.compile(graph, device), cached by (content hash, backend, device) in this
+def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | None = None, *,
+                        precision: Precision = Precision.EXACT):
+    """backend.compile(graph, device) at the tier the backend runs ``precision`` at
+    (backends.base.precision_for), cached by (content hash, backend, device, tier) in this
     process and, with a ``cache_dir``, on disk across processes."""
     from ..backends.disk_cache import compile_cached
 
-    key = (graph.content_hash(), backend.name, device)
+    precision = precision_for(backend, precision)
+    key = (graph.content_hash(), backend.name, device, precision.value)
     with _LOCK:
         cached = _EXECUTABLES.get(key)
         if cached is not None:
             STATS["cache_hits"] += 1
             return cached
-    executable, loaded = compile_cached(graph, backend, device, cache_dir)
+    executable, loaded = compile_cached(graph, backend, device, cache_dir, precision)
     STATS["disk_loads" if loaded else "backend_compiles"] += 1
     with _LOCK:
         _EXECUTABLES[key] = executable

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..ir.graph import SourceLoc
+from ..ir.precision import Precision
 from .graph_breaks import short_reason, user_loc
 from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
 
@@ -92,6 +93,9 @@ class ExplainReport:
     # for a parity.compile(..., backend="auto") result: what auto chose per graph so far
     # (frontend/auto.py's AutoChoice: candidates, their times, the choice); None otherwise
     auto: list | None = None
+    # per backend, the precision tier it compiles at when that is not the one asked for
+    # (parity.compile(..., precision="fast") on a backend that declares only "exact")
+    precision: dict[str, str] = field(default_factory=dict)
 
     def ops_with(self, status: str, backend: str) -> list[str]:
         """Every aten op (over all graphs) whose status on ``backend`` is ``status``."""
@@ -102,6 +106,8 @@ class ExplainReport:
                  f"{', '.join(self.backends) or 'none'}"]
         for name, why in self.unavailable.items():
             lines.append(f"  backend {name!r} is unavailable: {why}")
+        for name, note in self.precision.items():
+            lines.append(f"  backend {name!r}: {note}")
         for i, brk in enumerate(self.breaks):
             where = f" at {brk.loc}" if brk.loc else ""
             lines.append(f"break {i + 1}{where}: {brk.reason}")
@@ -163,7 +169,22 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
             graphs.append(GraphReport(index, kind, _op_reports(gm, loaded)))
     breaks = [GraphBreak(short_reason(r.reason), user_loc(r.user_stack))
               for r in dynamo.break_reasons if r.graph_break]
-    return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn))
+    return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn), _precision_notes(fn, loaded))
+
+
+def _precision_notes(fn, backends: dict) -> dict[str, str]:
+    """For what ``parity.compile(..., precision=...)`` made: each backend that runs another tier than asked."""
+    from ..backends.base import precision_for
+
+    options = getattr(getattr(fn, "session", None), "options", None)
+    asked = getattr(options, "precision", Precision.EXACT)
+    notes = {}
+    for name, backend in backends.items():
+        runs = precision_for(backend, asked)
+        if runs is not asked:
+            notes[name] = (f"precision={asked.value!r} was asked for, and it runs {runs.value!r}: it declares "
+                           f"only {[p.value for p in getattr(backend, 'precisions', (Precision.EXACT,))]}")
+    return notes
 
 
 def _auto_choices(fn) -> list | None:

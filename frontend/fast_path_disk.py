@@ -79,7 +79,7 @@ def _disk_key(fn_key: str, signature: tuple, options) -> dict:
     from ..backends.disk_cache import cache_key
 
     return cache_key(fn_key, f"fast_path-{options.backend}", options.device, [repr(signature)],
-                     _versions(options.backend))
+                     _versions(options.backend), precision=options.precision)
 
 
 def _versions(backend: str) -> dict:
@@ -123,7 +123,8 @@ def load(fn_key: str, signature: tuple, options) -> Callable | None:
         return None
     try:
         translation, graph, order, kind = pickle.loads(payload)
-        executable = compiled_executable(graph, get_backend(options.backend), options.device, options.cache_dir)
+        executable = compiled_executable(graph, get_backend(options.backend), options.device, options.cache_dir,
+                                         precision=options.precision)
     except Exception:  # an entry this process cannot use: Dynamo's path, and a new entry
         return None
     STATS["fast_path_disk_loads"] += 1

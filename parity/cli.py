@@ -52,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "with torch.compile aot_eager/inductor as anchors), or 'all'")
     conform.add_argument("--architectures", metavar="A,B", help="with --models hf/all: only these architectures")
     conform.add_argument("--no-anchors", action="store_true", help="with --models hf/all: skip the torch.compile anchors")
+    conform.add_argument("--precision", choices=("exact", "fast", "both"), default="exact",
+                         help="the precision tier measured: exact (the contract), fast (a column 'NAME@fast' per "
+                              "backend that declares it, held to the fast tier's bounds), or both side by side")
     conform.add_argument("--mutants", action="store_true",
                          help="mutation testing: plant each fault class at the backends' executable boundary and "
                               "report the kill rate per class and every surviving mutant (--quick cases; exit 1 on "
@@ -156,10 +159,11 @@ def _run_conform(args) -> int:
     except (ValueError, BackendNotFound) as exc:
         console.print(f"[bold red]parity conform:[/] {exc}", highlight=False)
         return 2
+    backends = _tier_columns(args.backend, args.precision)
     if args.mutants:
-        return _run_mutants(args, dtypes, console)
+        return _run_mutants(args, backends, dtypes, console)
     with terminal.progress_bar(console) as progress:
-        result = runner.run(args.backend, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
+        result = runner.run(backends, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
                             progress=progress, models=args.models,
                             architectures=args.architectures.split(",") if args.architectures else None,
                             anchors=not args.no_anchors)
@@ -177,7 +181,27 @@ def _run_conform(args) -> int:
     return result.exit_code
 
 
-def _run_mutants(args, dtypes, console) -> int:
+def _tier_columns(names, precision: str):
+    """The conformance columns for ``--precision``: the backend names as given for exact, else
+    each backend that declares the fast tier seen at it (conformance/tiers.py), after its
+    exact column for ``both``."""
+    if precision == "exact":
+        return names
+    from .backends.registry import BackendNotFound, backend_names, get_backend
+    from .conformance.tiers import at_precision
+    from .ir.precision import Precision
+
+    loaded = []
+    for name in names or backend_names():
+        try:
+            loaded.append(get_backend(name))
+        except (BackendNotFound, ImportError):
+            continue  # a backend that cannot load has no fast column; its exact column says why
+    fast = at_precision(loaded, Precision.FAST)
+    return [*(names or backend_names()), *fast] if precision == "both" else fast
+
+
+def _run_mutants(args, backends, dtypes, console) -> int:
     """``parity conform --mutants``: the kill-rate table and the survivors; exit 1 on a survivor."""
     import pathlib
 
@@ -187,7 +211,7 @@ def _run_mutants(args, dtypes, console) -> int:
 
     with terminal.progress_bar(console, "mutants") as progress:
         try:
-            result = run_mutants(args.backend, devices=args.device, ops=args.ops, dtypes=dtypes,
+            result = run_mutants(backends, devices=args.device, ops=args.ops, dtypes=dtypes,
                                  faults=args.faults.split(",") if args.faults else None, sample=args.mutant_sample,
                                  seed=args.mutant_seed, progress=progress)
         except ValueError as exc:

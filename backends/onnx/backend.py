@@ -38,6 +38,7 @@ from ...ir.dtypes import DType
 from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
+from ...ir.precision import Precision
 from ...ir.shapes import ShapeBindings
 from ..base import Backend, OpClaim
 from ..cache import BuildOnceCache
@@ -352,7 +353,10 @@ class OnnxBackend(Backend):
         have = set(ort.get_available_providers())
         return tuple(d for d in self.devices if PROVIDERS[d] in have and (d == "cpu" or _cuda_works()))
 
-    def compile(self, graph: Graph, device: str = "cpu") -> OnnxExecutable:
+    # FAST: ORT's native Sigmoid for logistic (elementwise.logistic), within FAST_BOUNDS.
+    precisions = (Precision.EXACT, Precision.FAST)
+
+    def compile(self, graph: Graph, device: str = "cpu", precision: Precision = Precision.EXACT) -> OnnxExecutable:
         if device not in PROVIDERS:
             raise OnnxDeviceError(f"the onnx backend has no device {device!r}; choose one of {list(PROVIDERS)}")
         if device not in self.available_devices():
@@ -360,11 +364,16 @@ class OnnxBackend(Backend):
                 f"device {device!r} is not available to the onnx backend: onnxruntime here has the "
                 f"providers {ort.get_available_providers()}. Install onnxruntime-gpu for 'cuda' or use device='cpu'."
             )
-        key = (graph.content_hash(), device, tuple(map(str, graph.input_types)))
-        return OnnxExecutable(graph, device, self._session(graph, device, key))
+        key = session_key(graph, device, precision)
+        return OnnxExecutable(graph, device, self._session(graph, device, key, precision))
 
-    def _session(self, graph: Graph, device: str, key: tuple) -> ort.InferenceSession:
-        return self._sessions.get_or_build(key, lambda: make_session(to_model(graph), device))
+    def _session(self, graph: Graph, device: str, key: tuple, precision: Precision) -> ort.InferenceSession:
+        return self._sessions.get_or_build(key, lambda: make_session(to_model(graph, precision=precision), device))
+
+
+def session_key(graph: Graph, device: str, precision: Precision) -> tuple:
+    """The in-process cache key of one onnxruntime session (the disk cache's persister uses it too)."""
+    return (graph.content_hash(), device, tuple(map(str, graph.input_types)), precision.value)
 
 
 _cuda_state: list[bool] = []

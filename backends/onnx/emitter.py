@@ -28,6 +28,7 @@ import numpy as np
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from ...ir.dims import free_symbols, linear_in
+from ...ir.precision import Precision
 from ...ir.dtypes import DType
 from ...ir.errors import ParityError
 from ...ir.types import Dim, DimExpr, Symbol, TensorType
@@ -60,8 +61,9 @@ def value_info(name: str, t: TensorType):
 class Emitter:
     """Collects the nodes and initializers of one ONNX graph."""
 
-    def __init__(self, reserved: Sequence[str] = ()):
+    def __init__(self, reserved: Sequence[str] = (), precision: Precision = Precision.EXACT):
         self._reserved = frozenset(reserved)  # the graph's own input/output names: never generated
+        self.precision = precision  # the tier the rules lower for (FAST: native kernels, elementwise.py)
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
         self.inputs: list[Any] = []

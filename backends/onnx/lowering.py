@@ -32,6 +32,7 @@ from ...ir.expand import decomposition
 from ...ir.graph import Graph, Node
 from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
+from ...ir.precision import Precision
 from .composites import NATIVE
 from .composites import RULES as COMPOSITES
 from .context import OnnxNodeContext
@@ -49,8 +50,9 @@ LOWERINGS = {**ELEMENTWISE, **SHAPE, **REDUCTION, **COMPOSITES}
 
 
 def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] | None = None,
-             output_names: Sequence[str] | None = None) -> onnx.ModelProto:
-    """Lower ``graph`` to an ONNX model (inputs ``in0..``, outputs ``out0..``, or the names given).
+             output_names: Sequence[str] | None = None, precision: Precision = Precision.EXACT) -> onnx.ModelProto:
+    """Lower ``graph`` to an ONNX model (inputs ``in0..``, outputs ``out0..``, or the names given),
+    at the ``precision`` tier (FAST: ORT's native kernels where a rule says so).
 
     ``legalize=False`` skips the dtype legalization (the kernel probe uses it to find
     ORT's gaps); a model built that way may not run.
@@ -63,7 +65,7 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
     if len(set(input_names + output_names)) != len(input_names) + len(output_names):
         raise ValueError(f"input and output names must be distinct: {input_names + output_names}")
     graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
-    em = Emitter(reserved=input_names + output_names)
+    em = Emitter(reserved=input_names + output_names, precision=precision)
     env = {value: em.input(name, value.type) for name, value in zip(input_names, graph.inputs)}
     views = _Views(em, legalize)
     biased = _conv_bias_adds(graph, legalize)

@@ -8,7 +8,8 @@ the key :meth:`OnnxBackend.compile` looks up.
 
 from __future__ import annotations
 
-from .backend import OnnxExecutable, make_session
+from ...ir.precision import Precision
+from .backend import OnnxExecutable, make_session, session_key
 from .lowering import to_model
 
 
@@ -23,14 +24,12 @@ class _Serialized:
 
 
 class OnnxPersister:
-    def build(self, backend, graph, device: str):
-        model = to_model(graph)
-        key = (graph.content_hash(), device, tuple(map(str, graph.input_types)))
-        backend._sessions.get_or_build(key, lambda: make_session(model, device))
-        return backend.compile(graph, device), model.SerializeToString()
+    def build(self, backend, graph, device: str, precision: Precision = Precision.EXACT):
+        model = to_model(graph, precision=precision)
+        backend._sessions.get_or_build(session_key(graph, device, precision), lambda: make_session(model, device))
+        return backend.compile(graph, device, precision), model.SerializeToString()
 
-    def load(self, backend, graph, device: str, payload: bytes) -> OnnxExecutable:
+    def load(self, backend, graph, device: str, payload: bytes, precision: Precision = Precision.EXACT) -> OnnxExecutable:
         session = make_session(_Serialized(payload), device)
-        key = (graph.content_hash(), device, tuple(map(str, graph.input_types)))
-        backend._sessions.get_or_build(key, lambda: session)
-        return backend.compile(graph, device)
+        backend._sessions.get_or_build(session_key(graph, device, precision), lambda: session)
+        return backend.compile(graph, device, precision)

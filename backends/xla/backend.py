@@ -46,6 +46,7 @@ from ...ir.dtypes import DType
 from ...ir.errors import ParityError, UnsupportedOpError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
+from ...ir.precision import Precision
 from ...ir.shapes import ShapeBindings
 from ...ir.types import TensorType
 from ..base import ANY_OP, Backend, Deviation, OpClaim, Summation
@@ -182,10 +183,11 @@ def _large(t: TensorType) -> bool:
 class XlaExecutable:
     """A graph bound to a device; calls compile (once per input types) and run."""
 
-    def __init__(self, backend: XlaBackend, graph: Graph, device: str):
+    def __init__(self, backend: XlaBackend, graph: Graph, device: str, precision: Precision = Precision.EXACT):
         self.backend = backend
         self.graph = graph
         self.device = device
+        self.precision = precision
         self._jax_device = jax_device(device)
         self._hash = graph.content_hash()
         self._dtypes = [v.type.dtype for v in graph.inputs]
@@ -200,7 +202,7 @@ class XlaExecutable:
         self._large_outputs: tuple[bool, ...] = ()
         if self._static:
             types = tuple((np.dtype(t.dtype.numpy), t.shape) for t in graph.input_types)
-            self._last = (types, backend._compiled(graph, self._hash, device, graph.input_types))
+            self._last = (types, backend._compiled(graph, self._hash, device, graph.input_types, precision))
             if graph.sharding is None:
                 self._fast = (self._last[1], types, self._jax_device.platform == "cpu")
                 self._large_outputs = tuple(_large(v.type) for v in graph.outputs)
@@ -211,7 +213,7 @@ class XlaExecutable:
         if last is not None and last[0] == types:
             return last[1]
         in_types = self._input_types(types)
-        compiled = self.backend._compiled(self.graph, self._hash, self.device, in_types)
+        compiled = self.backend._compiled(self.graph, self._hash, self.device, in_types, self.precision)
         self._last = (types, compiled)
         return compiled
 
@@ -299,8 +301,10 @@ class XlaBackend(Backend):
         return tuple(d for d in self.devices if PLATFORMS[d] in have)
 
     supports_sharding = True  # graphs with a mesh run through XLA's SPMD partitioner
+    # FAST: XLA:CPU contracts products into FMAs where it fuses them (no product protection).
+    precisions = (Precision.EXACT, Precision.FAST)
 
-    def compile(self, graph: Graph, device: str = "cpu") -> XlaExecutable:
+    def compile(self, graph: Graph, device: str = "cpu", precision: Precision = Precision.EXACT) -> XlaExecutable:
         missing = unlowered_nodes(graph)
         if missing:
             node = missing[0]
@@ -313,7 +317,7 @@ class XlaBackend(Backend):
                     where = f" (at {node.loc})" if node.loc else ""
                     raise ParityError(f"sharding_constraint{where} in @{graph.name} needs a device mesh, and the "
                                       f"graph has none: give the graph a GraphSharding (parity.compile(..., mesh=))")
-        return XlaExecutable(self, graph, device)
+        return XlaExecutable(self, graph, device, precision)
 
     def export(self, graph: Graph, path, *, input_names: Sequence[str] | None = None,
                output_names: Sequence[str] | None = None, dim_names: dict[str, str] | None = None) -> str:
@@ -344,12 +348,13 @@ class XlaBackend(Backend):
         Path(path).write_bytes(exported.serialize())
         return exported
 
-    def _compiled(self, graph: Graph, content_hash: str, device: str, in_types: Sequence[TensorType]):
-        """The XLA executable for these input types, compiled at most once per key."""
-        key = (content_hash, device, tuple(map(str, in_types)))
-        return self._executables.get_or_build(key, lambda: self._build(graph, device, in_types))
+    def _compiled(self, graph: Graph, content_hash: str, device: str, in_types: Sequence[TensorType],
+                  precision: Precision = Precision.EXACT):
+        """The XLA executable for these input types and tier, compiled at most once per key."""
+        key = executable_key(content_hash, device, in_types, precision)
+        return self._executables.get_or_build(key, lambda: self._build(graph, device, in_types, precision))
 
-    def _build(self, graph: Graph, device: str, in_types: Sequence[TensorType]):
+    def _build(self, graph: Graph, device: str, in_types: Sequence[TensorType], precision: Precision):
         target = jax_device(device)
         options = COMPILER_OPTIONS.get(target.platform, {})
         if graph.sharding is not None:
@@ -362,14 +367,19 @@ class XlaBackend(Backend):
             # YNNPACK (softmax + layer norm 8192×1024: 1.09× jax.jit protected, 1.00× not).
             plain = jax.jit(graph_function(graph, run_time_zero=True, keep_products=False)).lower(*specs)
             compiled = plain.compile(options)
-            if target.platform != "cpu" or not fuses_products(compiled.as_text()):
-                return compiled
+            if precision is Precision.FAST or target.platform != "cpu" or not fuses_products(compiled.as_text()):
+                return compiled  # FAST: XLA's FMAs stay (conformance.bounds.FAST_BOUNDS)
             protected = jax.jit(graph_function(graph, run_time_zero=True)).lower(*specs)
             if protected.as_text() == plain.as_text():
                 # No product to protect: the fused multiply is a rule's own (f64 log1p's, exp2's),
                 # and the same module would compile to the same executable a second time.
                 return compiled
             return protected.compile(options)
+
+
+def executable_key(content_hash: str, device: str, in_types: Sequence[TensorType], precision: Precision) -> tuple:
+    """The in-process cache key of one compiled XLA executable (the disk cache's persister uses it too)."""
+    return (content_hash, device, tuple(map(str, in_types)), precision.value)
 
 
 def export_stablehlo(graph: Graph, shapes: dict[str, int] | None = None) -> str:

@@ -14,23 +14,24 @@ import pickle
 import jax
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
-from .backend import XlaExecutable, jax_device
+from ...ir.precision import Precision
+from .backend import XlaExecutable, executable_key, jax_device
 
 
 class XlaPersister:
-    def build(self, backend, graph, device: str):
-        executable: XlaExecutable = backend.compile(graph, device)
+    def build(self, backend, graph, device: str, precision: Precision = Precision.EXACT):
+        executable: XlaExecutable = backend.compile(graph, device, precision)
         if graph.sharding is not None or executable._last is None:
             return executable, None
         blob, in_tree, out_tree = serialize(executable._last[1])
         return executable, pickle.dumps((blob, in_tree, out_tree))
 
-    def load(self, backend, graph, device: str, payload: bytes):
+    def load(self, backend, graph, device: str, payload: bytes, precision: Precision = Precision.EXACT):
         blob, in_tree, out_tree = pickle.loads(payload)
         target = jax_device(device)
         with jax.enable_x64(True):
             compiled = deserialize_and_load(blob, in_tree, out_tree, backend=target.platform,
                                             execution_devices=[target])
-        key = (graph.content_hash(), device, tuple(map(str, graph.input_types)))
+        key = executable_key(graph.content_hash(), device, graph.input_types, precision)
         backend._executables.get_or_build(key, lambda: compiled)
-        return backend.compile(graph, device)
+        return backend.compile(graph, device, precision)

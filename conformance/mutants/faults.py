@@ -26,10 +26,10 @@ import numpy as np
 from ...ir.dtypes import DType
 from ...ir.graph import Graph, Node
 from ...ir.interpreter import evaluate, evaluate_node
-from ...ir.opdef import Accuracy, Group
+from ...ir.opdef import Accuracy, Group, Kind
 from ...ir.ops import OP_TABLE
 from ...ir.ops.conversion import round_float
-from ..bounds import bound_for
+from ..bounds import FAST_BOUNDS, Scale, bound_for
 
 FLOAT, INT, BOOL = "float", "int", "bool"
 EVERY_KIND = frozenset({FLOAT, INT, BOOL})
@@ -265,6 +265,29 @@ def _low_precision_sum(a, site):
     return round_float(out, site.dtype)
 
 
+# How far past its fast-tier bound the fast-tier fault puts each element: past the bound, and
+# (after rounding to the dtype) within about twice it, so only a check of that bound kills it.
+FAST_FAULT_FACTOR = 1.5
+
+
+def _past_fast_bound(a, site):
+    """Each finite element set to the oracle plus 1.5 times its fast-tier allowance
+    (bounds.FAST_BOUNDS: c0·ε·S, S = 1 or max(|o|, |operands|))."""
+    node = site.node
+    bound = FAST_BOUNDS.get(node.op) if node is not None else None
+    if bound is None or not site.dtype.is_float or bound.scale not in (Scale.UNIT, Scale.OPERANDS):
+        return None
+    operands = site.operands()
+    oracle = evaluate_node(node.op, operands, node.attrs, [v.type for v in node.inputs],
+                           [v.type for v in node.outputs], oracle=True)[node.outputs.index(site.value)]
+    o = np.asarray(oracle).astype(np.float64)
+    s = np.ones_like(o) if bound.scale is Scale.UNIT else np.maximum.reduce(
+        [np.abs(o), *(np.abs(x) for x, v in zip(operands, node.inputs) if v.type.dtype.is_float)])
+    with np.errstate(all="ignore"):
+        moved = o + FAST_FAULT_FACTOR * bound.c0 * float(site.dtype.finfo.eps) * s
+    return round_float(np.where(np.isfinite(o) & np.isfinite(moved), moved, a.astype(np.float64)), site.dtype)
+
+
 _FLOATS = frozenset({FLOAT})
 _NOT_EXACT = frozenset({"ulp", "scaled"})
 _REDUCING = frozenset(_IDENTITY)
@@ -291,6 +314,10 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           lambda a, site: _where_float(lambda w: _flush_normals(w, site.dtype))(a, site), Rule(kinds=_FLOATS)),
     Fault("low_precision_sum", "a 16-bit sum accumulated in its own dtype, term by term", _low_precision_sum,
           Rule(ops=frozenset({"reduce_sum", "cumsum"}), dtypes=frozenset({"f16", "bf16"}))),
+    Fault("past_fast_bound", f"every element {FAST_FAULT_FACTOR:g}× its fast-tier bound from the oracle "
+          "(precision='fast': an FMA or native kernel off by more than measured)", _past_fast_bound,
+          Rule(kinds=_FLOATS, dtypes=frozenset({"f32", "f64"}),
+               ops=frozenset(op for op in FAST_BOUNDS if OP_TABLE[op].kind is Kind.PRIMITIVE))),
     Fault("exception", "the executable raises", None),
     Fault("wrong_dtype", "the output in another dtype (f32→f64, i32→i64, bool→u8, others→f32)", _wrong_dtype),
     Fault("wrong_shape", "the output with an extra axis of size 1", _wrong_shape),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...backends.base import Backend, Deviation, OpClaim
+from ...ir.precision import Precision
 from .faults import Fault, Site
 
 
@@ -41,6 +42,7 @@ class Planted(Backend):
         self.name, self.devices = name or inner.name, inner.devices
         self.deviations = inner.deviations if deviations is None else tuple(deviations)
         self.summation = getattr(inner, "summation", ())
+        self.precision = getattr(inner, "precision", Precision.EXACT)  # the tier measured (tiers.AtPrecision)
         self.changed = 0
         self.broken: list[str] = []  # the fault itself raised (a bug in the fault, not a kill)
 
