@@ -45,9 +45,11 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     symbolic IR dimensions. A module comes back as a module sharing its parameters.
     ``mesh``, ``in_shardings``, ``out_shardings`` and ``parity.shard`` run the graphs
     sharded over several devices (backend="xla"; docs/sharding.md). ``cache_dir`` keeps
-    compiled executables on disk so the next process starts warm: a path, ``True`` for
-    ``$PARITY_CACHE_DIR`` or ``~/.cache/parity``, ``False`` for off; the default (None)
-    follows ``$PARITY_CACHE_DIR`` when it is set and is off otherwise (backends/disk_cache.py).
+    compiled executables (and ``auto``'s picks) on disk so the next process starts warm:
+    by default (None or ``True``) in ``$PARITY_CACHE_DIR`` if set, else the per-user
+    ``$XDG_CACHE_HOME/parity`` (``~/.cache/parity``, created ``0700``; a directory or entry
+    another user owns or can write is refused with a warning); a path; ``False`` for off
+    (backends/disk_cache.py).
     ``backend="auto"`` picks per graph the fastest backend that claims its ops and is
     conformant for them (frontend/auto.py; ``auto=AutoOptions(budget_s=...)`` tunes it,
     ``$PARITY_BACKEND`` forces one backend, ``parity.auto_choices`` shows what it chose).
