@@ -22,13 +22,14 @@ from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from .auto import AutoBackend, resolve_auto_options
 from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
+from .explain import compiled_repr
 from .fast_path import FastPath
 from .fast_path_disk import function_key
 from .graph_breaks import watch_breaks
 from .sharding import configure
 
 
-def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str = "cpu",
+def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
             out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None,
             fast_path: bool = False):
@@ -50,9 +51,12 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     ``$XDG_CACHE_HOME/parity`` (``~/.cache/parity``, created ``0700``; a directory or entry
     another user owns or can write is refused with a warning); a path; ``False`` for off
     (backends/disk_cache.py).
-    ``backend="auto"`` picks per graph the fastest backend that claims its ops and is
-    conformant for them (frontend/auto.py; ``auto=AutoOptions(budget_s=...)`` tunes it,
-    ``$PARITY_BACKEND`` forces one backend, ``parity.auto_choices`` shows what it chose).
+    ``backend="auto"``, the default, picks per graph, at its first call, the fastest backend
+    that claims its ops and is conformant for them, and keeps the pick in the disk cache
+    (frontend/auto.py; ``auto=AutoOptions(budget_s=...)`` tunes it, ``$PARITY_BACKEND``
+    forces one backend, ``parity.auto_choices`` shows what it chose). The reference
+    interpreter (the spec, slow) runs only when asked for: ``backend="reference"``.
+    ``repr()`` of the result says which backend runs and why.
     ``fast_path=True`` (functions only) lets calls whose tensor signature was seen before
     skip Dynamo's guards, like ``jax.jit``: only for functions that read no Python state
     besides their tensor arguments (frontend/fast_path.py says exactly when it applies).
@@ -61,6 +65,7 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
         return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
                                  mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
                                  cache_dir=cache_dir, auto=auto, fast_path=fast_path)
+    requested = backend
     if backend == AUTO:
         auto = resolve_auto_options(auto)
         backend = auto.forced or backend  # $PARITY_BACKEND (or AutoOptions.forced) wins
@@ -73,7 +78,7 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
                                    out_shardings=out_shardings, strict=strict, warned=warned)
     session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                                      site=site, cache_dir=resolve_cache_dir(cache_dir),
-                                     auto=auto if backend == AUTO else None), warned)
+                                     auto=auto if requested == AUTO else None), warned)
     if isinstance(fn_or_module, torch.nn.Module):
         return CompiledModule(fn_or_module, session, traced)
     if fast_path:
@@ -108,6 +113,9 @@ class CompiledFunction:
         self.options = session.options
         # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
         self._compiled = torch.compile(traced or fn, backend=_dynamo_backend(session), dynamic=_dynamic(session))
+
+    def __repr__(self) -> str:
+        return compiled_repr(self.fn, self.session)
 
     def __call__(self, *args, **kwargs):
         # The hot path is this one call; errors are sorted out only when there is one.
@@ -152,6 +160,9 @@ class CompiledModule(torch.nn.Module):
         self.options = session.options
         compiled = torch.compile(traced or module, backend=_dynamo_backend(session), dynamic=_dynamic(session))
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
+
+    def __repr__(self) -> str:
+        return compiled_repr(self.module, self.session)
 
     def forward(self, *args, **kwargs):
         try:

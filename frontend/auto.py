@@ -12,15 +12,22 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    drops it. A flush-to-zero deviation is a property of the whole runtime on every op,
    which conformance excuses when the case passes once subnormals are zero on both sides;
    it does not drop a candidate (``parity.auto_choices`` shows it).
-3. **Check**: every remaining candidate is compiled and run on the first call's inputs;
-   one whose outputs differ from eager torch running the same FX graph (rtol per dtype:
+3. **Compile, within the budget**: ``AutoOptions.budget_s`` is what auto may spend on one
+   graph: compiling its candidates, checking, warming up and timing them. The candidate
+   expected to compile fastest is compiled first, whatever it costs (something must run
+   the graph); another is not raced when this backend has already taken longer than what
+   is left of the budget to compile a graph no larger than this one (a lower bound:
+   compile times are kept per backend and device, in this process and in the disk cache).
+4. **Check**: every compiled candidate is run on the first call's inputs; one whose
+   outputs differ from eager torch running the same FX graph (rtol per dtype:
    :data:`RTOL`; graphs that draw random numbers are compared with the first candidate's
    outputs instead, every candidate drawing the same keys) is dropped.
-4. **Timing**: the rest run in interleaved rounds until ``AutoOptions.budget_s`` seconds of
-   running are spent (at least one round, at most :data:`MAX_ROUNDS`; a candidate over
-   :data:`PRUNE` × the fastest leaves the race); the lowest median wins. The choice is kept per graph (keyed by the candidates' IR content hashes and the
-   device) in this process and, with a ``cache_dir``, on disk; a graph whose choice is
-   known compiles only the chosen backend.
+5. **Warm-up and timing**: the rest run :data:`WARMUP_RUNS` more times untimed (XLA's first
+   runs are slow), then in interleaved rounds until the budget is spent (at least one
+   round, at most :data:`MAX_ROUNDS`; a candidate over :data:`PRUNE` × the fastest leaves
+   the race); the lowest median wins. The choice is kept per graph (keyed by the
+   candidates' IR content hashes and the device) in this process and in the disk cache
+   (on by default), so a second process compiles only the chosen backend and races nothing.
 
 ``$PARITY_BACKEND`` (read once, when ``parity.compile`` builds its options) forces one
 backend for ``backend="auto"``.
@@ -28,7 +35,7 @@ backend for ``backend="auto"``.
 Example::
 
     >>> import torch, parity
-    >>> options = parity.AutoOptions(budget_s=0.01, candidates=("onnx", "xla"))
+    >>> options = parity.AutoOptions(budget_s=30, candidates=("onnx", "xla"))
     >>> f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="auto", auto=options)
     >>> f(torch.tensor([-1.0, 1.0])).tolist()
     [0.0, 3.0]
@@ -51,6 +58,7 @@ from ..backends.base import ANY_OP
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
 from ..ir.ops import node_dtype
+from .auto_compile_times import compile_floor, record_compile
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
 from .compiler import AUTO, CompiledGraph, Session, compile_split, compiled_executable, translate_for
 from .errors import UnsupportedAtenOp
@@ -62,6 +70,7 @@ NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 MAX_ROUNDS = 20
+WARMUP_RUNS = 2  # untimed runs of each candidate after the check run, before timing
 PRUNE = 3.0  # after a round, candidates slower than this × the fastest stop being timed
 # How close a candidate's outputs must be to eager torch's on the first inputs, per output
 # dtype (|got − want| ≤ rtol·|want| + rtol·max|want|); integers and booleans are exact.
@@ -203,16 +212,42 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
     if known is not None and any(r[0] == known for r in ready):
         ready = [r for r in ready if r[0] == known]
         record.source = source
-    compiled = {name: CompiledGraph(translation, graph,
-                                    compiled_executable(graph, backend, options.device, options.cache_dir))
-                for name, backend, translation, graph in ready}
+    budget_s = (options.auto or AutoOptions()).budget_s
+    compiled, spent = _compile_within_budget(ready, options, record, budget_s)
     if len(compiled) == 1:
         (name,) = compiled
-        _choose(record, name, record.source or "only candidate")
+        if len(ready) == 1:
+            _choose(record, name, record.source or "only candidate")
+        else:
+            _choose(record, name, "the only one compiled within the budget")
         _remember(key, name, options, ready)
         return compiled[name]
-    return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready),
-                     (options.auto or AutoOptions()).budget_s)
+    return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready), budget_s - spent)
+
+
+def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: float) -> tuple[dict, float]:
+    """{name: CompiledGraph} of the candidates compiled within ``budget_s``, and the seconds spent."""
+    from .compiler import STATS
+
+    def known_floor(entry) -> float:
+        return compile_floor(entry[0], options, len(entry[3].nodes)) or 0.0
+
+    compiled, spent = {}, 0.0
+    for name, backend, translation, graph in sorted(ready, key=known_floor):  # stable: registry order on ties
+        floor = compile_floor(name, options, len(graph.nodes))
+        if compiled and floor is not None and floor > budget_s - spent:
+            _drop(record, name, f"not raced: it took {floor:.2f} s to compile a graph no larger than this one, "
+                                f"more than the {max(budget_s - spent, 0.0):.2f} s left of auto's budget "
+                                f"(AutoOptions(budget_s={budget_s:g}))")
+            continue
+        before, t0 = STATS["backend_compiles"], time.perf_counter()
+        executable = compiled_executable(graph, backend, options.device, options.cache_dir)
+        seconds = time.perf_counter() - t0
+        spent += seconds
+        if STATS["backend_compiles"] > before:  # a real compile, not one from a cache
+            record_compile(name, options, len(graph.nodes), seconds)
+        compiled[name] = CompiledGraph(translation, graph, executable)
+    return compiled, spent
 
 
 def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, refusals: list):
@@ -229,6 +264,12 @@ def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, ref
     backend, err = min(refusals, key=lambda r: len(rejected_nodes(gm, r[0])))
     record.choice, record.source = None, f"partitioned around {backend.name}'s refusals; one choice per partition"
     return compile_split(gm, session, backend, kind, err, compile_part=lambda sub: compile_auto(sub, session, kind))
+
+
+def _drop(record: AutoChoice, name: str, why: str) -> None:
+    for c in record.candidates:
+        if c.name == name:
+            c.status, c.why = "dropped", why
 
 
 def _choose(record: AutoChoice, name: str, source: str) -> None:
@@ -285,6 +326,7 @@ class AutoGraph:
     """Boxed callable that, on its first call, checks and times the candidates, then runs the choice."""
 
     def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float):
+        """``budget_s``: what is left of auto's budget for checking, warming up and timing."""
         self._boxed_call = True
         self.gm = gm
         self.compiled = compiled
@@ -304,6 +346,7 @@ class AutoGraph:
     def _decide(self, inputs: list) -> list:
         record = self.record
         random = any(c._num_keys for c in self.compiled.values())
+        started = time.perf_counter()
         start = torch.random.get_rng_state()
         results = {}
         for name, run in self.compiled.items():
@@ -328,7 +371,8 @@ class AutoGraph:
                 del results[name]
         if not results:
             raise ParityError(f"backend='auto': no candidate matched {arbiter} on the first inputs:\n{record}")
-        times = self._time(list(results), inputs)
+        self._warm_up(list(results), inputs)
+        times = self._time(list(results), inputs, self.budget_s - (time.perf_counter() - started))
         torch.random.set_rng_state(after)  # as if the graph had run once
         name = min(results, key=lambda n: statistics.median(times[n]) if times[n] else 0.0)
         _choose(record, name, "measured" if len(results) > 1 else "the only one that matched")
@@ -336,21 +380,30 @@ class AutoGraph:
         self.chosen = self.compiled[name]
         return list(results[name])
 
-    def _time(self, names: list[str], inputs: list) -> dict[str, list[float]]:
+    def _warm_up(self, names: list[str], inputs: list) -> None:
+        """Untimed runs, so that no candidate is timed on its slow first runs."""
+        if len(names) < 2:
+            return
+        state = torch.random.get_rng_state()
+        for _ in range(WARMUP_RUNS):
+            for name in names:
+                self.compiled[name](list(inputs))
+        torch.random.set_rng_state(state)
+
+    def _time(self, names: list[str], inputs: list, budget_s: float) -> dict[str, list[float]]:
         times = {n: [] for n in names}
         if len(names) < 2:
             return times
-        spent, rounds = 0.0, 0
+        started, rounds = time.perf_counter(), 0
         state = torch.random.get_rng_state()
         racing = list(names)
-        while rounds < MAX_ROUNDS and (rounds == 0 or spent < self.budget_s) and len(racing) > 1:
+        while rounds < MAX_ROUNDS and (rounds == 0 or time.perf_counter() - started < budget_s) \
+                and len(racing) > 1:
             for name in racing:  # interleaved: load changes hit every candidate alike
                 run = self.compiled[name]
                 t0 = time.perf_counter()
                 run(list(inputs))
-                dt = time.perf_counter() - t0
-                times[name].append(dt)
-                spent += dt
+                times[name].append(time.perf_counter() - t0)
             rounds += 1
             # A candidate whose best run is slower than PRUNE × the leader's best is out of the race.
             best = min(min(times[n]) for n in racing)
@@ -362,9 +415,7 @@ class AutoGraph:
         return times
 
     def _drop(self, name: str, why: str) -> None:
-        for c in self.record.candidates:
-            if c.name == name:
-                c.status, c.why = "dropped", why
+        _drop(self.record, name, why)
 
 
 def _mismatch(got, want) -> str | None:

@@ -15,7 +15,7 @@ __all__ = ["AutoOptions", "Mesh", "PartitionSpec", "auto_choices", "capture", "c
            "__version__"]
 
 
-def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None, mesh=None,
+def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dynamic=None, mesh=None,
             in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=False):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
@@ -23,10 +23,11 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
     ``parity.compile(module, backend="onnx", strict=False)``; see
     :func:`parity.frontend.api.compile` for the details, and docs/sharding.md for
     ``mesh``, ``in_shardings`` and ``out_shardings``. ``cache_dir`` keeps compiled
-    executables on disk for the next process (a path, True for ``$PARITY_CACHE_DIR`` or
-    ``~/.cache/parity``; by default ``$PARITY_CACHE_DIR`` if set, else off).
-    ``backend="auto"`` picks, per graph, the fastest conformant backend (``auto`` takes an
-    :class:`AutoOptions`; ``$PARITY_BACKEND`` forces one; :func:`auto_choices` shows the picks).
+    executables on disk for the next process (by default ``$PARITY_CACHE_DIR`` if set, else
+    the per-user ``~/.cache/parity``; a path; False for off).
+    ``backend="auto"``, the default, picks per graph the fastest conformant backend at its
+    first call (``auto`` takes an :class:`AutoOptions`; ``$PARITY_BACKEND`` forces one;
+    :func:`auto_choices` shows the picks); ``backend="reference"`` runs the spec interpreter.
     ``fast_path=True`` lets repeated call signatures skip Dynamo (see frontend/fast_path.py).
 
     Example::
