@@ -23,7 +23,7 @@ from ..ir.errors import ParityError
 from .auto import AutoBackend, resolve_auto_options
 from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
 from .explain import compiled_repr
-from .fast_path import FastPath
+from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
 from .graph_breaks import watch_breaks
 from .sharding import configure
@@ -32,7 +32,7 @@ from .sharding import configure
 def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
             out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None,
-            fast_path: bool = False):
+            fast_path: bool | None = None):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -57,9 +57,12 @@ def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu
     forces one backend, ``parity.auto_choices`` shows what it chose). The reference
     interpreter (the spec, slow) runs only when asked for: ``backend="reference"``.
     ``repr()`` of the result says which backend runs and why.
-    ``fast_path=True`` (functions only) lets calls whose tensor signature was seen before
-    skip Dynamo's guards, like ``jax.jit``: only for functions that read no Python state
-    besides their tensor arguments (frontend/fast_path.py says exactly when it applies).
+    Calls of a function whose tensor signature was seen before skip Dynamo's guards, like
+    ``jax.jit``, where Dynamo's guards showed that the function reads no Python state besides
+    its tensor arguments (the default, ``fast_path=None``; other functions keep Dynamo's
+    path by themselves). ``fast_path=True`` skips that check (the user vouches for the
+    function), ``False`` turns the fast path off (frontend/fast_path.py says exactly when
+    it applies).
     """
     if fn_or_module is None:
         return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
@@ -81,8 +84,8 @@ def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu
                                      auto=auto if requested == AUTO else None), warned)
     if isinstance(fn_or_module, torch.nn.Module):
         return CompiledModule(fn_or_module, session, traced)
-    if fast_path:
-        return FastCompiledFunction(fn_or_module, session, traced)
+    if fast_path or (fast_path is None and traced is None):
+        return FastCompiledFunction(fn_or_module, session, traced, read_guards=not fast_path)
     return CompiledFunction(fn_or_module, session, traced)
 
 
@@ -127,19 +130,20 @@ class CompiledFunction:
 
 
 class FastCompiledFunction(CompiledFunction):
-    """A :class:`CompiledFunction` with ``fast_path=True``: see frontend/fast_path.py."""
+    """A :class:`CompiledFunction` with the signature fast path: see frontend/fast_path.py."""
 
-    def __init__(self, fn, session: Session, traced=None):
+    def __init__(self, fn, session: Session, traced=None, read_guards: bool = True):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.session = session
         self.options = session.options
         fn_key = function_key(fn) if session.options.cache_dir and session.options.backend != AUTO \
             and traced is None else None
-        self.fast_path = FastPath(persist=(fn_key, session.options) if fn_key else None)
+        self.fast_path = FastPath(persist=(fn_key, session.options) if fn_key else None, read_guards=read_guards)
         session.on_compiled = self.fast_path.on_compiled
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
-        backend = self.fast_path.wrap_backend(_dynamo_backend(session), code)
+        arguments = call_arguments(fn) if code is not None and traced is None else frozenset()
+        backend = self.fast_path.wrap_backend(_dynamo_backend(session), code, arguments)
         self._compiled = torch.compile(traced or fn, backend=backend, dynamic=_dynamic(session))
 
     def __call__(self, *args, **kwargs):

@@ -334,14 +334,23 @@ class AutoGraph:
         self.remember = remember
         self.budget_s = budget_s
         self.chosen = None
+        self.recorder: list | None = None  # while fast_path records a call: the outputs returned
 
     def __call__(self, args: list) -> list:
         if self.chosen is not None:
-            return self.chosen(args)
-        inputs = list(args)
-        args.clear()
-        outputs = self._decide(inputs)
+            outputs = self.chosen(args)
+        else:
+            inputs = list(args)
+            args.clear()
+            outputs = self._decide(inputs)
+        if self.recorder is not None:
+            self.recorder.append(outputs)
         return outputs
+
+    @property
+    def returns_ir_outputs(self) -> bool:
+        """The chosen graph's (fast_path's direct entries call this object, which calls it)."""
+        return self.chosen is not None and self.chosen.returns_ir_outputs
 
     def _decide(self, inputs: list) -> list:
         record = self.record

@@ -16,7 +16,7 @@ __all__ = ["AutoOptions", "Mesh", "PartitionSpec", "auto_choices", "capture", "c
 
 
 def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dynamic=None, mesh=None,
-            in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=False):
+            in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=None):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -28,7 +28,9 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
     ``backend="auto"``, the default, picks per graph the fastest conformant backend at its
     first call (``auto`` takes an :class:`AutoOptions`; ``$PARITY_BACKEND`` forces one;
     :func:`auto_choices` shows the picks); ``backend="reference"`` runs the spec interpreter.
-    ``fast_path=True`` lets repeated call signatures skip Dynamo (see frontend/fast_path.py).
+    Repeated call signatures skip Dynamo where its guards show the function reads only its
+    tensor arguments (``fast_path=True``: always, the user vouches; ``False``: never; see
+    frontend/fast_path.py).
 
     Example::
 
