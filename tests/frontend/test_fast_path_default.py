@@ -202,3 +202,26 @@ def test_a_bound_methods_self_is_state_not_an_argument():
     scaler.k = 6.0
     assert f(x).tolist() == [6.0] * 3
     assert f.fast_path.entries == {}
+
+
+def _ones_plus_sum(x):
+    return torch.ones(3) + x.sum()  # the result's dtype is the default dtype
+
+
+def test_a_disk_entry_is_only_for_the_default_dtype_it_was_made_under():
+    """A second compile of the same function reads the first's fast-path entry from disk, as a
+    new process would; under another default dtype that entry is not the right one."""
+    from parity.frontend import compiler
+
+    x = torch.ones(3)
+    _twice(parity.compile(_ones_plus_sum, backend="onnx"), x)
+    loads = compiler.STATS["fast_path_disk_loads"]
+    assert parity.compile(_ones_plus_sum, backend="onnx")(x).dtype == torch.float32
+    assert compiler.STATS["fast_path_disk_loads"] == loads + 1  # the control: same state, loaded
+    torch.set_default_dtype(torch.float64)
+    try:
+        want, got = _ones_plus_sum(x), parity.compile(_ones_plus_sum, backend="onnx")(x)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert want.dtype == got.dtype == torch.float64
+    assert compiler.STATS["fast_path_disk_loads"] == loads + 1
