@@ -15,9 +15,11 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
 3. **Compile, within the budget**: ``AutoOptions.budget_s`` is what auto may spend on one
    graph: compiling its candidates, checking, warming up and timing them. The candidate
    expected to compile fastest is compiled first, whatever it costs (something must run
-   the graph); another is not raced when this backend has already taken longer than what
-   is left of the budget to compile a graph no larger than this one (a lower bound:
-   compile times are kept per backend and device, in this process and in the disk cache).
+   the graph); another is not raced when the budget is already spent, or when this backend
+   has already taken longer than what is left of it to compile a graph no larger than this
+   one (a lower bound: compile times are kept per backend and device, in this process and in
+   the disk cache). A pick made while a candidate of unknown cost was left out is kept in
+   this process only: the next one, knowing the times, orders the candidates better.
 4. **Check**: every compiled candidate is run on the first call's inputs; one whose
    outputs differ from eager torch running the same FX graph (rtol per dtype:
    :data:`RTOL`; graphs that draw random numbers are compared with the first candidate's
@@ -213,28 +215,38 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
         ready = [r for r in ready if r[0] == known]
         record.source = source
     budget_s = (options.auto or AutoOptions()).budget_s
-    compiled, spent = _compile_within_budget(ready, options, record, budget_s)
+    compiled, spent, exhausted = _compile_within_budget(ready, options, record, budget_s)
+    # A pick made without a candidate whose cost was unknown stays in this process only: the
+    # next process knows every compile time measured here, and may order them better.
+    on_disk = not exhausted
     if len(compiled) == 1:
         (name,) = compiled
         if len(ready) == 1:
             _choose(record, name, record.source or "only candidate")
         else:
             _choose(record, name, "the only one compiled within the budget")
-        _remember(key, name, options, ready)
+        _remember(key, name, options, ready, on_disk)
         return compiled[name]
-    return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready), budget_s - spent)
+    return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready, on_disk),
+                     budget_s - spent)
 
 
-def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: float) -> tuple[dict, float]:
-    """{name: CompiledGraph} of the candidates compiled within ``budget_s``, and the seconds spent."""
+def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: float) -> tuple[dict, float, bool]:
+    """{name: CompiledGraph} of the candidates compiled within ``budget_s``, the seconds spent,
+    and whether a candidate of unknown cost was left out because the budget was spent."""
     from .compiler import STATS
 
     def known_floor(entry) -> float:
         return compile_floor(entry[0], options, len(entry[3].nodes)) or 0.0
 
-    compiled, spent = {}, 0.0
+    compiled, spent, exhausted = {}, 0.0, False
     for name, backend, translation, graph in sorted(ready, key=known_floor):  # stable: registry order on ties
         floor = compile_floor(name, options, len(graph.nodes))
+        if compiled and spent >= budget_s:
+            _drop(record, name, f"not raced: auto's budget (AutoOptions(budget_s={budget_s:g})) was spent compiling "
+                                f"{', '.join(compiled)} ({spent:.2f} s)")
+            exhausted = True
+            continue
         if compiled and floor is not None and floor > budget_s - spent:
             _drop(record, name, f"not raced: it took {floor:.2f} s to compile a graph no larger than this one, "
                                 f"more than the {max(budget_s - spent, 0.0):.2f} s left of auto's budget "
@@ -247,7 +259,7 @@ def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: f
         if STATS["backend_compiles"] > before:  # a real compile, not one from a cache
             record_compile(name, options, len(graph.nodes), seconds)
         compiled[name] = CompiledGraph(translation, graph, executable)
-    return compiled, spent
+    return compiled, spent, exhausted
 
 
 def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, refusals: list):
@@ -310,9 +322,9 @@ def _known_choice(key: str, options, ready: list) -> tuple[str | None, str]:
     return None, ""
 
 
-def _remember(key: str, name: str, options, ready: list) -> None:
+def _remember(key: str, name: str, options, ready: list, on_disk: bool = True) -> None:
     _CHOICES[key] = name
-    if options.cache_dir:
+    if options.cache_dir and on_disk:
         from ..backends.disk_cache import DiskCache
 
         DiskCache(options.cache_dir).store(_disk_key(key, options, ready), name.encode())

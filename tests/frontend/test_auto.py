@@ -153,6 +153,8 @@ def test_the_environment_variable_forces_one_backend(planted, monkeypatch):
     f = parity.compile(_fn, backend="auto", auto=FAST)
     assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
     assert f.options.backend == "xla" and parity.auto_choices(f) == []
+    assert repr(f) == "<parity.compile of _fn: backend=xla (forced over auto by $PARITY_BACKEND or " \
+                      "AutoOptions.forced), device=cpu>"
     monkeypatch.setenv(ENV_VAR, "onnx")  # read once, when the options were made
     assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0] and f.options.backend == "xla"
 
@@ -248,6 +250,28 @@ def test_a_candidate_known_to_compile_slowly_is_not_raced(planted):
                        r"the 0\.\d\d s left of auto's budget \(AutoOptions\(budget_s=0\.2\)\)",
                        by_name["planted_slow"].why)
     assert why and float(why.group(1)) >= 0.3
+
+
+def test_a_spent_budget_races_no_more_and_keeps_that_pick_off_disk(planted, tmp_path):
+    """Nothing known yet and the first compile spends the budget: the next candidate is not
+    compiled, and the pick stays in this process; a new process, knowing planted_slow's
+    time, compiles onnx first and leaves planted_slow out by its measured cost."""
+    slow = planted("planted_slow", compile_s=0.3)
+    options = parity.AutoOptions(budget_s=0.2, candidates=("planted_slow", "onnx"))
+    first = parity.compile(_fn, auto=options, cache_dir=tmp_path)
+    assert first(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    choice, by_name = _choice(first)
+    assert (choice.choice, choice.source) == ("planted_slow", "the only one compiled within the budget")
+    assert re.fullmatch(r"not raced: auto's budget \(AutoOptions\(budget_s=0\.2\)\) was spent compiling "
+                        r"planted_slow \(\d+\.\d\d s\)", by_name["onnx"].why)
+    auto._CHOICES.clear()  # a new process: only the disk remembers
+    auto_compile_times.reset()
+    compiler.reset_caches()
+    later = parity.compile(_fn, auto=options, cache_dir=tmp_path)
+    later(X)
+    choice, by_name = _choice(later)
+    assert choice.choice == "onnx" and slow.compiles == 1
+    assert by_name["planted_slow"].why.startswith("not raced: it took ")
 
 
 def test_candidates_are_warmed_up_before_they_are_timed(planted):
