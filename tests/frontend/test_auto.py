@@ -232,6 +232,8 @@ def test_a_bare_compile_runs_auto_and_says_so():
     assert [t.split()[0] for t in line.group(3).split(", ")] == [c.name for c in raced]
     assert f"runs on: {line.group(1)}" in str(parity.explain(f, X, backends=["onnx"]))
     assert repr(parity.compile(_fn, backend="onnx")) == "<parity.compile of _fn: backend=onnx, device=cpu>"
+    assert repr(parity.compile(torch.nn.Linear(2, 2), backend="onnx")) == \
+        "<parity.compile of Linear: backend=onnx, device=cpu>"
 
 
 def test_a_candidate_known_to_compile_slowly_is_not_raced(planted):
