@@ -139,6 +139,8 @@ class FastCompiledFunction(CompiledFunction):
         self.options = session.options
         fn_key = function_key(fn) if session.options.cache_dir and session.options.backend != AUTO \
             and traced is None else None
+        if fn_key and not read_guards:
+            fn_key += "-unchecked"  # fast_path=True's entries never serve a process that reads guards
         self.fast_path = FastPath(persist=(fn_key, session.options) if fn_key else None, read_guards=read_guards)
         session.on_compiled = self.fast_path.on_compiled
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify

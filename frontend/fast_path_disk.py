@@ -14,7 +14,9 @@ closure cells it names that are plain Python values (numbers, strings, booleans,
 tuples of them), the keys of the user functions it names (their code, recursively), and
 modules, classes and library functions by their qualified name, the call
 signature, torch's default dtype and deterministic-algorithms flag, the backend, the
-device and the versions (disk_cache.stack_versions). A
+device and the versions (disk_cache.stack_versions). Entries made with ``fast_path=True``
+(guards not read) have keys of their own: they never serve a function compiled with the
+default, whose entries exist only where Dynamo's guards showed no other state was read. A
 function naming a global or closure value of any other type gets no entry. As for the
 in-process fast path, a function must not depend on other Python state.
 """

@@ -225,3 +225,24 @@ def test_a_disk_entry_is_only_for_the_default_dtype_it_was_made_under():
         torch.set_default_dtype(torch.float32)
     assert want.dtype == got.dtype == torch.float64
     assert compiler.STATS["fast_path_disk_loads"] == loads + 1
+
+
+def test_an_unchecked_disk_entry_never_serves_the_default():
+    """fast_path=True stores an entry for a function that reads a global; a default compile of
+    the same function (as in a new process) must not load it, and sees the global change."""
+    global SCALE
+    from parity.frontend import compiler
+
+    x = torch.ones(3)
+    _twice(parity.compile(_scaled, backend="onnx", fast_path=True), x)
+    loads = compiler.STATS["fast_path_disk_loads"]
+    assert parity.compile(_scaled, backend="onnx", fast_path=True)(x).tolist() == [2.0] * 3
+    assert compiler.STATS["fast_path_disk_loads"] == loads + 1  # the control: the unchecked entry is there
+    default = parity.compile(_scaled, backend="onnx")
+    assert default(x).tolist() == [2.0] * 3
+    SCALE = 5.0
+    try:
+        assert default(x).tolist() == [5.0] * 3
+    finally:
+        SCALE = 2.0
+    assert compiler.STATS["fast_path_disk_loads"] == loads + 1
