@@ -10,6 +10,15 @@ never an error. Writers write a temporary file in the same directory and ``os.re
 into place, so concurrent writers of one key each publish a whole file and a reader never
 sees half of one.
 
+The cache is on by default, in a per-user directory (:func:`default_cache_dir`, created
+``0700``). Since a payload may be unpickled, an entry is only read from a directory that
+nobody else can write: :meth:`DiskCache.load` opens the cache directory, the backend's
+subdirectory and the entry one after the other, each relative to the one before and the
+last two with ``O_NOFOLLOW``, and checks each *open* descriptor with ``fstat`` (so nothing
+can be swapped between the check and the read): owned by this user, not writable by group
+or others, the entry a regular file. Anything else is refused with one
+:class:`UnsafeCacheWarning` per directory, and the caller compiles as if the cache were off.
+
 What an entry holds is the backend's business: a :class:`Persister` per backend (the
 explicit :data:`PERSISTERS` table, imported lazily) turns a compiled executable into
 bytes and back. A backend without one compiles as before.
@@ -32,8 +41,10 @@ import hashlib
 import importlib
 import json
 import os
+import stat
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -44,7 +55,8 @@ from .base import compile_at, precision_for
 
 #: What the disk cache did in this process: "loads" (entries used), "stores" (entries
 #: written), "misses" (no usable entry: absent, other versions, or damaged) and "rejected"
-#: (an entry was there but failed its header or checksum check, or the backend could not load it).
+#: (an entry was there but failed its header or checksum check, or the backend could not load it),
+#: "refused" (an unsafe directory or entry, never read).
 STATS: collections.Counter = collections.Counter()
 
 MAGIC = b"PARITY-EXECUTABLE 1\n"
@@ -75,8 +87,16 @@ class Persister(Protocol):
         """The executable ``payload`` holds, without compiling; raises if it cannot."""
 
 
+class UnsafeCacheWarning(UserWarning):
+    """A cache directory or entry that another user owns or can write: it is not read."""
+
+
+# Directories already warned about in this process (one warning each).
+_WARNED: set[str] = set()
+
+
 def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/parity`` (``~/.cache/parity``): where ``cache_dir=True`` puts entries."""
+    """``$XDG_CACHE_HOME/parity`` (``~/.cache/parity``): the cache's default directory."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "parity"
 
@@ -84,8 +104,8 @@ def default_cache_dir() -> Path:
 def resolve_cache_dir(cache_dir: str | os.PathLike | bool | None) -> str | None:
     """The directory the options layer passes down, read from the environment once, here.
 
-    ``None``: ``$PARITY_CACHE_DIR`` if set (empty means off), else off. ``True``: that
-    variable or :func:`default_cache_dir`. ``False``: off. A path: that path.
+    ``None`` or ``True``: ``$PARITY_CACHE_DIR`` if set (empty means off), else
+    :func:`default_cache_dir`. ``False``: off. A path: that path.
     """
     if cache_dir is False:
         return None
@@ -93,7 +113,7 @@ def resolve_cache_dir(cache_dir: str | os.PathLike | bool | None) -> str | None:
         env = os.environ.get(ENV_VAR)
         if env is not None:
             return env or None
-        return str(default_cache_dir()) if cache_dir is True else None
+        return str(default_cache_dir())
     return os.fspath(cache_dir)
 
 
@@ -139,9 +159,14 @@ class DiskCache:
         return Path(self.root) / key["backend"] / f"{digest}.bin"
 
     def load(self, key: dict) -> bytes | None:
-        """The payload stored under ``key``, or None (absent, other versions, damaged)."""
+        """The payload stored under ``key``, or None (absent, other versions, damaged, unsafe)."""
+        path = self.path(key)
         try:
-            data = self.path(key).read_bytes()
+            data = _read_safely(Path(self.root), path.relative_to(self.root).parts)
+        except UnsafeEntry as unsafe:
+            STATS["refused"] += 1
+            _warn_once(str(self.root), str(unsafe))
+            return None
         except OSError:
             STATS["misses"] += 1
             return None
@@ -158,7 +183,8 @@ class DiskCache:
         header = _encode(key)
         digest = hashlib.sha256(payload).hexdigest().encode()
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(self.root, mode=0o700, exist_ok=True)  # only you: what is read back may be unpickled
+            os.makedirs(target.parent, mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.stem, suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -172,6 +198,59 @@ class DiskCache:
         except OSError:
             return
         STATS["stores"] += 1
+
+
+class UnsafeEntry(Exception):
+    """Why a cache path may not be read (its message names the path)."""
+
+
+def _check(fd: int, path: Path, kind: str) -> None:
+    """Raise :class:`UnsafeEntry` unless the open ``fd`` is a ``kind`` ("directory" or
+    "file") this user owns that neither group nor others can write."""
+    info = os.fstat(fd)
+    is_kind = stat.S_ISDIR(info.st_mode) if kind == "directory" else stat.S_ISREG(info.st_mode)
+    if not is_kind:
+        raise UnsafeEntry(f"{path} is not a regular {kind}")
+    if info.st_uid != os.geteuid():
+        raise UnsafeEntry(f"{path} is owned by uid {info.st_uid}, not by you (uid {os.geteuid()})")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeEntry(f"{path} is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'} "
+                          f"(mode {stat.S_IMODE(info.st_mode):o})")
+
+
+def _read_safely(root: Path, parts: tuple[str, ...]) -> bytes:
+    """The bytes of ``root/parts...``, each component opened relative to the one before
+    (below the root without following symlinks) and checked on its open descriptor."""
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]  # the root itself may be a symlink; its target is checked
+    try:
+        _check(fds[0], root, "directory")
+        path = root
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            flags = os.O_RDONLY | os.O_NOFOLLOW | (0 if last else os.O_DIRECTORY)
+            try:
+                fds.append(os.open(part, flags, dir_fd=fds[-1]))
+            except OSError as err:
+                if os.path.islink(path / part):
+                    raise UnsafeEntry(f"{path / part} is a symbolic link") from err
+                raise
+            path = path / part
+            _check(fds[-1], path, "file" if last else "directory")
+        with os.fdopen(fds.pop(), "rb") as f:
+            return f.read()
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _warn_once(root: str, why: str) -> None:
+    if root in _WARNED:
+        return
+    _WARNED.add(root)
+    warnings.warn(f"parity's disk cache at {root} is not read: {why}. Anyone who can write there could run "
+                  f"code in this process through a cache entry.\n  fix: let only you write it "
+                  f"(chown $USER and chmod 700 the directory), pass cache_dir= a directory only you can write, "
+                  f"or cache_dir=False to turn the cache off", UnsafeCacheWarning, stacklevel=2)
 
 
 def _unpack(data: bytes, header: bytes) -> bytes | None:

@@ -23,16 +23,17 @@ from ..ir.errors import ParityError
 from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
 from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
-from .fast_path import FastPath
+from .explain import compiled_repr
+from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
 from .graph_breaks import watch_breaks
 from .sharding import configure
 
 
-def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str = "cpu",
+def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
             out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None,
-            fast_path: bool = False, precision: str = "exact"):
+            fast_path: bool | None = None, precision: str = "exact"):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -46,15 +47,23 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     symbolic IR dimensions. A module comes back as a module sharing its parameters.
     ``mesh``, ``in_shardings``, ``out_shardings`` and ``parity.shard`` run the graphs
     sharded over several devices (backend="xla"; docs/sharding.md). ``cache_dir`` keeps
-    compiled executables on disk so the next process starts warm: a path, ``True`` for
-    ``$PARITY_CACHE_DIR`` or ``~/.cache/parity``, ``False`` for off; the default (None)
-    follows ``$PARITY_CACHE_DIR`` when it is set and is off otherwise (backends/disk_cache.py).
-    ``backend="auto"`` picks per graph the fastest backend that claims its ops and is
-    conformant for them (frontend/auto.py; ``auto=AutoOptions(budget_s=...)`` tunes it,
-    ``$PARITY_BACKEND`` forces one backend, ``parity.auto_choices`` shows what it chose).
-    ``fast_path=True`` (functions only) lets calls whose tensor signature was seen before
-    skip Dynamo's guards, like ``jax.jit``: only for functions that read no Python state
-    besides their tensor arguments (frontend/fast_path.py says exactly when it applies).
+    compiled executables (and ``auto``'s picks) on disk so the next process starts warm:
+    by default (None or ``True``) in ``$PARITY_CACHE_DIR`` if set, else the per-user
+    ``$XDG_CACHE_HOME/parity`` (``~/.cache/parity``, created ``0700``; a directory or entry
+    another user owns or can write is refused with a warning); a path; ``False`` for off
+    (backends/disk_cache.py).
+    ``backend="auto"``, the default, picks per graph, at its first call, the fastest backend
+    that claims its ops and is conformant for them, and keeps the pick in the disk cache
+    (frontend/auto.py; ``auto=AutoOptions(budget_s=...)`` tunes it, ``$PARITY_BACKEND``
+    forces one backend, ``parity.auto_choices`` shows what it chose). The reference
+    interpreter (the spec, slow) runs only when asked for: ``backend="reference"``.
+    ``repr()`` of the result says which backend runs and why.
+    Calls of a function whose tensor signature was seen before skip Dynamo's guards, like
+    ``jax.jit``, where Dynamo's guards showed that the function reads no Python state besides
+    its tensor arguments (the default, ``fast_path=None``; other functions keep Dynamo's
+    path by themselves). ``fast_path=True`` skips that check (the user vouches for the
+    function), ``False`` turns the fast path off (frontend/fast_path.py says exactly when
+    it applies).
     ``precision="exact"`` (the default) holds every op to the IR's contract; ``"fast"`` lets
     a backend that declares the tier (xla, onnx) fuse multiply-adds and call native kernels,
     within the fast tier's published per-op bounds (docs/conformance.md); NaN, ±inf and -0.0
@@ -65,6 +74,7 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
                                  mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
                                  cache_dir=cache_dir, auto=auto, fast_path=fast_path, precision=precision)
     tier = Precision.parse(precision)  # an unknown tier fails here, before any capture
+    requested = backend
     if backend == AUTO:
         auto = resolve_auto_options(auto)
         backend = auto.forced or backend  # $PARITY_BACKEND (or AutoOptions.forced) wins
@@ -77,11 +87,11 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
                                    out_shardings=out_shardings, strict=strict, warned=warned)
     session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                                      site=site, cache_dir=resolve_cache_dir(cache_dir),
-                                     auto=auto if backend == AUTO else None, precision=tier), warned)
+                                     auto=auto if requested == AUTO else None, precision=tier), warned)
     if isinstance(fn_or_module, torch.nn.Module):
         return CompiledModule(fn_or_module, session, traced)
-    if fast_path:
-        return FastCompiledFunction(fn_or_module, session, traced)
+    if fast_path or (fast_path is None and traced is None):
+        return FastCompiledFunction(fn_or_module, session, traced, read_guards=not fast_path)
     return CompiledFunction(fn_or_module, session, traced)
 
 
@@ -113,6 +123,9 @@ class CompiledFunction:
         # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
         self._compiled = torch.compile(traced or fn, backend=_dynamo_backend(session), dynamic=_dynamic(session))
 
+    def __repr__(self) -> str:
+        return compiled_repr(self.fn, self.session)
+
     def __call__(self, *args, **kwargs):
         # The hot path is this one call; errors are sorted out only when there is one.
         try:
@@ -123,19 +136,22 @@ class CompiledFunction:
 
 
 class FastCompiledFunction(CompiledFunction):
-    """A :class:`CompiledFunction` with ``fast_path=True``: see frontend/fast_path.py."""
+    """A :class:`CompiledFunction` with the signature fast path: see frontend/fast_path.py."""
 
-    def __init__(self, fn, session: Session, traced=None):
+    def __init__(self, fn, session: Session, traced=None, read_guards: bool = True):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.session = session
         self.options = session.options
         fn_key = function_key(fn) if session.options.cache_dir and session.options.backend != AUTO \
             and traced is None else None
-        self.fast_path = FastPath(persist=(fn_key, session.options) if fn_key else None)
+        if fn_key and not read_guards:
+            fn_key += "-unchecked"  # fast_path=True's entries never serve a process that reads guards
+        self.fast_path = FastPath(persist=(fn_key, session.options) if fn_key else None, read_guards=read_guards)
         session.on_compiled = self.fast_path.on_compiled
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
-        backend = self.fast_path.wrap_backend(_dynamo_backend(session), code)
+        arguments = call_arguments(fn) if code is not None and traced is None else frozenset()
+        backend = self.fast_path.wrap_backend(_dynamo_backend(session), code, arguments)
         self._compiled = torch.compile(traced or fn, backend=backend, dynamic=_dynamic(session))
 
     def __call__(self, *args, **kwargs):
@@ -156,6 +172,9 @@ class CompiledModule(torch.nn.Module):
         self.options = session.options
         compiled = torch.compile(traced or module, backend=_dynamo_backend(session), dynamic=_dynamic(session))
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
+
+    def __repr__(self) -> str:
+        return compiled_repr(self.module, self.session)
 
     def forward(self, *args, **kwargs):
         try:

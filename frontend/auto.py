@@ -12,15 +12,24 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    drops it. A flush-to-zero deviation is a property of the whole runtime on every op,
    which conformance excuses when the case passes once subnormals are zero on both sides;
    it does not drop a candidate (``parity.auto_choices`` shows it).
-3. **Check**: every remaining candidate is compiled and run on the first call's inputs;
-   one whose outputs differ from eager torch running the same FX graph (rtol per dtype:
+3. **Compile, within the budget**: ``AutoOptions.budget_s`` is what auto may spend on one
+   graph: compiling its candidates, checking, warming up and timing them. The candidate
+   expected to compile fastest is compiled first, whatever it costs (something must run
+   the graph); another is not raced when the budget is already spent, or when this backend
+   has already taken longer than what is left of it to compile a graph no larger than this
+   one (a lower bound: compile times are kept per backend and device, in this process and in
+   the disk cache). A pick made while a candidate of unknown cost was left out is kept in
+   this process only: the next one, knowing the times, orders the candidates better.
+4. **Check**: every compiled candidate is run on the first call's inputs; one whose
+   outputs differ from eager torch running the same FX graph (rtol per dtype:
    :data:`RTOL`; graphs that draw random numbers are compared with the first candidate's
    outputs instead, every candidate drawing the same keys) is dropped.
-4. **Timing**: the rest run in interleaved rounds until ``AutoOptions.budget_s`` seconds of
-   running are spent (at least one round, at most :data:`MAX_ROUNDS`; a candidate over
-   :data:`PRUNE` × the fastest leaves the race); the lowest median wins. The choice is kept per graph (keyed by the candidates' IR content hashes and the
-   device) in this process and, with a ``cache_dir``, on disk; a graph whose choice is
-   known compiles only the chosen backend.
+5. **Warm-up and timing**: the rest run :data:`WARMUP_RUNS` more times untimed (XLA's first
+   runs are slow), then in interleaved rounds until the budget is spent (at least one
+   round, at most :data:`MAX_ROUNDS`; a candidate over :data:`PRUNE` × the fastest leaves
+   the race); the lowest median wins. The choice is kept per graph (keyed by the
+   candidates' IR content hashes and the device) in this process and in the disk cache
+   (on by default), so a second process compiles only the chosen backend and races nothing.
 
 ``$PARITY_BACKEND`` (read once, when ``parity.compile`` builds its options) forces one
 backend for ``backend="auto"``.
@@ -28,7 +37,7 @@ backend for ``backend="auto"``.
 Example::
 
     >>> import torch, parity
-    >>> options = parity.AutoOptions(budget_s=0.01, candidates=("onnx", "xla"))
+    >>> options = parity.AutoOptions(budget_s=30, candidates=("onnx", "xla"))
     >>> f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="auto", auto=options)
     >>> f(torch.tensor([-1.0, 1.0])).tolist()
     [0.0, 3.0]
@@ -51,6 +60,7 @@ from ..backends.base import ANY_OP
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
 from ..ir.ops import node_dtype
+from .auto_compile_times import compile_floor, record_compile
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
 from .compiler import AUTO, CompiledGraph, Session, compile_split, compiled_executable, translate_for
 from .errors import UnsupportedAtenOp
@@ -62,6 +72,7 @@ NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 MAX_ROUNDS = 20
+WARMUP_RUNS = 2  # untimed runs of each candidate after the check run, before timing
 PRUNE = 3.0  # after a round, candidates slower than this × the fastest stop being timed
 # How close a candidate's outputs must be to eager torch's on the first inputs, per output
 # dtype (|got − want| ≤ rtol·|want| + rtol·max|want|); integers and booleans are exact.
@@ -198,22 +209,58 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
         ready.append((name, backend, translation, graph))
     if not ready:
         return _nothing_runs_whole(gm, session, kind, record, refusals)
-    key = _choice_key(ready, options.device)
+    key = _choice_key(ready, options.device, options.precision)
     known, source = _known_choice(key, options, ready)
     if known is not None and any(r[0] == known for r in ready):
         ready = [r for r in ready if r[0] == known]
         record.source = source
-    compiled = {name: CompiledGraph(translation, graph,
-                                    compiled_executable(graph, backend, options.device, options.cache_dir,
-                                                        precision=options.precision))
-                for name, backend, translation, graph in ready}
+    budget_s = (options.auto or AutoOptions()).budget_s
+    compiled, spent, exhausted = _compile_within_budget(ready, options, record, budget_s)
+    # A pick made without a candidate whose cost was unknown stays in this process only: the
+    # next process knows every compile time measured here, and may order them better.
+    on_disk = not exhausted
     if len(compiled) == 1:
         (name,) = compiled
-        _choose(record, name, record.source or "only candidate")
-        _remember(key, name, options, ready)
+        if len(ready) == 1:
+            _choose(record, name, record.source or "only candidate")
+        else:
+            _choose(record, name, "the only one compiled within the budget")
+        _remember(key, name, options, ready, on_disk)
         return compiled[name]
-    return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready),
-                     (options.auto or AutoOptions()).budget_s)
+    return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready, on_disk),
+                     budget_s - spent)
+
+
+def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: float) -> tuple[dict, float, bool]:
+    """{name: CompiledGraph} of the candidates compiled within ``budget_s``, the seconds spent,
+    and whether a candidate of unknown cost was left out because the budget was spent."""
+    from .compiler import STATS
+
+    def known_floor(entry) -> float:
+        return compile_floor(entry[0], options, len(entry[3].nodes)) or 0.0
+
+    compiled, spent, exhausted = {}, 0.0, False
+    for name, backend, translation, graph in sorted(ready, key=known_floor):  # stable: registry order on ties
+        floor = compile_floor(name, options, len(graph.nodes))
+        if compiled and spent >= budget_s:
+            _drop(record, name, f"not raced: auto's budget (AutoOptions(budget_s={budget_s:g})) was spent compiling "
+                                f"{', '.join(compiled)} ({spent:.2f} s)")
+            exhausted = True
+            continue
+        if compiled and floor is not None and floor > budget_s - spent:
+            _drop(record, name, f"not raced: it took {floor:.2f} s to compile a graph no larger than this one, "
+                                f"more than the {max(budget_s - spent, 0.0):.2f} s left of auto's budget "
+                                f"(AutoOptions(budget_s={budget_s:g}))")
+            continue
+        before, t0 = STATS["backend_compiles"], time.perf_counter()
+        executable = compiled_executable(graph, backend, options.device, options.cache_dir,
+                                         precision=options.precision)
+        seconds = time.perf_counter() - t0
+        spent += seconds
+        if STATS["backend_compiles"] > before:  # a real compile, not one from a cache
+            record_compile(name, options, len(graph.nodes), seconds)
+        compiled[name] = CompiledGraph(translation, graph, executable)
+    return compiled, spent, exhausted
 
 
 def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, refusals: list):
@@ -232,6 +279,12 @@ def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, ref
     return compile_split(gm, session, backend, kind, err, compile_part=lambda sub: compile_auto(sub, session, kind))
 
 
+def _drop(record: AutoChoice, name: str, why: str) -> None:
+    for c in record.candidates:
+        if c.name == name:
+            c.status, c.why = "dropped", why
+
+
 def _choose(record: AutoChoice, name: str, source: str) -> None:
     record.choice, record.source = name, source
     for c in record.candidates:
@@ -242,10 +295,12 @@ def _choose(record: AutoChoice, name: str, source: str) -> None:
 # -- the choice's cache --------------------------------------------------------------------
 
 
-def _choice_key(ready: list, device: str) -> str:
+def _choice_key(ready: list, device: str, precision) -> str:
+    """The race's identity: device, precision tier (a pick at one tier is no pick at another)
+    and each candidate's graph."""
     import hashlib
 
-    text = json.dumps([device, sorted((name, graph.content_hash()) for name, _, _, graph in ready)])
+    text = json.dumps([device, precision.value, sorted((name, graph.content_hash()) for name, _, _, graph in ready)])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -255,7 +310,7 @@ def _disk_key(key: str, options, ready: list) -> dict:
     versions = {}
     for name, *_ in ready:
         versions.update(stack_versions(name))
-    return cache_key(key, AUTO, options.device, [], versions)
+    return cache_key(key, AUTO, options.device, [], versions, precision=options.precision)
 
 
 def _known_choice(key: str, options, ready: list) -> tuple[str | None, str]:
@@ -270,9 +325,9 @@ def _known_choice(key: str, options, ready: list) -> tuple[str | None, str]:
     return None, ""
 
 
-def _remember(key: str, name: str, options, ready: list) -> None:
+def _remember(key: str, name: str, options, ready: list, on_disk: bool = True) -> None:
     _CHOICES[key] = name
-    if options.cache_dir:
+    if options.cache_dir and on_disk:
         from ..backends.disk_cache import DiskCache
 
         DiskCache(options.cache_dir).store(_disk_key(key, options, ready), name.encode())
@@ -286,6 +341,7 @@ class AutoGraph:
     """Boxed callable that, on its first call, checks and times the candidates, then runs the choice."""
 
     def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float):
+        """``budget_s``: what is left of auto's budget for checking, warming up and timing."""
         self._boxed_call = True
         self.gm = gm
         self.compiled = compiled
@@ -293,18 +349,28 @@ class AutoGraph:
         self.remember = remember
         self.budget_s = budget_s
         self.chosen = None
+        self.recorder: list | None = None  # while fast_path records a call: the outputs returned
 
     def __call__(self, args: list) -> list:
         if self.chosen is not None:
-            return self.chosen(args)
-        inputs = list(args)
-        args.clear()
-        outputs = self._decide(inputs)
+            outputs = self.chosen(args)
+        else:
+            inputs = list(args)
+            args.clear()
+            outputs = self._decide(inputs)
+        if self.recorder is not None:
+            self.recorder.append(outputs)
         return outputs
+
+    @property
+    def returns_ir_outputs(self) -> bool:
+        """The chosen graph's (fast_path's direct entries call this object, which calls it)."""
+        return self.chosen is not None and self.chosen.returns_ir_outputs
 
     def _decide(self, inputs: list) -> list:
         record = self.record
         random = any(c._num_keys for c in self.compiled.values())
+        started = time.perf_counter()
         start = torch.random.get_rng_state()
         results = {}
         for name, run in self.compiled.items():
@@ -329,7 +395,8 @@ class AutoGraph:
                 del results[name]
         if not results:
             raise ParityError(f"backend='auto': no candidate matched {arbiter} on the first inputs:\n{record}")
-        times = self._time(list(results), inputs)
+        self._warm_up(list(results), inputs)
+        times = self._time(list(results), inputs, self.budget_s - (time.perf_counter() - started))
         torch.random.set_rng_state(after)  # as if the graph had run once
         name = min(results, key=lambda n: statistics.median(times[n]) if times[n] else 0.0)
         _choose(record, name, "measured" if len(results) > 1 else "the only one that matched")
@@ -337,21 +404,30 @@ class AutoGraph:
         self.chosen = self.compiled[name]
         return list(results[name])
 
-    def _time(self, names: list[str], inputs: list) -> dict[str, list[float]]:
+    def _warm_up(self, names: list[str], inputs: list) -> None:
+        """Untimed runs, so that no candidate is timed on its slow first runs."""
+        if len(names) < 2:
+            return
+        state = torch.random.get_rng_state()
+        for _ in range(WARMUP_RUNS):
+            for name in names:
+                self.compiled[name](list(inputs))
+        torch.random.set_rng_state(state)
+
+    def _time(self, names: list[str], inputs: list, budget_s: float) -> dict[str, list[float]]:
         times = {n: [] for n in names}
         if len(names) < 2:
             return times
-        spent, rounds = 0.0, 0
+        started, rounds = time.perf_counter(), 0
         state = torch.random.get_rng_state()
         racing = list(names)
-        while rounds < MAX_ROUNDS and (rounds == 0 or spent < self.budget_s) and len(racing) > 1:
+        while rounds < MAX_ROUNDS and (rounds == 0 or time.perf_counter() - started < budget_s) \
+                and len(racing) > 1:
             for name in racing:  # interleaved: load changes hit every candidate alike
                 run = self.compiled[name]
                 t0 = time.perf_counter()
                 run(list(inputs))
-                dt = time.perf_counter() - t0
-                times[name].append(dt)
-                spent += dt
+                times[name].append(time.perf_counter() - t0)
             rounds += 1
             # A candidate whose best run is slower than PRUNE × the leader's best is out of the race.
             best = min(min(times[n]) for n in racing)
@@ -363,9 +439,7 @@ class AutoGraph:
         return times
 
     def _drop(self, name: str, why: str) -> None:
-        for c in self.record.candidates:
-            if c.name == name:
-                c.status, c.why = "dropped", why
+        _drop(self.record, name, why)
 
 
 def _mismatch(got, want) -> str | None:

@@ -2,8 +2,8 @@
 
 Example::
 
-    >>> AutoOptions(budget_s=0.5).budget_s
-    0.5
+    >>> AutoOptions(budget_s=5).budget_s
+    5
 """
 
 from __future__ import annotations
@@ -18,13 +18,16 @@ ENV_VAR = "PARITY_BACKEND"
 class AutoOptions:
     """How ``backend="auto"`` chooses.
 
-    ``budget_s``: seconds of timed runs per graph. ``candidates``: the backends to consider
-    (None: every installed one but :data:`NEVER_AUTO`'s). ``matrix``: path of a
+    ``budget_s``: seconds auto may spend choosing for one graph: compiling the candidates
+    (the first is always compiled; another is not raced once it is known to compile slower
+    than what is left), checking, warming up and timing them (frontend/auto.py).
+    ``candidates``: the backends to consider (None: every backend the registry lists,
+    built-in or plugin, but :data:`NEVER_AUTO`'s). ``matrix``: path of a
     ``parity conform --json`` report to take conformance from (None: the backends'
     recorded deviations). ``forced``: one backend to use, no choosing (``$PARITY_BACKEND``).
     """
 
-    budget_s: float = 1.0
+    budget_s: float = 10.0
     candidates: tuple[str, ...] | None = None
     matrix: str | None = None
     forced: str | None = None

@@ -1,13 +1,19 @@
-"""``parity.compile(..., fast_path=True)``: calls with a signature seen before skip Dynamo.
+"""The signature fast path: calls with a tensor signature seen before skip Dynamo.
 
 Dynamo checks its guards on every call (~15–20 µs for a tiny function, and its code
-evicts the runtime's caches: dispatch.md). With ``fast_path=True`` a compiled function
-keeps, per call signature, the function Dynamo calls for it (AOTAutograd's runtime
-wrapper around parity's executable), and calls it directly, like ``jax.jit``'s cache:
+evicts the runtime's caches: bench/results/dispatch.md). The fast path keeps, per call
+signature, the function Dynamo calls for it (AOTAutograd's runtime wrapper around
+parity's executable), and calls it directly, like ``jax.jit``'s cache. It is on by default
+for functions (``fast_path=None``), where it makes an entry only when Dynamo's own guards
+show that nothing but the tensor arguments was read (below); ``fast_path=True`` trusts
+the user instead, ``fast_path=False`` turns it off; modules always take Dynamo's path.
 
 - **The signature**: every positional argument is a plain CPU ``torch.Tensor`` that does
   not require grad (its dtype, shape and strides are the key), no two share memory, no
-  keyword arguments, and grad mode, inference mode and autocast as they were.
+  keyword arguments, grad mode, inference mode, autocast and the torch-function mode stack
+  as they were. On each hit, torch's global state snapshot (Dynamo's ``GlobalStateGuard``:
+  grad mode, autocast on every device, default dtype, deterministic algorithms, thread
+  count, ...) taken when the entry was made is checked too; a change takes Dynamo's path.
 - **When an entry is made**: the call that missed ran through Dynamo as usual, ran exactly
   one captured graph, which Dynamo traced from the whole function (no graph break) with
   no side effect on objects that existed before the call (list appends, attribute or
@@ -17,35 +23,47 @@ wrapper around parity's executable), and calls it directly, like ``jax.jit``'s c
   Anything else (graph breaks, Python work around the graph, modules) keeps taking
   Dynamo's path. In-place updates of the arguments still happen (AOTAutograd's wrapper
   applies them).
+- **By default, only what Dynamo saw read**: every guard Dynamo installed for the graph
+  must be on a positional argument of the function, on torch's global state (checked as
+  above), or an identity check of torch itself (``torch``, ``torch.nn.functional`` and
+  their functions and classes, reached through a global). A guard on anything else (a
+  global or closure value, an attribute of a module or object, a module's ``training``
+  flag, a user function called through a global) means the result may depend on Python
+  state that the signature does not see: that function keeps Dynamo's path, whose guards
+  notice the change.
 - **Direct entries**: for an inference graph whose outputs are its IR outputs, and when
   AOTAutograd's runtime wrapper handed back exactly the tensors parity's graph returned
   (no input mutation written back, no view regenerated), the entry calls parity's graph
   itself, without the wrapper (~4 µs of a tiny onnx call). Otherwise it calls the wrapper.
-- **What is not checked again** (as under ``jax.jit``): Python values the function reads
-  besides its tensor arguments (globals, closure values, flags) are those of the call
-  that made the entry. A function whose result depends on such values changing must
-  not use ``fast_path=True``.
+- **With** ``fast_path=True`` **the guards are not read** (as under ``jax.jit``): Python
+  values the function reads besides its tensor arguments (globals, closure values, flags)
+  are those of the call that made the entry. Monkeypatching torch's own functions is not
+  noticed in either mode.
 
 Example::
 
     >>> import torch, parity
-    >>> f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="reference", fast_path=True)
+    >>> f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="reference")
     >>> f(torch.ones(2)).tolist(), f(torch.zeros(2)).tolist(), len(f.fast_path.entries)
     ([3.0, 3.0], [1.0, 1.0], 1)
 """
 
 from __future__ import annotations
 
+import inspect
+import types
 from collections.abc import Callable
 
 import torch
+from torch._C._dynamo.guards import GlobalStateGuard
 
 
 def signature(args: tuple, kwargs: dict):
     """The fast path's key for a call, or None when the call is not eligible."""
     if kwargs:
         return None
-    key = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.is_autocast_enabled()]
+    key = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.is_autocast_enabled(),
+           torch._C._len_torch_function_stack()]
     storages = set()
     for a in args:
         if type(a) is not torch.Tensor or a.requires_grad or not a.is_cpu:  # is_cpu: 0.6 µs less than device.type
@@ -64,9 +82,11 @@ class FastPath:
     disk for the next process (frontend/fast_path_disk.py).
     """
 
-    def __init__(self, persist: tuple | None = None):
+    def __init__(self, persist: tuple | None = None, read_guards: bool = True):
         self.entries: dict[tuple, Callable] = {}
+        self.states: dict[tuple, object] = {}  # signature -> torch's global state when the entry was made
         self.persist = persist
+        self.read_guards = read_guards  # False: fast_path=True, the user vouches for the function
         self._calls: list | None = None  # while a missed call runs: one record per graph run
         self._graphs: list | None = None  # while Dynamo's backend runs: (parity's compiled graph, kind)
 
@@ -75,9 +95,10 @@ class FastPath:
         if self._graphs is not None:
             self._graphs.append((graph, kind))
 
-    def wrap_backend(self, backend: Callable, code) -> Callable:
+    def wrap_backend(self, backend: Callable, code, arguments: frozenset[str] = frozenset()) -> Callable:
         """A Dynamo backend that returns ``backend``'s function, watched while a miss records
-        when it is the whole of ``code``'s frame (the user's function) without side effects."""
+        when it is the whole of ``code``'s frame (the user's function) without side effects
+        (and, reading guards, when they are only on ``arguments``: :func:`call_arguments`)."""
 
         def watched_backend(gm, example_inputs):
             self._graphs = graphs = []
@@ -85,7 +106,7 @@ class FastPath:
                 compiled = backend(gm, example_inputs)
             finally:
                 self._graphs = None
-            if not _whole_pure_frame(code):
+            if not _whole_pure_frame(code) or (self.read_guards and not _guards_read_only_arguments(code, arguments)):
                 return compiled
             parity_graph = graphs[0] if len(graphs) == 1 else None
 
@@ -113,14 +134,15 @@ class FastPath:
         key = signature(args, kwargs)
         if key is not None:
             entry = self.entries.get(key)
-            if entry is not None:
+            if entry is not None and self.states[key].check():
                 return entry(args)
-            if self.persist is not None:
+            state = GlobalStateGuard()
+            if entry is None and self.persist is not None:
                 from .fast_path_disk import load
 
                 entry = load(self.persist[0], key, self.persist[1])
                 if entry is not None:
-                    self.entries[key] = entry
+                    self.entries[key], self.states[key] = entry, state
                     return entry(args)
         self._calls = calls = [] if key is not None else None
         try:
@@ -133,6 +155,7 @@ class FastPath:
                 direct = _direct_graph(calls[0])
                 self.entries[key] = (_make_entry(calls[0][2], *shape, len(args)) if direct is None
                                      else _make_direct_entry(direct, *shape, len(args)))
+                self.states[key] = state
                 if self.persist is not None and calls[0][3] is not None:
                     self._store(key, calls[0], args, result, *shape)
         return result
@@ -166,6 +189,52 @@ def _whole_pure_frame(code) -> bool:
                        for v in effects.id_to_variable.values() if effects.is_modified(v))
     except Exception:  # Dynamo's internals moved: no fast path, never a wrong one
         return False
+
+
+# Guards Dynamo installs on torch itself that only check identity (what torch.relu is).
+_TORCH_IDENTITY_GUARDS = frozenset({"MODULE_MATCH", "FUNCTION_MATCH", "BUILTIN_MATCH", "CLASS_MATCH",
+                                    "CLOSURE_MATCH", "ID_MATCH"})
+
+
+def call_arguments(fn) -> frozenset[str]:
+    """The parameters of ``fn``'s code that the call's positional arguments fill (not a bound
+    method's ``self``, which is state the signature does not see)."""
+    code = fn.__code__
+    names = code.co_varnames[:code.co_argcount + bool(code.co_flags & 0x04)]  # 0x04: *args
+    return frozenset(names[1:] if inspect.ismethod(fn) else names)
+
+
+def _guards_read_only_arguments(code, arguments: frozenset[str]) -> bool:
+    """Whether every guard of the graph Dynamo is compiling now is on one of ``arguments``
+    (local names in ``code``'s frame), on torch's global state, or an identity check of
+    torch's own modules."""
+    try:
+        from torch._dynamo.source import GlobalSource, GlobalStateSource, LocalSource, ShapeEnvSource
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+        for guard in tx.output.guards:
+            source = guard.originating_source
+            if isinstance(source, (GlobalStateSource, ShapeEnvSource)):
+                continue  # the signature and the state snapshot cover these
+            root = source
+            while getattr(root, "base", None) is not None:
+                root = root.base
+            if isinstance(root, LocalSource) and root.local_name in arguments \
+                    and not root.is_derefed_cell_contents:
+                continue
+            if isinstance(root, GlobalSource) and _is_torch(tx.f_globals.get(root.global_name)) \
+                    and guard.create_fn_name() in _TORCH_IDENTITY_GUARDS:
+                continue
+            return False
+        return True
+    except Exception:  # Dynamo's internals moved: no fast path, never a wrong one
+        return False
+
+
+def _is_torch(value) -> bool:
+    name = getattr(value, "__name__", "") if isinstance(value, types.ModuleType) else ""
+    return name == "torch" or name.startswith("torch.")
 
 
 def _entry_shape(call, args: tuple, result):

@@ -13,7 +13,10 @@ code (bytecode, constants, names, file and qualified name), the values of the gl
 closure cells it names that are plain Python values (numbers, strings, booleans, None,
 tuples of them), the keys of the user functions it names (their code, recursively), and
 modules, classes and library functions by their qualified name, the call
-signature, the backend, the device and the versions (disk_cache.stack_versions). A
+signature, torch's default dtype and deterministic-algorithms flag, the backend, the
+device and the versions (disk_cache.stack_versions). Entries made with ``fast_path=True``
+(guards not read) have keys of their own: they never serve a function compiled with the
+default, whose entries exist only where Dynamo's guards showed no other state was read. A
 function naming a global or closure value of any other type gets no entry. As for the
 in-process fast path, a function must not depend on other Python state.
 """
@@ -78,8 +81,14 @@ def function_key(fn, seen: set | None = None) -> str | None:
 def _disk_key(fn_key: str, signature: tuple, options) -> dict:
     from ..backends.disk_cache import cache_key
 
-    return cache_key(fn_key, f"fast_path-{options.backend}", options.device, [repr(signature)],
+    return cache_key(fn_key, f"fast_path-{options.backend}", options.device, [repr(signature), _torch_state()],
                      _versions(options.backend), precision=options.precision)
+
+
+def _torch_state() -> str:
+    """torch's global state that a graph may depend on and the signature does not hold (an
+    entry stored under float64 as the default dtype is no entry for a float32 process)."""
+    return f"default_dtype={torch.get_default_dtype()} deterministic={torch.are_deterministic_algorithms_enabled()}"
 
 
 def _versions(backend: str) -> dict:

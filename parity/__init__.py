@@ -15,19 +15,23 @@ __all__ = ["AutoOptions", "Mesh", "PartitionSpec", "auto_choices", "capture", "c
            "__version__"]
 
 
-def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None, mesh=None,
-            in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=False, precision="exact"):
+def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dynamic=None, mesh=None,
+            in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=None,
+            precision="exact"):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
     ``parity.compile(module, backend="onnx", strict=False)``; see
     :func:`parity.frontend.api.compile` for the details, and docs/sharding.md for
     ``mesh``, ``in_shardings`` and ``out_shardings``. ``cache_dir`` keeps compiled
-    executables on disk for the next process (a path, True for ``$PARITY_CACHE_DIR`` or
-    ``~/.cache/parity``; by default ``$PARITY_CACHE_DIR`` if set, else off).
-    ``backend="auto"`` picks, per graph, the fastest conformant backend (``auto`` takes an
-    :class:`AutoOptions`; ``$PARITY_BACKEND`` forces one; :func:`auto_choices` shows the picks).
-    ``fast_path=True`` lets repeated call signatures skip Dynamo (see frontend/fast_path.py).
+    executables on disk for the next process (by default ``$PARITY_CACHE_DIR`` if set, else
+    the per-user ``~/.cache/parity``; a path; False for off).
+    ``backend="auto"``, the default, picks per graph the fastest conformant backend at its
+    first call (``auto`` takes an :class:`AutoOptions`; ``$PARITY_BACKEND`` forces one;
+    :func:`auto_choices` shows the picks); ``backend="reference"`` runs the spec interpreter.
+    Repeated call signatures skip Dynamo where its guards show the function reads only its
+    tensor arguments (``fast_path=True``: always, the user vouches; ``False``: never; see
+    frontend/fast_path.py).
     ``precision="fast"`` lets xla and onnx fuse multiply-adds and use native kernels within
     the fast tier's published bounds (docs/conformance.md); ``"exact"`` is the default.
 

@@ -80,7 +80,7 @@ def test_concurrent_writers_leave_a_whole_entry(tmp_path):
 
 def test_resolve_cache_dir(monkeypatch, tmp_path):
     monkeypatch.delenv(disk_cache.ENV_VAR, raising=False)
-    assert resolve_cache_dir(None) is None
+    assert resolve_cache_dir(None) == str(disk_cache.default_cache_dir())  # on by default
     assert resolve_cache_dir(False) is None
     assert resolve_cache_dir(tmp_path) == str(tmp_path)
     assert resolve_cache_dir(True) == str(disk_cache.default_cache_dir())
@@ -142,3 +142,98 @@ def test_second_process_loads_without_compiling(tmp_path):
     assert second["stats"].get("disk_loads") == 2 and "backend_compiles" not in second["stats"]
     for name in ("xla", "onnx"):
         assert first[name] == second[name] == [0.0, 0.0, 1.0, 3.0]
+
+
+# -- only a directory and entries that nobody else can write are read ------------------------
+
+_MARKER_PAYLOAD = """
+import os, pickle
+class Planted:
+    def __reduce__(self):
+        return (os.mkdir, ({marker!r},))
+payload = pickle.dumps(Planted())
+"""
+
+
+def _planted_entry(tmp_path, cache):
+    """Store, under the key the onnx fast-path would read, a pickle that makes ``marker`` if loaded."""
+    marker = tmp_path / "unpickled"
+    scope = {}
+    exec(_MARKER_PAYLOAD.format(marker=str(marker)), scope)
+    cache.store(_key(), scope["payload"])
+    return marker
+
+
+def _load_twice(cache):
+    import pickle
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [cache.load(_key()) for _ in range(2)]
+    for payload in got[:1]:
+        if payload is not None:
+            pickle.loads(payload)  # what fast_path_disk does with a payload it is given
+    return got, [w for w in caught if issubclass(w.category, disk_cache.UnsafeCacheWarning)]
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    monkeypatch.setattr(disk_cache, "_WARNED", set())
+
+
+@pytest.mark.parametrize("where", ["world-writable root", "group-writable subdirectory", "other owner's entry",
+                                   "other owner's root", "world-writable entry", "symlinked entry"])
+def test_unsafe_cache_is_not_read(tmp_path, fresh_warnings, where):
+    import os
+
+    root = tmp_path / "cache"
+    cache = DiskCache(root)
+    marker = _planted_entry(tmp_path, cache)
+    entry = cache.path(_key())
+    if where == "world-writable root":
+        os.chmod(root, 0o777)
+    elif where == "group-writable subdirectory":
+        os.chmod(entry.parent, 0o770)
+    elif where == "other owner's entry":
+        os.chown(entry, 65534, 65534)
+    elif where == "other owner's root":
+        os.chown(root, 65534, 65534)
+    elif where == "world-writable entry":
+        os.chmod(entry, 0o666)
+    else:
+        elsewhere = tmp_path / "elsewhere.bin"
+        entry.rename(elsewhere)
+        entry.symlink_to(elsewhere)
+    before = disk_cache.STATS["refused"]
+    got, warned = _load_twice(cache)
+    assert got == [None, None]
+    assert not marker.exists()
+    assert disk_cache.STATS["refused"] - before == 2
+    assert len(warned) == 1  # once per directory, however many entries are refused
+    message = str(warned[0].message)
+    assert message.startswith(f"parity's disk cache at {root} is not read: ")
+    assert "fix: " in message and "cache_dir=False" in message
+
+
+def test_safe_cache_is_read(tmp_path, fresh_warnings):
+    """The same planted entry in a directory only this user writes is read (the control case)."""
+    cache = DiskCache(tmp_path / "cache")
+    marker = _planted_entry(tmp_path, cache)
+    got, warned = _load_twice(cache)
+    assert got[0] is not None and warned == []
+    assert marker.exists()
+
+
+def test_default_directory_is_private(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    monkeypatch.delenv("PARITY_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = resolve_cache_dir(None)
+    assert root == str(tmp_path / "xdg" / "parity")
+    DiskCache(root).store(_key(), b"payload")
+    for path in (root, DiskCache(root).path(_key()).parent):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+    assert DiskCache(root).load(_key()) == b"payload"

@@ -2,8 +2,13 @@
 match eager torch on the first inputs are timed; the fastest is chosen and remembered;
 $PARITY_BACKEND forces one backend."""
 
+import builtins
 import json
 import re
+import subprocess
+import sys
+import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -12,12 +17,12 @@ import torch
 import parity
 from parity.backends.base import Backend, Deviation
 from parity.backends.registry import get_backend, register_backend, unregister_backend
-from parity.frontend import auto, compiler
+from parity.frontend import auto, auto_compile_times, compiler
 from parity.frontend.auto_options import ENV_VAR
 from parity.ir.dtypes import DType
 from parity.ir.ops import OP_TABLE
 
-FAST = parity.AutoOptions(budget_s=0.02, candidates=("onnx", "xla"))
+FAST = parity.AutoOptions(budget_s=60, candidates=("onnx", "xla"))
 
 
 def _fn(x):
@@ -32,8 +37,10 @@ class Planted(Backend):
 
     devices = ("cpu",)
 
-    def __init__(self, name, *, wrong_first=False, unclaimed=None, deviations=()):
+    def __init__(self, name, *, wrong_first=False, unclaimed=None, deviations=(), compile_s=0.0):
         self.name = name
+        self.compile_s = compile_s  # a planted cold-compile cost
+        self.runs = 0
         self.wrong_first = wrong_first
         self.unclaimed = unclaimed
         self.deviations = tuple(deviations)
@@ -46,11 +53,13 @@ class Planted(Backend):
 
     def compile(self, graph, device):
         self.compiles += 1
+        time.sleep(self.compile_s)
         run = get_backend("onnx").compile(graph, device)
         calls = []
 
         def call(*arrays):
             calls.append(1)
+            self.runs += 1
             outputs = run(*arrays)
             if self.wrong_first and len(calls) == 1:
                 return [o + np.ones_like(o) for o in outputs]
@@ -70,10 +79,12 @@ def planted():
         return backend
 
     auto._CHOICES.clear()
+    auto_compile_times.reset()
     yield plant
     for name in made:
         unregister_backend(name)
     auto._CHOICES.clear()
+    auto_compile_times.reset()
 
 
 def _choice(f):
@@ -93,7 +104,7 @@ def test_auto_chooses_a_timed_candidate_and_computes_right(planted):
 
 def test_wrong_numbers_on_first_inputs_are_never_chosen(planted):
     planted("planted_wrong", wrong_first=True)
-    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=0.02,
+    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=60,
                                                                     candidates=("planted_wrong", "onnx")))
     assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
     choice, by_name = _choice(f)
@@ -105,7 +116,7 @@ def test_wrong_numbers_on_first_inputs_are_never_chosen(planted):
 
 def test_a_backend_that_does_not_claim_an_op_is_never_a_candidate(planted):
     partial = planted("planted_partial", unclaimed="mul")
-    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=0.02,
+    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=60,
                                                                     candidates=("planted_partial", "onnx")))
     f(X)
     choice, by_name = _choice(f)
@@ -116,7 +127,7 @@ def test_a_backend_that_does_not_claim_an_op_is_never_a_candidate(planted):
 
 def test_a_recorded_deviation_drops_the_candidate(planted):
     deviating = planted("planted_deviating", deviations=[Deviation("mul", "planted", "9 ulp", dtype=DType.float32)])
-    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=0.02,
+    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=60,
                                                                     candidates=("planted_deviating", "onnx")))
     f(X)
     choice, by_name = _choice(f)
@@ -130,7 +141,7 @@ def test_a_recorded_matrix_decides_conformance(planted, tmp_path):
              for op, opdef in OP_TABLE.items() for d in opdef.dtypes for b in ("onnx", "xla")]
     path = tmp_path / "conformance.json"
     path.write_text(json.dumps({"cells": cells}))
-    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=0.02, candidates=("onnx", "xla"),
+    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=60, candidates=("onnx", "xla"),
                                                                     matrix=str(path)))
     f(X)
     choice, by_name = _choice(f)
@@ -142,13 +153,15 @@ def test_the_environment_variable_forces_one_backend(planted, monkeypatch):
     f = parity.compile(_fn, backend="auto", auto=FAST)
     assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
     assert f.options.backend == "xla" and parity.auto_choices(f) == []
+    assert repr(f) == "<parity.compile of _fn: backend=xla (forced over auto by $PARITY_BACKEND or " \
+                      "AutoOptions.forced), device=cpu>"
     monkeypatch.setenv(ENV_VAR, "onnx")  # read once, when the options were made
     assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0] and f.options.backend == "xla"
 
 
 def test_the_choice_is_remembered_in_process_and_on_disk(planted, tmp_path):
     counted = planted("planted_counted")
-    options = parity.AutoOptions(budget_s=0.02, candidates=("planted_counted", "onnx"))
+    options = parity.AutoOptions(budget_s=60, candidates=("planted_counted", "onnx"))
     first = parity.compile(_fn, backend="auto", auto=options, cache_dir=tmp_path)
     first(X)
     chosen = _choice(first)[0].choice
@@ -184,7 +197,7 @@ def test_explain_shows_what_auto_chose(planted):
     """parity.explain of an auto-compiled function lists each graph's candidates, their
     times and the pick (and says so when nothing was chosen yet)."""
     planted("planted_wrong", wrong_first=True)
-    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=0.02,
+    f = parity.compile(_fn, backend="auto", auto=parity.AutoOptions(budget_s=60,
                                                                     candidates=("planted_wrong", "onnx", "xla")))
     before = parity.explain(f, X, backends=["onnx"])
     assert before.auto == [] and "backend='auto': nothing chosen yet" in str(before)
@@ -197,3 +210,110 @@ def test_explain_shows_what_auto_chose(planted):
     assert re.search(r"(onnx|xla) +timed +[\d.]+ µs median of \d+", text)
     assert re.search(r"planted_wrong +dropped .*differs from eager torch", text)
     assert parity.explain(_fn, X, backends=["onnx"]).auto is None  # not an auto-compiled function
+
+
+# -- the default: auto, within a budget that counts compiles, warmed up, remembered on disk ---------
+
+
+def test_a_bare_compile_runs_auto_and_says_so():
+    """No backend named: auto chooses at the first call, never the reference interpreter, and
+    the compiled object's repr and parity.explain say which backend runs and why."""
+    f = parity.compile(_fn)
+    assert repr(f) == "<parity.compile of _fn: backend=auto (chooses the fastest conformant backend at the " \
+                      "first call), device=cpu>"
+    assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    choice, by_name = _choice(f)
+    assert "reference" not in by_name and choice.choice in by_name and choice.source == "measured"
+    raced = sorted((c for c in by_name.values() if c.times_s), key=lambda c: c.median_s)
+    assert raced[0].name == choice.choice and len(raced) >= 2
+    line = re.fullmatch(r"<parity.compile of _fn: (backend=auto → (\w+) \(fastest of (.*) on the first call\), "
+                        r"device=cpu)>", repr(f))
+    assert line and line.group(2) == choice.choice
+    assert [t.split()[0] for t in line.group(3).split(", ")] == [c.name for c in raced]
+    assert f"runs on: {line.group(1)}" in str(parity.explain(f, X, backends=["onnx"]))
+    assert repr(parity.compile(_fn, backend="onnx")) == "<parity.compile of _fn: backend=onnx, device=cpu>"
+    assert repr(parity.compile(torch.nn.Linear(2, 2), backend="onnx")) == \
+        "<parity.compile of Linear: backend=onnx, device=cpu>"
+
+
+def test_a_candidate_known_to_compile_slowly_is_not_raced(planted):
+    slow = planted("planted_slow", compile_s=0.3)
+    options = parity.AutoOptions(budget_s=0.2, candidates=("onnx", "planted_slow"))
+    first = parity.compile(_fn, auto=options)
+    first(X)  # nothing is known yet: both compile, and planted_slow's 0.3 s is measured
+    assert slow.compiles == 1 and _choice(first)[1]["planted_slow"].status != "dropped"
+    auto_compile_times.reset()  # a new process: the disk cache keeps the measured times
+    second = parity.compile(lambda x: torch.relu(x * 3 + 1) - x, auto=options)  # a larger graph
+    assert second(X).tolist() == torch.relu(X * 3 + 1).sub(X).tolist()
+    choice, by_name = _choice(second)
+    assert slow.compiles == 1 and choice.choice == "onnx"
+    assert by_name["planted_slow"].status == "dropped"
+    why = re.fullmatch(r"not raced: it took (\d+\.\d\d) s to compile a graph no larger than this one, more than "
+                       r"the 0\.\d\d s left of auto's budget \(AutoOptions\(budget_s=0\.2\)\)",
+                       by_name["planted_slow"].why)
+    assert why and float(why.group(1)) >= 0.3
+
+
+def test_a_spent_budget_races_no_more_and_keeps_that_pick_off_disk(planted, tmp_path):
+    """Nothing known yet and the first compile spends the budget: the next candidate is not
+    compiled, and the pick stays in this process; a new process, knowing planted_slow's
+    time, compiles onnx first and leaves planted_slow out by its measured cost."""
+    slow = planted("planted_slow", compile_s=0.3)
+    options = parity.AutoOptions(budget_s=0.2, candidates=("planted_slow", "onnx"))
+    first = parity.compile(_fn, auto=options, cache_dir=tmp_path)
+    assert first(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    choice, by_name = _choice(first)
+    assert (choice.choice, choice.source) == ("planted_slow", "the only one compiled within the budget")
+    assert re.fullmatch(r"not raced: auto's budget \(AutoOptions\(budget_s=0\.2\)\) was spent compiling "
+                        r"planted_slow \(\d+\.\d\d s\)", by_name["onnx"].why)
+    auto._CHOICES.clear()  # a new process: only the disk remembers
+    auto_compile_times.reset()
+    compiler.reset_caches()
+    later = parity.compile(_fn, auto=options, cache_dir=tmp_path)
+    later(X)
+    choice, by_name = _choice(later)
+    assert choice.choice == "onnx" and slow.compiles == 1
+    assert by_name["planted_slow"].why.startswith("not raced: it took ")
+
+
+def test_candidates_are_warmed_up_before_they_are_timed(planted):
+    counted = planted("planted_counted")
+    f = parity.compile(_fn, auto=parity.AutoOptions(budget_s=60, candidates=("planted_counted", "onnx")))
+    f(X)
+    timed = len(_choice(f)[1]["planted_counted"].times_s)
+    assert timed >= 1
+    assert counted.runs == 1 + 2 + timed  # the check run, two warm-up runs, the timed runs
+
+
+_CANDIDATES = ("onnx", "reference")  # none imports JAX: the second process starts faster
+_SECOND_PROCESS = textwrap.dedent(f"""
+    import json, sys, torch, parity
+    from parity.frontend import auto, compiler
+    compiles = []
+    real = auto.compiled_executable
+    def counting(graph, backend, *rest):
+        compiles.append(backend.name)
+        return real(graph, backend, *rest)
+    auto.compiled_executable = counting
+    f = parity.compile(lambda x: torch.relu(x * 2 + 1), auto=parity.AutoOptions(candidates={_CANDIDATES!r}))
+    assert f(torch.tensor([-2.0, 1.0])).tolist() == [0.0, 3.0]
+    (choice,) = parity.auto_choices(f)
+    print(json.dumps({{"compiles": compiles, "choice": choice.choice, "source": choice.source,
+                      "timed": [c.name for c in choice.candidates if c.times_s],
+                      "backend_compiles": compiler.STATS["backend_compiles"]}}))
+""")
+
+
+def test_a_second_process_reuses_the_pick_without_racing(planted, tmp_path, monkeypatch, capsys):
+    """The first run is this process (the same code, so the same source lines in the IR's
+    hash), the second a new one; they share only the cache directory."""
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(auto, "compiled_executable", auto.compiled_executable)  # the script replaces it
+    exec(builtins.compile(_SECOND_PROCESS, "<string>", "exec"), {})
+    first = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert first["source"] == "measured" and sorted(first["timed"]) == sorted(first["compiles"]) == sorted(_CANDIDATES)
+    proc = subprocess.run([sys.executable, "-c", _SECOND_PROCESS], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    second = json.loads(proc.stdout.splitlines()[-1])
+    assert second == {"compiles": [first["choice"]], "choice": first["choice"], "source": "cached on disk",
+                      "timed": [], "backend_compiles": 0 if first["choice"] == "onnx" else 1}  # onnx persists

@@ -134,5 +134,5 @@ def test_explaining_twice_captures_again():
 
 
 def test_a_compiled_function_is_explained_as_the_original():
-    report = parity.explain(parity.compile(_with_print), torch.randn(3), backends=["reference"])
+    report = parity.explain(parity.compile(_with_print, backend="reference"), torch.randn(3), backends=["reference"])
     assert len(report.graphs) == 2 and len(report.breaks) == 1

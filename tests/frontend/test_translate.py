@@ -23,7 +23,7 @@ def test_every_node_carries_the_users_source_line(monkeypatch):
     real = compiler.prepare
     monkeypatch.setattr(compiler, "prepare", lambda graph, backend: graphs.append(graph) or real(graph, backend))
     x = torch.randn(3, requires_grad=True)
-    parity.compile(_user_line)(x).sum().backward()
+    parity.compile(_user_line, backend="reference")(x).sum().backward()
     line = _user_line.__code__.co_firstlineno + 1
     assert [g.name for g in graphs] == ["forward", "backward"]
     for graph in graphs:  # backward nodes carry the forward line they differentiate
@@ -90,4 +90,4 @@ def test_untranslated_op_is_reported_with_its_name_and_line():
     with pytest.raises(UnsupportedAtenOp, match=rf"^aten._fft_r2c.default at .*test_translate.py:{line} "
                                                  r"in _spectrum cannot run on backend 'reference'\n  why: parity has "
                                                  r"no translation for this op"):
-        parity.compile(_spectrum)(torch.ones(1, 2, 8))
+        parity.compile(_spectrum, backend="reference")(torch.ones(1, 2, 8))

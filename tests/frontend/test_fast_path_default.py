@@ -1,0 +1,248 @@
+"""The fast path is on by default, and only where Dynamo's guards show that a function reads
+nothing but its tensor arguments: each kind of other state, planted and then changed, is
+noticed (Dynamo's path, the new value), never served stale from an entry."""
+
+import pytest
+import torch
+
+import parity
+
+SCALE = 2.0
+
+
+class _Config:
+    k = 3.0
+
+
+CONFIG = _Config()
+
+
+def _scaled(x):
+    return x * SCALE
+
+
+def _configured(x):
+    return x * CONFIG.k
+
+
+def _helper(x):
+    return x + 1
+
+
+def _calls_helper(x):
+    return _helper(x) * 2
+
+
+def _twice(f, *args):
+    f(*args)
+    return f(*args)
+
+
+def test_a_pure_function_takes_the_fast_path_by_default():
+    f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="onnx")
+    x = torch.randn(4, 4)
+    torch.testing.assert_close(_twice(f, x), torch.relu(x * 2 + 1))
+    assert len(f.fast_path.entries) == 1
+    off = parity.compile(lambda x: torch.relu(x * 2 + 1), backend="onnx", fast_path=False)
+    assert not hasattr(off, "fast_path")
+
+
+def test_a_changed_global_is_seen():
+    global SCALE
+    f = parity.compile(_scaled, backend="onnx")
+    x = torch.ones(3)
+    assert _twice(f, x).tolist() == [2.0] * 3
+    SCALE = 5.0
+    try:
+        assert f(x).tolist() == [5.0] * 3
+    finally:
+        SCALE = 2.0
+    assert f.fast_path.entries == {}
+
+
+def test_a_changed_closure_value_is_seen():
+    scale = 2.0
+    f = parity.compile(lambda x: x * scale, backend="onnx")
+    x = torch.ones(3)
+    assert _twice(f, x).tolist() == [2.0] * 3
+    scale = 7.0  # noqa: F841 - the closure cell the compiled lambda reads
+    assert f(x).tolist() == [7.0] * 3
+    assert f.fast_path.entries == {}
+
+
+def test_a_changed_object_attribute_is_seen():
+    f = parity.compile(_configured, backend="onnx")
+    x = torch.ones(3)
+    assert _twice(f, x).tolist() == [3.0] * 3
+    _Config.k = 4.0
+    try:
+        assert f(x).tolist() == [4.0] * 3
+    finally:
+        _Config.k = 3.0
+    assert f.fast_path.entries == {}
+
+
+def test_a_rebound_helper_function_is_seen():
+    global _helper
+    f = parity.compile(_calls_helper, backend="onnx")
+    x = torch.ones(3)
+    assert _twice(f, x).tolist() == [4.0] * 3
+    original, _helper = _helper, (lambda x: x - 1)
+    try:
+        assert f(x).tolist() == [0.0] * 3
+    finally:
+        _helper = original
+    assert f.fast_path.entries == {}
+
+
+def _mkldnn_flag(x):
+    return x * 3 if torch.backends.mkldnn.enabled else x * 5
+
+
+def test_a_changed_torch_flag_is_seen():
+    """torch itself is trusted only for what its names are, not for the values of its flags."""
+    f = parity.compile(_mkldnn_flag, backend="onnx")
+    x = torch.ones(3)
+    assert torch.backends.mkldnn.enabled and _twice(f, x).tolist() == [3.0] * 3
+    torch.backends.mkldnn.enabled = False
+    try:
+        assert f(x).tolist() == [5.0] * 3
+    finally:
+        torch.backends.mkldnn.enabled = True
+    assert f.fast_path.entries == {}
+
+
+def test_a_modules_training_mode_is_seen():
+    drop = torch.nn.Dropout(0.5).eval()
+    f = parity.compile(lambda x: drop(x) + 0, backend="onnx")
+    x = torch.ones(256)
+    assert torch.equal(_twice(f, x), x)
+    drop.train()
+    out = f(x)
+    assert set(out.unique().tolist()) == {0.0, 2.0}  # dropout applied: zeros and 1/(1-p)
+    assert f.fast_path.entries == {}
+
+
+def test_requires_grad_and_grad_mode_are_seen():
+    f = parity.compile(lambda x: (x * x).sum(), backend="onnx")
+    x = torch.randn(3)
+    _twice(f, x)
+    assert len(f.fast_path.entries) == 1
+    w = x.clone().requires_grad_()
+    f(w).backward()
+    torch.testing.assert_close(w.grad, 2 * x)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), (x * x).sum())
+    assert len(f.fast_path.entries) == 2  # grad mode is part of the signature
+
+
+def _matmul_and_ones(x, w):
+    return x @ w, torch.ones(2)  # autocast changes the first dtype, the default dtype the second
+
+
+def _dtypes(outputs):
+    return [o.dtype for o in outputs]
+
+
+@pytest.mark.parametrize("state", ["autocast", "default dtype"])
+def test_torch_global_state_is_seen(state):
+    f = parity.compile(_matmul_and_ones, backend="onnx")
+    x, w = torch.randn(2, 3), torch.randn(3, 2)
+    first = _dtypes(_twice(f, x, w))
+    assert first == [torch.float32] * 2 and len(f.fast_path.entries) == 1
+    if state == "autocast":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            want, got = _matmul_and_ones(x, w), f(x, w)
+    else:
+        torch.set_default_dtype(torch.float64)
+        try:
+            want, got = _matmul_and_ones(x, w), f(x, w)
+        finally:
+            torch.set_default_dtype(torch.float32)
+    assert _dtypes(want) != first and _dtypes(got) == _dtypes(want)
+    assert _dtypes(f(x, w)) == first  # back in the first state: the first state's results again
+
+
+def test_a_bare_compile_calls_autos_pick_directly(monkeypatch):
+    """No backend, no flag: after auto's first call chose, a seen signature reaches the chosen
+    graph through auto's object alone, without Dynamo or AOTAutograd's wrapper."""
+    import inspect
+
+    from parity.frontend import compiler
+
+    f = parity.compile(lambda x: torch.relu(x * 2 + 1))
+    x = torch.randn(4, 4)
+    _twice(f, x)
+    callers = []
+    real = compiler.CompiledGraph.__call__
+
+    def recording(self, boxed):
+        callers.append([frame.filename for frame in inspect.stack()[1:3]])
+        return real(self, boxed)
+
+    monkeypatch.setattr(compiler.CompiledGraph, "__call__", recording)
+    torch.testing.assert_close(f(x), torch.relu(x * 2 + 1))
+    ((auto_frame, entry_frame),) = callers
+    assert auto_frame.endswith("frontend/auto.py") and entry_frame.endswith("frontend/fast_path.py")
+
+
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def scale(self, x):
+        return x * self.k
+
+
+def test_a_bound_methods_self_is_state_not_an_argument():
+    scaler = _Scaler(2.0)
+    f = parity.compile(scaler.scale, backend="onnx")
+    x = torch.ones(3)
+    assert _twice(f, x).tolist() == [2.0] * 3
+    scaler.k = 6.0
+    assert f(x).tolist() == [6.0] * 3
+    assert f.fast_path.entries == {}
+
+
+def _ones_plus_sum(x):
+    return torch.ones(3) + x.sum()  # the result's dtype is the default dtype
+
+
+def test_a_disk_entry_is_only_for_the_default_dtype_it_was_made_under():
+    """A second compile of the same function reads the first's fast-path entry from disk, as a
+    new process would; under another default dtype that entry is not the right one."""
+    from parity.frontend import compiler
+
+    x = torch.ones(3)
+    _twice(parity.compile(_ones_plus_sum, backend="onnx"), x)
+    loads = compiler.STATS["fast_path_disk_loads"]
+    assert parity.compile(_ones_plus_sum, backend="onnx")(x).dtype == torch.float32
+    assert compiler.STATS["fast_path_disk_loads"] == loads + 1  # the control: same state, loaded
+    torch.set_default_dtype(torch.float64)
+    try:
+        want, got = _ones_plus_sum(x), parity.compile(_ones_plus_sum, backend="onnx")(x)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert want.dtype == got.dtype == torch.float64
+    assert compiler.STATS["fast_path_disk_loads"] == loads + 1
+
+
+def test_an_unchecked_disk_entry_never_serves_the_default():
+    """fast_path=True stores an entry for a function that reads a global; a default compile of
+    the same function (as in a new process) must not load it, and sees the global change."""
+    global SCALE
+    from parity.frontend import compiler
+
+    x = torch.ones(3)
+    _twice(parity.compile(_scaled, backend="onnx", fast_path=True), x)
+    loads = compiler.STATS["fast_path_disk_loads"]
+    assert parity.compile(_scaled, backend="onnx", fast_path=True)(x).tolist() == [2.0] * 3
+    assert compiler.STATS["fast_path_disk_loads"] == loads + 1  # the control: the unchecked entry is there
+    default = parity.compile(_scaled, backend="onnx")
+    assert default(x).tolist() == [2.0] * 3
+    SCALE = 5.0
+    try:
+        assert default(x).tolist() == [5.0] * 3
+    finally:
+        SCALE = 2.0
+    assert compiler.STATS["fast_path_disk_loads"] == loads + 1
