@@ -9,6 +9,7 @@ the key :meth:`OnnxBackend.compile` looks up.
 from __future__ import annotations
 
 from ...ir.precision import Precision
+from ..base import compile_at
 from .backend import OnnxExecutable, make_session, session_key
 from .lowering import to_model
 
@@ -27,9 +28,9 @@ class OnnxPersister:
     def build(self, backend, graph, device: str, precision: Precision = Precision.EXACT):
         model = to_model(graph, precision=precision)
         backend._sessions.get_or_build(session_key(graph, device, precision), lambda: make_session(model, device))
-        return backend.compile(graph, device, precision), model.SerializeToString()
+        return compile_at(backend, graph, device, precision), model.SerializeToString()
 
     def load(self, backend, graph, device: str, payload: bytes, precision: Precision = Precision.EXACT) -> OnnxExecutable:
         session = make_session(_Serialized(payload), device)
         backend._sessions.get_or_build(session_key(graph, device, precision), lambda: session)
-        return backend.compile(graph, device, precision)
+        return compile_at(backend, graph, device, precision)

@@ -15,12 +15,13 @@ import jax
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 from ...ir.precision import Precision
+from ..base import compile_at
 from .backend import XlaExecutable, executable_key, jax_device
 
 
 class XlaPersister:
     def build(self, backend, graph, device: str, precision: Precision = Precision.EXACT):
-        executable: XlaExecutable = backend.compile(graph, device, precision)
+        executable: XlaExecutable = compile_at(backend, graph, device, precision)
         if graph.sharding is not None or executable._last is None:
             return executable, None
         blob, in_tree, out_tree = serialize(executable._last[1])
@@ -34,4 +35,4 @@ class XlaPersister:
                                             execution_devices=[target])
         key = executable_key(graph.content_hash(), device, graph.input_types, precision)
         backend._executables.get_or_build(key, lambda: compiled)
-        return backend.compile(graph, device, precision)
+        return compile_at(backend, graph, device, precision)

@@ -291,9 +291,9 @@ _SECOND_PROCESS = textwrap.dedent(f"""
     from parity.frontend import auto, compiler
     compiles = []
     real = auto.compiled_executable
-    def counting(graph, backend, *rest):
+    def counting(graph, backend, *rest, **options):
         compiles.append(backend.name)
-        return real(graph, backend, *rest)
+        return real(graph, backend, *rest, **options)
     auto.compiled_executable = counting
     f = parity.compile(lambda x: torch.relu(x * 2 + 1), auto=parity.AutoOptions(candidates={_CANDIDATES!r}))
     assert f(torch.tensor([-2.0, 1.0])).tolist() == [0.0, 3.0]
