@@ -89,7 +89,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     diff.set_defaults(run=diff_cli.run)
 
     args = parser.parse_args(argv)
-    return args.run(args)
+    from .backends.registry import BackendNotFound
+    from .cli_checks import check
+    from .validate import UsageError
+
+    try:
+        check(args)  # a bad backend, device, regex or path: one line, exit 2 (docs/troubleshooting-cli.md)
+        return args.run(args)
+    except (UsageError, BackendNotFound) as exc:
+        print(f"parity {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 def _run_ops(args) -> int:
