@@ -21,6 +21,7 @@ import parity
 from parity import validate
 from parity.cli import main
 from parity.export import ExportError, ExportWarning, UnexportableOp
+from parity.frontend.errors import UnsupportedAtenOp
 
 BACKENDS = "reference, xla, triton, onnx, numpy"
 PLUGIN_HINT = "(a plugin registers an entry point in the group 'parity.backends')"
@@ -222,3 +223,59 @@ def test_hugging_face_model_exports_with_dynamic_keyword_inputs(tmp_path):
         (got, _) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# -- dtypes the IR does not have (complex, float8) -------------------------------------------------
+
+def rfft_abs(x):
+    return torch.fft.rfft(x).abs() + 1
+
+
+def times_2j(x):
+    return torch.view_as_real(x * 2j) * 3
+
+
+def complex_round_trip(x):
+    return torch.view_as_real(torch.view_as_complex(x.reshape(4, 2)) * 2) + 1
+
+
+def float8_cast(x):
+    return x.to(torch.float8_e4m3fn).to(torch.float32) * 2
+
+
+IR_DTYPES = "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64"
+# (fn, the dtype, the aten ops that touch it: they run eagerly, the first is named by strict=True)
+FOREIGN = [(rfft_abs, "complex64", ["aten._fft_r2c.default", "aten.abs.default"]),
+           (times_2j, "complex64", ["aten.mul.Tensor", "aten.view_as_real.default"]),
+           (complex_round_trip, "complex64",
+            ["aten.view_as_complex.default", "aten.mul.Tensor", "aten.view_as_real.default"]),
+           (float8_cast, "float8_e4m3fn", ["aten._to_copy.default"])]
+
+
+@pytest.mark.parametrize("backend", ["onnx", "xla"])
+@pytest.mark.parametrize("fn, dtype, eager_ops", FOREIGN, ids=[f[0].__name__ for f in FOREIGN])
+def test_a_dtype_the_ir_lacks_is_a_short_strict_error_and_runs_eagerly_otherwise(fn, dtype, eager_ops, backend):
+    import warnings
+
+    torch._dynamo.reset()
+    x = torch.randn(8)
+    with pytest.raises(UnsupportedAtenOp) as caught:
+        parity.compile(fn, backend=backend)(x)
+    assert str(caught.value).splitlines() == [
+        f"{eager_ops[0]} at {__file__}:{fn.__code__.co_firstlineno + 1} in {fn.__name__} cannot run on backend {backend!r}",
+        f"  why: parity's IR has no {dtype} dtype; its dtypes are {IR_DTYPES}",
+        f"  fix: pass strict=False to run only this op eagerly in torch (the rest of the graph stays on {backend!r})"]
+    torch._dynamo.reset()
+    compiled = parity.compile(fn, backend=backend, strict=False)
+    with warnings.catch_warnings(record=True) as caught_warnings:
+        warnings.simplefilter("always")
+        got = compiled(x)
+        again = compiled(x)
+    torch.testing.assert_close(got, fn(x), rtol=0, atol=0)
+    torch.testing.assert_close(again, got, rtol=0, atol=0)
+    eager = [str(w.message) for w in caught_warnings if "runs eagerly in torch" in str(w.message)]
+    assert [m.split()[1] for m in eager] == eager_ops  # one warning per op, on the first call only
+    assert all(f"parity's IR has no {dtype} dtype" in m for m in eager), eager
+    (report,) = parity.fallbacks(compiled)
+    assert {f.aten_op for f in report.fallbacks} == set(eager_ops)
+    assert report.on_backend >= 1  # the real part stays on the backend
