@@ -43,6 +43,8 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
     validate.of_type(device, str, "device")
     if backend != "auto":
         validate.device(device, [validate.backend(backend, also=("auto",))])
+    if auto is not None:
+        validate.auto_options(auto)
     return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
                     auto=auto, fast_path=fast_path)
@@ -77,6 +79,8 @@ def explain(fn, *args, backends=None, **kwargs):
     """
     from .frontend.explain import explain as explain_
 
+    for name in backends or ():
+        validate.backend(name)
     return explain_(fn, *args, backends=backends, **kwargs)
 
 

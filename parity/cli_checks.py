@@ -57,9 +57,24 @@ def _check_diff(args) -> None:
     _devices([args.device], [backend])
 
 
-# subcommand -> its checker; a subcommand without one (aten, bench) checks its own options
+def _check_bench(args) -> None:
+    for name in args.backends or ():
+        validate.backend(name, also=("auto",))
+    if args.workloads or args.anchors or args.cold:
+        from .bench.candidates import ANCHORS
+        from .bench.workloads import WORKLOADS
+
+        for name in args.workloads or ():
+            validate.one_of(name, WORKLOADS, "workload")
+        for name in args.cold or ():
+            validate.one_of(name, [*WORKLOADS, "none"], "--cold workload")
+        for name in args.anchors or ():
+            validate.one_of(name, ANCHORS, "anchor")
+
+
+# subcommand -> its checker; a subcommand without one (aten) has no option to check
 CHECKS: dict[str, Callable[[argparse.Namespace], None]] = {
-    "ops": _check_ops, "conform": _check_conform, "fuzz": _check_fuzz, "diff": _check_diff,
+    "ops": _check_ops, "conform": _check_conform, "fuzz": _check_fuzz, "diff": _check_diff, "bench": _check_bench,
 }
 
 

@@ -142,5 +142,21 @@ def of_type(value, types: type | tuple[type, ...], what: str):
     raise UsageError(f"{what} should be {names}, got {type(value).__name__} {value!r}")
 
 
-__all__ = ["OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
+def auto_options(auto):
+    """``auto`` if it is an :class:`~parity.AutoOptions` whose backends, budget and report path are valid."""
+    from .frontend.auto_options import AutoOptions
+
+    of_type(auto, AutoOptions, "auto")
+    if isinstance(auto.budget_s, bool) or not isinstance(auto.budget_s, (int, float)) or auto.budget_s <= 0:
+        raise UsageError(f"AutoOptions.budget_s should be a positive number of seconds, got {auto.budget_s!r}")
+    if isinstance(auto.candidates, str):
+        raise UsageError(f"AutoOptions.candidates is a tuple of backend names, got the string {auto.candidates!r}")
+    for name in (*(auto.candidates or ()), *([auto.forced] if auto.forced else [])):
+        backend(name)
+    if auto.matrix is not None:
+        existing_file(auto.matrix, "conformance report (AutoOptions.matrix)")
+    return auto
+
+
+__all__ = ["auto_options", "OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
            "options", "output_path", "regex"]

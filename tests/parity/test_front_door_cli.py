@@ -75,6 +75,10 @@ def cli_cases(script_path):
          f"parity diff: unknown backend 'eagr'; did you mean 'eager'? choose from: oracle, eager, {BACKENDS} "
          f"{PLUGIN_HINT}"),
         (["diff", model], f"parity diff: expected SCRIPT.py:NAME, got {model!r} (e.g. model.py:net)"),
+        (["bench", "--backends", "onx"],
+         f"parity bench: unknown backend 'onx'; did you mean 'onnx'? choose from: auto, {BACKENDS} {PLUGIN_HINT}"),
+        (["bench", "--workloads", "mpl"], "parity bench: unknown workload 'mpl'; did you mean 'mlp'? choose from: "
+                                          "tiny, mlp, encoder, encoder_train, chain, sigmoid_chain, softmax_ln, convnet"),
     ]
 
 
@@ -98,6 +102,19 @@ def test_the_command_leaks_no_traceback(script):
     assert "Traceback" not in done.stderr + done.stdout
 
 
+def test_a_bug_in_parity_is_exit_status_3_with_its_traceback(capsys, monkeypatch):
+    """Exit 1 stays a verdict (a node over its contract, a failed cell); a crash is not one."""
+    from parity import cli
+
+    def crash(args):
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(cli, "_run_aten", crash)
+    status, err, out = run_cli(capsys, "aten")
+    assert status == 3 and err[0] == "Traceback (most recent call last):" and err[-2] == "RuntimeError: planted"
+    assert err[-1] == "parity aten: internal error (exit status 3): please report it with the traceback above"
+
+
 def test_did_you_mean_only_for_near_misses():
     assert validate.did_you_mean("onx", ["onnx", "xla"]) == " did you mean 'onnx'?"
     assert validate.did_you_mean("tpu-v9", ["onnx", "xla"]) == ""
@@ -114,11 +131,23 @@ def test_did_you_mean_only_for_near_misses():
     (dict(format="onnx"), "parity.compile takes no option 'format': it is an option of parity.export"),
     (dict(stric=True), "parity.compile takes no option 'stric'; did you mean 'strict'? its options are backend, "
                        "device, strict, dynamic, mesh, in_shardings, out_shardings, cache_dir, auto, fast_path"),
+    (dict(auto=dict(candidates=("xla", "onx"))),
+     f"unknown backend 'onx'; did you mean 'onnx'? choose from: {BACKENDS} {PLUGIN_HINT}"),
+    (dict(auto=dict(budget_s=0)), "AutoOptions.budget_s should be a positive number of seconds, got 0"),
+    (dict(auto=dict(matrix="no-such-report.json")),
+     "no such conformance report (AutoOptions.matrix): 'no-such-report.json'"),
 ])
 def test_compile_rejects_bad_arguments_up_front(options, message):
+    if "auto" in options:
+        options = {"backend": "auto", "auto": parity.AutoOptions(**options.pop("auto")), **options}
     with pytest.raises(validate.UsageError) as caught:
         parity.compile(lambda x: x + 1, **options)
     assert str(caught.value) == message
+
+
+def test_explain_rejects_an_unknown_backend():
+    with pytest.raises(validate.UsageError, match=r"^unknown backend 'xl'; did you mean 'xla'\? choose from: "):
+        parity.explain(lambda x: x + 1, torch.ones(2), backends=["onnx", "xl"])
 
 
 # -- parity.export ------------------------------------------------------------------------------
@@ -279,3 +308,58 @@ def test_a_dtype_the_ir_lacks_is_a_short_strict_error_and_runs_eagerly_otherwise
     (report,) = parity.fallbacks(compiled)
     assert {f.aten_op for f in report.fallbacks} == set(eager_ops)
     assert report.on_backend >= 1  # the real part stays on the backend
+
+
+# -- feedback on slow work -------------------------------------------------------------------------
+
+def terminal():
+    """A console that is a terminal (force_terminal) writing to a buffer, as a user's tty would show."""
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), force_terminal=True, width=100)
+
+
+def test_slow_work_shows_a_status_line_on_a_terminal_and_nothing_when_piped():
+    import io
+
+    from rich.console import Console
+
+    from parity.frontend.status import slow_work
+
+    tty, piped = terminal(), Console(file=io.StringIO(), width=100)
+    for console in (tty, piped):
+        with slow_work("parity: compiling the forward graph", console=console, delay_s=0):
+            pass
+    assert "parity: compiling the forward graph" in tty.file.getvalue()
+    assert piped.file.getvalue() == ""
+
+
+def test_first_compile_and_the_cli_imports_show_a_status_on_a_terminal(monkeypatch, capsys):
+    from parity.frontend import status
+
+    tty = terminal()
+    monkeypatch.setattr(status, "make_console", lambda: tty)
+    monkeypatch.setattr(status, "DELAY_S", 0)
+    torch._dynamo.reset()
+    parity.compile(double, backend="reference")(torch.ones(3))
+    assert "parity: compiling the inference graph for backend 'reference'" in tty.file.getvalue()
+    assert main(["aten", "--json"]) == 0
+    assert "parity: loading torch" in tty.file.getvalue()
+    assert "parity:" not in capsys.readouterr().err  # the real stderr is no terminal here: nothing on it
+
+
+def test_compile_status_is_silent_when_stderr_is_piped(monkeypatch, capfd):
+    from parity.frontend import status
+
+    monkeypatch.setattr(status, "DELAY_S", 0)
+    torch._dynamo.reset()
+    parity.compile(double, backend="reference")(torch.ones(3))
+    assert "compiling" not in capfd.readouterr().err
+
+
+def test_piped_ops_table_keeps_full_column_names(capsys):
+    assert main(["ops"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("┃"))
+    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == ["op", "kind", "accuracy", *BACKENDS.split(", ")]
