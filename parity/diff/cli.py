@@ -14,7 +14,8 @@ Example::
     $ parity diff model.py:net --backend xla --against onnx # carried error against another backend
 
 Exit status: 0 when every node is within its contract, 1 when some node is over it (or
-the backend raised on it), 2 when the script or its inputs cannot be loaded.
+the backend raised on it), 2 when the script, its inputs or an option cannot be used, 3 on
+a bug in parity (docs/troubleshooting-cli.md).
 """
 
 from __future__ import annotations
