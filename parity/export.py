@@ -107,7 +107,7 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     Returns what the format's backend returns (an ``onnx.ModelProto`` for ``"onnx"``).
     """
     from .backends.registry import get_backend
-    from .frontend.capture import capture_program, unwrap_compiled
+    from .frontend.capture import DataDependentCapture, capture_program, unwrap_compiled
     from .frontend.errors import UnsupportedAtenOp
 
     path = _check_arguments(unknown, format, params, path)
@@ -128,13 +128,17 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     # captured inputs of forward(*args) are labelled args[0], ...: the caller's names too
     starred = dict(zip(_parameter_names(fn, len(args), starred=True), user_names))
     shapes = _dynamic_shapes(user_names, list(rename), args, kwargs, dynamic_dims)
+    def capture():
+        return capture_program(fn, *args, dynamic_shapes=shapes, **dict(kwargs or {}))
+
     try:
         with quiet_torch_logs():
-            program = (_trace(fn, args, list(rename)) if _traceable(fn, args, kwargs, dynamic_dims) else
-                       capture_program(fn, *args, dynamic_shapes=shapes, **dict(kwargs or {})))
+            program = _trace_or_capture(fn, args, list(rename), capture) \
+                if _traceable(fn, args, kwargs, dynamic_dims) else capture()
     except UnsupportedAtenOp as exc:
-        raise UnexportableOp.of(exc, lambda: capture_program(fn, *args, dynamic_shapes=shapes, **dict(kwargs or {})),
-                                format, dynamic=bool(dynamic_dims)) from None
+        raise UnexportableOp.of(exc, capture, format, dynamic=bool(dynamic_dims)) from None
+    except DataDependentCapture as exc:  # its last fix (parity.compile's graph break) is not export's
+        raise ExportError(str(exc).split("; parity.compile(")[0]) from None
     program = without_wrapper_prefix(program)
     for note in program.notes:
         warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=2)
@@ -202,6 +206,17 @@ def _traceable(fn, args, kwargs, dynamic_dims) -> bool:
     updates_buffers = module is not None and module.training and any(True for _ in module.buffers())
     return (not kwargs and not dynamic_dims and not updates_buffers
             and all(isinstance(a, torch.Tensor) for a in args))
+
+
+def _trace_or_capture(fn, args, arg_names, capture):
+    """:func:`_trace`, or ``capture()`` (torch.export) when the code branches on data: make_fx
+    fails there with torch's 70-line guard error, torch.export's failure names the user's line."""
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    try:
+        return _trace(fn, args, arg_names)
+    except GuardOnDataDependentSymNode:
+        return capture()
 
 
 def _trace(fn, args, arg_names):

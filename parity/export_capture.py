@@ -80,15 +80,39 @@ def without_wrapper_prefix(program):
                                state={k.removeprefix(prefix): v for k, v in program.state.items()})
 
 
+class _WithoutPartialGraphs:
+    """A stderr that drops the partial FX graph torch.export prints (with ``print``, not a
+    logger) before it re-raises a capture error; everything else passes through."""
+
+    PARTIAL_GRAPH = "class GraphModule(torch.nn.Module):"
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.dropped = False
+
+    def write(self, text: str) -> int:
+        if text.lstrip().startswith(self.PARTIAL_GRAPH) or (self.dropped and text == "\n"):
+            self.dropped = not self.dropped  # the graph, then print's end="\n"
+            return len(text)
+        self.dropped = False
+        return self.stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 @contextlib.contextmanager
 def quiet_torch_logs():
-    """Silence torch's guard logs and Dynamo's side-effect warnings for the capture inside."""
+    """Silence torch's guard logs, its partial-graph prints and Dynamo's side-effect warnings
+    for the capture inside."""
+    import sys
+
     loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), contextlib.redirect_stderr(_WithoutPartialGraphs(sys.stderr)):
             warnings.filterwarnings("ignore", message="While compiling, we found certain side effects")
             # torch.export's own pytree calls, not the user's: torch 2.13 deprecates LeafSpec
             warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",

@@ -207,7 +207,28 @@ def test_export_of_an_untranslatable_op_names_it_and_the_users_line_and_only_exp
         "  fix: the file holds the whole model in parity's IR, so rewrite that line with ops parity translates "
         "(`parity aten` lists them)"]
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert "backend" not in str(caught.value) and "strict" not in str(caught.value)
     assert not (tmp_path / "g.onnx").exists()
+
+
+def branches_on_data(x):
+    if x.sum() > 0:
+        return x * 2
+    return x
+
+
+def test_export_of_a_branch_on_data_names_the_line_with_only_exports_fixes(tmp_path, capsys):
+    with pytest.raises(ExportError) as caught:
+        parity.export(branches_on_data, (torch.ones(3),), path=tmp_path / "b.onnx")
+    line = branches_on_data.__code__.co_firstlineno + 1
+    assert str(caught.value).splitlines() == [
+        f"branches_on_data cannot be captured as one graph: it branches on a tensor's value at {__file__}:{line} "
+        "in branches_on_data",
+        "  code: if x.sum() > 0:",
+        "  why: capture and export need one static graph, and torch.export cannot follow a Python branch on data "
+        "(Dynamo: data-dependent branching)",
+        "  fix: make that code branchless (torch.where, torch.cond)"]
+    assert "class GraphModule" not in capsys.readouterr().err  # torch.export prints its partial graph
 
 
 class Records(logging.Handler):
