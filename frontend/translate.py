@@ -279,13 +279,18 @@ class _Translator:
 
 
 def foreign_dtype(node: torch.fx.Node) -> torch.dtype | None:
-    """A dtype the IR lacks among ``node``'s tensor results and operands, or None."""
+    """A dtype the IR lacks among ``node``'s tensor results and operands, or a dtype argument
+    (``quantize_per_tensor(x, s, z, torch.quint8)``: fake tensors show quantized values as float)."""
+    from torch.utils._pytree import tree_leaves
+
     values = [node.meta.get("val")]
-    torch.fx.node.map_arg((node.args, node.kwargs), lambda arg: values.append(arg.meta.get("val")))
+    for leaf in tree_leaves((node.args, node.kwargs)):
+        values.append(leaf.meta.get("val") if isinstance(leaf, torch.fx.Node) else leaf)
     for value in values:
-        for tensor in value if isinstance(value, (tuple, list)) else (value,):
-            if isinstance(tensor, torch.Tensor) and tensor.dtype not in TORCH_TO_IR:
-                return tensor.dtype
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            dtype = item.dtype if isinstance(item, torch.Tensor) else item
+            if isinstance(dtype, torch.dtype) and dtype not in TORCH_TO_IR:
+                return dtype
     return None
 
 
