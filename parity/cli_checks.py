@@ -39,6 +39,10 @@ def _check_ops(args) -> None:
 
 
 def _check_conform(args) -> None:
+    from .ir.dtypes import DType
+
+    for name in args.dtype or ():
+        validate.one_of(name, [d.short for d in DType], "dtype")
     _devices(args.device or (), _backends(args))
     if args.ops is not None:
         validate.regex(args.ops, "--ops")

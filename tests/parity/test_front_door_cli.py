@@ -62,6 +62,8 @@ def cli_cases(script_path):
         (["conform", "--ops", "["],
          "parity conform: --ops '[' is not a regular expression: unterminated character set at position 0 "
          "(escape literal characters: '\\[')"),
+        (["conform", "--dtype", "f33"], "parity conform: unknown dtype 'f33'; did you mean 'f32'? choose from: "
+                                        "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64"),
         (["conform", "--device", "cdua", "--ops", "^abs$"],
          "parity conform: the backends run on cpu, cuda, tpu, not 'cdua'; did you mean 'cuda'? "
          "choose one of those devices"),
