@@ -43,7 +43,7 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
     validate.of_type(device, str, "device")
     if backend != "auto":
         validate.device(device, [validate.backend(backend, also=("auto",))])
-    if auto is not None:
+    if backend == "auto" or auto is not None:
         validate.auto_options(auto)
     return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,

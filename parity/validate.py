@@ -143,16 +143,21 @@ def of_type(value, types: type | tuple[type, ...], what: str):
 
 
 def auto_options(auto):
-    """``auto`` if it is an :class:`~parity.AutoOptions` whose backends, budget and report path are valid."""
-    from .frontend.auto_options import AutoOptions
+    """``auto`` (None: the defaults) with ``$PARITY_BACKEND`` applied, if its backends, budget
+    and report path are valid."""
+    from .frontend.auto_options import ENV_VAR, AutoOptions, resolve_auto_options
 
-    of_type(auto, AutoOptions, "auto")
+    auto = resolve_auto_options(of_type(auto, (AutoOptions, type(None)), "auto"))
     if isinstance(auto.budget_s, bool) or not isinstance(auto.budget_s, (int, float)) or auto.budget_s <= 0:
         raise UsageError(f"AutoOptions.budget_s should be a positive number of seconds, got {auto.budget_s!r}")
     if isinstance(auto.candidates, str):
         raise UsageError(f"AutoOptions.candidates is a tuple of backend names, got the string {auto.candidates!r}")
+    from_env = auto.forced is not None and auto.forced == os.environ.get(ENV_VAR)
     for name in (*(auto.candidates or ()), *([auto.forced] if auto.forced else [])):
-        backend(name)
+        try:
+            backend(name)
+        except UsageError as exc:  # a name from the environment says where it came from
+            raise UsageError(f"${ENV_VAR}: {exc}" if from_env and name == auto.forced else str(exc)) from None
     if auto.matrix is not None:
         existing_file(auto.matrix, "conformance report (AutoOptions.matrix)")
     return auto

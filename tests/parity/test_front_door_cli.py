@@ -148,6 +148,14 @@ def test_compile_rejects_bad_arguments_up_front(options, message):
     assert str(caught.value) == message
 
 
+def test_a_typo_in_parity_backend_is_named_with_the_variable(monkeypatch):
+    monkeypatch.setenv("PARITY_BACKEND", "onx")
+    with pytest.raises(validate.UsageError) as caught:
+        parity.compile(lambda x: x + 1, backend="auto")
+    assert str(caught.value) == f"$PARITY_BACKEND: unknown backend 'onx'; did you mean 'onnx'? choose from: " \
+                                f"{BACKENDS} {PLUGIN_HINT}"
+
+
 def test_explain_rejects_an_unknown_backend():
     with pytest.raises(validate.UsageError, match=r"^unknown backend 'xl'; did you mean 'xla'\? choose from: "):
         parity.explain(lambda x: x + 1, torch.ones(2), backends=["onnx", "xl"])
