@@ -32,6 +32,7 @@ from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype
 from ..ir.precision import Precision
 from .errors import InternalError, UnsupportedAtenOp, warning_text
+from .status import slow_work
 from .sharding import apply_sharding
 from .tensors import array_converter, result_converter
 from .translate import Translation, fx_to_ir
@@ -252,7 +253,7 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
     """
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    with unset_fake_temporarily():
+    with unset_fake_temporarily(), slow_work(_status_message(session, kind)):
         try:
             compiled = _compile_fx_graph(gm, session, kind)
             if session.on_compiled is not None:
@@ -262,6 +263,13 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
             raise
         except Exception as exc:  # not ours on purpose: a bug report, never Dynamo's opaque wrapper
             raise InternalError(kind, session.options.backend, _user_locs(gm), exc) from exc
+
+
+def _status_message(session: Session, kind: str) -> str:
+    """The terminal's status line while a graph compiles (shown only when it takes a while)."""
+    backend = session.options.backend
+    why = " (auto: timing the candidate backends)" if backend == AUTO else f" for backend {backend!r}"
+    return f"parity: compiling the {kind} graph{why}"
 
 
 def _user_locs(gm: torch.fx.GraphModule) -> list:

@@ -73,6 +73,14 @@ class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
         super().__init__(message)
 
 
+def dtype_not_in_ir(dtype) -> str:
+    """Why a value of torch dtype ``dtype`` (complex, float8, quantized) cannot be in the IR."""
+    from ..ir.dtypes import ALL_DTYPES
+
+    name = str(dtype).removeprefix("torch.")
+    return f"parity's IR has no {name} dtype; its dtypes are {', '.join(d.short for d in ALL_DTYPES)}"
+
+
 def warning_text(aten_op: str, loc: SourceLoc | None, why: str, backend: str) -> str:
     """The one-line warning printed when strict=False falls back to eager torch."""
     where = f" at {loc}" if loc else ""

@@ -35,10 +35,10 @@ from ..ir.dtypes import DType
 from ..ir.errors import ParityError, TypeRuleError
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import DimExpr, Symbol, TensorType
-from .errors import TranslationBug, UnsupportedAtenOp
+from .errors import TranslationBug, UnsupportedAtenOp, dtype_not_in_ir
 from .sizes import UntranslatedCase, dim_of, shape_of  # UntranslatedCase, dim_of: this module's API too
 from .source import loc_from_stack_trace
-from .tensors import IR_TO_TORCH, ir_dtype
+from .tensors import IR_TO_TORCH, TORCH_TO_IR, ir_dtype
 
 # Ops that are bookkeeping, not computation, at the FX level.
 _GETITEM = operator.getitem
@@ -137,6 +137,10 @@ class _Translator:
             elif node.op == "call_function" and node.target in _SIZE_ARITHMETIC:
                 self.env[node] = self._size_arithmetic(node, loc)
             elif node.op == "call_function":
+                foreign = foreign_dtype(node)
+                if foreign is not None:  # complex, float8, quantized: no IR value can hold it
+                    raise UnsupportedAtenOp(aten_name(node.target), loc, dtype_not_in_ir(foreign),
+                                            backend=self.backend)
                 key = table_key(node.target)
                 fn = TABLE.get(key) or PARITY_OPS.get(key)
                 name = aten_name(node.target)
@@ -175,6 +179,8 @@ class _Translator:
         index = len(self.placeholders)
         self.placeholders[node] = index
         val = node.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.dtype not in TORCH_TO_IR:
+            raise UnsupportedAtenOp(f"input {node.name}", None, dtype_not_in_ir(val.dtype), backend=self.backend)
         if isinstance(val, torch.Tensor):
             t = TensorType(ir_dtype(val.dtype), shape_of(val.shape))
             for d, dim in enumerate(t.shape):
@@ -270,6 +276,22 @@ class _Translator:
                                         f"{', '.join(unknown)}", backend=self.backend)
             return ("sym", value)
         return ("const", value)
+
+
+def foreign_dtype(node: torch.fx.Node) -> torch.dtype | None:
+    """A dtype the IR lacks among ``node``'s tensor results and operands, or a dtype argument
+    (``quantize_per_tensor(x, s, z, torch.quint8)``: fake tensors show quantized values as float)."""
+    from torch.utils._pytree import tree_leaves
+
+    values = [node.meta.get("val")]
+    for leaf in tree_leaves((node.args, node.kwargs)):
+        values.append(leaf.meta.get("val") if isinstance(leaf, torch.fx.Node) else leaf)
+    for value in values:
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            dtype = item.dtype if isinstance(item, torch.Tensor) else item
+            if isinstance(dtype, torch.dtype) and dtype not in TORCH_TO_IR:
+                return dtype
+    return None
 
 
 def _flatten_outputs(args) -> list:

@@ -4,7 +4,7 @@
 :func:`explain` import the PyTorch frontend on first use.
 """
 
-from . import distributed, ir
+from . import distributed, ir, validate
 from .diff import diff  # the function shadows its package's name here, as export does (torch loads on first call)
 from .frontend.auto_options import AutoOptions
 from .export import export  # the function shadows its module's name here (torch loads on first call)
@@ -17,7 +17,7 @@ __all__ = ["AutoOptions", "Mesh", "PartitionSpec", "auto_choices", "capture", "c
 
 def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dynamic=None, mesh=None,
             in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=None,
-            precision="exact"):
+            precision="exact", **unknown):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -44,6 +44,13 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
     """
     from .frontend.api import compile as compile_
 
+    validate.options("parity.compile", unknown)
+    validate.of_type(strict, bool, "strict")
+    validate.of_type(device, str, "device")
+    if backend != "auto":
+        validate.device(device, [validate.backend(backend, also=("auto",))])
+    if backend == "auto" or auto is not None:
+        validate.auto_options(auto)
     return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
                     auto=auto, fast_path=fast_path, precision=precision)
@@ -78,6 +85,8 @@ def explain(fn, *args, backends=None, **kwargs):
     """
     from .frontend.explain import explain as explain_
 
+    for name in backends or ():
+        validate.backend(name)
     return explain_(fn, *args, backends=backends, **kwargs)
 
 

@@ -22,6 +22,10 @@ import sys
 from collections.abc import Sequence
 
 
+# subcommands whose first step is importing torch (seconds on a cold start)
+NEEDS_TORCH = ("aten", "conform", "fuzz", "bench", "diff")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="parity", description="parity: one IR, many backends.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -92,7 +96,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     diff.set_defaults(run=diff_cli.run)
 
     args = parser.parse_args(argv)
-    return args.run(args)
+    from .backends.registry import BackendNotFound
+    from .cli_checks import check
+    from .validate import UsageError
+
+    try:
+        check(args)  # a bad backend, device, regex or path: one line, exit 2 (docs/troubleshooting-cli.md)
+        if args.command in NEEDS_TORCH:
+            from .frontend.status import slow_work
+
+            with slow_work("parity: loading torch"):  # seconds on a cold start; shown on a terminal only
+                import torch  # noqa: F401
+        return args.run(args)
+    except (UsageError, BackendNotFound) as exc:
+        print(f"parity {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except Exception:  # a bug in parity: the traceback, and a status no verdict uses
+        import traceback
+
+        traceback.print_exc()
+        print(f"parity {args.command}: internal error (exit status 3): please report it with the traceback above",
+              file=sys.stderr)
+        return 3
 
 
 def _run_ops(args) -> int:
@@ -120,6 +145,8 @@ def _run_ops(args) -> int:
             cells.append(f"[{style}]{status}[/{style}]")
         table.add_row(row["name"], row["kind"], row["accuracy"], *cells)
     console = Console()
+    if not console.is_terminal:  # piped: as wide as the table, so no column name is cut to "accura…"
+        console = Console(width=Console(width=10_000).measure(table).maximum)
     console.print(table)
     n_prim = sum(r["kind"] == "primitive" for r in rows)
     console.print(f"{len(rows)} ops: {n_prim} primitives, {len(rows) - n_prim} composites")

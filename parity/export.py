@@ -37,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .ir.errors import ParityError
+from . import validate
+from .export_capture import keywords_as_positional, quiet_torch_logs, without_wrapper_prefix
 from .ir.graph import Graph, Node
 from .ir.types import Symbol
 
@@ -46,13 +47,43 @@ EXPORTERS: dict[str, tuple[str, str]] = {"onnx": ("onnx", "export"), "stablehlo"
                                          "jax": ("xla", "export_serialized")}
 
 
+# file extension -> the format it names: a path ending in another format's is refused before the capture
+SUFFIXES: dict[str, str] = {".onnx": "onnx", ".mlir": "stablehlo", ".stablehlo": "stablehlo", ".jax": "jax"}
+
 # formats whose file checks the graph's size constraints when it runs (jax.export's shape
 # assertions); an ONNX runtime has no such check, so parity.export warns with the list
 ASSERTS_SIZES: frozenset[str] = frozenset({"stablehlo", "jax"})
 
 
-class ExportError(ParityError):
-    """An export that cannot be done as asked (unknown format, names that do not fit)."""
+class ExportError(validate.UsageError):
+    """An export that cannot be done as asked (unknown format, names that do not fit, a path it cannot write)."""
+
+
+class UnexportableOp(ExportError):
+    """An op of the model that parity's IR cannot hold, so no file can be written: its line and the fix."""
+
+    def __init__(self, aten_op: str, loc, why: str, format: str, dynamic: bool):
+        self.aten_op, self.loc, self.why = aten_op, loc, why
+        where = f" at {loc}" if loc else " (source line unknown)"
+        sizes = "; if it works on a size, try exporting without dynamic_dims" if dynamic else ""
+        super().__init__(f"{aten_op}{where} cannot be exported to {format}\n"
+                         f"  why: {why}\n"
+                         f"  fix: the file holds the whole model in parity's IR, so rewrite that line with ops "
+                         f"parity translates (`parity aten` lists them){sizes}")
+
+    @classmethod
+    def of(cls, error, locate, format: str, dynamic: bool) -> UnexportableOp:
+        """``error`` (an UnsupportedAtenOp) for export; without a source line, ``locate()``
+        captures again with torch.export, whose nodes carry the user's frames."""
+        from .frontend.errors import UnsupportedAtenOp
+
+        if error.loc is None:
+            try:
+                with quiet_torch_logs():
+                    locate()
+            except UnsupportedAtenOp as located:
+                error = located if located.aten_op == error.aten_op else error
+        return cls(error.aten_op, error.loc, error.why, format, dynamic)
 
 
 class ExportWarning(UserWarning):
@@ -62,7 +93,7 @@ class ExportWarning(UserWarning):
 def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path: str | Path | None = None,
            input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
            dynamic_dims: Mapping[str, Mapping[int, str]] | None = None, params: str = "constants",
-           kwargs: Mapping[str, Any] | None = None):
+           kwargs: Mapping[str, Any] | None = None, **unknown):
     """Capture ``fn_or_module(*args, **kwargs)`` and write it to ``path`` in ``format``.
 
     ``input_names`` names the user's positional tensor arguments (default: the function's
@@ -76,27 +107,39 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     Returns what the format's backend returns (an ``onnx.ModelProto`` for ``"onnx"``).
     """
     from .backends.registry import get_backend
-    from .frontend.capture import capture_program, unwrap_compiled
+    from .frontend.capture import DataDependentCapture, capture_program, unwrap_compiled
+    from .frontend.errors import UnsupportedAtenOp
 
-    if format not in EXPORTERS:
-        raise ExportError(f"parity.export has no format {format!r}; choose one of {sorted(EXPORTERS)}")
-    if params not in ("constants", "inputs"):
-        raise ExportError(f"params={params!r}: choose 'constants' (folded into the file) or 'inputs'")
+    path = _check_arguments(unknown, format, params, path)
     fn = unwrap_compiled(fn_or_module)
     args = tuple(args)
     user_names = list(input_names) if input_names is not None else _parameter_names(fn, len(args))
     if len(user_names) != len(args):
         raise ExportError(f"{len(user_names)} input names for {len(args)} arguments: {user_names}")
-    unknown = set(dynamic_dims or {}) - set(user_names) - set(kwargs or {})
-    if unknown:
-        raise ExportError(f"dynamic_dims names {sorted(unknown)}, which are not inputs {user_names}")
+    not_inputs = set(dynamic_dims or {}) - set(user_names) - set(kwargs or {})
+    if not_inputs:
+        raise ExportError(f"dynamic_dims names {sorted(not_inputs)}, which are not inputs "
+                          f"{user_names + list(kwargs or {})}")
+    if kwargs and dynamic_dims and any(k in dynamic_dims for k in kwargs):
+        # torch.export fails on dynamic dims of a forward(**kwargs)'s keyword arguments:
+        # capture a wrapper that takes the keyword tensors positionally, as the model is called
+        fn, args, user_names, kwargs = keywords_as_positional(fn, args, user_names, kwargs)
     rename = dict(zip(_parameter_names(fn, len(args)), user_names))
     # captured inputs of forward(*args) are labelled args[0], ...: the caller's names too
     starred = dict(zip(_parameter_names(fn, len(args), starred=True), user_names))
-    program = (_trace(fn, args, list(rename)) if _traceable(fn, args, kwargs, dynamic_dims) else
-               capture_program(fn, *args, dynamic_shapes=_dynamic_shapes(user_names, list(rename), args,
-                                                                          kwargs, dynamic_dims),
-                               **dict(kwargs or {})))
+    shapes = _dynamic_shapes(user_names, list(rename), args, kwargs, dynamic_dims)
+    def capture():
+        return capture_program(fn, *args, dynamic_shapes=shapes, **dict(kwargs or {}))
+
+    try:
+        with quiet_torch_logs():
+            program = _trace_or_capture(fn, args, list(rename), capture) \
+                if _traceable(fn, args, kwargs, dynamic_dims) else capture()
+    except UnsupportedAtenOp as exc:
+        raise UnexportableOp.of(exc, capture, format, dynamic=bool(dynamic_dims)) from None
+    except DataDependentCapture as exc:  # its last fix (parity.compile's graph break) is not export's
+        raise ExportError(str(exc).split("; parity.compile(")[0]) from None
+    program = without_wrapper_prefix(program)
     for note in program.notes:
         warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=2)
     graph, names = _named_inputs(program, {**rename, **starred}, params)
@@ -114,7 +157,7 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
                                   "one size; the file would need them equal")
     backend_name, method = EXPORTERS[format]
     write = getattr(get_backend(backend_name), method)
-    written = write(graph, path or f"model.{format}", input_names=names, output_names=outputs,
+    written = write(graph, str(path), input_names=names, output_names=outputs,
                     dim_names=dim_names)
     facts = size_facts(graph, dim_names)
     if facts and format not in ASSERTS_SIZES:
@@ -122,6 +165,22 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
                       f"{format} cannot check sizes, so a run outside them gives undefined results "
                       "(format='jax' or 'stablehlo' asserts them)", ExportWarning, stacklevel=2)
     return written
+
+
+def _check_arguments(unknown: Mapping[str, Any], format: str, params: str, path) -> Path:
+    """The output path, once the options are known to be export's and the file can be written there."""
+    try:
+        validate.options("parity.export", unknown)
+        validate.one_of(format, EXPORTERS, "export format")
+        validate.one_of(params, ("constants", "inputs"), "params value", " ('constants': folded into the file)")
+        target = validate.output_path(path or f"model.{format}", "export path")
+    except validate.UsageError as exc:
+        raise ExportError(str(exc)) from None
+    named = SUFFIXES.get(target.suffix.lower(), format)
+    if named != format:
+        raise ExportError(f"export path {str(path)!r} names a {named} file, but format={format!r}; pass "
+                          f"format={named!r}, or a path ending in the {format} format's extension")
+    return target
 
 
 def size_facts(graph: Graph, dim_names: Mapping[str, str]) -> list[str]:
@@ -147,6 +206,17 @@ def _traceable(fn, args, kwargs, dynamic_dims) -> bool:
     updates_buffers = module is not None and module.training and any(True for _ in module.buffers())
     return (not kwargs and not dynamic_dims and not updates_buffers
             and all(isinstance(a, torch.Tensor) for a in args))
+
+
+def _trace_or_capture(fn, args, arg_names, capture):
+    """:func:`_trace`, or ``capture()`` (torch.export) when the code branches on data: make_fx
+    fails there with torch's 70-line guard error, torch.export's failure names the user's line."""
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    try:
+        return _trace(fn, args, arg_names)
+    except GuardOnDataDependentSymNode:
+        return capture()
 
 
 def _trace(fn, args, arg_names):

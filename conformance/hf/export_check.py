@@ -195,8 +195,9 @@ DYNAMIC_DIMS = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batc
 
 
 class TextForward(torch.nn.Module):
-    """``model(input_ids=..., attention_mask=...)`` with both tensors positional: torch 2.13's
-    export fails on dynamic dims of keyword arguments ('Must provide a tree_name').
+    """``model(input_ids=..., attention_mask=...)`` with both tensors positional, for eager and
+    torch.onnx.export (torch 2.13's export fails on dynamic dims of keyword arguments: 'Must
+    provide a tree_name'); parity.export is given the model and keyword inputs as users call it.
     ``use_cache=False`` asks a decoder LM for no cache among its outputs."""
 
     def __init__(self, model: torch.nn.Module, use_cache: bool | None = None):
@@ -238,7 +239,8 @@ def _export_parity_dynamic(model, inputs: dict, path: Path, max_seq: int) -> Non
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        parity.export(model, tuple(inputs.values()), path=path, input_names=list(inputs),
+        # called as Hugging Face models are: keyword tensors (TextForward's options among them)
+        parity.export(model.model, (), kwargs={**inputs, **model.options}, path=path,
                       dynamic_dims={k: DYNAMIC_DIMS[k] for k in inputs})
 
 
@@ -254,7 +256,7 @@ def _export_parity_jax_dynamic(model, inputs: dict, path: Path, max_seq: int) ->
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        parity.export(model, tuple(inputs.values()), format="jax", path=path, input_names=list(inputs),
+        parity.export(model.model, (), kwargs={**inputs, **model.options}, format="jax", path=path,
                       dynamic_dims={k: DYNAMIC_DIMS[k] for k in inputs})
 
 

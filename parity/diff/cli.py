@@ -14,7 +14,8 @@ Example::
     $ parity diff model.py:net --backend xla --against onnx # carried error against another backend
 
 Exit status: 0 when every node is within its contract, 1 when some node is over it (or
-the backend raised on it), 2 when the script or its inputs cannot be loaded.
+the backend raised on it), 2 when the script, its inputs or an option cannot be used, 3 on
+a bug in parity (docs/troubleshooting-cli.md).
 """
 
 from __future__ import annotations
@@ -31,13 +32,20 @@ class ScriptError(Exception):
     """The script, its function or its example inputs could not be loaded."""
 
 
-def load_target(spec: str) -> tuple[Any, tuple, dict]:
-    """``path.py:name`` → (the callable, its positional args, its keyword args)."""
+def check_target(spec: str) -> tuple[str, str]:
+    """``path.py:name`` → (path, name), checked without running the script."""
+    from ..validate import UsageError, existing_file
+
     path, sep, name = spec.rpartition(":")
     if not sep or not path or not name:
-        raise ScriptError(f"expected SCRIPT.py:NAME, got {spec!r} (e.g. model.py:net)")
-    if not pathlib.Path(path).is_file():
-        raise ScriptError(f"no such script: {path}")
+        raise UsageError(f"expected SCRIPT.py:NAME, got {spec!r} (e.g. model.py:net)")
+    existing_file(path, "script")
+    return path, name
+
+
+def load_target(spec: str) -> tuple[Any, tuple, dict]:
+    """``path.py:name`` → (the callable, its positional args, its keyword args)."""
+    path, name = check_target(spec)
     namespace = runpy.run_path(path, run_name="__parity_diff__")
     if name not in namespace:
         defined = ", ".join(k for k in namespace if not k.startswith("_")) or "nothing"
@@ -101,4 +109,4 @@ def run(args) -> int:
     return report.exit_code
 
 
-__all__ = ["ScriptError", "add_arguments", "load_target", "run"]
+__all__ = ["ScriptError", "add_arguments", "check_target", "load_target", "run"]

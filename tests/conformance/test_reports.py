@@ -147,7 +147,7 @@ def test_cli_writes_all_three_reports(tmp_path, capsys):
 def test_cli_exit_codes(capsys):
     assert main(["conform", "--backend", "no_such_backend"]) == 2
     assert main(["conform", "--dtype", "f7", "--backend", "reference"]) == 2
-    assert "unknown dtype 'f7'" in capsys.readouterr().out
+    assert "unknown dtype 'f7'" in capsys.readouterr().err
     backend = WrongBackend()
     register_backend(backend)
     try:

@@ -107,11 +107,13 @@ def test_per_backend_native_decomposed_unsupported(no_tanh):
     assert report.ops_with("unsupported", no_tanh) == ["aten.gelu.default", "aten.tanh.default"]
 
 
-def test_unknown_backend_is_listed_unavailable():
-    report = parity.explain(lambda x: x + 1, torch.ones(2), backends=["reference", "nope"])
-    assert report.backends == ["reference"]
-    assert "no backend named 'nope'" in report.unavailable["nope"]
-    assert "  backend 'nope' is unavailable: " in str(report)
+def test_unknown_backend_is_rejected_up_front_with_the_choices():
+    # a name no registry knows is a typo (issue 27): a UsageError; a built-in whose stack is
+    # not installed is still listed as unavailable
+    from parity.validate import UsageError
+
+    with pytest.raises(UsageError, match=r"^unknown backend 'nope'; choose from: reference, "):
+        parity.explain(lambda x: x + 1, torch.ones(2), backends=["reference", "nope"])
 
 
 def test_training_inputs_give_forward_graphs_and_a_module_without_breaks():

@@ -88,6 +88,6 @@ def test_untranslated_op_is_reported_with_its_name_and_line():
 
     line = _spectrum.__code__.co_firstlineno + 1
     with pytest.raises(UnsupportedAtenOp, match=rf"^aten._fft_r2c.default at .*test_translate.py:{line} "
-                                                 r"in _spectrum cannot run on backend 'reference'\n  why: parity has "
-                                                 r"no translation for this op"):
+                                                 r"in _spectrum cannot run on backend 'reference'\n  why: parity's IR "
+                                                 r"has no complex64 dtype"):
         parity.compile(_spectrum, backend="reference")(torch.ones(1, 2, 8))
