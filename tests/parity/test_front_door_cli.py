@@ -128,7 +128,7 @@ def test_did_you_mean_only_for_near_misses():
     (dict(backend="onnx", device="cdua"),
      "backend 'onnx' runs on cpu, cuda, not 'cdua'; did you mean 'cuda'? choose one of those devices or another "
      "backend"),
-    (dict(device="cuda"), "backend 'reference' runs on cpu, not 'cuda'; choose one of those devices or another "
+    (dict(backend="reference", device="cuda"), "backend 'reference' runs on cpu, not 'cuda'; choose one of those devices or another "
                           "backend"),
     (dict(strict="yes"), "strict should be bool, got str 'yes'"),
     (dict(format="onnx"), "parity.compile takes no option 'format': it is an option of parity.export"),
