@@ -14,7 +14,6 @@ import collections
 import contextlib
 import functools
 import threading
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +28,9 @@ from ..ir.expand import decomposition
 from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype
-from .errors import InternalError, UnsupportedAtenOp, warning_text
+from .errors import FallbackWarning, InternalError, UnsupportedAtenOp, warning_text
 from .sharding import apply_sharding
+from .source import warn_at
 from .tensors import array_converter, result_converter
 from .translate import Translation, fx_to_ir
 
@@ -57,6 +57,7 @@ class CompileOptions:
     site: Any = None  # the SourceLoc of the parity.compile call, for sharding errors
     cache_dir: str | None = None  # the disk cache's directory (backends/disk_cache.py); None: off
     auto: Any = None  # backend="auto": its AutoOptions (frontend/auto.py)
+    fullgraph: bool = False  # every piece on the backend: a graph break is an error (frontend/graph_breaks.py)
 
 
 @dataclass
@@ -74,7 +75,7 @@ class Session:
         if aten_op in self.warned:
             return
         self.warned.add(aten_op)
-        warnings.warn(warning_text(aten_op, loc, why, self.options.backend), UserWarning, stacklevel=2)
+        warn_at(loc, warning_text(aten_op, loc, why, self.options.backend), FallbackWarning)
 
 
 def reset_caches() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 
 from ..ir.graph import SourceLoc
 
@@ -62,3 +63,17 @@ def loc_from_stack_trace(trace: str | None) -> SourceLoc | None:
         last = frames[-1]
         return SourceLoc(last["file"], int(last["line"]), last["function"])
     return None
+
+
+def warn_at(loc: SourceLoc | None, message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the user's line ``loc`` (the filters and
+    ``catch_warnings`` see that file and line), or to parity's caller when there is none."""
+    if loc is None:
+        warnings.warn(message, category, stacklevel=3)
+        return
+    module = loc.file.rsplit("/", 1)[-1].removesuffix(".py")
+    warnings.warn_explicit(message, category, loc.file, loc.line, module=module,
+                           registry=_REGISTRY.setdefault(loc.file, {}))
+
+
+_REGISTRY: dict[str, dict] = {}  # warn_explicit's once-per-location bookkeeping, per user file

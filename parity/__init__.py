@@ -16,7 +16,8 @@ __all__ = ["AutoOptions", "Mesh", "PartitionSpec", "auto_choices", "capture", "c
 
 
 def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True, dynamic=None, mesh=None,
-            in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=False):
+            in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=False,
+            fullgraph=False):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -28,6 +29,8 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
     ``backend="auto"`` picks, per graph, the fastest conformant backend (``auto`` takes an
     :class:`AutoOptions`; ``$PARITY_BACKEND`` forces one; :func:`auto_choices` shows the picks).
     ``fast_path=True`` lets repeated call signatures skip Dynamo (see frontend/fast_path.py).
+    ``fullgraph=True`` (as in ``torch.compile``) makes every piece that would run in eager
+    torch an error; by default each warns once with your line.
 
     Example::
 
@@ -40,7 +43,7 @@ def compile(fn_or_module=None, *, backend="reference", device="cpu", strict=True
 
     return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
-                    auto=auto, fast_path=fast_path)
+                    auto=auto, fast_path=fast_path, fullgraph=fullgraph)
 
 
 def shard(tensor, spec):
