@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -144,7 +145,12 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
                 f"dynamic dims of keyword arguments ({', '.join(kwargs)}) cannot be captured: torch.export fails "
                 f"on them ({exc})\n  fix: pass those tensors positionally, e.g. parity.export(model, "
                 f"({', '.join(kwargs)},), input_names={list(kwargs)}, dynamic_dims=...)") from exc
-    exported = exported.run_decompositions(decomposition_table())
+    with warnings.catch_warnings():
+        # torch 2.13's run_decompositions deep-copies its own treespecs, which trips torch's
+        # deprecation of LeafSpec: noise from torch's code, not the user's; silenced only here
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                                category=FutureWarning)
+        exported = exported.run_decompositions(decomposition_table())
     signature = exported.graph_signature
     translation = fx_to_ir(exported.graph_module, name=_graph_name(fn), backend=None)
     graph, _ = dce(translation.graph)
