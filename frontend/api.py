@@ -27,7 +27,7 @@ from .errors import UnsupportedAtenOp
 from .fast_path import FastPath
 from .fast_path_disk import function_key
 from .graph_breaks import BreakWatch, graph_break_error
-from .sharding import configure
+from .sharding import caller_site, configure
 from .user_errors import eager_error, from_user_frame, quiet_tracing_logs
 
 
@@ -86,6 +86,7 @@ def compile(fn_or_module: Any = None, *, backend: str = "reference", device: str
     warned: set[str] = set()
     mesh, site, traced = configure(fn_or_module, found, mesh=mesh, in_shardings=in_shardings,
                                    out_shardings=out_shardings, strict=strict, warned=warned)
+    site = site or caller_site()  # the user's line, for code only torch's nn files call (source.in_user_code)
     session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                                      site=site, cache_dir=resolve_cache_dir(cache_dir),
                                      auto=auto if backend == AUTO else None, fullgraph=fullgraph), warned)

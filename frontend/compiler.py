@@ -30,7 +30,7 @@ from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype
 from .errors import FallbackWarning, InternalError, UnsupportedAtenOp, warning_text
 from .sharding import apply_sharding
-from .source import warn_at
+from .source import in_user_code, warn_at
 from .tensors import array_converter, result_converter
 from .translate import Translation, fx_to_ir
 
@@ -75,6 +75,7 @@ class Session:
         if aten_op in self.warned:
             return
         self.warned.add(aten_op)
+        loc = in_user_code(loc, self.options.site)
         warn_at(loc, warning_text(aten_op, loc, why, self.options.backend), FallbackWarning)
 
 
@@ -256,6 +257,12 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
             if session.on_compiled is not None:
                 session.on_compiled(compiled, kind)
             return compiled
+        except UnsupportedAtenOp as err:
+            loc = in_user_code(err.loc, session.options.site)
+            if loc is err.loc:
+                raise
+            raise UnsupportedAtenOp(err.aten_op, loc, err.why, backend=err.backend,
+                                    alternatives=err.alternatives) from None
         except ParityError:
             raise
         except Exception as exc:  # not ours on purpose: a bug report, never Dynamo's opaque wrapper

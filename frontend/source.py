@@ -65,6 +65,14 @@ def loc_from_stack_trace(trace: str | None) -> SourceLoc | None:
     return None
 
 
+def in_user_code(loc: SourceLoc | None, site: SourceLoc | None) -> SourceLoc | None:
+    """``loc`` when it is in the user's code, else ``site`` (where the user called parity): the
+    layers of an ``nn.Sequential`` compiled as it is were called by torch's code alone."""
+    if loc is not None and is_user_file(loc.file):
+        return loc
+    return site or loc
+
+
 def warn_at(loc: SourceLoc | None, message: str, category: type[Warning]) -> None:
     """``warnings.warn`` attributed to the user's line ``loc`` (the filters and
     ``catch_warnings`` see that file and line), or to parity's caller when there is none."""

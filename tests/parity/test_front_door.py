@@ -268,6 +268,18 @@ def test_fallback_warning_names_the_users_line(no_tanh):
     assert _warnings_of(f, X, category=FallbackWarning)[1] == []  # once
 
 
+def test_layers_of_a_sequential_compiled_as_it_is_are_located_at_the_compile_call(no_tanh):
+    seq = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh())
+    compiled, line = parity.compile(seq, backend=no_tanh, strict=False), sys._getframe().f_lineno
+    out, caught = _warnings_of(compiled, X, category=FallbackWarning)
+    torch.testing.assert_close(out, seq(X))
+    (w,) = caught  # only torch's nn files called the layers: the user's line is the compile call
+    assert (w.filename, w.lineno) == (__file__, line)
+    assert f"aten.tanh.default at {__file__}:{line} in " in str(w.message)
+    with pytest.raises(UnsupportedAtenOp, match=rf"aten.tanh.default at .*test_front_door.py:{line + 7} in "):
+        parity.compile(seq, backend=no_tanh)(X)
+
+
 @pytest.mark.parametrize("fn,text", [(breaks_at_nonzero, "torch.nonzero"), (breaks_at_item, "item()"),
                                      (breaks_at_print, "print(\"front"), (ends_at_nonzero, "torch.nonzero")])
 def test_every_graph_break_warns_once_at_the_users_line(fn, text):
