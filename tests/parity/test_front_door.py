@@ -247,6 +247,15 @@ def breaks_at_print(x):
     return y * 2
 
 
+@torch._dynamo.disable
+def kept_eager(y):
+    return y * 3
+
+
+def calls_a_disabled_function(x):
+    return kept_eager(x + 1) - 1  # Dynamo runs kept_eager outside the graph
+
+
 def ends_at_nonzero(x):
     return torch.nonzero(x)  # no graph on either side of the break
 
@@ -281,7 +290,8 @@ def test_layers_of_a_sequential_compiled_as_it_is_are_located_at_the_compile_cal
 
 
 @pytest.mark.parametrize("fn,text", [(breaks_at_nonzero, "torch.nonzero"), (breaks_at_item, "item()"),
-                                     (breaks_at_print, "print(\"front"), (ends_at_nonzero, "torch.nonzero")])
+                                     (breaks_at_print, "print(\"front"), (ends_at_nonzero, "torch.nonzero"),
+                                     (calls_a_disabled_function, "kept_eager(x")])
 def test_every_graph_break_warns_once_at_the_users_line(fn, text):
     f = parity.compile(fn, backend="onnx")
     x = torch.tensor([-1.0, 2.0, 3.0])
@@ -305,16 +315,18 @@ def test_capture_of_a_sequential_locates_every_node_in_the_users_file():
 # -- item 6: every eager island raises under fullgraph=True and is listed by explain ------
 
 
-def test_fullgraph_makes_a_graph_break_an_error():
-    f = parity.compile(breaks_at_print, backend="onnx", fullgraph=True)
+@pytest.mark.parametrize("fn,text,why", [
+    (breaks_at_print, 'print("front', "Failed to trace builtin operator: Dynamo does not know how to trace builtin "
+                                      "operator `print`"),
+    (calls_a_disabled_function, "kept_eager(x", "Skip calling `torch.compiler.disable()`d function")])
+def test_fullgraph_makes_a_graph_break_an_error(fn, text, why):
+    f = parity.compile(fn, backend="onnx", fullgraph=True)
     with pytest.raises(GraphBreakError) as caught:
         f(X)
-    first, why, fix = str(caught.value).splitlines()
-    line = line_of(breaks_at_print, 'print("front')
-    assert first == (f"parity.compile(fullgraph=True): the code at {__file__}:{line} "
-                     "in breaks_at_print would run in eager torch, not on 'onnx'")
-    assert why.startswith("  why: Failed to trace builtin operator: Dynamo does not know how to trace builtin "
-                          "operator `print`")
+    first, why_line, fix = str(caught.value).splitlines()
+    assert first == (f"parity.compile(fullgraph=True): the code at {__file__}:{line_of(fn, text)} "
+                     f"in {fn.__name__} would run in eager torch, not on 'onnx'")
+    assert why_line.startswith(f"  why: {why}")
     assert fix.startswith("  fix: rewrite that code") and "drop fullgraph=True" in fix
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
 
