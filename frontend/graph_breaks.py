@@ -29,6 +29,10 @@ class GraphBreakWarning(UserWarning):
     """Part of a compiled function runs in eager torch (a Dynamo graph break)."""
 
 
+class RecompileLimitWarning(GraphBreakWarning):
+    """Dynamo compiled a function as often as its recompile limit allows: later calls run in eager torch."""
+
+
 class GraphBreakError(FrontendError):
     """``fullgraph=True``: Dynamo would run part of the function in eager torch."""
 

@@ -20,12 +20,21 @@ Example::
 from __future__ import annotations
 
 import logging
+import re
 import sys
+
+from ..ir.graph import SourceLoc
+from .graph_breaks import RecompileLimitWarning
+from .source import warn_at
 
 #: torch's loggers that report, on stderr, what parity's own tracing tried: a failed meta
 #: kernel (the user's error, which the eager rerun raises anyway) and Dynamo's
 #: ``.item()`` graph-break hint (parity reports every break itself: graph_breaks.py).
 TRACING_LOGGERS = ("torch._subclasses.fake_tensor", "torch._dynamo.variables.tensor")
+#: the logger whose recompile-limit record says Dynamo now runs a frame in eager torch
+RECOMPILE_LOGGER = "torch._dynamo.convert_frame"
+_LIMIT = re.compile(r"hit config\.(?P<limit>\w+) \((?P<n>\d+)\)\n\s*function: '(?P<fn>[^']*)' "
+                    r"\((?P<file>.+):(?P<line>\d+)\)\n\s*last reason: (?P<reason>[^\n]*)")
 
 
 def eager_error(fn, args: tuple, kwargs: dict) -> BaseException | None:
@@ -59,14 +68,27 @@ class _WhileParityTraces(logging.Filter):
         self.codes = codes
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name not in TRACING_LOGGERS:
+        if record.name not in TRACING_LOGGERS and record.name != RECOMPILE_LOGGER:
             return True
         frame = sys._getframe(1)  # only walked when such a record is emitted, never per call
-        while frame is not None:
-            if frame.f_code in self.codes:
-                return False
+        while frame is not None and frame.f_code not in self.codes:
             frame = frame.f_back
-        return True
+        if frame is None:
+            return True
+        if record.name == RECOMPILE_LOGGER:
+            limit = _LIMIT.search(record.getMessage())
+            if limit is None:
+                return True
+            warn_recompile_limit(limit)  # an eager island from now on: parity's warning, at the user's line
+        return False
+
+
+def warn_recompile_limit(limit: re.Match) -> None:
+    loc = SourceLoc(limit["file"], int(limit["line"]), limit["fn"])
+    warn_at(loc, f"parity.compile: {loc} was compiled {limit['n']} times (Dynamo's {limit['limit']}); from now on "
+                 f"Dynamo runs it in eager torch, not on the backend\n  why: the last recompile: {limit['reason']}\n"
+                 f"  fix: pass dynamic=True (one graph serves every size), or raise "
+                 f"torch._dynamo.config.{limit['limit']}", RecompileLimitWarning)
 
 
 def quiet_tracing_logs(entry_codes) -> None:
@@ -75,7 +97,7 @@ def quiet_tracing_logs(entry_codes) -> None:
     ``entry_codes`` are the code objects of parity's call entry points (``__call__``,
     ``forward``): a record emitted below one of them is parity tracing."""
     codes = frozenset(entry_codes)
-    for name in TRACING_LOGGERS:
+    for name in (*TRACING_LOGGERS, RECOMPILE_LOGGER):
         logger = logging.getLogger(name)
         while logger is not None:
             for handler in logger.handlers:

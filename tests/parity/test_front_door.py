@@ -312,6 +312,27 @@ def test_capture_of_a_sequential_locates_every_node_in_the_users_file():
     assert graph.nodes and {node.loc.file for node in graph.nodes} == {__file__}
 
 
+def doubles(x):
+    return x * 2
+
+
+def test_a_function_past_dynamos_recompile_limit_warns_once_that_it_now_runs_eagerly():
+    f = parity.compile(doubles, backend="onnx")
+    limit = torch._dynamo.config.recompile_limit
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(1, limit + 3):  # every new size recompiles (static sizes)
+            assert torch.equal(f(torch.ones(n)), torch.ones(n) * 2)
+    (w,) = [w for w in caught if issubclass(w.category, GraphBreakWarning)]
+    assert w.category.__name__ == "RecompileLimitWarning"
+    assert (w.filename, w.lineno) == (__file__, doubles.__code__.co_firstlineno)
+    first, why, fix = str(w.message).splitlines()
+    assert first == (f"parity.compile: {__file__}:{w.lineno} in doubles was compiled {limit} times (Dynamo's "
+                     "recompile_limit); from now on Dynamo runs it in eager torch, not on the backend")
+    assert why.startswith("  why: the last recompile: ") and "size mismatch" in why
+    assert fix.startswith("  fix: pass dynamic=True")
+
+
 # -- item 6: every eager island raises under fullgraph=True and is listed by explain ------
 
 
