@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any
 
 import torch
@@ -23,17 +24,19 @@ from ..ir.errors import ParityError
 from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
 from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
+from .errors import UnsupportedAtenOp
 from .explain import compiled_repr
 from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
-from .graph_breaks import watch_breaks
-from .sharding import configure
+from .graph_breaks import BreakWatch, graph_break_error
+from .sharding import caller_site, configure
+from .user_errors import eager_error, from_user_frame, quiet_tracing_logs
 
 
 def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
             out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None,
-            fast_path: bool | None = None, precision: str = "exact"):
+            fast_path: bool | None = None, precision: str = "exact", fullgraph: bool = False):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -68,11 +71,26 @@ def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu
     a backend that declares the tier (xla, onnx) fuse multiply-adds and call native kernels,
     within the fast tier's published per-op bounds (docs/conformance.md); NaN, ±inf and -0.0
     mean the same in both. A backend without the tier runs exact (``parity.explain`` says so).
+    Code Dynamo runs in eager torch (a graph break: ``nonzero``, ``.item()``, ``print``)
+    warns once with the user's line (:class:`~parity.frontend.graph_breaks.GraphBreakWarning`);
+    ``fullgraph=True``, as in ``torch.compile``, makes it an error, as it does every op the
+    backend cannot run. A ``staticmethod`` or ``classmethod`` stays one; a function
+    decorated in a class body binds to each instance like a method.
     """
     if fn_or_module is None:
         return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
                                  mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
-                                 cache_dir=cache_dir, auto=auto, fast_path=fast_path, precision=precision)
+                                 cache_dir=cache_dir, auto=auto, fast_path=fast_path, precision=precision,
+                                 fullgraph=fullgraph)
+    if isinstance(fn_or_module, (staticmethod, classmethod)):  # @parity.compile above @staticmethod
+        return type(fn_or_module)(compile(fn_or_module.__func__, backend=backend, device=device, strict=strict,
+                                          dynamic=dynamic, mesh=mesh, in_shardings=in_shardings,
+                                          out_shardings=out_shardings, cache_dir=cache_dir, auto=auto,
+                                          fast_path=fast_path, precision=precision, fullgraph=fullgraph))
+    if fullgraph and not strict:
+        raise ParityError("parity.compile: fullgraph=True runs every op on the backend, and strict=False would run "
+                          "some in eager torch\n  fix: pass one of them: fullgraph=True (errors at every eager "
+                          "piece) or strict=False (runs them eagerly, with a warning each)")
     tier = Precision.parse(precision)  # an unknown tier fails here, before any capture
     requested = backend
     if backend == AUTO:
@@ -85,9 +103,12 @@ def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu
     warned: set[str] = set()
     mesh, site, traced = configure(fn_or_module, found, mesh=mesh, in_shardings=in_shardings,
                                    out_shardings=out_shardings, strict=strict, warned=warned)
+    site = site or caller_site()  # the user's line, for code only torch's nn files call (source.in_user_code)
     session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                                      site=site, cache_dir=resolve_cache_dir(cache_dir),
-                                     auto=auto if requested == AUTO else None, precision=tier), warned)
+                                     auto=auto if requested == AUTO else None, precision=tier,
+                                     fullgraph=fullgraph), warned)
+    quiet_tracing_logs(ENTRY_CODES)
     if isinstance(fn_or_module, torch.nn.Module):
         return CompiledModule(fn_or_module, session, traced)
     if fast_path or (fast_path is None and traced is None):
@@ -95,44 +116,79 @@ def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu
     return CompiledFunction(fn_or_module, session, traced)
 
 
-def _raise_user_error(err: Exception, eager, args, kwargs) -> None:
-    """Raise parity's or the user's own error in place of Dynamo's wrapping of it, if it is one.
+def _user_facing_error(err: Exception, eager, args, kwargs, session: Session) -> BaseException | None:
+    """parity's or the user's own error in place of Dynamo's wrapping of ``err``, if it is one.
 
-    Returns when ``err`` is none of those; the caller then re-raises it as it is.
+    None when ``err`` is none of those; the caller then re-raises it as it is.
     """
     from torch._dynamo import exc as dynamo_exc
 
     if isinstance(err, dynamo_exc.BackendCompilerFailed):
         inner = getattr(err, "inner_exception", None)
-        if isinstance(inner, ParityError):
-            raise inner.with_traceback(None) from None
-    elif isinstance(err, (dynamo_exc.TorchRuntimeError, dynamo_exc.UserError, dynamo_exc.Unsupported)):
-        # The user's code fails while being traced (bad shapes or types): run it eagerly,
-        # which raises the user's own error from the user's own line.
-        eager(*args, **kwargs)
+        if isinstance(inner, UnsupportedAtenOp) and session.options.fullgraph:
+            inner = inner.under_fullgraph()
+        return inner.with_traceback(None) if isinstance(inner, ParityError) else None
+    if session.options.fullgraph:
+        broken = graph_break_error(err, str(session.options.backend))
+        if broken is not None:
+            return broken
+    traced = hasattr(err, "innermost_user_frame_summary") and not isinstance(err, ParityError)
+    if traced or isinstance(err, (dynamo_exc.TorchRuntimeError, dynamo_exc.UserError, dynamo_exc.Unsupported)):
+        # The user's code fails while being traced (bad shapes or types; Dynamo wraps the
+        # error or appends its "from user code" to it): run it eagerly, which raises the
+        # user's own error from the user's own line.
+        return eager_error(eager, args, kwargs)
+    return None
+
+
+def _run(call, args: tuple, kwargs: dict, breaks: BreakWatch, eager, session: Session):
+    """``call(*args, **kwargs)`` as (result, None), or (None, the error to raise in its place).
+
+    The hot path is the one call and two ``len``s; errors are sorted out only when there is
+    one, and graph breaks reported only when Dynamo made one. The caller raises, so the
+    traceback shows the user's call, one line of parity, and the user's failing line.
+    """
+    mark = breaks.mark()
+    try:
+        result = call(*args, **kwargs)
+    except Exception as err:
+        # a user's error raised at run time (after a graph break): from the user's frame on
+        error = _user_facing_error(err, eager, args, kwargs, session) or from_user_frame(err)
+        if error is None:
+            raise
+        return None, error
+    breaks.report(mark)
+    return result, None
 
 
 class CompiledFunction:
-    """A function compiled by :func:`compile`; call it like the original."""
+    """A function compiled by :func:`compile`; call it like the original.
+
+    Decorating a method in a class body works as it does for a function: each access
+    through an instance binds it (``__get__``), so the instance is the first argument.
+    """
 
     def __init__(self, fn, session: Session, traced=None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.session = session
         self.options = session.options
+        self._breaks = BreakWatch(str(session.options.backend))
         # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
-        self._compiled = torch.compile(traced or fn, backend=_dynamo_backend(session), dynamic=_dynamic(session))
+        self._compiled = torch.compile(traced or fn, backend=_dynamo_backend(session), dynamic=_dynamic(session),
+                                       fullgraph=session.options.fullgraph)
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else types.MethodType(self, instance)
 
     def __repr__(self) -> str:
         return compiled_repr(self.fn, self.session)
 
     def __call__(self, *args, **kwargs):
-        # The hot path is this one call; errors are sorted out only when there is one.
-        try:
-            return self._compiled(*args, **kwargs)
-        except Exception as err:
-            _raise_user_error(err, self.fn, args, kwargs)
-            raise
+        result, error = _run(self._compiled, args, kwargs, self._breaks, self.fn, self.session)
+        if error is not None:
+            raise error from None
+        return result
 
 
 class FastCompiledFunction(CompiledFunction):
@@ -143,6 +199,7 @@ class FastCompiledFunction(CompiledFunction):
         self.fn = fn
         self.session = session
         self.options = session.options
+        self._breaks = BreakWatch(str(session.options.backend))
         fn_key = function_key(fn) if session.options.cache_dir and session.options.backend != AUTO \
             and traced is None else None
         if fn_key and not read_guards:
@@ -152,14 +209,17 @@ class FastCompiledFunction(CompiledFunction):
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
         arguments = call_arguments(fn) if code is not None and traced is None else frozenset()
         backend = self.fast_path.wrap_backend(_dynamo_backend(session), code, arguments)
-        self._compiled = torch.compile(traced or fn, backend=backend, dynamic=_dynamic(session))
+        self._compiled = torch.compile(traced or fn, backend=backend, dynamic=_dynamic(session),
+                                       fullgraph=session.options.fullgraph)
 
     def __call__(self, *args, **kwargs):
-        try:
-            return self.fast_path.call(self._compiled, args, kwargs)
-        except Exception as err:
-            _raise_user_error(err, self.fn, args, kwargs)
-            raise
+        result, error = _run(self._fast_call, args, kwargs, self._breaks, self.fn, self.session)
+        if error is not None:
+            raise error from None
+        return result
+
+    def _fast_call(self, *args, **kwargs):
+        return self.fast_path.call(self._compiled, args, kwargs)
 
 
 class CompiledModule(torch.nn.Module):
@@ -170,18 +230,24 @@ class CompiledModule(torch.nn.Module):
         self.module = module
         self.session = session
         self.options = session.options
-        compiled = torch.compile(traced or module, backend=_dynamo_backend(session), dynamic=_dynamic(session))
+        compiled = torch.compile(traced or module, backend=_dynamo_backend(session), dynamic=_dynamic(session),
+                                 fullgraph=session.options.fullgraph)
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
+        object.__setattr__(self, "_breaks", BreakWatch(str(session.options.backend)))
 
     def __repr__(self) -> str:
         return compiled_repr(self.module, self.session)
 
     def forward(self, *args, **kwargs):
-        try:
-            return self._compiled(*args, **kwargs)
-        except Exception as err:
-            _raise_user_error(err, self.module, args, kwargs)
-            raise
+        result, error = _run(self._compiled, args, kwargs, self._breaks, self.module, self.session)
+        if error is not None:
+            raise error from None
+        return result
+
+
+#: parity's call entry points: torch's tracing logs emitted below them stay off stderr (user_errors.py)
+ENTRY_CODES = (CompiledFunction.__call__.__code__, FastCompiledFunction.__call__.__code__,
+               CompiledModule.forward.__code__)
 
 
 def _dynamic(session: Session) -> bool:
@@ -194,5 +260,5 @@ def _dynamic(session: Session) -> bool:
 
 
 def _dynamo_backend(session: Session):
-    """parity's Dynamo backend for ``session``, warning about graph breaks under strict=True."""
-    return watch_breaks(make_dynamo_backend(session), bool(session.options.strict), str(session.options.backend))
+    """parity's Dynamo backend for ``session``."""
+    return make_dynamo_backend(session)

@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -35,6 +36,8 @@ import torch
 from ..ir.graph import Graph
 from .errors import FrontendError
 from .outputs import PREFIX, FlatOutputs
+from .sharding import caller_site
+from .source import is_user_file
 from .specialize import GuardedDimension, GuardLog, SpecializedDimension, size_bounds, suggested_ranges, with_ranges
 
 
@@ -142,10 +145,16 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
                 f"dynamic dims of keyword arguments ({', '.join(kwargs)}) cannot be captured: torch.export fails "
                 f"on them ({exc})\n  fix: pass those tensors positionally, e.g. parity.export(model, "
                 f"({', '.join(kwargs)},), input_names={list(kwargs)}, dynamic_dims=...)") from exc
-    exported = exported.run_decompositions(decomposition_table())
+    with warnings.catch_warnings():
+        # torch 2.13's run_decompositions deep-copies its own treespecs, which trips torch's
+        # deprecation of LeafSpec: noise from torch's code, not the user's; silenced only here
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                                category=FutureWarning)
+        exported = exported.run_decompositions(decomposition_table())
     signature = exported.graph_signature
     translation = fx_to_ir(exported.graph_module, name=_graph_name(fn), backend=None)
     graph, _ = dce(translation.graph)
+    _locate_in_user_code(graph, caller_site())
     graph.assumptions = graph.assumptions + size_bounds(exported)
 
     user_names = iter(_user_input_names(fn, args, kwargs, signature))
@@ -185,6 +194,15 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
             output_names.append(f"output {len(output_paths)}")
             output_paths.append(path)
     return CapturedProgram(graph, input_names, output_names, state, output_paths, notes)
+
+
+def _locate_in_user_code(graph: Graph, site) -> None:
+    """Nodes whose stack holds no frame of the user's (the layers of an ``nn.Sequential``
+    passed as it is: only torch's and parity's frames called them) are located at the
+    user's line that called capture, not in torch's or parity's files."""
+    for node in graph.nodes:
+        if site is not None and (node.loc is None or not is_user_file(node.loc.file)):
+            node.loc = site
 
 
 class DataDependentCapture(FrontendError):

@@ -14,7 +14,6 @@ import collections
 import contextlib
 import functools
 import threading
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +30,10 @@ from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype
 from ..ir.precision import Precision
-from .errors import InternalError, UnsupportedAtenOp, warning_text
+from .errors import FallbackWarning, InternalError, UnsupportedAtenOp, warning_text
 from .status import slow_work
 from .sharding import apply_sharding
+from .source import in_user_code, warn_at
 from .tensors import array_converter, result_converter
 from .translate import Translation, fx_to_ir
 
@@ -61,6 +61,7 @@ class CompileOptions:
     cache_dir: str | None = None  # the disk cache's directory (backends/disk_cache.py); None: off
     auto: Any = None  # backend="auto": its AutoOptions (frontend/auto.py)
     precision: Precision = Precision.EXACT  # the tier asked for; a backend without it runs EXACT (base.compile_at)
+    fullgraph: bool = False  # every piece on the backend: a graph break is an error (frontend/graph_breaks.py)
 
 
 @dataclass
@@ -78,7 +79,8 @@ class Session:
         if aten_op in self.warned:
             return
         self.warned.add(aten_op)
-        warnings.warn(warning_text(aten_op, loc, why, self.options.backend), UserWarning, stacklevel=2)
+        loc = in_user_code(loc, self.options.site)
+        warn_at(loc, warning_text(aten_op, loc, why, self.options.backend), FallbackWarning)
 
 
 def reset_caches() -> None:
@@ -259,6 +261,12 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
             if session.on_compiled is not None:
                 session.on_compiled(compiled, kind)
             return compiled
+        except UnsupportedAtenOp as err:
+            loc = in_user_code(err.loc, session.options.site)
+            if loc is err.loc:
+                raise
+            raise UnsupportedAtenOp(err.aten_op, loc, err.why, backend=err.backend,
+                                    alternatives=err.alternatives) from None
         except ParityError:
             raise
         except Exception as exc:  # not ours on purpose: a bug report, never Dynamo's opaque wrapper

@@ -72,6 +72,17 @@ class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
         )
         super().__init__(message)
 
+    def under_fullgraph(self) -> UnsupportedAtenOp:
+        """This error as ``fullgraph=True`` reports it: the fix cannot be strict=False there."""
+        first, why = str(self).splitlines()[:2]
+        self.args = (f"{first}\n{why}\n  fix: fullgraph=True runs every op on the backend: rewrite this piece, "
+                     f"or drop fullgraph=True and pass strict=False to run only this op eagerly in torch",)
+        return self
+
+
+class FallbackWarning(UserWarning):
+    """``strict=False``: an aten op runs in eager torch, not on the backend (one per op)."""
+
 
 def dtype_not_in_ir(dtype) -> str:
     """Why a value of torch dtype ``dtype`` (complex, float8, quantized) cannot be in the IR."""

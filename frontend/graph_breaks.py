@@ -1,12 +1,15 @@
-"""Graph breaks under ``strict=True``: Dynamo ran part of the function in eager torch.
+"""Eager islands: code under ``parity.compile`` that Dynamo runs in eager torch.
 
-``strict=True`` promises that every op parity captures runs on the chosen backend. Dynamo
-may still split a function (a data-dependent shape such as ``nonzero``, an unsupported
-Python construct) and run the code between its graphs in eager torch, which no
-translation error reports. :func:`watch_breaks` wraps parity's Dynamo backend: each graph
-that ends at a break carries Dynamo's reason and the user's stack, and in strict mode the
-first compile of each break warns once (:class:`GraphBreakWarning`) with what failed,
-where, why and what to do. ``parity.explain`` lists every break without compiling.
+parity promises that what it captures runs on the chosen backend. Dynamo may still split
+a function (a data-dependent shape such as ``nonzero``, ``.item()``, a ``print``, a call of
+a ``torch._dynamo.disable``'d function) and run the code at the split in eager torch,
+which no translation error reports. Dynamo records every split it makes (its
+``graph_break_reasons``, the list ``torch._dynamo.explain`` reads), also those where no
+graph is compiled on either side. :class:`BreakWatch` reads the entries a call added and
+warns once per break (:class:`GraphBreakWarning`), attributed to the user's line with
+``warnings.warn_explicit``. ``fullgraph=True`` (as in ``torch.compile``) makes Dynamo
+raise at the split instead; :func:`graph_break_error` turns that into a short
+:class:`GraphBreakError`. ``parity.explain`` lists every break without compiling.
 
 Example::
 
@@ -17,14 +20,31 @@ Example::
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
-
 from ..ir.graph import SourceLoc
+from .errors import FrontendError
+from .source import warn_at
 
 
 class GraphBreakWarning(UserWarning):
-    """Under ``strict=True``, part of a compiled function runs in eager torch (a Dynamo graph break)."""
+    """Part of a compiled function runs in eager torch (a Dynamo graph break)."""
+
+
+class RecompileLimitWarning(GraphBreakWarning):
+    """Dynamo compiled a function as often as its recompile limit allows: later calls run in eager torch."""
+
+
+class GraphBreakError(FrontendError):
+    """``fullgraph=True``: Dynamo would run part of the function in eager torch."""
+
+    def __init__(self, reason: str, loc: SourceLoc | None, backend_name: str):
+        self.reason = reason
+        self.loc = loc
+        where = f"at {loc}" if loc else "(Dynamo names no line)"
+        super().__init__(
+            f"parity.compile(fullgraph=True): the code {where} would run in eager torch, not on {backend_name!r}\n"
+            f"  why: {reason}\n"
+            f"  fix: rewrite that code (e.g. static shapes instead of a data-dependent one), or drop fullgraph=True "
+            f"to run it eagerly (with a warning); parity.explain(fn, *args) lists every such place")
 
 
 def short_reason(reason: str) -> str:
@@ -44,30 +64,54 @@ def user_loc(stack) -> SourceLoc | None:
     return SourceLoc(frame.filename, frame.lineno, frame.name)
 
 
-def watch_breaks(backend: Callable, strict: bool, backend_name: str) -> Callable:
-    """``backend`` (a Dynamo backend), warning under ``strict`` for each graph that ends at a
-    graph break, once per break location."""
-    if not strict:
-        return backend
-    seen: set = set()
+def _dynamo_reasons() -> list:
+    """Dynamo's list of every graph break it made (cleared by ``torch._dynamo.reset``)."""
+    from torch._dynamo.utils import graph_break_reasons
 
-    def watched(gm, example_inputs):
-        reason = getattr(gm, "compile_subgraph_reason", None)
-        if reason is not None and getattr(reason, "graph_break", False):
-            loc = user_loc(getattr(reason, "user_stack", None))
-            key = (str(loc), short_reason(reason.reason))
-            if key not in seen:
-                seen.add(key)
-                warnings.warn(break_message(short_reason(reason.reason), loc, backend_name), GraphBreakWarning,
-                              stacklevel=2)
-        return backend(gm, example_inputs)
+    return graph_break_reasons
 
-    return watched
+
+class BreakWatch:
+    """Warns once per graph break that Dynamo made while one compiled object was called.
+
+    :meth:`mark` before the call and :meth:`report` after it: only the entries the call
+    added are read (two ``len`` calls when there are none).
+    """
+
+    def __init__(self, backend_name: str):
+        self.backend_name = backend_name
+        self.reasons = _dynamo_reasons()
+        self.seen: set = set()
+
+    def mark(self) -> int:
+        return len(self.reasons)
+
+    def report(self, start: int) -> None:
+        end = len(self.reasons)
+        if end == start:
+            return
+        for reason in self.reasons[start if end > start else 0:end]:  # a reset inside the call: from 0
+            loc = user_loc(reason.user_stack)
+            why = short_reason(reason.reason)
+            if (str(loc), why) in self.seen:
+                continue
+            self.seen.add((str(loc), why))
+            warn_at(loc, break_message(why, loc, self.backend_name), GraphBreakWarning)
+
+
+def graph_break_error(err: BaseException, backend_name: str) -> GraphBreakError | None:
+    """The :class:`GraphBreakError` for Dynamo's ``Unsupported`` under ``fullgraph=True``."""
+    from torch._dynamo.exc import Unsupported
+
+    if not isinstance(err, Unsupported):
+        return None
+    stack = getattr(err, "real_stack", None)
+    return GraphBreakError(short_reason(getattr(err, "msg", "") or str(err)), user_loc(stack), backend_name)
 
 
 def break_message(reason: str, loc: SourceLoc | None, backend_name: str) -> str:
     where = f"at {loc}" if loc else "(Dynamo names no line)"
-    return (f"parity.compile(strict=True): Dynamo split the function {where}; the code there runs in eager "
-            f"torch, not on {backend_name!r}\n  why: {reason}\n  fix: rewrite that code without it (e.g. "
-            "static shapes instead of a data-dependent one), or pass strict=False to accept eager pieces; "
-            "parity.explain(fn, *args) lists every break")
+    return (f"parity.compile: Dynamo split the function {where}; the code there runs in eager torch, not on "
+            f"{backend_name!r}\n  why: {reason}\n  fix: rewrite that code without it (e.g. static shapes instead "
+            "of a data-dependent one); fullgraph=True makes this an error; parity.explain(fn, *args) lists every "
+            "break")

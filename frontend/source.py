@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 
 from ..ir.graph import SourceLoc
 
@@ -62,3 +63,25 @@ def loc_from_stack_trace(trace: str | None) -> SourceLoc | None:
         last = frames[-1]
         return SourceLoc(last["file"], int(last["line"]), last["function"])
     return None
+
+
+def in_user_code(loc: SourceLoc | None, site: SourceLoc | None) -> SourceLoc | None:
+    """``loc`` when it is in the user's code, else ``site`` (where the user called parity): the
+    layers of an ``nn.Sequential`` compiled as it is were called by torch's code alone."""
+    if loc is not None and is_user_file(loc.file):
+        return loc
+    return site or loc
+
+
+def warn_at(loc: SourceLoc | None, message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the user's line ``loc`` (the filters and
+    ``catch_warnings`` see that file and line), or to parity's caller when there is none."""
+    if loc is None:
+        warnings.warn(message, category, stacklevel=3)
+        return
+    module = loc.file.rsplit("/", 1)[-1].removesuffix(".py")
+    warnings.warn_explicit(message, category, loc.file, loc.line, module=module,
+                           registry=_REGISTRY.setdefault(loc.file, {}))
+
+
+_REGISTRY: dict[str, dict] = {}  # warn_explicit's once-per-location bookkeeping, per user file

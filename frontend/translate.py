@@ -127,8 +127,10 @@ class _Translator:
 
         outputs: list[tuple] = []
         ir_outputs: list[Value] = []
+        loc = None
         for node in self.gm.graph.nodes:
-            loc = loc_from_stack_trace(node.meta.get("stack_trace"))
+            # a node a decomposition added without a stack (a dtype convert) is the previous node's line
+            loc = loc_from_stack_trace(node.meta.get("stack_trace")) or loc
             if node.op == "placeholder":
                 self._placeholder(node)
             elif node.op == "call_function" and node.target is _GETITEM:

@@ -17,7 +17,7 @@ __all__ = ["AutoOptions", "Mesh", "PartitionSpec", "auto_choices", "capture", "c
 
 def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dynamic=None, mesh=None,
             in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=None,
-            precision="exact", **unknown):
+            precision="exact", fullgraph=False, **unknown):
     """Compile a torch function or ``nn.Module`` with a parity backend.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -34,6 +34,8 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
     frontend/fast_path.py).
     ``precision="fast"`` lets xla and onnx fuse multiply-adds and use native kernels within
     the fast tier's published bounds (docs/conformance.md); ``"exact"`` is the default.
+    ``fullgraph=True`` (as in ``torch.compile``) makes every piece that would run in eager
+    torch an error; by default each warns once with your line.
 
     Example::
 
@@ -53,7 +55,7 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
         validate.auto_options(auto)
     return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
-                    auto=auto, fast_path=fast_path, precision=precision)
+                    auto=auto, fast_path=fast_path, precision=precision, fullgraph=fullgraph)
 
 
 def shard(tensor, spec):

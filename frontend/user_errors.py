@@ -1,0 +1,106 @@
+"""Errors in the user's own code, under ``parity.compile``, read as they do in eager torch.
+
+When the user's code is wrong (``x @ w`` with 2×3 and 4×8), Dynamo finds it while tracing
+with fake tensors: torch logs the failed meta kernel on stderr, and Dynamo raises its own
+``TorchRuntimeError`` with the first exception chained. :func:`eager_error` runs the
+function eagerly instead and returns the exception eager torch raises, from the user's
+line, without the chain. :func:`quiet_tracing_logs` keeps the log lines torch writes while
+parity traces off stderr (only while a parity-compiled call is on the stack: the same
+loggers stay as they are for everything else).
+
+Example::
+
+    >>> def f(x):
+    ...     return x.reshape(5)
+    >>> import torch
+    >>> type(eager_error(f, (torch.ones(2),), {})).__name__
+    'RuntimeError'
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+
+from ..ir.graph import SourceLoc
+from .graph_breaks import RecompileLimitWarning
+from .source import warn_at
+
+#: torch's loggers that report, on stderr, what parity's own tracing tried: a failed meta
+#: kernel (the user's error, which the eager rerun raises anyway) and Dynamo's
+#: ``.item()`` graph-break hint (parity reports every break itself: graph_breaks.py).
+TRACING_LOGGERS = ("torch._subclasses.fake_tensor", "torch._dynamo.variables.tensor")
+#: the logger whose recompile-limit record says Dynamo now runs a frame in eager torch
+RECOMPILE_LOGGER = "torch._dynamo.convert_frame"
+_LIMIT = re.compile(r"hit config\.(?P<limit>\w+) \((?P<n>\d+)\)\n\s*function: '(?P<fn>[^']*)' "
+                    r"\((?P<file>.+):(?P<line>\d+)\)\n\s*last reason: (?P<reason>[^\n]*)")
+
+
+def eager_error(fn, args: tuple, kwargs: dict) -> BaseException | None:
+    """The exception ``fn(*args, **kwargs)`` raises in eager torch (None if it runs), with
+    its traceback starting at ``fn``'s frame and no exception chained to it."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as err:  # the user's own error, whatever its type
+        err.__context__ = None
+        tb = err.__traceback__
+        return err.with_traceback(tb.tb_next if tb is not None else None)
+    return None
+
+
+def from_user_frame(err: BaseException) -> BaseException | None:
+    """``err`` with its traceback starting at the first frame of the user's code (the frames
+    of parity and torch._dynamo that called it dropped), or None when it has no user frame."""
+    from .source import is_user_file
+
+    tb = err.__traceback__
+    while tb is not None and not is_user_file(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return None if tb is None else err.with_traceback(tb)
+
+
+class _WhileParityTraces(logging.Filter):
+    """Drops records of :data:`TRACING_LOGGERS` emitted inside a parity-compiled call."""
+
+    def __init__(self, codes: frozenset):
+        super().__init__("parity")
+        self.codes = codes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name not in TRACING_LOGGERS and record.name != RECOMPILE_LOGGER:
+            return True
+        frame = sys._getframe(1)  # only walked when such a record is emitted, never per call
+        while frame is not None and frame.f_code not in self.codes:
+            frame = frame.f_back
+        if frame is None:
+            return True
+        if record.name == RECOMPILE_LOGGER:
+            limit = _LIMIT.search(record.getMessage())
+            if limit is None:
+                return True
+            warn_recompile_limit(limit)  # an eager island from now on: parity's warning, at the user's line
+        return False
+
+
+def warn_recompile_limit(limit: re.Match) -> None:
+    loc = SourceLoc(limit["file"], int(limit["line"]), limit["fn"])
+    warn_at(loc, f"parity.compile: {loc} was compiled {limit['n']} times (Dynamo's {limit['limit']}); from now on "
+                 f"Dynamo runs it in eager torch, not on the backend\n  why: the last recompile: {limit['reason']}\n"
+                 f"  fix: pass dynamic=True (one graph serves every size), or raise "
+                 f"torch._dynamo.config.{limit['limit']}", RecompileLimitWarning)
+
+
+def quiet_tracing_logs(entry_codes) -> None:
+    """Install the filter on the handlers torch's tracing records reach (idempotent).
+
+    ``entry_codes`` are the code objects of parity's call entry points (``__call__``,
+    ``forward``): a record emitted below one of them is parity tracing."""
+    codes = frozenset(entry_codes)
+    for name in (*TRACING_LOGGERS, RECOMPILE_LOGGER):
+        logger = logging.getLogger(name)
+        while logger is not None:
+            for handler in logger.handlers:
+                if not any(isinstance(f, _WhileParityTraces) for f in handler.filters):
+                    handler.addFilter(_WhileParityTraces(codes))
+            logger = logger.parent if logger.propagate else None
