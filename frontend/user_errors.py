@@ -79,7 +79,10 @@ class _WhileParityTraces(logging.Filter):
             limit = _LIMIT.search(record.getMessage())
             if limit is None:
                 return True
-            warn_recompile_limit(limit)  # an eager island from now on: parity's warning, at the user's line
+            # one record passes every handler's filter (pytest adds its own): warn for the record once
+            if not getattr(record, "parity_warned", False):
+                record.parity_warned = True
+                warn_recompile_limit(limit)  # an eager island from now on: parity's warning, at the user's line
         return False
 
 
