@@ -98,6 +98,8 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
                        [n for _, g, _ in runnable for n in g.nodes], [v for _, g, _ in runnable for v in g.outputs])
         try:
             outputs = execute(backend, device, merged, [a for i, _, _ in runnable for a in bundle[i].arrays])
+        except MemoryError:  # a worker's memory cap (conformance/worker.py) ends the worker, not the case
+            raise
         except Exception:  # noqa: BLE001 - isolate the failing case below
             outputs = None
         if outputs is not None:
@@ -110,6 +112,8 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
     for i, g, paths in runnable:
         try:
             outputs = execute(backend, device, g, bundle[i].arrays)
+        except MemoryError:
+            raise
         except Exception as exc:  # the backend's failure is a result, not a crash of the runner
             results[i] = CaseResult(**_ids(backend, device, bundle[i].case), status="error",
                                     path=paths.get(bundle[i].case.op, ""), max_ratio=np.inf,

@@ -19,7 +19,8 @@ from .opdb import FAMILIES
 from .reports import matrix, to_json
 from .results import ConformanceRun
 
-_STATUS_CLASS = {"pass": "pass", "deviation": "dev", "fail": "fail", "unsupported": "unsup", "not run": "notrun"}
+_STATUS_CLASS = {"crashed": "crash", "timed out": "crash", "pass": "pass", "deviation": "dev", "fail": "fail",
+                 "unsupported": "unsup", "not run": "notrun"}
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222}
@@ -40,6 +41,7 @@ td.c.first{border-left:2px solid #444}
 td.c.none{background:#f4f4f4;cursor:default}
 td.c.pass{background:hsl(130,55%,calc(88% - var(--v,0)*40%))}
 td.c.dev{background:#f2b233}
+td.c.crash{background:#7b1fa2}
 td.c.fail{background:hsl(0,75%,calc(62% - var(--v,0)*30%))}
 td.c.unsup{background:#bdbdbd}
 td.c.notrun{background:repeating-linear-gradient(45deg,#fff 0 3px,#ddd 3px 5px)}
@@ -151,10 +153,12 @@ def to_html(result: ConformanceRun) -> str:
 
 
 def _summary_table(doc: dict) -> str:
-    head = ["backend/device", "pass", "deviation", "fail", "unsupported", "not run", "cases passed"]
+    head = ["backend/device", "pass", "deviation", "fail", "crashed / timed out", "unsupported", "not run",
+            "cases passed"]
     rows = ["<table class='summary'><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for name, s in doc["summary"].items():
-        vals = [name, s["pass"], s["deviation"], s["fail"], s["unsupported"], s["not run"],
+        vals = [name, s["pass"], s["deviation"], s["fail"], s.get("crashed", 0) + s.get("timed out", 0),
+                s["unsupported"], s["not run"],
                 f"{s['cases_passed']}/{s['cases']}"]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in vals) + "</tr>")
     return "".join(rows) + "</table>"
@@ -162,12 +166,14 @@ def _summary_table(doc: dict) -> str:
 
 def _legend() -> str:
     items = [("pass", "pass (darker: closer to the bound)"), ("dev", "recorded deviation"),
-             ("fail", "fail (darker: larger error)"), ("unsup", "unsupported"), ("notrun", "not run (device absent)")]
+             ("fail", "fail (darker: larger error)"), ("crash", "crashed its worker / timed out"),
+             ("unsup", "unsupported"), ("notrun", "not run (device absent)")]
     spans = "".join(f"<span style='background:{_LEGEND_COLOR[cls]}'>{text}</span>" for cls, text in items)
     return f"<p class='legend'>{spans}</p>"
 
 
-_LEGEND_COLOR = {"pass": "hsl(130,55%,70%)", "dev": "#f2b233", "fail": "hsl(0,75%,55%)", "unsup": "#bdbdbd",
+_LEGEND_COLOR = {"pass": "hsl(130,55%,70%)", "dev": "#f2b233", "fail": "hsl(0,75%,55%)", "crash": "#7b1fa2",
+                 "unsup": "#bdbdbd",
                  "notrun": "repeating-linear-gradient(45deg,#fff 0 3px,#ddd 3px 5px)"}
 
 

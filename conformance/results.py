@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 
 from ..backends.base import Backend
 
-# Cell statuses, worst first (a row of the matrix shows its worst cell).
+# Cell statuses, worst first (a row of the matrix shows its worst cell). A case that killed
+# its worker or ran past its time limit (conformance/controller.py) is CRASHED or TIMED_OUT:
+# worse than a failure, since the backend gave no answer at all.
+CRASHED, TIMED_OUT = "crashed", "timed out"
 FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN = "fail", "deviation", "pass", "unsupported", "not run"
-STATUS_ORDER = (FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
+STATUS_ORDER = (CRASHED, TIMED_OUT, FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
+#: CaseResult statuses that no declared deviation ever excuses.
+NEVER_EXCUSED = ("error", CRASHED, TIMED_OUT)
 
 @dataclass
 class CaseResult:
@@ -31,7 +36,7 @@ class CaseResult:
     dtype: str
     backend: str
     device: str
-    status: str  # pass | fail | error | unsupported
+    status: str  # pass | fail | error | unsupported | crashed | timed out
     path: str = ""  # native | extern | decomposed
     max_ulp: float | None = None
     max_ratio: float = 0.0
@@ -112,6 +117,11 @@ class ConformanceRun:
         return [c for c in self.cells if c.status == FAIL]
 
     @property
+    def crashed(self) -> list[Cell]:
+        """Cells whose case killed its worker or ran past its time limit."""
+        return [c for c in self.cells if c.status in (CRASHED, TIMED_OUT)]
+
+    @property
     def stale_deviations(self) -> list[DeviationCheck]:
         return [d for d in self.deviations if d.state == "stale"]
 
@@ -125,7 +135,7 @@ class ConformanceRun:
 
     @property
     def exit_code(self) -> int:
-        bad = (self.unexpected_failures or self.stale_deviations or self.invalid_deviations
+        bad = (self.unexpected_failures or self.crashed or self.stale_deviations or self.invalid_deviations
                or self.type_rule_failures)
         return 1 if bad else 0
 

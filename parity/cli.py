@@ -35,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     aten.add_argument("--json", action="store_true", help="print JSON instead of text")
     aten.set_defaults(run=_run_aten)
 
+    from .conformance.options import add_worker_arguments
+
     conform = commands.add_parser("conform", help="run the conformance suite and print the op × backend matrix")
     conform.add_argument("--backend", action="append", help="only these backends (repeatable; default: all)")
     conform.add_argument("--device", action="append", help="only these devices (repeatable; default: all listed)")
@@ -60,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="with --mutants: at most N op × dtype cells per fault class, one per op (0: all)")
     conform.add_argument("--mutant-seed", type=int, default=0, help="with --mutants: the seed of that sample")
     conform.add_argument("--faults", metavar="A,B", help="with --mutants: only these fault classes")
+    add_worker_arguments(conform, journal=True)
     conform.set_defaults(run=_run_conform)
 
     fuzz = commands.add_parser("fuzz", help="differential fuzzing: random graphs on every backend, node by node")
@@ -73,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fuzz.add_argument("--no-save", action="store_true", help="do not write regressions to conformance/regressions/")
     fuzz.add_argument("--no-shrink", action="store_true", help="report mismatches without minimising them")
     fuzz.add_argument("--json", metavar="PATH", help="write the fuzzing report as JSON")
+    add_worker_arguments(fuzz)
     fuzz.set_defaults(run=_run_fuzz)
 
     from .bench import cli as bench_cli  # light: the heavy imports happen when it runs
@@ -146,11 +150,15 @@ def _run_conform(args) -> int:
 
     from .backends.registry import BackendNotFound, get_backend
     from .conformance import html, reports, runner, terminal
+    from .conformance.options import worker_options
+    from .conformance.plugins import load_plugins
     from .ir.dtypes import DType
 
     console = Console(stderr=False)
     try:
         dtypes = [DType.from_short(d) for d in args.dtype or ()]
+        workers = worker_options(args)
+        load_plugins(args.plugin)
         for name in args.backend or ():
             get_backend(name)  # a backend asked for by name must load
     except (ValueError, BackendNotFound) as exc:
@@ -162,7 +170,7 @@ def _run_conform(args) -> int:
         result = runner.run(args.backend, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
                             progress=progress, models=args.models,
                             architectures=args.architectures.split(",") if args.architectures else None,
-                            anchors=not args.no_anchors)
+                            anchors=not args.no_anchors, workers=workers)
     if not args.summary_only:
         terminal.print_matrix(result, console)
     terminal.print_summary(result, console)
@@ -210,18 +218,24 @@ def _run_fuzz(args) -> int:
 
     from .backends.registry import BackendNotFound, get_backend
     from .conformance import fuzz, terminal
+    from .conformance.controller import fuzz_results
+    from .conformance.options import worker_options
+    from .conformance.plugins import load_plugins
 
     console = Console()
     try:
+        workers = worker_options(args)
+        load_plugins(args.plugin)
         for name in args.backend or ():
             get_backend(name)
-    except BackendNotFound as exc:
+    except (ValueError, BackendNotFound) as exc:
         console.print(f"[bold red]parity fuzz:[/] {exc}", highlight=False)
         return 2
     with terminal.progress_bar(console, "fuzz") as progress:
         report = fuzz.run(args.budget, seed=args.seed, backends=args.backend, device=args.device,
                           do_shrink=not args.no_shrink, save=not args.no_save, deadline_s=args.time_limit,
-                          progress=progress, only=args.graph)
+                          progress=progress, only=args.graph,
+                          results_for=fuzz_results(workers) if workers else None)
     for line in report.lines():
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if args.json:
@@ -229,7 +243,7 @@ def _run_fuzz(args) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(report.to_json(), indent=1), encoding="utf-8")
         console.print(f"wrote {target}", highlight=False)
-    return 1 if report.new_findings else 0
+    return 1 if report.new_findings or report.crashes else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

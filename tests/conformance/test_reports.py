@@ -51,7 +51,7 @@ def test_json_schema(result):
 
 def test_markdown_has_summary_matrix_and_failures(result):
     md = reports.to_markdown(result)
-    assert "| backend/device | pass | deviation | fail | unsupported | not run | cases passed |" in md
+    assert "| backend/device | pass | deviation | fail | crashed / timed out | unsupported | not run | cases passed |" in md
     assert "| op | kind | reference/cpu | wrong/cpu | wrong/cuda |" in md
     row = next(line for line in md.splitlines() if line.startswith("| cos |"))
     assert row.split(" | ")[2:] == ["✅ pass", "❌ fail", "· not run |"]
