@@ -3,7 +3,8 @@
 Each is the reference backend under another name, except that running a graph holding
 ``neg`` segfaults (through ctypes), aborts, calls ``os._exit``, loops forever, or
 allocates far past any worker memory cap. ``flaky`` segfaults only the first time (a
-marker file named by ``PARITY_TEST_FLAKY_MARKER`` remembers it). Loaded in workers with
+marker file named by ``PARITY_TEST_FLAKY_MARKER`` remembers it); ``slow`` is right but
+pauses on every graph. Loaded in workers with
 ``--plugin faulty_backend:segfault`` (this folder on the import path).
 """
 
@@ -47,16 +48,21 @@ def _flaky():
         _segfault()
 
 
-class Faulty(ReferenceBackend):
-    """The reference backend, with ``fault()`` called when a graph holding ``neg`` runs."""
+def _pause():
+    time.sleep(0.4)
 
-    def __init__(self, name: str, fault):
+
+class Faulty(ReferenceBackend):
+    """The reference backend, with ``fault()`` called when a graph holding ``neg`` (or, with
+    ``every_op``, any graph) runs."""
+
+    def __init__(self, name: str, fault, every_op: bool = False):
         super().__init__()
-        self.name, self.fault = name, fault
+        self.name, self.fault, self.every_op = name, fault, every_op
 
     def compile(self, graph, device: str = "cpu"):
         run = super().compile(graph, device)
-        if all(n.op != FAULTY_OP for n in graph.nodes):
+        if not self.every_op and all(n.op != FAULTY_OP for n in graph.nodes):
             return run
 
         def faulty(*arrays):
@@ -73,3 +79,4 @@ exits = functools.partial(Faulty, "exits", _exit)
 hangs = functools.partial(Faulty, "hangs", _hang)
 allocates = functools.partial(Faulty, "allocates", _allocate)
 flaky = functools.partial(Faulty, "flaky", _flaky)
+slow = functools.partial(Faulty, "slow", _pause, every_op=True)  # right, but slow: a run to interrupt
