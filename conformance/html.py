@@ -145,7 +145,7 @@ def to_html(result: ConformanceRun) -> str:
                            f"style='--v:{_shade(c):.2f}' title='{html.escape(_title(c), quote=True)}'></td>")
         out.append("</tr>")
     out += ["</tbody></table>", "<aside id='details'>Click a cell for its details.</aside></div>",
-            _deviation_list(doc), _agreement_table(doc),
+            _deviation_list(doc), _agreement_table(doc), _device_agreement_table(doc),
             "<script type='application/json' id='conformance-data'>"
             + json.dumps(doc).replace("</", "<\\/") + "</script>",
             f"<script>{_JS}</script></body></html>"]
@@ -189,6 +189,24 @@ def _agreement_table(doc: dict) -> str:
     return ("<h2 id='agreement'>Model zoo: pairwise agreement (max |a − b|)</h2><table class='summary'><tr>"
             "<th>model</th><th>mode</th><th>backends</th>" + "".join(f"<th>{c}</th>" for c in cols)
             + f"</tr>{body}</table>")
+
+
+_VERDICT_CLASS = {"bit-identical": "pass", "agree within contract": "dev", "disagree": "fail"}
+
+
+def _device_agreement_table(doc: dict) -> str:
+    """A merged run: each (backend, op, dtype) run on several devices or machines, and how their outputs compare."""
+    rows = doc.get("device_agreement") or []
+    if not rows:
+        return ""
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in _VERDICT_CLASS}
+    body = "".join(
+        f"<tr class='agree'><td>{html.escape(r['backend'])}</td><td>{html.escape(r['op'])}</td><td>{r['dtype']}</td>"
+        f"<td>{html.escape(' · '.join(r['places']))}</td><td class='c {_VERDICT_CLASS[r['verdict']]}'>{r['verdict']}"
+        f"</td><td>{r['cases']}</td><td>{html.escape(', '.join(r['differing_cases'][:4]))}</td></tr>" for r in rows)
+    return ("<h2 id='device-agreement'>Device agreement (" + ", ".join(f"{n} {v}" for v, n in counts.items())
+            + ")</h2><table class='summary'><tr><th>backend</th><th>op</th><th>dtype</th><th>where</th>"
+            f"<th>outputs</th><th>cases</th><th>cases that differ</th></tr>{body}</table>")
 
 
 def _num(v) -> str:

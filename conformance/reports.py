@@ -25,6 +25,7 @@ import numpy as np
 
 from ..ir.ops import OP_TABLE
 from .opdb import family_of
+from .selection import suite_digest
 from .results import (CRASHED, DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, TIMED_OUT, UNSUPPORTED, Cell,
                       ConformanceRun)
 
@@ -59,6 +60,7 @@ def to_json(result: ConformanceRun) -> dict:
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "parity_version": __version__,
+        "suite": suite_digest(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "elapsed_s": round(result.elapsed_s, 3),
         "environment": {"python": sys.version.split()[0], "numpy": np.__version__, "platform": platform.platform()},
@@ -72,6 +74,7 @@ def to_json(result: ConformanceRun) -> dict:
         "summary": result.summary(),
         "exit_code": result.exit_code,
         "models": result.models,
+        "device_agreement": result.device_agreement,
     }
     return _clean(doc)
 

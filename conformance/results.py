@@ -49,6 +49,9 @@ class CaseResult:
     # backend declares flush-to-zero in): whether it passes then, and its max ULP.
     flushed_passed: bool | None = None
     flushed_ulp: float | None = None
+    # A digest of the outputs the backend gave (dtype, shape and bytes of each): two devices
+    # that give the same digest on the same case gave bit-identical outputs (conformance/merge.py).
+    output_hash: str = ""
 
 
 @dataclass
@@ -76,6 +79,7 @@ class Cell:
     # the matrix shows; max_ulp keeps the raw figure).
     flush_to_zero: bool = False
     flushed_ulp: float | None = None
+    hashes: dict[str, str] = field(default_factory=dict)  # case id → output_hash of its case result
 
 
 @dataclass
@@ -111,6 +115,9 @@ class ConformanceRun:
     options: dict
     # --models: {"agreement": [...], "random": [...], "tolerance": {...}} (conformance/zoo.py)
     models: dict = field(default_factory=dict)
+    # A merged run (conformance/merge.py): per (backend, op, dtype) run on more than one
+    # device or machine, whether their outputs were bit-identical, agree within the contract, or not.
+    device_agreement: list[dict] = field(default_factory=list)
 
     @property
     def unexpected_failures(self) -> list[Cell]:

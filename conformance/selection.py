@@ -11,6 +11,8 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Iterable, Sequence
 
 from ..backends.base import Backend
@@ -60,3 +62,11 @@ def select_cases(*, ops: str | None = None, dtypes: Iterable[DType] | None = Non
             kept.append(c)
             seen.add(key)
     return kept
+
+
+@functools.lru_cache(maxsize=1)
+def suite_digest() -> str:
+    """A short digest of every case id the suite holds (op database and regressions): two
+    reports with the same digest measured the same cases (``parity conform merge`` checks it)."""
+    ids = sorted(c.id for c in opdb.all_cases() + regressions.cases())
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:12]

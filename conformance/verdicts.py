@@ -79,6 +79,7 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
         cell.message = results[0].message if results else ""
         return
     cell.path = ran[0].path
+    cell.hashes = {r.case: r.output_hash for r in ran if r.output_hash}
     cell.passed = sum(r.status == "pass" for r in ran)
     cell.failed = len(ran) - cell.passed
     ulps = [r.max_ulp for r in ran if r.max_ulp is not None and np.isfinite(r.max_ulp)]

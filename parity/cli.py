@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     conform.add_argument("--mutant-seed", type=int, default=0, help="with --mutants: the seed of that sample")
     conform.add_argument("--faults", metavar="A,B", help="with --mutants: only these fault classes")
     add_worker_arguments(conform, journal=True)
+    conform.add_argument("merge", nargs="*", metavar="merge REPORT.json",
+                         help="'parity conform merge a.json b.json ... [--html out.html] [--json out.json]': one "
+                              "matrix from the reports of several machines, with their device agreement")
     conform.set_defaults(run=_run_conform)
 
     fuzz = commands.add_parser("fuzz", help="differential fuzzing: random graphs on every backend, node by node")
@@ -144,17 +147,21 @@ def _run_aten(args) -> int:
 
 
 def _run_conform(args) -> int:
-    import pathlib
-
     from rich.console import Console
 
     from .backends.registry import BackendNotFound, get_backend
-    from .conformance import html, reports, runner, terminal
+    from .conformance import runner, terminal
     from .conformance.options import worker_options
     from .conformance.plugins import load_plugins
+    from .conformance.writers import write_reports
     from .ir.dtypes import DType
 
     console = Console(stderr=False)
+    if args.merge:
+        from .conformance.merge import merge_files
+
+        return merge_files(args.merge, json_path=args.json, html_path=args.html, markdown_path=args.markdown,
+                           console=console)
     try:
         dtypes = [DType.from_short(d) for d in args.dtype or ()]
         workers = worker_options(args)
@@ -174,14 +181,7 @@ def _run_conform(args) -> int:
     if not args.summary_only:
         terminal.print_matrix(result, console)
     terminal.print_summary(result, console)
-    writers = ((args.json, lambda r: json.dumps(reports.to_json(r), indent=1)), (args.markdown, reports.to_markdown),
-               (args.html, html.to_html))
-    for path, write in writers:
-        if path:
-            target = pathlib.Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(write(result), encoding="utf-8")
-            console.print(f"wrote {target}", highlight=False)
+    write_reports(result, json_path=args.json, markdown_path=args.markdown, html_path=args.html, console=console)
     return result.exit_code
 
 
