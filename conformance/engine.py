@@ -7,12 +7,13 @@ arrives as ``(handle, ("exit", status))``. So the controller's scheduling, retri
 timeouts are one code path whatever runs the workers.
 
 ``local`` (the default) runs each worker as a ``python -m parity.conformance.worker``
-subprocess in its own session, stderr to a temporary file.
+subprocess in its own session, stderr to a temporary file; ``monarch``
+(:mod:`.monarch_engine`) runs each as a Monarch actor.
 
 Example::
 
     >>> sorted(ENGINES)
-    ['local']
+    ['local', 'monarch']
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import sys
 import tempfile
 import threading
 
-from .worker import EXIT_OUT_OF_MEMORY, WorkerSpec, read_message, write_message
+from .worker import WorkerSpec, describe_exit, read_message, write_message
 
 
 class LocalWorker:
@@ -87,20 +88,6 @@ def last_words(stderr: str, lines: int = 16) -> list[str]:
     return text[-lines:]
 
 
-def describe_exit(status: int, memory_mb: int | None) -> str:
-    """How a worker ended, in words: the signal, the memory cap, or the exit status."""
-    cap = f" (worker memory cap {memory_mb} MiB)" if memory_mb else ""
-    if status == EXIT_OUT_OF_MEMORY:
-        return f"ran out of memory: MemoryError under --worker-memory {memory_mb} MiB"
-    if status < 0:
-        try:
-            name = signal.Signals(-status).name
-        except ValueError:
-            name = "an unknown signal"
-        return f"was killed by signal {-status} ({name}){cap}"
-    return f"exited with status {status}{cap}"
-
-
 class LocalEngine:
     """Workers as subprocesses of this machine (needs nothing beyond the core install)."""
 
@@ -110,8 +97,14 @@ class LocalEngine:
         return LocalWorker(spec, events)
 
 
+def _monarch_engine():
+    from .monarch_engine import MonarchEngine  # Monarch loads only when asked for
+
+    return MonarchEngine()
+
+
 #: Engines by the name ``--engine`` takes.
-ENGINES = {"local": LocalEngine}
+ENGINES = {"local": LocalEngine, "monarch": _monarch_engine}
 
 
 def get_engine(name: str):

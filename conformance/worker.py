@@ -18,6 +18,7 @@ from __future__ import annotations
 import faulthandler
 import os
 import pickle
+import signal
 import struct
 import sys
 import traceback
@@ -71,6 +72,20 @@ def read_message(stream):
     return pickle.loads(data) if len(data) == size else None
 
 
+def describe_exit(status: int, memory_mb: int | None) -> str:
+    """How a worker ended, in words: the signal, the memory cap, or the exit status."""
+    cap = f" (worker memory cap {memory_mb} MiB)" if memory_mb else ""
+    if status == EXIT_OUT_OF_MEMORY:
+        return f"ran out of memory: MemoryError under --worker-memory {memory_mb} MiB"
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"was killed by signal {-status} ({name}){cap}"
+    return f"exited with status {status}{cap}"
+
+
 def cap_memory(megabytes: int | None) -> None:
     """Limit this process's address space, so a runaway allocation ends it, not the machine."""
     if megabytes:
@@ -111,15 +126,19 @@ class Session:
             yield run_bundle(backend, device, bundle, claims)
 
 
+def start_session(spec: WorkerSpec) -> Session:
+    """This process made a worker: the controller's import path, the memory cap, the plugins."""
+    sys.path[:0] = [p for p in spec.sys_path if p not in sys.path]
+    cap_memory(spec.memory_mb)
+    return Session(spec)
+
+
 def main() -> int:
     faulthandler.enable()  # a fatal signal prints the Python stack to stderr: the crash's last lines
     channel = os.fdopen(os.dup(1), "wb")  # the protocol's own copy of stdout
     os.dup2(2, 1)  # what backends print goes to stderr, with the crash's last words
     inbox = sys.stdin.buffer
-    spec: WorkerSpec = read_message(inbox)
-    sys.path[:0] = [p for p in spec.sys_path if p not in sys.path]
-    cap_memory(spec.memory_mb)
-    session = Session(spec)
+    session = start_session(read_message(inbox))
     write_message(channel, ("ready", os.getpid()))
     while (task := read_message(inbox)) is not None:
         print(f"[worker {os.getpid()}] task {task.id}: {len(task.case_ids)} case(s) of "

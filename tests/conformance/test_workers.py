@@ -103,3 +103,17 @@ def test_fuzz_on_workers_counts_as_the_serial_fuzzer_and_keeps_a_crash_as_a_cras
     assert crashed == with_neg and all(c["backend"] == "segfaults" for c in parallel.crashes)
     assert parallel.backends["segfaults"]["pass"] == 24 - len(with_neg)
     assert "SIGSEGV" in parallel.crashes[0]["message"]
+
+
+def test_the_monarch_engine_gives_the_serial_cells_and_contains_a_segfault(plugins_importable):
+    pytest.importorskip("monarch.actor", reason="torchmonarch is not installed (pip install 'parity[distributed]')")
+    serial = runner.run(["reference"], ops="^(neg|abs)$", dtypes=F32, quick=True)
+    options = WorkerOptions(workers=2, engine="monarch", plugins=("faulty_backend:segfault",))
+    result = runner.run(["reference", "segfaults"], ops="^(neg|abs)$", dtypes=F32, quick=True, workers=options)
+    assert _cells(result)[:len(serial.cells)] == _cells(serial)  # the reference cells, field for field
+    by = {(c.op, c.backend): c for c in result.cells}
+    assert by[("abs", "segfaults")].status == PASS
+    crashed = by[("neg", "segfaults")]
+    assert crashed.status == CRASHED and "signal 11 (SIGSEGV)" in crashed.message
+    assert "Killed(sig=11)" in crashed.message and "reproducible" in crashed.message
+    assert result.exit_code == 1
