@@ -32,7 +32,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .case import Case
 from .engine import get_engine
@@ -54,6 +54,9 @@ class WorkerOptions:
     plugins: tuple[str, ...] = ()
     journal: str | None = None
     resume: bool = False
+    # (host, backends it offers): each host gets ``workers`` workers, and a target runs only
+    # on the workers of the first host that offers its backend (empty: one host, every backend)
+    hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass
@@ -77,6 +80,7 @@ class _Unit:
     retry: _Retry | None = None
     kind: str = "cases"
     seed: int = 0
+    host: str = ""
 
 
 def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, str]], options: WorkerOptions,
@@ -87,7 +91,7 @@ def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, st
     done: dict[Key, CaseResult] = {}
     if options.resume and options.journal:
         done = {(r.case, r.backend, r.device): r for r in read_journal(options.journal, header)}
-    units = []
+    units: list[_Unit] = []
     for group in groups:
         ids = tuple(c.id for c in group)
         missing = [t for t in targets if any((i, *t) not in done for i in ids)]
@@ -96,6 +100,7 @@ def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, st
             units.append(_Unit(ids, full, kind=kind, seed=seed))
         units += [_Unit(tuple(i for i in ids if (i, *t) not in done), [t], kind=kind, seed=seed)
                   for t in missing if t not in full]
+    units = _routed(units, options.hosts)
     journal = Journal(options.journal, header, append=options.resume) if options.journal else None
     total = sum(len(u.case_ids) * len(u.targets) for u in units)
     try:
@@ -104,6 +109,40 @@ def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, st
         if journal is not None:
             journal.close()
     return [done[(c.id, *t)] for group in groups for t in targets for c in group]
+
+
+def _routed(units: list[_Unit], hosts) -> list[_Unit]:
+    """Each unit split by the host that runs each of its targets (the first that offers its backend)."""
+    if not hosts:
+        return units
+    out = []
+    for u in units:
+        by_host: dict[str, list] = {}
+        for t in u.targets:
+            host = next((name for name, offered in hosts if t[0] in offered), None)
+            if host is None:
+                raise ValueError(f"no host offers backend {t[0]!r} (--hosts {_hosts_text(hosts)}): add it to a "
+                                 "host, or leave it out with --backend")
+            by_host.setdefault(host, []).append(t)
+        out += [_Unit(u.case_ids, ts, u.retry, u.kind, u.seed, host) for host, ts in by_host.items()]
+    return out
+
+
+def _hosts_text(hosts) -> str:
+    return ";".join(f"{name}={','.join(offered)}" for name, offered in hosts)
+
+
+def parse_hosts(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``"a=reference,numpy;b=onnx"`` → ``(("a", ("reference", "numpy")), ("b", ("onnx",)))``."""
+    hosts = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        name, sep, backends = part.partition("=")
+        offered = tuple(b.strip() for b in backends.split(",") if b.strip())
+        if not sep or not name.strip() or not offered:
+            raise ValueError(f"--hosts {text!r}: expected 'HOST=BACKEND,BACKEND;HOST=BACKEND', e.g. "
+                             "'cpu-box=reference,onnx;gpu-box=xla'")
+        hosts.append((name.strip(), offered))
+    return tuple(hosts)
 
 
 class _Scheduler:
@@ -117,12 +156,14 @@ class _Scheduler:
         self.busy: dict = {}  # worker → [unit, index of the target it is on, deadline, timed out]
         self.idle: list = []
         self.starting: set = set()
+        self.host_of: dict = {}  # worker → the host it runs on ("" without --hosts)
         self.next_id = 0
 
     def run(self, units: list[_Unit]) -> None:
         self.pending.extend(units)
-        for _ in range(min(self.options.workers, len(units))):
-            self._spawn()
+        for host in dict.fromkeys(u.host for u in units):
+            for _ in range(min(self.options.workers, sum(u.host == host for u in units))):
+                self._spawn(host)
         try:
             while self.pending or self.busy:
                 self._assign()
@@ -136,12 +177,19 @@ class _Scheduler:
             for w in list(self.idle) + list(self.busy) + list(self.starting):
                 w.kill() if w in self.busy or w in self.starting else w.close()
 
-    def _spawn(self) -> None:
-        self.starting.add(self.engine.spawn(self.spec, self.events))
+    def _spawn(self, host: str) -> None:
+        offered = dict(self.options.hosts).get(host, ())
+        worker = self.engine.spawn(replace(self.spec, host=host, backends=offered), self.events)
+        self.host_of[worker] = host
+        self.starting.add(worker)
 
     def _assign(self) -> None:
-        while self.idle and self.pending:
-            worker, unit = self.idle.pop(), self.pending.popleft()
+        for worker in list(self.idle):
+            unit = next((u for u in self.pending if u.host == self.host_of[worker]), None)
+            if unit is None:
+                continue
+            self.idle.remove(worker)
+            self.pending.remove(unit)
             self.next_id += 1
             worker.send(Task(self.next_id, unit.case_ids, tuple(unit.targets), unit.kind, unit.seed))
             self.busy[worker] = [unit, 0, self._deadline(), False]
@@ -189,19 +237,19 @@ class _Scheduler:
         what = (f"ran past --case-timeout {self.options.case_timeout:g} s and was killed" if timed_out
                 else f"{worker.describe_exit(status)}")
         state = TIMED_OUT if timed_out else CRASHED
-        self._spawn()  # a fresh worker replaces the dead one
+        self._spawn(self.host_of[worker])  # a fresh worker replaces the dead one
         if index >= len(unit.targets):  # it died after its last answer: nothing lost
             return
         target, rest = unit.targets[index], unit.targets[index + 1:]
         if rest:
-            self.pending.appendleft(_Unit(unit.case_ids, rest, unit.retry, unit.kind, unit.seed))
+            self.pending.appendleft(_Unit(unit.case_ids, rest, unit.retry, unit.kind, unit.seed, unit.host))
         stderr = worker.stderr_tail()
         if unit.retry is not None:  # a case alone, on its second try
             unit.retry.tails[unit.case_ids[0]] = stderr
             self._retried(unit.retry, unit.case_ids[0], _dead(unit.case_ids[0], target, state, what))
         else:
             retry = _Retry(unit.case_ids, target, state, what, stderr, set(unit.case_ids))
-            self.pending.extend(_Unit((i,), [target], retry, unit.kind, unit.seed) for i in unit.case_ids)
+            self.pending.extend(_Unit((i,), [target], retry, unit.kind, unit.seed, unit.host) for i in unit.case_ids)
 
     def _record(self, unit: _Unit, results: list[CaseResult]) -> None:
         if unit.retry is not None:

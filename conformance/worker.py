@@ -41,6 +41,8 @@ class WorkerSpec:
     ops: str | None = None
     dtypes: tuple[str, ...] = ()
     quick: bool = False
+    host: str = ""  # the (simulated) host this worker runs on, and the backends it offers (empty: all)
+    backends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ class Session:
         from .plugins import load_plugins
         from .selection import select_cases
 
+        self.spec = spec
         load_plugins(spec.plugins)
         chosen = select_cases(ops=spec.ops, dtypes=[DType.from_short(d) for d in spec.dtypes], quick=spec.quick)
         self.cases = {c.id: c for c in chosen}
@@ -121,6 +124,8 @@ class Session:
         else:
             bundle = [Prepared(self.cases[i]) for i in task.case_ids]
         for name, device in task.targets:
+            if self.spec.backends and name not in self.spec.backends:  # routing is the controller's promise
+                raise RuntimeError(f"host {self.spec.host!r} offers {', '.join(self.spec.backends)}, not {name!r}")
             backend = get_backend(name)
             claims = self.claims.setdefault(name, backend.claims())
             yield run_bundle(backend, device, bundle, claims)

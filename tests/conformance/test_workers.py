@@ -3,6 +3,7 @@ run, and planted native faults (segfault, abort, os._exit, a hang, an allocation
 memory cap, a one-off crash) contained as cells while every other cell still arrives."""
 
 import dataclasses
+import json
 import pathlib
 
 import pytest
@@ -117,3 +118,34 @@ def test_the_monarch_engine_gives_the_serial_cells_and_contains_a_segfault(plugi
     assert crashed.status == CRASHED and "signal 11 (SIGSEGV)" in crashed.message
     assert "Killed(sig=11)" in crashed.message and "reproducible" in crashed.message
     assert result.exit_code == 1
+
+
+def test_simulated_hosts_each_run_only_the_backends_they_offer(plugins_importable):
+    ops = "^(neg|abs|exp)$"
+    serial = runner.run(["reference", "numpy"], ops=ops, dtypes=F32, quick=True)
+    hosts = (("host-a", ("reference",)), ("host-b", ("numpy", "segfaults")))
+    options = WorkerOptions(workers=1, plugins=("faulty_backend:segfault",), hosts=hosts)
+    result = runner.run(["reference", "numpy", "segfaults"], ops=ops, dtypes=F32, quick=True, workers=options)
+    # A worker refuses a backend its host does not offer, so a misrouted case would read 'crashed'.
+    assert _cells(result)[:len(serial.cells)] == _cells(serial)
+    assert [(c.op, c.status) for c in result.cells if c.backend == "segfaults"] == [
+        ("neg", CRASHED), ("abs", PASS), ("exp", PASS)]
+    with pytest.raises(ValueError, match="no host offers backend 'numpy'"):
+        runner.run(["numpy"], ops=ops, dtypes=F32, quick=True,
+                   workers=WorkerOptions(hosts=(("host-a", ("reference",)),)))
+
+
+def test_cli_two_workers_one_planted_segfault(plugins_importable, tmp_path, capsys):
+    from parity.cli import main
+
+    report = tmp_path / "report.json"
+    code = main(["conform", "--workers", "2", "--plugin", "faulty_backend:segfault", "--backend", "reference",
+                 "--backend", "segfaults", "--ops", "^(neg|abs)$", "--dtype", "f32", "--quick", "--summary-only",
+                 "--json", str(report)])
+    assert code == 1
+    doc = json.loads(report.read_text())
+    statuses = {(c["op"], c["backend"]): c["status"] for c in doc["cells"]}
+    assert statuses == {("neg", "reference"): "pass", ("abs", "reference"): "pass", ("neg", "segfaults"): "crashed",
+                        ("abs", "segfaults"): "pass"}
+    assert doc["summary"]["segfaults/cpu"]["crashed"] == 1
+    assert "crashed neg[f32] on segfaults/cpu" in capsys.readouterr().out
