@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import pathlib
 import queue
 import sys
 import time
@@ -41,6 +42,11 @@ from .results import CRASHED, TIMED_OUT, CaseResult, ProgressFn
 from .worker import Task, WorkerSpec
 
 Key = tuple[str, str, str]  # (case id, backend, device)
+
+
+class WorkerRunError(RuntimeError):
+    """A run on workers that cannot go on: a worker that dies before it is ready (a plugin
+    that does not import there, a memory cap too small to start in)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,9 @@ def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, st
     ``kind`` "fuzz": the cases are graphs ``s{seed}-{index}`` of the fuzzer's stream."""
     done: dict[Key, CaseResult] = {}
     if options.resume and options.journal:
+        if not pathlib.Path(options.journal).exists():
+            raise WorkerRunError(f"--resume: there is no journal at {options.journal}; run without --resume to "
+                                 "start one")
         done = {(r.case, r.backend, r.device): r for r in read_journal(options.journal, header)}
     units: list[_Unit] = []
     for group in groups:
@@ -229,10 +238,14 @@ class _Scheduler:
         if worker in self.starting:
             self.starting.discard(worker)
             tail = "\n".join(worker.stderr_tail())
-            raise RuntimeError(f"a conformance worker failed to start: it {worker.describe_exit(status)}. "
-                               f"Its last stderr lines:\n{tail}")
+            raise WorkerRunError(f"a conformance worker failed to start: it {worker.describe_exit(status)}. "
+                                 f"Its last stderr lines:\n{tail}")
+        if worker in self.idle:  # died between tasks: nothing lost, but the run needs its place
+            self.idle.remove(worker)
+            self._spawn(self.host_of[worker])
+            return
         if worker not in self.busy:
-            return  # closed after its work, or killed at the end
+            return  # killed at the end
         unit, index, _, timed_out = self.busy.pop(worker)
         what = (f"ran past --case-timeout {self.options.case_timeout:g} s and was killed" if timed_out
                 else f"{worker.describe_exit(status)}")

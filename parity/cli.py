@@ -151,6 +151,7 @@ def _run_conform(args) -> int:
 
     from .backends.registry import BackendNotFound, get_backend
     from .conformance import runner, terminal
+    from .conformance.controller import WorkerRunError
     from .conformance.options import worker_options
     from .conformance.plugins import load_plugins
     from .conformance.writers import write_reports
@@ -173,11 +174,15 @@ def _run_conform(args) -> int:
         return 2
     if args.mutants:
         return _run_mutants(args, dtypes, console)
-    with terminal.progress_bar(console) as progress:
-        result = runner.run(args.backend, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
-                            progress=progress, models=args.models,
-                            architectures=args.architectures.split(",") if args.architectures else None,
-                            anchors=not args.no_anchors, workers=workers)
+    try:
+        with terminal.progress_bar(console) as progress:
+            result = runner.run(args.backend, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
+                                progress=progress, models=args.models,
+                                architectures=args.architectures.split(",") if args.architectures else None,
+                                anchors=not args.no_anchors, workers=workers)
+    except (WorkerRunError, ValueError) as exc:  # a journal to refuse, a worker that cannot start, no host for a backend
+        console.print(f"[bold red]parity conform:[/] {exc}", highlight=False)
+        return 2
     if not args.summary_only:
         terminal.print_matrix(result, console)
     terminal.print_summary(result, console)

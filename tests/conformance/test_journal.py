@@ -67,3 +67,12 @@ def test_a_journal_of_other_options_is_refused_by_name(tmp_path):
     assert [r.case for r in read_journal(path, {"ops": "^neg$"})] == ["neg[f32]:a"]
     with pytest.raises(JournalMismatch, match=r"other options .*\^neg\$.*Resume with the same options"):
         read_journal(path, {"ops": "^exp$"})
+
+
+def test_resume_without_a_journal_says_so(tmp_path, capsys):
+    from parity.cli import main
+
+    missing = tmp_path / "none.jsonl"
+    assert main(["conform", "--ops", "^neg$", "--journal", str(missing), "--resume", "--summary-only"]) == 2
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert f"--resume: there is no journal at {missing}; run without --resume" in out
