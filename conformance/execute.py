@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -98,6 +99,8 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
                        [n for _, g, _ in runnable for n in g.nodes], [v for _, g, _ in runnable for v in g.outputs])
         try:
             outputs = execute(backend, device, merged, [a for i, _, _ in runnable for a in bundle[i].arrays])
+        except MemoryError:  # a worker's memory cap (conformance/worker.py) ends the worker, not the case
+            raise
         except Exception:  # noqa: BLE001 - isolate the failing case below
             outputs = None
         if outputs is not None:
@@ -110,6 +113,8 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
     for i, g, paths in runnable:
         try:
             outputs = execute(backend, device, g, bundle[i].arrays)
+        except MemoryError:
+            raise
         except Exception as exc:  # the backend's failure is a result, not a crash of the runner
             results[i] = CaseResult(**_ids(backend, device, bundle[i].case), status="error",
                                     path=paths.get(bundle[i].case.op, ""), max_ratio=np.inf,
@@ -146,12 +151,23 @@ def _measured(backend, device, p: Prepared, paths, outputs, declared: Declared) 
     m = measure(p.case, p.graph, p.arrays, p.oracle, outputs, declared)
     result = CaseResult(**_ids(backend, device, p.case), status="pass" if m.passed else "fail",
                         path=paths.get(p.case.op, ""), max_ulp=m.max_ulp, max_ratio=m.max_ratio, max_rel=m.max_rel,
-                        mismatches=m.mismatches, message=m.message, worst=m.worst, malformed=m.malformed)
+                        mismatches=m.mismatches, message=m.message, worst=m.worst, malformed=m.malformed,
+                        output_hash=output_hash(outputs))
     local = p.case.bound is not None and p.case.bound.kind == "local"  # measure_local flushes per node
     if not m.passed and not m.malformed and not local and p.case.dtype in declared.flushes:
         flushed = measure_flushed(p, outputs, declared)
         result.flushed_passed, result.flushed_ulp = flushed.passed, flushed.max_ulp
     return result
+
+
+def output_hash(outputs) -> str:
+    """A short digest of the outputs: each one's dtype, shape and bytes, in order."""
+    digest = hashlib.sha256()
+    for o in outputs:
+        a = np.ascontiguousarray(np.asarray(o))
+        digest.update(f"{a.dtype.str}{a.shape}".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()[:16]
 
 
 def flush_subnormals(array: np.ndarray, dtype: DType | None = None) -> np.ndarray:

@@ -19,7 +19,8 @@ from .opdb import FAMILIES
 from .reports import matrix, to_json
 from .results import ConformanceRun
 
-_STATUS_CLASS = {"pass": "pass", "deviation": "dev", "fail": "fail", "unsupported": "unsup", "not run": "notrun"}
+_STATUS_CLASS = {"crashed": "crash", "timed out": "crash", "pass": "pass", "deviation": "dev", "fail": "fail",
+                 "unsupported": "unsup", "not run": "notrun"}
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222}
@@ -40,6 +41,7 @@ td.c.first{border-left:2px solid #444}
 td.c.none{background:#f4f4f4;cursor:default}
 td.c.pass{background:hsl(130,55%,calc(88% - var(--v,0)*40%))}
 td.c.dev{background:#f2b233}
+td.c.crash{background:#7b1fa2}
 td.c.fail{background:hsl(0,75%,calc(62% - var(--v,0)*30%))}
 td.c.unsup{background:#bdbdbd}
 td.c.notrun{background:repeating-linear-gradient(45deg,#fff 0 3px,#ddd 3px 5px)}
@@ -143,7 +145,7 @@ def to_html(result: ConformanceRun) -> str:
                            f"style='--v:{_shade(c):.2f}' title='{html.escape(_title(c), quote=True)}'></td>")
         out.append("</tr>")
     out += ["</tbody></table>", "<aside id='details'>Click a cell for its details.</aside></div>",
-            _deviation_list(doc), _agreement_table(doc),
+            _deviation_list(doc), _agreement_table(doc), _device_agreement_table(doc),
             "<script type='application/json' id='conformance-data'>"
             + json.dumps(doc).replace("</", "<\\/") + "</script>",
             f"<script>{_JS}</script></body></html>"]
@@ -151,10 +153,12 @@ def to_html(result: ConformanceRun) -> str:
 
 
 def _summary_table(doc: dict) -> str:
-    head = ["backend/device", "pass", "deviation", "fail", "unsupported", "not run", "cases passed"]
+    head = ["backend/device", "pass", "deviation", "fail", "crashed / timed out", "unsupported", "not run",
+            "cases passed"]
     rows = ["<table class='summary'><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for name, s in doc["summary"].items():
-        vals = [name, s["pass"], s["deviation"], s["fail"], s["unsupported"], s["not run"],
+        vals = [name, s["pass"], s["deviation"], s["fail"], s.get("crashed", 0) + s.get("timed out", 0),
+                s["unsupported"], s["not run"],
                 f"{s['cases_passed']}/{s['cases']}"]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in vals) + "</tr>")
     return "".join(rows) + "</table>"
@@ -162,12 +166,14 @@ def _summary_table(doc: dict) -> str:
 
 def _legend() -> str:
     items = [("pass", "pass (darker: closer to the bound)"), ("dev", "recorded deviation"),
-             ("fail", "fail (darker: larger error)"), ("unsup", "unsupported"), ("notrun", "not run (device absent)")]
+             ("fail", "fail (darker: larger error)"), ("crash", "crashed its worker / timed out"),
+             ("unsup", "unsupported"), ("notrun", "not run (device absent)")]
     spans = "".join(f"<span style='background:{_LEGEND_COLOR[cls]}'>{text}</span>" for cls, text in items)
     return f"<p class='legend'>{spans}</p>"
 
 
-_LEGEND_COLOR = {"pass": "hsl(130,55%,70%)", "dev": "#f2b233", "fail": "hsl(0,75%,55%)", "unsup": "#bdbdbd",
+_LEGEND_COLOR = {"pass": "hsl(130,55%,70%)", "dev": "#f2b233", "fail": "hsl(0,75%,55%)", "crash": "#7b1fa2",
+                 "unsup": "#bdbdbd",
                  "notrun": "repeating-linear-gradient(45deg,#fff 0 3px,#ddd 3px 5px)"}
 
 
@@ -183,6 +189,24 @@ def _agreement_table(doc: dict) -> str:
     return ("<h2 id='agreement'>Model zoo: pairwise agreement (max |a − b|)</h2><table class='summary'><tr>"
             "<th>model</th><th>mode</th><th>backends</th>" + "".join(f"<th>{c}</th>" for c in cols)
             + f"</tr>{body}</table>")
+
+
+_VERDICT_CLASS = {"bit-identical": "pass", "agree within contract": "dev", "disagree": "fail"}
+
+
+def _device_agreement_table(doc: dict) -> str:
+    """A merged run: each (backend, op, dtype) run on several devices or machines, and how their outputs compare."""
+    rows = doc.get("device_agreement") or []
+    if not rows:
+        return ""
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in _VERDICT_CLASS}
+    body = "".join(
+        f"<tr class='agree'><td>{html.escape(r['backend'])}</td><td>{html.escape(r['op'])}</td><td>{r['dtype']}</td>"
+        f"<td>{html.escape(' · '.join(r['places']))}</td><td class='c {_VERDICT_CLASS[r['verdict']]}'>{r['verdict']}"
+        f"</td><td>{r['cases']}</td><td>{html.escape(', '.join(r['differing_cases'][:4]))}</td></tr>" for r in rows)
+    return ("<h2 id='device-agreement'>Device agreement (" + ", ".join(f"{n} {v}" for v, n in counts.items())
+            + ")</h2><table class='summary'><tr><th>backend</th><th>op</th><th>dtype</th><th>where</th>"
+            f"<th>outputs</th><th>cases</th><th>cases that differ</th></tr>{body}</table>")
 
 
 def _num(v) -> str:

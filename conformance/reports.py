@@ -25,7 +25,9 @@ import numpy as np
 
 from ..ir.ops import OP_TABLE
 from .opdb import family_of
-from .results import DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, UNSUPPORTED, Cell, ConformanceRun
+from .selection import suite_digest
+from .results import (CRASHED, DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, TIMED_OUT, UNSUPPORTED, Cell,
+                      ConformanceRun)
 
 SCHEMA = "parity.conformance"
 SCHEMA_VERSION = 1
@@ -58,6 +60,7 @@ def to_json(result: ConformanceRun) -> dict:
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "parity_version": __version__,
+        "suite": suite_digest(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "elapsed_s": round(result.elapsed_s, 3),
         "environment": {"python": sys.version.split()[0], "numpy": np.__version__, "platform": platform.platform()},
@@ -71,6 +74,7 @@ def to_json(result: ConformanceRun) -> dict:
         "summary": result.summary(),
         "exit_code": result.exit_code,
         "models": result.models,
+        "device_agreement": result.device_agreement,
     }
     return _clean(doc)
 
@@ -140,7 +144,7 @@ def _fmt_ulp(ulps: float) -> str:
 
 
 KIND_MARK = {"primitive": "P", "composite": "C", "graph": "G", "model": "M", "random": "R"}
-_MARK = {PASS: "✅", DEVIATION: "⚠️", FAIL: "❌", UNSUPPORTED: "–", NOT_RUN: "·"}
+_MARK = {CRASHED: "💥", TIMED_OUT: "⏱", PASS: "✅", DEVIATION: "⚠️", FAIL: "❌", UNSUPPORTED: "–", NOT_RUN: "·"}
 
 
 def to_markdown(result: ConformanceRun) -> str:
@@ -149,13 +153,14 @@ def to_markdown(result: ConformanceRun) -> str:
     lines = ["# parity conformance", "",
              f"{result.cases} cases, {len({c.op for c in result.cells})} ops, {result.elapsed_s:.1f} s. "
              f"Exit code {result.exit_code} ({_verdict(result)}).", "",
-             "| backend/device | pass | deviation | fail | unsupported | not run | cases passed |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "| backend/device | pass | deviation | fail | crashed / timed out | unsupported | not run | cases passed |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, s in result.summary().items():
-        lines.append(f"| {name} | {s[PASS]} | {s[DEVIATION]} | {s[FAIL]} | {s[UNSUPPORTED]} | {s[NOT_RUN]} | "
-                     f"{s['cases_passed']}/{s['cases']} |")
+        lines.append(f"| {name} | {s[PASS]} | {s[DEVIATION]} | {s[FAIL]} | {s[CRASHED] + s[TIMED_OUT]} | "
+                     f"{s[UNSUPPORTED]} | {s[NOT_RUN]} | {s['cases_passed']}/{s['cases']} |")
     lines += ["", "Cells are op × dtype; the matrix shows each op's worst dtype "
-              "(✅ pass, ⚠️ recorded deviation, ❌ fail with max ULP, – unsupported, · not run).", "",
+              "(✅ pass, ⚠️ recorded deviation, ❌ fail with max ULP, 💥 crashed its worker, ⏱ timed out, "
+              "– unsupported, · not run).", "",
               "| op | kind | " + " | ".join(targets) + " |", "| --- | --- | " + " | ".join("---" for _ in targets) + " |"]
     for op, row in matrix(result):
         kind = KIND_MARK[family_kind(op)[1]]
@@ -201,6 +206,8 @@ def _verdict(result: ConformanceRun) -> str:
     parts = []
     if result.unexpected_failures:
         parts.append(f"{len(result.unexpected_failures)} unexpected failures")
+    if result.crashed:
+        parts.append(f"{len(result.crashed)} crashed or timed-out cells")
     if result.stale_deviations:
         parts.append(f"{len(result.stale_deviations)} stale deviations")
     if result.invalid_deviations:

@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 
 from ..backends.base import Backend
 
-# Cell statuses, worst first (a row of the matrix shows its worst cell).
+# Cell statuses, worst first (a row of the matrix shows its worst cell). A case that killed
+# its worker or ran past its time limit (conformance/controller.py) is CRASHED or TIMED_OUT:
+# worse than a failure, since the backend gave no answer at all.
+CRASHED, TIMED_OUT = "crashed", "timed out"
 FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN = "fail", "deviation", "pass", "unsupported", "not run"
-STATUS_ORDER = (FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
+STATUS_ORDER = (CRASHED, TIMED_OUT, FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
+#: CaseResult statuses that no declared deviation ever excuses.
+NEVER_EXCUSED = ("error", CRASHED, TIMED_OUT)
 
 @dataclass
 class CaseResult:
@@ -31,7 +36,7 @@ class CaseResult:
     dtype: str
     backend: str
     device: str
-    status: str  # pass | fail | error | unsupported
+    status: str  # pass | fail | error | unsupported | crashed | timed out
     path: str = ""  # native | extern | decomposed
     max_ulp: float | None = None
     max_ratio: float = 0.0
@@ -44,6 +49,9 @@ class CaseResult:
     # backend declares flush-to-zero in): whether it passes then, and its max ULP.
     flushed_passed: bool | None = None
     flushed_ulp: float | None = None
+    # A digest of the outputs the backend gave (dtype, shape and bytes of each): two devices
+    # that give the same digest on the same case gave bit-identical outputs (conformance/merge.py).
+    output_hash: str = ""
 
 
 @dataclass
@@ -71,6 +79,7 @@ class Cell:
     # the matrix shows; max_ulp keeps the raw figure).
     flush_to_zero: bool = False
     flushed_ulp: float | None = None
+    hashes: dict[str, str] = field(default_factory=dict)  # case id → output_hash of its case result
 
 
 @dataclass
@@ -106,10 +115,18 @@ class ConformanceRun:
     options: dict
     # --models: {"agreement": [...], "random": [...], "tolerance": {...}} (conformance/zoo.py)
     models: dict = field(default_factory=dict)
+    # A merged run (conformance/merge.py): per (backend, op, dtype) run on more than one
+    # device or machine, whether their outputs were bit-identical, agree within the contract, or not.
+    device_agreement: list[dict] = field(default_factory=list)
 
     @property
     def unexpected_failures(self) -> list[Cell]:
         return [c for c in self.cells if c.status == FAIL]
+
+    @property
+    def crashed(self) -> list[Cell]:
+        """Cells whose case killed its worker or ran past its time limit."""
+        return [c for c in self.cells if c.status in (CRASHED, TIMED_OUT)]
 
     @property
     def stale_deviations(self) -> list[DeviationCheck]:
@@ -125,7 +142,7 @@ class ConformanceRun:
 
     @property
     def exit_code(self) -> int:
-        bad = (self.unexpected_failures or self.stale_deviations or self.invalid_deviations
+        bad = (self.unexpected_failures or self.crashed or self.stale_deviations or self.invalid_deviations
                or self.type_rule_failures)
         return 1 if bad else 0
 

@@ -29,13 +29,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from ..backends.base import Backend
-from ..backends.registry import BackendNotFound, backend_names, get_backend
 from ..ir.dtypes import DType
-from . import opdb, regressions
+from . import opdb
 from .case import Case
+from .controller import WorkerOptions, run_groups, worker_spec
+from .plugins import load_plugins
 from .execute import NotClaimed, Prepared, as_array, lower_for, run_bundle, run_case
-from .opdb.common import EDGE, LONG
 from .results import RECORDED, CaseResult, ConformanceRun, ProgressFn, Target
+from .selection import resolve_targets, select_cases
 from .verdicts import cells_for, cells_of_cases, check_deviations, ulp_limit
 
 # Imported from here by modules written before runner.py was split (parity.diff imports
@@ -48,76 +49,41 @@ __all__ = ["RECORDED", "CaseResult", "ConformanceRun", "Prepared", "Unsupported"
            "run", "run_bundle", "run_case", "select_cases"]
 
 
-def resolve_targets(backends: Sequence[str | Backend] | None, devices: Sequence[str] | None) -> list[Target]:
-    """(backend, device) pairs: every device a backend lists (filtered by ``devices``)."""
-    targets = []
-    for b in backends if backends else backend_names():
-        if isinstance(b, Backend):
-            instance, error = b, ""
-        else:
-            try:
-                instance, error = get_backend(b), ""
-            except (BackendNotFound, ImportError) as exc:
-                instance, error = None, str(exc)
-        if instance is None:
-            targets.append(Target(str(b), "cpu", False, None, error))
-            continue
-        available = set(instance.available_devices())
-        for device in instance.devices:
-            if devices and device not in devices:
-                continue
-            targets.append(Target(instance.name, device, device in available, instance))
-    return targets
-
-
-def select_cases(*, ops: str | None = None, dtypes: Iterable[DType] | None = None, quick: bool = False,
-                 cases: Sequence[Case] | None = None) -> list[Case]:
-    """The cases a run covers: the op database and the fuzzer regressions (or ``cases``).
-    ``quick`` keeps, per (op, dtype), the edge cases, the regressions and the first other
-    case: layout variants and the 10**6-term reductions are left out."""
-    everything = opdb.all_cases() + regressions.cases() if cases is None else cases
-    chosen = opdb.select(everything, ops=ops, dtypes=set(dtypes or ()), tags_excluded=(LONG,) if quick else ())
-    if not quick:
-        return chosen
-    kept, seen = [], set()
-    for c in chosen:
-        key = (c.op, c.dtype)
-        if EDGE in c.tags or regressions.REGRESSION in c.tags or key not in seen:
-            kept.append(c)
-            seen.add(key)
-    return kept
-
-
 def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[str] | None = None,
         dtypes: Iterable[DType] | None = None, ops: str | None = None, quick: bool = False,
         cases: Sequence[Case] | None = None, progress: ProgressFn | None = None, models: bool | str = False,
-        architectures: Sequence[str] | None = None, anchors: bool = True) -> ConformanceRun:
+        architectures: Sequence[str] | None = None, anchors: bool = True,
+        workers: WorkerOptions | None = None) -> ConformanceRun:
     """Run the selected cases on every target and build the matrix (see the module docstring).
 
     ``models`` adds the rows of :mod:`.zoo`: the model zoo (forward and training step
     through ``parity.compile``) and the random draws that must be bit-identical (True or
     ``"zoo"``), the Hugging Face zoo (``"hf"``, only ``architectures`` if given, with the
-    torch.compile ``anchors``), or both (``"all"``)."""
+    torch.compile ``anchors``), or both (``"all"``).
+
+    ``workers`` runs the cases on worker processes (:mod:`.controller`): the same results,
+    with crashes and hangs contained as *crashed* / *timed out* cells, and a journal to
+    resume from. The cases are then named by id, so ``cases`` must be None."""
     start = time.perf_counter()
     dtypes = list(dtypes or ())
+    if workers is not None:
+        load_plugins(workers.plugins)  # in the controller, as every worker does
     targets = resolve_targets(backends, devices)
     chosen = select_cases(ops=ops, dtypes=dtypes, quick=quick, cases=cases)
     live = [t for t in targets if t.available]
-    claims = {id(t.instance): t.instance.claims() for t in live}
-    results: list[CaseResult] = []
     groups: dict[tuple, list[Case]] = defaultdict(list)
     for case in chosen:  # one compilation per (op, dtype): compiling dominates a backend's time
         groups[(case.op, case.dtype)].append(case)
-    done = 0
-    for group in groups.values():
-        if progress:
-            progress(done, len(chosen), f"{group[0].op}[{group[0].dtype.short}]")
-        bundle = [Prepared(c) for c in group]
-        for t in live:
-            results += run_bundle(t.instance, t.device, bundle, claims[id(t.instance)])
-        done += len(group)
-    if progress:
-        progress(len(chosen), len(chosen), "")
+    if workers is None:
+        results = _run_serial(list(groups.values()), live, progress)
+    else:
+        if cases is not None:
+            raise ValueError("a run on workers names its cases by id: select them with ops/dtypes/quick, not cases=")
+        spec = worker_spec(workers.plugins, workers.memory_mb, ops, [d.short for d in dtypes], quick)
+        header = {"ops": ops, "dtypes": sorted(d.short for d in dtypes), "quick": quick,
+                  "targets": [[t.backend, t.device] for t in live], "cases": len(chosen)}
+        results = run_groups(list(groups.values()), [(t.backend, t.device) for t in live], workers, spec, header,
+                             progress)
     cells = cells_of_cases(chosen, targets, results)
     section: dict = {}
     chosen_count = len(chosen)
@@ -138,6 +104,22 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     options["models"] = models
     return ConformanceRun(targets, cells, deviations, type_rules, chosen_count, time.perf_counter() - start,
                           options, section)
+
+
+def _run_serial(groups: list[list[Case]], live: list[Target], progress: ProgressFn | None) -> list[CaseResult]:
+    claims = {id(t.instance): t.instance.claims() for t in live}
+    results: list[CaseResult] = []
+    total, done = sum(len(g) for g in groups), 0
+    for group in groups:
+        if progress:
+            progress(done, total, f"{group[0].op}[{group[0].dtype.short}]")
+        bundle = [Prepared(c) for c in group]
+        for t in live:
+            results += run_bundle(t.instance, t.device, bundle, claims[id(t.instance)])
+        done += len(group)
+    if progress:
+        progress(total, total, "")
+    return results
 
 
 def _type_rules(ops: str | None) -> list[dict]:

@@ -11,9 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .reports import KIND_MARK, family_kind, cell_text, matrix, target_names
-from .results import DEVIATION, FAIL, NOT_RUN, PASS, UNSUPPORTED, ConformanceRun, ProgressFn
+from .results import CRASHED, DEVIATION, FAIL, NOT_RUN, PASS, TIMED_OUT, UNSUPPORTED, ConformanceRun, ProgressFn
 
-_STYLE = {PASS: "green", DEVIATION: "yellow", FAIL: "bold red", UNSUPPORTED: "dim", NOT_RUN: "dim italic"}
+_STYLE = {CRASHED: "bold magenta", TIMED_OUT: "bold magenta", PASS: "green", DEVIATION: "yellow", FAIL: "bold red", UNSUPPORTED: "dim", NOT_RUN: "dim italic"}
 
 
 @contextlib.contextmanager
@@ -46,12 +46,17 @@ def print_matrix(result: ConformanceRun, console: Console) -> None:
 
 def print_summary(result: ConformanceRun, console: Console) -> None:
     table = Table(title=f"{result.cases} cases in {result.elapsed_s:.1f} s (cells are op × dtype)")
-    for column in ("backend/device", PASS, DEVIATION, FAIL, UNSUPPORTED, NOT_RUN, "cases passed"):
+    for column in ("backend/device", PASS, DEVIATION, FAIL, "crashed/timed out", UNSUPPORTED, NOT_RUN, "cases passed"):
         table.add_column(column, justify="right")
     for name, s in result.summary().items():
+        dead = s[CRASHED] + s[TIMED_OUT]
         table.add_row(name, str(s[PASS]), str(s[DEVIATION]), f"[{_STYLE[FAIL]}]{s[FAIL]}[/]" if s[FAIL] else "0",
-                      str(s[UNSUPPORTED]), str(s[NOT_RUN]), f"{s['cases_passed']}/{s['cases']}")
+                      f"[{_STYLE[CRASHED]}]{dead}[/]" if dead else "0", str(s[UNSUPPORTED]), str(s[NOT_RUN]),
+                      f"{s['cases_passed']}/{s['cases']}")
     console.print(table)
+    for c in result.crashed[:40]:
+        console.print(f"[{_STYLE[CRASHED]}]{c.status}[/] {escape(f'{c.op}[{c.dtype}]')} on {c.backend}/{c.device}: "
+                      f"{escape(c.worst_case)} {escape(c.message[:400])}", highlight=False)
     for c in result.unexpected_failures[:40]:
         ulps = f" max {c.max_ulp:.3g} ulp" if c.max_ulp is not None else ""
         console.print(f"[bold red]unexpected failure[/] {escape(f'{c.op}[{c.dtype}]')} on {c.backend}/{c.device}:"

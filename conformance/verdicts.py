@@ -28,11 +28,14 @@ import numpy as np
 from ..backends.base import ANY_OP, Deviation
 from .case import Case
 from .results import (
+    CRASHED,
     DEVIATION,
+    NEVER_EXCUSED,
     FAIL,
     NOT_RUN,
     PASS,
     RECORDED,
+    TIMED_OUT,
     UNSUPPORTED,
     CaseResult,
     Cell,
@@ -76,6 +79,7 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
         cell.message = results[0].message if results else ""
         return
     cell.path = ran[0].path
+    cell.hashes = {r.case: r.output_hash for r in ran if r.output_hash}
     cell.passed = sum(r.status == "pass" for r in ran)
     cell.failed = len(ran) - cell.passed
     ulps = [r.max_ulp for r in ran if r.max_ulp is not None and np.isfinite(r.max_ulp)]
@@ -89,6 +93,10 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
         return
     cell.worst_case, cell.worst, cell.message = worst.case, worst.worst, worst.message
     failing = [r for r in ran if r.status != "pass"]
+    dead = next((r for r in failing if r.status in (CRASHED, TIMED_OUT)), None)
+    if dead is not None:  # no answer at all: never a pass, never excused by a deviation
+        cell.status, cell.worst_case, cell.message = dead.status, dead.case, dead.message
+        return
     if all(r.path == RECORDED for r in failing):  # whole-model rows measured within their recorded deviation
         cell.status = DEVIATION
         return
@@ -130,7 +138,7 @@ def _explaining(covering: Sequence[Deviation], r: CaseResult) -> Deviation | Non
     dtype) if the case passes with subnormals flushed, else one whose recorded ULPs cover
     the error that remains. Nothing explains an exception, a malformed output, an error
     with no ULP figure, or (from a deviation that records no number) anything."""
-    if r.status == "error" or r.malformed:
+    if r.status in NEVER_EXCUSED or r.malformed:
         return None
     if r.flushed_passed:
         return next(d for d in covering if d.flush_to_zero)

@@ -39,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     aten.add_argument("--json", action="store_true", help="print JSON instead of text")
     aten.set_defaults(run=_run_aten)
 
+    from .conformance.options import add_worker_arguments
+
     conform = commands.add_parser("conform", help="run the conformance suite and print the op × backend matrix")
     conform.add_argument("--backend", action="append", help="only these backends (repeatable; default: all)")
     conform.add_argument("--device", action="append", help="only these devices (repeatable; default: all listed)")
@@ -67,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="with --mutants: at most N op × dtype cells per fault class, one per op (0: all)")
     conform.add_argument("--mutant-seed", type=int, default=0, help="with --mutants: the seed of that sample")
     conform.add_argument("--faults", metavar="A,B", help="with --mutants: only these fault classes")
+    add_worker_arguments(conform, journal=True)
+    conform.add_argument("merge", nargs="*", metavar="merge REPORT.json",
+                         help="'parity conform merge a.json b.json ... [--html out.html] [--json out.json]': one "
+                              "matrix from the reports of several machines, with their device agreement")
     conform.set_defaults(run=_run_conform)
 
     fuzz = commands.add_parser("fuzz", help="differential fuzzing: random graphs on every backend, node by node")
@@ -80,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fuzz.add_argument("--no-save", action="store_true", help="do not write regressions to conformance/regressions/")
     fuzz.add_argument("--no-shrink", action="store_true", help="report mismatches without minimising them")
     fuzz.add_argument("--json", metavar="PATH", help="write the fuzzing report as JSON")
+    add_worker_arguments(fuzz)
     fuzz.set_defaults(run=_run_fuzz)
 
     from .bench import cli as bench_cli  # light: the heavy imports happen when it runs
@@ -170,17 +177,26 @@ def _run_aten(args) -> int:
 
 
 def _run_conform(args) -> int:
-    import pathlib
-
     from rich.console import Console
 
     from .backends.registry import BackendNotFound, get_backend
-    from .conformance import html, reports, runner, terminal
+    from .conformance import runner, terminal
+    from .conformance.controller import WorkerRunError
+    from .conformance.options import worker_options
+    from .conformance.plugins import load_plugins
+    from .conformance.writers import write_reports
     from .ir.dtypes import DType
 
     console = Console(stderr=False)
+    if args.merge:
+        from .conformance.merge import merge_files
+
+        return merge_files(args.merge, json_path=args.json, html_path=args.html, markdown_path=args.markdown,
+                           console=console)
     try:
         dtypes = [DType.from_short(d) for d in args.dtype or ()]
+        workers = worker_options(args)
+        load_plugins(args.plugin)
         for name in args.backend or ():
             get_backend(name)  # a backend asked for by name must load
     except (ValueError, BackendNotFound) as exc:
@@ -189,22 +205,19 @@ def _run_conform(args) -> int:
     backends = _tier_columns(args.backend, args.precision)
     if args.mutants:
         return _run_mutants(args, backends, dtypes, console)
-    with terminal.progress_bar(console) as progress:
-        result = runner.run(backends, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
-                            progress=progress, models=args.models,
-                            architectures=args.architectures.split(",") if args.architectures else None,
-                            anchors=not args.no_anchors)
+    try:
+        with terminal.progress_bar(console) as progress:
+            result = runner.run(backends, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
+                                progress=progress, models=args.models,
+                                architectures=args.architectures.split(",") if args.architectures else None,
+                                anchors=not args.no_anchors, workers=workers)
+    except (WorkerRunError, ValueError) as exc:  # a journal to refuse, a worker that cannot start, no host for a backend
+        console.print(f"[bold red]parity conform:[/] {exc}", highlight=False)
+        return 2
     if not args.summary_only:
         terminal.print_matrix(result, console)
     terminal.print_summary(result, console)
-    writers = ((args.json, lambda r: json.dumps(reports.to_json(r), indent=1)), (args.markdown, reports.to_markdown),
-               (args.html, html.to_html))
-    for path, write in writers:
-        if path:
-            target = pathlib.Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(write(result), encoding="utf-8")
-            console.print(f"wrote {target}", highlight=False)
+    write_reports(result, json_path=args.json, markdown_path=args.markdown, html_path=args.html, console=console)
     return result.exit_code
 
 
@@ -261,18 +274,24 @@ def _run_fuzz(args) -> int:
 
     from .backends.registry import BackendNotFound, get_backend
     from .conformance import fuzz, terminal
+    from .conformance.controller import fuzz_results
+    from .conformance.options import worker_options
+    from .conformance.plugins import load_plugins
 
     console = Console()
     try:
+        workers = worker_options(args)
+        load_plugins(args.plugin)
         for name in args.backend or ():
             get_backend(name)
-    except BackendNotFound as exc:
+    except (ValueError, BackendNotFound) as exc:
         console.print(f"[bold red]parity fuzz:[/] {exc}", highlight=False)
         return 2
     with terminal.progress_bar(console, "fuzz") as progress:
         report = fuzz.run(args.budget, seed=args.seed, backends=args.backend, device=args.device,
                           do_shrink=not args.no_shrink, save=not args.no_save, deadline_s=args.time_limit,
-                          progress=progress, only=args.graph)
+                          progress=progress, only=args.graph,
+                          results_for=fuzz_results(workers) if workers else None)
     for line in report.lines():
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if args.json:
@@ -280,7 +299,7 @@ def _run_fuzz(args) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(report.to_json(), indent=1), encoding="utf-8")
         console.print(f"wrote {target}", highlight=False)
-    return 1 if report.new_findings else 0
+    return 1 if report.new_findings or report.crashes else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,11 +32,10 @@ from dataclasses import dataclass, field
 
 from ...backends.base import Backend
 from .. import regressions
-from ..bounds import LOCAL
-from ..case import Case
 from ..execute import Prepared, run_bundle, run_case
-from ..runner import resolve_targets
-from .generate import FuzzGraph, generate
+from ..results import CRASHED, TIMED_OUT
+from ..selection import resolve_targets
+from .generate import FuzzGraph, fuzz_case, generate
 from .shrink import shrink
 
 __all__ = ["Finding", "FuzzReport", "generate", "run"]
@@ -74,6 +73,8 @@ class FuzzReport:
     findings: list[Finding] = field(default_factory=list)
     ops: Counter = field(default_factory=Counter)  # node count per op over the generated graphs
     outside: Counter = field(default_factory=Counter)  # backend -> nodes not held to their bound (local.py)
+    # graphs that killed their worker or timed out (runs on workers only): never shrunk in this process
+    crashes: list[dict] = field(default_factory=list)
 
     @property
     def new_findings(self) -> list[Finding]:
@@ -88,7 +89,8 @@ class FuzzReport:
         return _clean({"seed": self.seed, "budget": self.budget, "graphs": self.graphs,
                        "elapsed_s": round(self.elapsed_s, 1), "nodes": sum(self.ops.values()),
                        "backends": {k: dict(v) for k, v in self.backends.items()}, "outside": dict(self.outside),
-                       "findings": [asdict(f) for f in self.findings], "ops": dict(self.ops.most_common())})
+                       "findings": [asdict(f) for f in self.findings], "crashes": self.crashes,
+                       "ops": dict(self.ops.most_common())})
 
     def lines(self) -> list[str]:
         """A plain-text summary (the CLI prints it)."""
@@ -97,7 +99,10 @@ class FuzzReport:
         for name, c in self.backends.items():
             out.append(f"  {name}: {c['pass']} pass, {c['fail']} fail, {c['error']} error, "
                        f"{c['deviation']} recorded deviation, {c['unsupported']} unsupported; "
-                       f"{self.outside[name]} nodes outside the contract's domain")
+                       f"{self.outside[name]} nodes outside the contract's domain"
+                       + (f"; {c['crashed'] + c['timed out']} crashed or timed out" if self.crashes else ""))
+        for r in self.crashes:
+            out.append(f"  {r['status']} on {r['backend']}/{r['device']}: {r['case']}: {r['message'][:300]}")
         for f in self.findings:
             tag = (f"known: {f.known}" if f.known else "as an earlier finding" if f.duplicate
                    else f"saved {f.regression}" if f.regression else "new")
@@ -108,15 +113,20 @@ class FuzzReport:
 
 
 ProgressFn = Callable[[int, int, str], None]
+#: ``results_for(seed, chunks, targets)`` → {(case id, backend): CaseResult} (see :func:`run`).
+ResultsFn = Callable[[int, list, list], dict]
 
 
 def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None = None, device: str = "cpu",
         bundle: int = 16, do_shrink: bool = True, save: bool = True, directory=regressions.DIRECTORY,
         deadline_s: float | None = None, progress: ProgressFn | None = None,
-        only: Sequence[int] | None = None) -> FuzzReport:
+        only: Sequence[int] | None = None, results_for: ResultsFn | None = None) -> FuzzReport:
     """Fuzz ``budget`` graphs (or until ``deadline_s`` seconds have passed) on ``backends``
     (default: every registered backend with ``device`` here). ``only`` runs just those
-    graph indices of the stream (to reproduce a finding)."""
+    graph indices of the stream (to reproduce a finding). ``results_for(seed, chunks,
+    targets)`` runs every chunk's cases elsewhere (on workers:
+    :func:`..controller.fuzz_results`) and returns their results by (case id, backend);
+    the findings are then made here as in a serial run."""
     start = time.perf_counter()
     report = FuzzReport(seed, budget)
     targets = [t for t in resolve_targets(backends, [device]) if t.available]
@@ -124,8 +134,13 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
     known = known_graphs(directory)
     seen: set[tuple] = set()  # signatures found in this run
     for t in targets:
-        report.backends[t.backend] = Counter({k: 0 for k in ("pass", "fail", "error", "deviation", "unsupported")})
+        report.backends[t.backend] = Counter({k: 0 for k in ("pass", "fail", "error", "deviation", "unsupported",
+                                                             "crashed", "timed out")})
     stream = list(only) if only is not None else range(budget)
+    elsewhere = None
+    if results_for is not None:
+        chunks = [[fuzz_case(generate(seed, i)) for i in stream[k:k + bundle]] for k in range(0, len(stream), bundle)]
+        elsewhere = results_for(seed, chunks, [(t.backend, t.device) for t in targets])
     index = 0
     while index < len(stream) and (deadline_s is None or time.perf_counter() - start < deadline_s):
         chunk = [generate(seed, i) for i in stream[index:index + bundle]]
@@ -134,13 +149,19 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
             report.ops.update(fg.graph.op_counts())
         prepared = [Prepared(fuzz_case(fg), fg.arrays, fg.graph, oracle=[]) for fg in chunk]
         for t in targets:
-            results = run_bundle(t.instance, device, prepared, claims[t.backend])
+            if elsewhere is None:
+                results = run_bundle(t.instance, device, prepared, claims[t.backend])
+            else:
+                results = [elsewhere[(p.case.id, t.backend)] for p in prepared]
             for fg, r in zip(chunk, results):
                 status = r.status
                 if status == "fail" and _all_declared(t.instance, device, r.worst.get("nodes", [])):
                     status = "deviation"
                 report.backends[t.backend][status] += 1
                 report.outside[t.backend] += len(r.worst.get("outside", []))
+                if status in (CRASHED, TIMED_OUT):  # crashed / timed out: shrinking it here would crash this process
+                    report.crashes.append({"case": r.case, "backend": r.backend, "device": r.device,
+                                           "status": status, "message": r.message})
                 if status in ("fail", "error"):
                     report.findings.append(_finding(t.instance, device, fg, r, known, seen, do_shrink, save,
                                                     directory))
@@ -168,13 +189,6 @@ def error_kind(message: str) -> str:
     """What kind of error a message is: its first 100 characters with numbers as N (so one
     bug raising at different sizes is one kind, and two bugs raising one type are two)."""
     return re.sub(r"\d+", "N", message)[:100]
-
-
-def fuzz_case(fg: FuzzGraph, op: str = "fuzz", dtype=None) -> Case:
-    """A fuzz graph as a conformance case (LOCAL bound: every node on its own)."""
-    arrays = fg.arrays
-    first = fg.graph.inputs[0].type.dtype if fg.graph.inputs else fg.graph.outputs[0].type.dtype
-    return Case(op, dtype or first, lambda rng: arrays, {}, fg.name, build=regressions.replay(fg.graph), bound=LOCAL)
 
 
 def _all_declared(backend: Backend, device: str, nodes: list[dict]) -> bool:

@@ -33,6 +33,9 @@ import numpy as np
 from ...ir.dtypes import DType
 from ...ir.errors import TypeRuleError
 from ...ir.graph import Graph
+from .. import regressions
+from ..bounds import LOCAL
+from ..case import Case
 from .builder import FuzzBuilder, Rejected
 from .makers import MAKERS
 
@@ -77,3 +80,10 @@ def generate(seed: int, index: int, *, max_ops: int = 8) -> FuzzGraph:
     graph.name = f"fuzz_s{seed}_{index}"
     arrays = [g.draws[v](rng, v.type.dtype, tuple(v.type.shape)) for v in graph.inputs]
     return FuzzGraph(seed, index, graph, arrays)
+
+
+def fuzz_case(fg: FuzzGraph, op: str = "fuzz", dtype=None) -> Case:
+    """A fuzz graph as a conformance case (LOCAL bound: every node on its own)."""
+    arrays = fg.arrays
+    first = fg.graph.inputs[0].type.dtype if fg.graph.inputs else fg.graph.outputs[0].type.dtype
+    return Case(op, dtype or first, lambda rng: arrays, {}, fg.name, build=regressions.replay(fg.graph), bound=LOCAL)

@@ -32,14 +32,16 @@ def test_json_schema(result):
     text = json.dumps(doc, allow_nan=False)  # strictly valid JSON: no NaN/Infinity literals
     assert json.loads(text) == doc
     assert (doc["schema"], doc["version"]) == ("parity.conformance", reports.SCHEMA_VERSION)
-    assert set(doc) == {"schema", "version", "parity_version", "created", "elapsed_s", "environment", "options",
-                        "cases", "targets", "cells", "deviations", "type_rules", "summary", "exit_code", "models"}
+    assert set(doc) == {"schema", "version", "parity_version", "suite", "created", "elapsed_s", "environment",
+                        "options", "cases", "targets", "cells", "deviations", "type_rules", "summary", "exit_code",
+                        "models", "device_agreement"}
+    assert len(doc["suite"]) == 12 and doc["device_agreement"] == []  # filled by a merge (test_merge.py)
     assert doc["models"] == {} and doc["options"]["models"] is False  # filled by --models (test_zoo.py)
     assert doc["exit_code"] == 1 and doc["cases"] == result.cases
     assert {t["backend"] + "/" + t["device"] for t in doc["targets"]} == {"reference/cpu", "wrong/cpu", "wrong/cuda"}
     cell_keys = {"op", "family", "kind", "dtype", "backend", "device", "status", "cases", "passed", "failed",
                  "unsupported", "path", "max_ulp", "max_ratio", "worst_case", "worst", "message", "deviation",
-                 "explained_by", "flush_to_zero", "flushed_ulp"}
+                 "explained_by", "flush_to_zero", "flushed_ulp", "hashes"}
     assert all(set(c) == cell_keys for c in doc["cells"])
     cos = next(c for c in doc["cells"] if c["op"] == "cos" and c["dtype"] == "f32" and c["backend"] == "wrong"
                and c["device"] == "cpu")
@@ -51,7 +53,7 @@ def test_json_schema(result):
 
 def test_markdown_has_summary_matrix_and_failures(result):
     md = reports.to_markdown(result)
-    assert "| backend/device | pass | deviation | fail | unsupported | not run | cases passed |" in md
+    assert "| backend/device | pass | deviation | fail | crashed / timed out | unsupported | not run | cases passed |" in md
     assert "| op | kind | reference/cpu | wrong/cpu | wrong/cuda |" in md
     row = next(line for line in md.splitlines() if line.startswith("| cos |"))
     assert row.split(" | ")[2:] == ["✅ pass", "❌ fail", "· not run |"]

@@ -1,0 +1,336 @@
+"""The controller: a run's cases scheduled on N workers, results collected, crashes contained.
+
+The unit of work is what the serial runner does in one step: one op × dtype's cases,
+bundled into one compilation, on each (backend, device) target in turn
+(:class:`.worker.Task`). A worker answers per target, so when it dies the controller
+knows which target it was on. That target's cases become cells with status *crashed*
+(the worker died: a signal, ``os._exit``, a MemoryError under ``--worker-memory``) or
+*timed out* (no answer within ``case_timeout`` seconds; the worker is killed), naming
+the case, the signal or limit, and the worker's last stderr lines. Each such case is
+retried once, alone, on a fresh worker: one that crashes again is *reproducible*; a
+bundle whose cases all pass alone crashed *flakily* and stays crashed (a crash is
+never a pass). A fresh worker replaces every dead one, and the run completes.
+
+Results come back as the same :class:`~.results.CaseResult` objects the serial runner
+makes and are put back in the serial order, so the cells are the same cell for cell.
+With a journal (:mod:`.journal`) every final result is written as it arrives, and a
+resumed run skips the cases the journal holds.
+
+Example::
+
+    >>> from parity.conformance.runner import run
+    >>> serial = run(["reference"], ops="^neg$")
+    >>> parallel = run(["reference"], ops="^neg$", workers=WorkerOptions(workers=2))
+    >>> [c.status for c in parallel.cells] == [c.status for c in serial.cells]
+    True
+"""
+
+from __future__ import annotations
+
+import pathlib
+import queue
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from .case import Case
+from .engine import get_engine
+from .journal import Journal, read_journal
+from .results import CRASHED, TIMED_OUT, CaseResult, ProgressFn
+from .worker import Task, WorkerSpec
+
+Key = tuple[str, str, str]  # (case id, backend, device)
+
+
+class WorkerRunError(RuntimeError):
+    """A run on workers that cannot go on: a worker that dies before it is ready (a plugin
+    that does not import there, a memory cap too small to start in)."""
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How a run uses workers (``parity conform --workers N ...``)."""
+
+    workers: int = 1
+    engine: str = "local"
+    case_timeout: float | None = None  # seconds for one op × dtype bundle on one target
+    memory_mb: int | None = None  # each worker's address-space cap
+    plugins: tuple[str, ...] = ()
+    journal: str | None = None
+    resume: bool = False
+    # (host, backends it offers): each host gets ``workers`` workers, and a target runs only
+    # on the workers of the first host that offers its backend (empty: one host, every backend)
+    hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+@dataclass
+class _Retry:
+    """A bundle that killed its worker on one target, its cases retried one by one."""
+
+    case_ids: tuple
+    target: tuple[str, str]
+    status: str
+    what: str  # how the worker ended
+    stderr: list[str]
+    waiting: set = field(default_factory=set)
+    results: dict = field(default_factory=dict)  # case id → CaseResult of the retry
+    tails: dict = field(default_factory=dict)  # case id → the last stderr lines of its second crash
+
+
+@dataclass
+class _Unit:
+    case_ids: tuple
+    targets: list[tuple[str, str]]
+    retry: _Retry | None = None
+    kind: str = "cases"
+    seed: int = 0
+    host: str = ""
+
+
+def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, str]], options: WorkerOptions,
+               spec: WorkerSpec, header: dict, progress: ProgressFn | None = None, *, kind: str = "cases",
+               seed: int = 0) -> list[CaseResult]:
+    """Every group's cases on every target, on workers; results in the serial runner's order.
+    ``kind`` "fuzz": the cases are graphs ``s{seed}-{index}`` of the fuzzer's stream."""
+    done: dict[Key, CaseResult] = {}
+    if options.resume and options.journal:
+        if not pathlib.Path(options.journal).exists():
+            raise WorkerRunError(f"--resume: there is no journal at {options.journal}; run without --resume to "
+                                 "start one")
+        done = {(r.case, r.backend, r.device): r for r in read_journal(options.journal, header)}
+    units: list[_Unit] = []
+    for group in groups:
+        ids = tuple(c.id for c in group)
+        missing = [t for t in targets if any((i, *t) not in done for i in ids)]
+        full = [t for t in missing if all((i, *t) not in done for i in ids)]
+        if full:
+            units.append(_Unit(ids, full, kind=kind, seed=seed))
+        units += [_Unit(tuple(i for i in ids if (i, *t) not in done), [t], kind=kind, seed=seed)
+                  for t in missing if t not in full]
+    units = _routed(units, options.hosts)
+    journal = Journal(options.journal, header, append=options.resume) if options.journal else None
+    total = sum(len(u.case_ids) * len(u.targets) for u in units)
+    try:
+        _Scheduler(options, spec, journal, done, total, progress).run(units)
+    finally:
+        if journal is not None:
+            journal.close()
+    return [done[(c.id, *t)] for group in groups for t in targets for c in group]
+
+
+def _routed(units: list[_Unit], hosts) -> list[_Unit]:
+    """Each unit split by the host that runs each of its targets (the first that offers its backend)."""
+    if not hosts:
+        return units
+    out = []
+    for u in units:
+        by_host: dict[str, list] = {}
+        for t in u.targets:
+            host = next((name for name, offered in hosts if t[0] in offered), None)
+            if host is None:
+                raise ValueError(f"no host offers backend {t[0]!r} (--hosts {_hosts_text(hosts)}): add it to a "
+                                 "host, or leave it out with --backend")
+            by_host.setdefault(host, []).append(t)
+        out += [_Unit(u.case_ids, ts, u.retry, u.kind, u.seed, host) for host, ts in by_host.items()]
+    return out
+
+
+def _hosts_text(hosts) -> str:
+    return ";".join(f"{name}={','.join(offered)}" for name, offered in hosts)
+
+
+def parse_hosts(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``"a=reference,numpy;b=onnx"`` → ``(("a", ("reference", "numpy")), ("b", ("onnx",)))``."""
+    hosts = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        name, sep, backends = part.partition("=")
+        offered = tuple(b.strip() for b in backends.split(",") if b.strip())
+        if not sep or not name.strip() or not offered:
+            raise ValueError(f"--hosts {text!r}: expected 'HOST=BACKEND,BACKEND;HOST=BACKEND', e.g. "
+                             "'cpu-box=reference,onnx;gpu-box=xla'")
+        hosts.append((name.strip(), offered))
+    return tuple(hosts)
+
+
+class _Scheduler:
+    def __init__(self, options: WorkerOptions, spec: WorkerSpec, journal: Journal | None, done: dict,
+                 total: int, progress: ProgressFn | None):
+        self.options, self.spec, self.journal, self.done = options, spec, journal, done
+        self.total, self.finished, self.progress = total, 0, progress
+        self.engine = get_engine(options.engine)
+        self.events: queue.Queue = queue.Queue()
+        self.pending: deque[_Unit] = deque()
+        self.busy: dict = {}  # worker → [unit, index of the target it is on, deadline, timed out]
+        self.idle: list = []
+        self.starting: set = set()
+        self.host_of: dict = {}  # worker → the host it runs on ("" without --hosts)
+        self.next_id = 0
+
+    def run(self, units: list[_Unit]) -> None:
+        self.pending.extend(units)
+        for host in dict.fromkeys(u.host for u in units):
+            for _ in range(min(self.options.workers, sum(u.host == host for u in units))):
+                self._spawn(host)
+        try:
+            while self.pending or self.busy:
+                self._assign()
+                try:
+                    worker, message = self.events.get(timeout=self._wait())
+                except queue.Empty:
+                    self._expire()
+                    continue
+                self._handle(worker, message)
+        finally:
+            for w in list(self.idle) + list(self.busy) + list(self.starting):
+                w.kill() if w in self.busy or w in self.starting else w.close()
+
+    def _spawn(self, host: str) -> None:
+        offered = dict(self.options.hosts).get(host, ())
+        worker = self.engine.spawn(replace(self.spec, host=host, backends=offered), self.events)
+        self.host_of[worker] = host
+        self.starting.add(worker)
+
+    def _assign(self) -> None:
+        for worker in list(self.idle):
+            unit = next((u for u in self.pending if u.host == self.host_of[worker]), None)
+            if unit is None:
+                continue
+            self.idle.remove(worker)
+            self.pending.remove(unit)
+            self.next_id += 1
+            worker.send(Task(self.next_id, unit.case_ids, tuple(unit.targets), unit.kind, unit.seed))
+            self.busy[worker] = [unit, 0, self._deadline(), False]
+
+    def _deadline(self) -> float | None:
+        t = self.options.case_timeout
+        return None if t is None else time.monotonic() + t
+
+    def _wait(self) -> float | None:
+        deadlines = [b[2] for b in self.busy.values() if b[2] is not None and not b[3]]
+        return None if not deadlines else max(0.0, min(deadlines) - time.monotonic())
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for worker, b in self.busy.items():
+            if b[2] is not None and not b[3] and b[2] <= now:
+                b[3] = True  # its exit event reports the timeout
+                worker.kill()
+
+    def _handle(self, worker, message) -> None:
+        kind = message[0]
+        if kind == "ready":
+            self.starting.discard(worker)
+            self.idle.append(worker)
+        elif kind == "result":
+            b = self.busy[worker]
+            unit, index = b[0], message[2]
+            self._record(unit, message[3])
+            b[1], b[2] = index + 1, self._deadline()
+        elif kind == "done":
+            del self.busy[worker]
+            self.idle.append(worker)
+        elif kind == "exit":
+            self._ended(worker, message[1])
+
+    def _ended(self, worker, status: int) -> None:
+        if worker in self.starting:
+            self.starting.discard(worker)
+            tail = "\n".join(worker.stderr_tail())
+            raise WorkerRunError(f"a conformance worker failed to start: it {worker.describe_exit(status)}. "
+                                 f"Its last stderr lines:\n{tail}")
+        if worker in self.idle:  # died between tasks: nothing lost, but the run needs its place
+            self.idle.remove(worker)
+            self._spawn(self.host_of[worker])
+            return
+        if worker not in self.busy:
+            return  # killed at the end
+        unit, index, _, timed_out = self.busy.pop(worker)
+        what = (f"ran past --case-timeout {self.options.case_timeout:g} s and was killed" if timed_out
+                else f"{worker.describe_exit(status)}")
+        state = TIMED_OUT if timed_out else CRASHED
+        self._spawn(self.host_of[worker])  # a fresh worker replaces the dead one
+        if index >= len(unit.targets):  # it died after its last answer: nothing lost
+            return
+        target, rest = unit.targets[index], unit.targets[index + 1:]
+        if rest:
+            self.pending.appendleft(_Unit(unit.case_ids, rest, unit.retry, unit.kind, unit.seed, unit.host))
+        stderr = worker.stderr_tail()
+        if unit.retry is not None:  # a case alone, on its second try
+            unit.retry.tails[unit.case_ids[0]] = stderr
+            self._retried(unit.retry, unit.case_ids[0], _dead(unit.case_ids[0], target, state, what))
+        else:
+            retry = _Retry(unit.case_ids, target, state, what, stderr, set(unit.case_ids))
+            self.pending.extend(_Unit((i,), [target], retry, unit.kind, unit.seed, unit.host) for i in unit.case_ids)
+
+    def _record(self, unit: _Unit, results: list[CaseResult]) -> None:
+        if unit.retry is not None:
+            for r in results:
+                self._retried(unit.retry, r.case, r)
+            return
+        self._final(results)
+
+    def _retried(self, retry: _Retry, case_id, result: CaseResult) -> None:
+        retry.results[case_id] = result
+        retry.waiting.discard(case_id)
+        if retry.waiting:
+            return
+        again = [r for r in retry.results.values() if r.status in (CRASHED, TIMED_OUT)]
+        out = []
+        for i in retry.case_ids:
+            r = retry.results[i]
+            if r.status in (CRASHED, TIMED_OUT):
+                r.message = (f"{i} on {r.backend}/{r.device}: reproducible — the worker {r.message}, and again "
+                             f"when the case ran alone on a fresh worker. Last stderr lines:\n"
+                             + "\n".join(retry.tails.get(i, ())))
+            elif not again:  # nothing crashed alone: the bundle's crash was flaky, and a crash is never a pass
+                lines = "\n".join(retry.stderr)
+                r = CaseResult(r.case, r.op, r.dtype, r.backend, r.device, retry.status, r.path,
+                               message=(f"{i} on {r.backend}/{r.device}: flaky — the worker {retry.what} while "
+                                        f"running the bundle {', '.join(map(str, retry.case_ids))}; each case "
+                                        f"alone then ran on a fresh worker without crashing. Last stderr "
+                                        f"lines:\n{lines}"))
+            out.append(r)
+        self._final(out)
+
+    def _final(self, results: list[CaseResult]) -> None:
+        for r in results:
+            self.done[(r.case, r.backend, r.device)] = r
+        if self.journal is not None:
+            self.journal.write(results)
+        self.finished += len(results)
+        if self.progress:
+            self.progress(self.finished, self.total, f"{results[0].op}[{results[0].dtype}]" if results else "")
+
+
+def fuzz_results(options: WorkerOptions):
+    """For :func:`parity.conformance.fuzz.run`: its chunks of graphs run on workers."""
+
+    def results_for(seed: int, chunks: list, targets: list) -> dict:
+        spec = worker_spec(options.plugins, options.memory_mb, None, (), False)
+        header = {"fuzz_seed": seed, "graphs": sum(len(c) for c in chunks), "targets": [list(t) for t in targets]}
+        results = run_groups(chunks, targets, options, spec, header, kind="fuzz", seed=seed)
+        return {(r.case, r.backend): r for r in results}
+
+    return results_for
+
+
+def _dead(case_id, target: tuple[str, str], state: str, what: str) -> CaseResult:
+    """The result of a case whose worker died (or was killed for time) running it alone."""
+    op, dtype = _op_dtype(case_id)
+    return CaseResult(str(case_id), op, dtype, target[0], target[1], state, message=what)
+
+
+def _op_dtype(case_id) -> tuple[str, str]:
+    """"exp[f32]:zeros" → ("exp", "f32")."""
+    text = str(case_id)
+    op, _, rest = text.partition("[")
+    return op, rest.partition("]")[0]
+
+
+def worker_spec(plugins: Sequence[str], memory_mb: int | None, ops: str | None, dtypes: Sequence[str],
+                quick: bool) -> WorkerSpec:
+    """The spec every worker of a run gets: the controller's import path goes with it, so a
+    plugin importable here is importable there."""
+    return WorkerSpec(tuple(plugins), memory_mb, tuple(p for p in sys.path if p), ops, tuple(dtypes), quick)

@@ -1,0 +1,124 @@
+"""The ``monarch`` engine: conformance workers as Monarch actors (``pip install 'parity[distributed]'``).
+
+Each worker is a one-process mesh from ``this_host().spawn_procs``, running a
+:class:`ConformanceActor` whose ``run`` endpoint answers one target of a task with the
+serial runner's case results. A task's targets are called one at a time, so a worker
+that dies is known to have died on the target it was running. A process that dies
+reaches the controller as Monarch's ``SupervisionError`` (``Killed(sig=11)``); an
+exception inside the actor as ``ActorError``, with the remote traceback: both become
+the same ``("exit", status)`` events the local engine gives, so the controller's
+retries and verdicts are the same code.
+
+Example (Monarch installed)::
+
+    >>> engine = MonarchEngine()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+
+from .worker import EXIT_OUT_OF_MEMORY, Task, WorkerSpec, describe_exit
+
+try:
+    from monarch.actor import Actor, endpoint, this_host
+except ImportError:  # the class below needs a base either way; the engine refuses to start
+    Actor, endpoint, this_host = object, (lambda f: f), None
+
+
+class ConformanceActor(Actor):
+    """A worker's session inside a Monarch process."""
+
+    @endpoint
+    def setup(self, spec: WorkerSpec) -> int:
+        import os
+
+        from .worker import start_session
+
+        self.session = start_session(spec)
+        return os.getpid()
+
+    @endpoint
+    def run(self, task: Task) -> list:
+        return next(iter(self.session.run(task)))
+
+
+def _ignore_unhandled(failure) -> None:
+    """Failures reach the controller through the failed call; an unhandled supervision event
+    must not interrupt it as well."""
+
+
+class MonarchWorker:
+    """One Monarch process mesh with one actor; a thread makes its calls and reports them."""
+
+    def __init__(self, spec: WorkerSpec, events: queue.Queue):
+        self.spec, self._events, self._tasks = spec, events, queue.Queue()
+        self._last_words: list[str] = []
+        self._procs = this_host().spawn_procs(per_host={"procs": 1})
+        self._actor = self._procs.spawn("conformance", ConformanceActor)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        try:
+            self._events.put((self, ("ready", self._actor.setup.call_one(self.spec).get())))
+            while (task := self._tasks.get()) is not None:
+                for i, target in enumerate(task.targets):
+                    one = Task(task.id, task.case_ids, (target,), task.kind, task.seed)
+                    self._events.put((self, ("result", task.id, i, self._actor.run.call_one(one).get())))
+                self._events.put((self, ("done", task.id)))
+        except Exception as exc:  # SupervisionError (the process died) or ActorError (it raised)
+            text = str(exc)
+            self._last_words = [line for line in text.splitlines() if line.strip()][-16:]
+            self._events.put((self, ("exit", _status_of(text))))
+            self.kill()
+
+    def send(self, task: Task) -> None:
+        self._tasks.put(task)
+
+    def kill(self) -> None:
+        try:
+            self._procs.stop().get(timeout=30)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+    def close(self) -> None:
+        self._tasks.put(None)
+        self.kill()
+
+    def stderr_tail(self) -> list[str]:
+        return self._last_words
+
+    def describe_exit(self, status: int) -> str:
+        return describe_exit(status, self.spec.memory_mb)
+
+
+def _status_of(message: str) -> int:
+    """The exit status a Monarch failure message gives: -signal, a MemoryError's, or 1."""
+    if "MemoryError" in message:
+        return EXIT_OUT_OF_MEMORY
+    m = re.search(r"sig(?:nal)?=(\d+)", message)
+    if m:
+        return -int(m.group(1))
+    m = re.search(r"(?:exit(?:ed)?(?: with)?(?: status| code)?)[=: (]+(\d+)", message, re.IGNORECASE)
+    return int(m.group(1)) if m else 1
+
+
+class MonarchEngine:
+    """Workers as Monarch actors, one process mesh each, on this host's mesh."""
+
+    name = "monarch"
+
+    def __init__(self):
+        if this_host is None:
+            from ..backends.registry import pip_install_line
+
+            raise ValueError("--engine monarch needs torchmonarch, which is not installed. "
+                             f"Run: {pip_install_line('distributed')} (or use --engine local)")
+        import monarch.actor
+
+        monarch.actor.unhandled_fault_hook = _ignore_unhandled
+
+    def spawn(self, spec: WorkerSpec, events: queue.Queue) -> MonarchWorker:
+        return MonarchWorker(spec, events)

@@ -1,0 +1,163 @@
+"""A conformance worker: one process that runs the tasks a controller sends it.
+
+The controller (:mod:`.controller`) starts workers through an engine (:mod:`.engine`);
+each worker loads the same plugins, builds the same case selection from the run's
+options (cases are code, so they are named by id, never sent), and answers each task
+with the very :class:`~.results.CaseResult` objects the serial runner makes: one message
+per target, so a worker that dies part-way through a task still delivers what it
+finished. Messages are pickles with a length prefix on the worker's private copy of
+stdout; the backends' own prints go to stderr, whose last lines name a crash.
+
+A worker under a memory cap (``WorkerSpec.memory_mb``, ``setrlimit(RLIMIT_AS)``) that
+runs out of memory exits with :data:`EXIT_OUT_OF_MEMORY`, so the controller can say which
+limit ended it. Run as ``python -m parity.conformance.worker`` (the local engine does).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import pickle
+import signal
+import struct
+import sys
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+#: A worker's exit status when a case ran out of memory under the worker's cap.
+EXIT_OUT_OF_MEMORY = 3
+_HEADER = struct.Struct("!Q")
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What every worker of a run shares: plugins to load, its memory cap, the
+    controller's import path, and the selection that names the run's cases."""
+
+    plugins: tuple[str, ...] = ()
+    memory_mb: int | None = None
+    sys_path: tuple[str, ...] = ()
+    ops: str | None = None
+    dtypes: tuple[str, ...] = ()
+    quick: bool = False
+    host: str = ""  # the (simulated) host this worker runs on, and the backends it offers (empty: all)
+    backends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Task:
+    """Run ``case_ids`` (one op × dtype, bundled as the serial runner bundles them) on each
+    of ``targets`` in order. ``kind`` "fuzz": the cases are graphs of fuzzer stream ``seed``
+    (their ids end in ``s{seed}-{index}``)."""
+
+    id: int
+    case_ids: tuple
+    targets: tuple[tuple[str, str], ...]
+    kind: str = "cases"
+    seed: int = 0
+
+
+def write_message(stream, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_message(stream):
+    """The next message, or None at the end of the stream (a short read: the writer died)."""
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    data = stream.read(size)
+    return pickle.loads(data) if len(data) == size else None
+
+
+def describe_exit(status: int, memory_mb: int | None) -> str:
+    """How a worker ended, in words: the signal, the memory cap, or the exit status."""
+    cap = f" (worker memory cap {memory_mb} MiB)" if memory_mb else ""
+    if status == EXIT_OUT_OF_MEMORY:
+        return f"ran out of memory: MemoryError under --worker-memory {memory_mb} MiB"
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"was killed by signal {-status} ({name}){cap}"
+    return f"exited with status {status}{cap}"
+
+
+def cap_memory(megabytes: int | None) -> None:
+    """Limit this process's address space, so a runaway allocation ends it, not the machine."""
+    if megabytes:
+        import resource
+
+        limit = megabytes * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+class Session:
+    """The state a worker keeps between tasks: its case index and the backends' claims."""
+
+    def __init__(self, spec: WorkerSpec):
+        from ..ir.dtypes import DType
+        from .plugins import load_plugins
+        from .selection import select_cases
+
+        self.spec = spec
+        load_plugins(spec.plugins)
+        chosen = select_cases(ops=spec.ops, dtypes=[DType.from_short(d) for d in spec.dtypes], quick=spec.quick)
+        self.cases = {c.id: c for c in chosen}
+        self.claims: dict[str, dict] = {}
+
+    def run(self, task: Task) -> Iterator[list]:
+        """Per target of ``task``, its case results (the serial runner's run_bundle)."""
+        from ..backends.registry import get_backend
+        from .execute import Prepared, run_bundle
+
+        if task.kind == "fuzz":
+            from .fuzz.generate import fuzz_case, generate
+
+            graphs = [generate(task.seed, int(i.rpartition("-")[2])) for i in task.case_ids]  # ids end "s{seed}-{i}"
+            bundle = [Prepared(fuzz_case(fg), fg.arrays, fg.graph, oracle=[]) for fg in graphs]
+        else:
+            bundle = [Prepared(self.cases[i]) for i in task.case_ids]
+        for name, device in task.targets:
+            if self.spec.backends and name not in self.spec.backends:  # routing is the controller's promise
+                raise RuntimeError(f"host {self.spec.host!r} offers {', '.join(self.spec.backends)}, not {name!r}")
+            backend = get_backend(name)
+            claims = self.claims.setdefault(name, backend.claims())
+            yield run_bundle(backend, device, bundle, claims)
+
+
+def start_session(spec: WorkerSpec) -> Session:
+    """This process made a worker: the controller's import path, the memory cap, the plugins."""
+    sys.path[:0] = [p for p in spec.sys_path if p not in sys.path]
+    cap_memory(spec.memory_mb)
+    return Session(spec)
+
+
+def main() -> int:
+    faulthandler.enable()  # a fatal signal prints the Python stack to stderr: the crash's last lines
+    channel = os.fdopen(os.dup(1), "wb")  # the protocol's own copy of stdout
+    os.dup2(2, 1)  # what backends print goes to stderr, with the crash's last words
+    inbox = sys.stdin.buffer
+    session = start_session(read_message(inbox))
+    write_message(channel, ("ready", os.getpid()))
+    while (task := read_message(inbox)) is not None:
+        print(f"[worker {os.getpid()}] task {task.id}: {len(task.case_ids)} case(s) of "
+              f"{task.case_ids[0]} on {len(task.targets)} target(s)", file=sys.stderr, flush=True)
+        try:
+            for i, results in enumerate(session.run(task)):
+                write_message(channel, ("result", task.id, i, results))
+        except MemoryError:
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(EXIT_OUT_OF_MEMORY)
+        write_message(channel, ("done", task.id))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
