@@ -49,6 +49,16 @@ class AtPrecision(Backend):
         return compile_at(self.inner, graph, device, self.precision)
 
 
+def column_backend(name: str) -> Backend:
+    """The backend of a matrix column: ``"xla"`` is the registered backend, ``"xla@fast"`` its
+    fast-tier view (how a worker process rebuilds the columns the controller names)."""
+    from ..backends.registry import get_backend
+
+    inner, _, tier = name.partition("@")
+    backend = get_backend(inner)
+    return AtPrecision(backend, Precision(tier)) if tier else backend
+
+
 def at_precision(backends: Sequence[Backend], precision: Precision) -> list[Backend]:
     """The columns of ``backends`` at ``precision``: EXACT is the backends themselves; another
     tier wraps each backend that declares it and leaves out the rest (they run exact only)."""

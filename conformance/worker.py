@@ -113,8 +113,8 @@ class Session:
 
     def run(self, task: Task) -> Iterator[list]:
         """Per target of ``task``, its case results (the serial runner's run_bundle)."""
-        from ..backends.registry import get_backend
         from .execute import Prepared, run_bundle
+        from .tiers import column_backend
 
         if task.kind == "fuzz":
             from .fuzz.generate import fuzz_case, generate
@@ -126,7 +126,7 @@ class Session:
         for name, device in task.targets:
             if self.spec.backends and name not in self.spec.backends:  # routing is the controller's promise
                 raise RuntimeError(f"host {self.spec.host!r} offers {', '.join(self.spec.backends)}, not {name!r}")
-            backend = get_backend(name)
+            backend = column_backend(name)
             claims = self.claims.setdefault(name, backend.claims())
             yield run_bundle(backend, device, bundle, claims)
 

@@ -40,6 +40,19 @@ def test_two_workers_give_the_serial_cells_cell_for_cell():
     assert parallel.cases == serial.cases and parallel.exit_code == serial.exit_code == 0
 
 
+def test_a_fast_tier_column_runs_on_workers_as_it_does_serially():
+    """Workers rebuild a column named "onnx@fast" (conformance/tiers.py), not only registered names."""
+    from parity.backends.registry import get_backend
+    from parity.conformance.tiers import at_precision
+    from parity.ir.precision import Precision
+
+    columns = at_precision([get_backend("onnx")], Precision.FAST)
+    serial = runner.run(columns, ops="^logistic$", dtypes=F32, quick=True)
+    parallel = runner.run(columns, ops="^logistic$", dtypes=F32, quick=True, workers=WorkerOptions(workers=1))
+    assert [c.backend for c in parallel.cells] == ["onnx@fast"] * len(serial.cells)
+    assert _cells(parallel) == _cells(serial) and serial.exit_code == 0
+
+
 FAULTS = {  # backend name → (plugin, status of its neg cell, words the cell must say)
     "segfaults": ("faulty_backend:segfault", CRASHED, ["signal 11 (SIGSEGV)", "reproducible"]),
     "aborts": ("faulty_backend:aborts", CRASHED, ["signal 6 (SIGABRT)", "reproducible"]),
