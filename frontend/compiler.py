@@ -31,6 +31,7 @@ from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype
 from ..ir.precision import Precision
 from .errors import FallbackWarning, InternalError, UnsupportedAtenOp, warning_text
+from .saved_tensors import partition_recomputing_input_views
 from .status import slow_work
 from .sharding import apply_sharding
 from .source import in_user_code, warn_at
@@ -154,6 +155,11 @@ def _select_backward_as_pad(grad, input_sizes, dim, index, *, fallback=None):
     return torch.ops.aten.constant_pad_nd.default(row, pad, 0.0)
 
 
+# How AOTAutograd splits a training graph into forward and backward (frontend/saved_tensors.py);
+# a dict so that a benchmark can compare partitions in one process.
+PARTITION = {"fn": partition_recomputing_input_views}
+
+
 def make_dynamo_backend(session: Session):
     """A ``torch.compile`` backend: AOTAutograd with parity's forward/backward compilers."""
     from torch._dynamo.backends.common import aot_autograd
@@ -162,7 +168,7 @@ def make_dynamo_backend(session: Session):
     compile_bw = functools.partial(compile_fx_graph, session=session, kind="backward")
     compile_inference = functools.partial(compile_fx_graph, session=session, kind="inference")
     aot = aot_autograd(fw_compiler=compile_fw, bw_compiler=compile_bw, inference_compiler=compile_inference,
-                       decompositions=decomposition_table())
+                       decompositions=decomposition_table(), partition_fn=PARTITION["fn"])
 
     def parity(gm, example_inputs):
         with mkldnn_off():
