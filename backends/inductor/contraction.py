@@ -4,8 +4,9 @@
 by transposes and reshapes, as the reference does. ``convolution`` with input dilation
 (a transposed convolution) dilates the input with zeros first, and negative padding
 crops first; torch's convolution then needs only strides, kernel dilation and groups.
-float16 convolutions run in float32 and round once (torch has no float16 convolution on
-CPU); a float32 sum rounded once is within the IR's accumulation bound.
+float16 and bfloat16 convolutions run in float32 and round once (torch has no float16
+convolution on CPU, and its bfloat16 one flushed a 2.3e-38 result to 0); a float32 sum
+rounded once is within the IR's accumulation bound.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import torch
 
 from ...ir.dtypes import DType
-from .context import InductorNodeContext
+from .context import InductorNodeContext, carried
 from .shape import pad_zeros
 
 
@@ -37,7 +38,7 @@ def dot_general(ctx: InductorNodeContext, lhs, rhs):
 def convolution(ctx: InductorNodeContext, lhs, rhs):
     a = ctx.attrs
     spatial = lhs.dim() - 2
-    wide = ctx.dtype is DType.float16
+    wide = ctx.dtype in (DType.float16, DType.bfloat16)
     if wide:
         lhs, rhs = lhs.float(), rhs.float()
     low = [0, 0] + [lo for lo, _ in a["padding"]]
@@ -45,7 +46,7 @@ def convolution(ctx: InductorNodeContext, lhs, rhs):
     x = pad_zeros(lhs, low, high, [0, 0] + [d - 1 for d in a["lhs_dilation"]])
     out = torch.ops.aten.convolution(x, rhs, None, list(a["window_strides"]), [0] * spatial,
                                      list(a["rhs_dilation"]), False, [0] * spatial, a["feature_group_count"])
-    return out.to(torch.float16) if wide else out
+    return out.to(carried(ctx.dtype)) if wide else out
 
 
 RULES = {"dot_general": dot_general, "convolution": convolution}

@@ -8,7 +8,10 @@ op has a rule of its own below, and its comment says what differs:
   trap in the generated C++ (SIGFPE); the IR defines both;
 - ``sign`` keeps -0.0 and NaN; ``logistic`` uses the IR's two-branch formula (torch's
   ``1 / (1 + exp(-x))`` loses the relative accuracy of tiny results);
-- shifts past the bit width are defined in the IR (0, or the sign), undefined in C++;
+- ``shift_right_logical`` of signed integers (torch shifts arithmetically);
+- ``expm1``, ``acosh``, ``atanh``: Inductor's kernels lose tiny results or overflow
+  (measured: expm1(-1.5e-33) = 0, acosh(1e22) = inf, atanh(8e-28) = 0 in float32), so
+  they are written with accurate formulas from exp, log, log1p and sqrt;
 - ``convert`` and ``bitcast_convert`` go through the ``u32``-in-int64 carrier.
 
 Ops in :data:`IN_FLOAT64` run in float64 and round once for the narrower float dtypes:
@@ -17,6 +20,8 @@ Inductor's vectorized float32 kernel for them is outside the contract.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ...ir.dtypes import DType
@@ -24,13 +29,13 @@ from .context import FLOAT_BITS, U32_MASK, InductorNodeContext, carried
 
 UNARY = {
     "neg": torch.neg, "abs": torch.abs,
-    "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1,
+    "exp": torch.exp, "exp2": torch.exp2,
     "log": torch.log, "log2": torch.log2, "log1p": torch.log1p,
     "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal,
     "sin": torch.sin, "cos": torch.cos, "tan": torch.tan,
     "asin": torch.asin, "acos": torch.acos, "atan": torch.atan,
     "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh,
-    "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "erf": torch.erf,
+    "asinh": torch.asinh, "erf": torch.erf,
     "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc,
     "round": torch.round,  # half to even, as the IR
     "is_nan": torch.isnan, "is_inf": torch.isinf, "is_finite": torch.isfinite,
@@ -44,13 +49,44 @@ BINARY = {
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
     "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
     "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+    # torch defines shifts past the width (or negative) as the IR does: 0, or the sign's fill
+    "shift_left": torch.bitwise_left_shift, "shift_right_arithmetic": torch.bitwise_right_shift,
 }
+
+
+def _expm1(x):
+    """Kahan's expm1: (u - 1) · x / log(u), u = exp(x); exact where u rounds to 1 or is ±inf/0."""
+    u = torch.exp(x)
+    d = u - 1.0
+    accurate = d * x / torch.log(u)
+    return torch.where(u == 1.0, x, torch.where((d == -1.0) | torch.isinf(u), d, accurate))
+
+
+def _acosh(x):
+    """log1p(t + sqrt(2t + t²)), t = x - 1 (accurate near 1); log(x) + ln 2 past 2**28 (t² overflows)."""
+    t = x - 1.0
+    near = torch.log1p(t + torch.sqrt(2.0 * t + t * t))
+    y = torch.where(x > 2.0**28, torch.log(x) + math.log(2.0), near)
+    return torch.where(x < 1.0, torch.full_like(x, math.nan), y)  # (-huge gave inf, not NaN)
+
+
+def _atanh(x):
+    """sign(x) · ½·log1p(2a / (1 - a)), a = |x| (fdlibm's; keeps tiny results)."""
+    a = torch.abs(x)
+    return torch.copysign(0.5 * torch.log1p(2.0 * a / (1.0 - a)), x)
+
+
+# Ops whose rule is a formula of other torch ops (the IN_FLOAT64 ones run in float64).
+FORMULAS = {"expm1": _expm1, "acosh": _acosh, "atanh": _atanh}
 
 
 # op -> why its float32 kernel is not used (measured, docs/backends/inductor.md)
 IN_FLOAT64 = {
     "erf": "Inductor's vectorized float32 erf is a polynomial with ~1e-7 absolute error: erf(1e-10) = 0, "
            "erf(1e-5) off by 2e5 ULP; its float64 kernel is correctly rounded after narrowing",
+    "expm1": "the formulas below cancel in float32 (and float16/bfloat16 computed there)",
+    "acosh": "the formulas below cancel in float32",
+    "atanh": "the formulas below cancel in float32",
 }
 
 
@@ -72,23 +108,28 @@ def _all_bits(dtype: DType) -> int:
     return dtype.iinfo.max if dtype.is_unsigned else -1
 
 
-def _int_divisor(y):
+def _minus_one(ctx: InductorNodeContext, y):
+    """Where ``y`` is -1 (never, for unsigned dtypes: torch would read -1 as 255)."""
+    return (y == -1) if ctx.dtype.is_signed else torch.zeros_like(y, dtype=torch.bool)
+
+
+def _int_divisor(ctx: InductorNodeContext, y):
     """``y`` with 0 and -1 replaced by 1: the divisions C++ may trap on never run."""
-    return torch.where((y == 0) | (y == -1), torch.ones_like(y), y)
+    return torch.where((y == 0) | _minus_one(ctx, y), torch.ones_like(y), y)
 
 
 def div(ctx: InductorNodeContext, x, y):
     if ctx.dtype.is_float:
         return torch.div(x, y)
-    q = torch.div(x, _int_divisor(y), rounding_mode="trunc")
-    q = torch.where(y == -1, torch.neg(x), q)  # INT_MIN / -1 wraps to INT_MIN
+    q = torch.div(x, _int_divisor(ctx, y), rounding_mode="trunc")
+    q = torch.where(_minus_one(ctx, y), torch.neg(x), q)  # INT_MIN / -1 wraps to INT_MIN
     return torch.where(y == 0, torch.full_like(x, _all_bits(ctx.dtype)), q)
 
 
 def rem(ctx: InductorNodeContext, x, y):
-    if ctx.dtype.is_float:
-        return torch.fmod(x, y)  # C fmod: the dividend's sign
-    return torch.where(y == 0, x, torch.fmod(x, _int_divisor(y)))  # x % -1 is 0, as x % 1
+    if ctx.dtype.is_float:  # C fmod: the dividend's sign (not claimed: deviations.UNSUPPORTED)
+        return torch.fmod(x, y)
+    return torch.where(y == 0, x, torch.fmod(x, _int_divisor(ctx, y)))  # x % -1 is 0, as x % 1
 
 
 def sign(ctx: InductorNodeContext, x):
@@ -98,32 +139,22 @@ def sign(ctx: InductorNodeContext, x):
 
 
 def logistic(ctx: InductorNodeContext, x):
-    e = torch.exp(-torch.abs(x))
-    return torch.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    narrow = x.dtype in (torch.float16, torch.bfloat16)  # three roundings in f16 reach 1.14 ULP: round once
+    w = x.float() if narrow else x
+    e = torch.exp(-torch.abs(w))
+    y = torch.where(w >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return y.to(x.dtype) if narrow else y
 
 
 def _shift_valid(ctx: InductorNodeContext, y):
     return (y >= 0) & (y < ctx.dtype.bits)
 
 
-def _amount(ctx: InductorNodeContext, y):
-    return torch.where(_shift_valid(ctx, y), y, torch.zeros_like(y))
-
-
-def shift_left(ctx: InductorNodeContext, x, y):
-    return torch.where(_shift_valid(ctx, y), torch.bitwise_left_shift(x, _amount(ctx, y)), torch.zeros_like(x))
-
-
-def shift_right_arithmetic(ctx: InductorNodeContext, x, y):
-    fill = torch.where(x < 0, torch.full_like(x, -1), torch.zeros_like(x))
-    return torch.where(_shift_valid(ctx, y), torch.bitwise_right_shift(x, _amount(ctx, y)), fill)
-
-
 def shift_right_logical(ctx: InductorNodeContext, x, y):
-    if ctx.dtype is DType.uint32 or ctx.dtype is DType.uint8:  # non-negative: >> is logical
-        return torch.where(_shift_valid(ctx, y), torch.bitwise_right_shift(x, _amount(ctx, y)), torch.zeros_like(x))
+    if ctx.dtype.is_unsigned:  # non-negative (u32 too, in its int64 carrier): >> is logical
+        return torch.bitwise_right_shift(x, y)
     # Signed: shift arithmetically, then clear the bits the sign filled, (2**(bits - a) - 1)
-    a = _amount(ctx, y)
+    a = torch.where(_shift_valid(ctx, y), y, torch.zeros_like(y))
     one = torch.ones_like(x)
     keep = torch.where(a == 0, torch.full_like(x, -1),
                        torch.bitwise_left_shift(one, ctx.dtype.bits - a) - one)
@@ -162,8 +193,8 @@ def bitcast_convert(ctx: InductorNodeContext, x):
 RULES = {
     **{name: _table_rule(name, fn) for name, fn in UNARY.items()},
     **{name: _table_rule(name, fn) for name, fn in BINARY.items()},
+    **{name: _table_rule(name, fn) for name, fn in FORMULAS.items()},
     "div": div, "rem": rem, "sign": sign, "logistic": logistic,
-    "shift_left": shift_left, "shift_right_arithmetic": shift_right_arithmetic,
     "shift_right_logical": shift_right_logical,
     "select": select, "clamp": clamp, "convert": convert, "bitcast_convert": bitcast_convert,
 }

@@ -3,8 +3,7 @@
 What differs from torch and is fixed here: torch's sum/prod promote small integers to
 int64 (the IR wraps in the operand's dtype: ``dtype=`` keeps it), ``amax`` of an empty
 axis raises (the IR gives the identity), a sum over no axes is the whole sum in torch
-(the identity in the IR), a running sum of -0.0 stays -0.0 in torch (the IR starts from
-+0.0), and ``topk`` is not stable (a stable sort, cut at k, is).
+(the identity in the IR), and ``topk`` is not stable (a stable sort, cut at k, is).
 """
 
 from __future__ import annotations
@@ -41,10 +40,19 @@ def reduce_sum(ctx: InductorNodeContext, x):
     return torch.sum(x, dim=axes, dtype=x.dtype) if axes else x.clone()
 
 
+def _wide_product(x):
+    """Products run in float64 (rounded once) or int64 (wrapped once): Inductor multiplies in a
+    tree whose partial products overflow to inf, or underflow to 0, where the IR's sequential
+    product in float64 does not (f32 measured: NaN from inf · 0 where the product is -3.1e7), and
+    its int8 product gave 0 where the wrapped product is -128."""
+    return x.to(torch.float64 if x.dtype.is_floating_point else torch.int64)
+
+
 def reduce_prod(ctx: InductorNodeContext, x):
+    wide = _wide_product(x)
     for axis in sorted(ctx.attrs["axes"], reverse=True):
-        x = torch.prod(x, dim=axis, dtype=x.dtype)
-    return x
+        wide = torch.prod(wide, dim=axis)
+    return wide.to(x.dtype)
 
 
 def _extreme(fn, identity):
@@ -54,6 +62,8 @@ def _extreme(fn, identity):
             return x.clone()
         if _empty(ctx):
             return torch.full(ctx.out.shape, identity(ctx.dtype), dtype=x.dtype)
+        if x.dtype == torch.uint8:  # Inductor's uint8 amin gave 0 where the minimum is 29: in int16
+            return fn(x.to(torch.int16), dim=axes).to(x.dtype)
         return fn(x, dim=axes)
 
     return rule
@@ -74,14 +84,17 @@ def _arg(fn):
     return rule
 
 
-def _scan(fn, *, plus_zero: bool = False, values: bool = False):
+def _scan(fn, *, wide: bool = False, values: bool = False):
     def rule(ctx: InductorNodeContext, x):
         axis, reverse = ctx.attrs["axis"], ctx.attrs["reverse"]
         if reverse:
             x = torch.flip(x, (axis,))
-        y = fn(x, axis, dtype=x.dtype) if not values else fn(x, axis).values
-        if plus_zero and ctx.dtype.is_float:
-            y = y + 0.0  # the IR's running sum starts from +0.0: -0.0 prefixes give +0.0
+        if values:
+            y = fn(x, axis).values
+        elif wide:
+            y = fn(_wide_product(x), axis).to(x.dtype)
+        else:
+            y = fn(x, axis, dtype=x.dtype)
         return torch.flip(y, (axis,)) if reverse else y
 
     return rule
@@ -139,8 +152,8 @@ RULES = {
     "reduce_or": _logical(torch.any),
     "argmax": _arg(torch.argmax),
     "argmin": _arg(torch.argmin),
-    "cumsum": _scan(torch.cumsum, plus_zero=True),
-    "cumprod": _scan(torch.cumprod),
+    "cumsum": _scan(torch.cumsum),  # Inductor's scan starts from +0.0, as the IR's (a test checks)
+    "cumprod": _scan(torch.cumprod, wide=True),
     "cummax": _scan(torch.cummax, values=True),
     "cummin": _scan(torch.cummin, values=True),
     "sort": sort,
