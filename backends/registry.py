@@ -46,6 +46,7 @@ BUILTIN_BACKENDS: dict[str, BuiltinBackend] = {
     "xla": BuiltinBackend("parity.backends.xla:XlaBackend", extra="xla", requires=("jax", "jaxlib")),
     "triton": BuiltinBackend("parity.backends.triton:TritonBackend", extra="triton", requires=("triton",)),
     "onnx": BuiltinBackend("parity.backends.onnx:OnnxBackend", extra="onnx", requires=("onnx", "onnxruntime")),
+    "inductor": BuiltinBackend("parity.backends.inductor:InductorBackend"),  # torch only: the core install
 }
 
 _instances: dict[str, Backend] = {}

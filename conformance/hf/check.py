@@ -114,12 +114,17 @@ def _float64(model: torch.nn.Module) -> torch.nn.Module:
     return exact
 
 
+#: The torch.compile anchors by name, and the torch.compile backend each runs. Inductor's is
+#: "torch-inductor": "inductor" is parity's own backend (IR graphs compiled by Inductor).
+TORCH_COMPILE = {"aot_eager": "aot_eager", "torch-inductor": "inductor"}
+
+
 def compiler_for(name: str, strict: bool = True) -> Callable[[torch.nn.Module], Callable]:
-    """``"eager"``, ``"aot_eager"``, ``"inductor"`` (torch.compile) or a parity backend's name."""
+    """``"eager"``, a :data:`TORCH_COMPILE` anchor (torch.compile) or a parity backend's name."""
     if name == "eager":
         return lambda m: m
-    if name in ("aot_eager", "inductor"):
-        return lambda m: torch.compile(m, backend=name)
+    if name in TORCH_COMPILE:
+        return lambda m: torch.compile(m, backend=TORCH_COMPILE[name])
     import parity
 
     return lambda m: parity.compile(m, backend=name, strict=strict)
@@ -245,7 +250,7 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
     else:
         result.step = Check(False, float("inf"), error="not run: the gradients stage failed")
     result.graphs = _translations() - before
-    if compiler not in ("eager", "aot_eager", "inductor") and not strict:
+    if compiler != "eager" and compiler not in TORCH_COMPILE and not strict:
         from ...frontend.compiler import fallback_report
 
         result.fallback = [str(r) for r in fallback_report(compiled)]

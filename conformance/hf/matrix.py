@@ -23,12 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .architectures import ARCHITECTURES, get_architecture
-from .check import RTOL, EntryResult, run_entry
+from .check import RTOL, TORCH_COMPILE, EntryResult, run_entry
 
 HF_PREFIX = "hf:"
 STAGES = ("forward", "gradients", "step")
-#: torch.compile backends run beside parity's as anchors
-ANCHORS = ("aot_eager", "inductor")
+#: torch.compile backends run beside parity's as anchors ("torch-inductor": torch.compile's
+#: Inductor, not parity's inductor backend)
+ANCHORS = tuple(TORCH_COMPILE)
 
 
 def is_hf_row(op: str) -> bool:

@@ -19,13 +19,16 @@ pytest.importorskip("transformers")
 # One per family and each root cause, spread over the backends to keep CI short: GQA + RoPE
 # (llama), MoE custom ops (mixtral), encoder masks on onnx (bert), relative buckets + cross
 # attention (t5), patches (vit), BatchNorm + bottleneck convs (resnet), conv stem +
-# encoder-decoder (whisper). The whole zoo on every backend: parity conform --models hf.
+# encoder-decoder (whisper), a decoder on parity's inductor backend (gpt2). The whole zoo on
+# every backend: parity conform --models hf.
 CI_SUBSET = (("llama", "xla"), ("llama", "onnx"), ("mixtral", "reference"), ("mixtral", "xla"), ("bert", "onnx"),
-             ("bert", "xla"), ("t5", "onnx"), ("vit", "xla"), ("resnet", "reference"), ("whisper", "xla"))
+             ("bert", "xla"), ("t5", "onnx"), ("vit", "xla"), ("resnet", "reference"), ("whisper", "xla"),
+             ("gpt2", "inductor"))
 
 
 @pytest.fixture(autouse=True)
-def _fresh():
+def _fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # never the user's cache
     torch._dynamo.reset()
     compiler.reset_caches()
     yield

@@ -1,0 +1,175 @@
+"""The inductor backend: IR graphs traced to ATen FX graphs and compiled by TorchInductor.
+
+``compile(graph, device)`` returns an :class:`InductorExecutable`. On its first call
+with a set of input shapes it traces the graph to ATen (:func:`~.lowering.to_fx`) and
+compiles that with Inductor's ``compile_fx``: C++/OpenMP kernels on CPU (a C++ compiler
+is needed), Triton kernels on CUDA. Compiled graphs are kept per (graph content hash,
+device, input shapes) by the backend, so a graph is never compiled twice in a process;
+Inductor's own on-disk caches (``$TORCHINDUCTOR_CACHE_DIR``) make a second process's
+compile cheaper.
+
+Inductor's global configuration is never changed: each compile runs inside
+``torch._inductor.config.patch`` with :data:`INDUCTOR_CONFIG`.
+
+Example::
+
+    >>> import numpy as np
+    >>> from parity.ir import GraphBuilder, i32
+    >>> b = GraphBuilder(); x = b.input(i32[2])
+    >>> run = InductorBackend().compile(b.build([b.div(x, b.constant(np.array([2, 0], np.int32)))]), "cpu")
+    >>> run(np.array([-7, 7], np.int32))[0].tolist()  # truncates toward zero; x / 0 is -1 (the IR's rule)
+    [-3, -1]
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ...ir.dtypes import DType
+from ...ir.errors import ParityError
+from ...ir.graph import Graph
+from ...ir.ops import OP_TABLE
+from ...ir.passes import decompose
+from ..base import Backend, OpClaim
+from ..cache import BuildOnceCache
+from .context import TORCH_DTYPES, U32_MASK
+from .deviations import DEVIATIONS, UNSUPPORTED
+from .lowering import LOWERINGS, as_tensor, to_fx
+
+# Inductor settings for every compile (patched around it, never set globally):
+# - compile_threads=1: no pool of compile worker processes (their start-up costs more than
+#   it saves on graphs of a few kernels, and parity compiles graphs one at a time);
+# - emulate_precision_casts: a float16/bfloat16 value is rounded after every IR op, as the
+#   IR rounds each op's result, even where Inductor fuses ops into one kernel.
+INDUCTOR_CONFIG = {"compile_threads": 1, "emulate_precision_casts": True}
+
+# The torch dtype a caller's tensor has for each IR dtype (u32 is torch.uint32 outside).
+_USER_DTYPES = {**TORCH_DTYPES, DType.uint32: torch.uint32}
+
+
+class InductorDeviceError(ParityError):
+    """The requested device is not available to the inductor backend here."""
+
+
+class InductorExecutable:
+    """A graph compiled by Inductor, per set of input shapes; call it with arrays or tensors.
+
+    Takes NumPy arrays or torch tensors (of the IR dtypes; on the executable's device) and
+    returns torch tensors on that device that never alias the inputs.
+    """
+
+    takes_torch_tensors = True  # CompiledGraph hands over its tensors as they are
+
+    def __init__(self, backend: InductorBackend, graph: Graph, device: str):
+        self.backend = backend
+        self.graph = graph
+        self.device = device
+        self._key = graph.content_hash()
+        self._compiled: dict[tuple, Any] = {}
+
+    def __call__(self, *inputs: Any) -> list[torch.Tensor]:
+        if len(inputs) != len(self.graph.inputs):
+            raise ParityError(f"@{self.graph.name} takes {len(self.graph.inputs)} inputs, got {len(inputs)}")
+        tensors = [self._tensor(x, v.type.dtype, i) for i, (x, v) in enumerate(zip(inputs, self.graph.inputs))]
+        shapes = tuple(tuple(t.shape) for t in tensors)
+        run = self._compiled.get(shapes)
+        if run is None:
+            run = self._compiled[shapes] = self.backend.compiled(self.graph, self._key, self.device, shapes)
+        results = run(tensors)
+        return [self._result(r, v.type.dtype, tensors) for r, v in zip(results, self.graph.outputs)]
+
+    def _tensor(self, x: Any, dtype: DType, i: int) -> torch.Tensor:
+        if isinstance(x, torch.Tensor):
+            if x.dtype != _USER_DTYPES[dtype]:
+                raise ParityError(f"input {i} of @{self.graph.name} is a {x.dtype} tensor, expected {dtype.short}; "
+                                  f"convert it before the call (parity never converts inputs implicitly)")
+            if x.device.type != torch.device(self.device).type:
+                raise ParityError(f"input {i} of @{self.graph.name} is on {x.device}, but this executable runs "
+                                  f"on {self.device}; move it with .to({self.device!r})")
+            x = x.detach().contiguous()
+            return (x.view(torch.int32).to(torch.int64) & U32_MASK) if dtype is DType.uint32 else x
+        array = np.asarray(x)
+        if array.dtype != dtype.numpy:
+            raise ParityError(f"input {i} of @{self.graph.name} has dtype {array.dtype}, expected {dtype.short}; "
+                              f"convert it before the call (parity never converts inputs implicitly)")
+        return as_tensor(array, dtype).to(self.device)
+
+    @staticmethod
+    def _result(r: torch.Tensor, dtype: DType, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+        if dtype is DType.uint32:
+            return r.to(torch.int32).view(torch.uint32)  # a fresh tensor: the low 32 bits
+        storage = r.untyped_storage().data_ptr()
+        if not r.is_contiguous() or any(storage == t.untyped_storage().data_ptr() for t in inputs if t.numel()):
+            return r.clone(memory_format=torch.contiguous_format)  # a view of an input (reshape, slice, ...)
+        return r
+
+
+class InductorBackend(Backend):
+    """Lowers every primitive to ATen and compiles it with TorchInductor."""
+
+    name = "inductor"
+    devices = ("cpu", "cuda")
+    deviations = DEVIATIONS
+
+    def __init__(self):
+        self._graphs = BuildOnceCache()
+
+    @property
+    def compile_count(self) -> int:
+        """Graphs (per set of input shapes) Inductor compiled for this backend (tests watch it)."""
+        return self._graphs.builds
+
+    def claims(self):
+        out = {}
+        for name in LOWERINGS:
+            opdef = OP_TABLE[name]
+            out[name] = OpClaim(frozenset(d for d in opdef.dtypes if (name, d) not in UNSUPPORTED))
+        return out
+
+    def available_devices(self) -> tuple[str, ...]:
+        return ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
+
+    def compile(self, graph: Graph, device: str = "cpu") -> InductorExecutable:
+        if device not in self.devices:
+            raise InductorDeviceError(f"the inductor backend has no device {device!r}; choose one of {list(self.devices)}")
+        if device not in self.available_devices():
+            raise InductorDeviceError(f"device {device!r} is not available to the inductor backend: torch here "
+                                      f"sees no CUDA device. Use device='cpu'.")
+        graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
+        return InductorExecutable(self, graph, device)
+
+    def compiled(self, graph: Graph, key: str, device: str, shapes: tuple):
+        """The Inductor-compiled callable of ``graph`` at ``shapes`` (built once per process)."""
+        return self._graphs.get_or_build((key, device, shapes), lambda: _in_fresh_thread(_compile, graph, device, shapes))
+
+
+def _in_fresh_thread(fn, *args):
+    """``fn(*args)`` on a new thread: parity may call an executable for the first time from
+    inside AOTAutograd's compiled function (its autograd.Function's forward), and torch's
+    thread-local dispatch state there (functionalization, fake and grad modes, the tracing
+    context) must not reach this separate trace and compile."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parity-inductor") as pool:
+        return pool.submit(fn, *args).result()
+
+
+def _compile(graph: Graph, device: str, shapes: tuple):
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx
+
+    fx = to_fx(graph, shapes, device)
+    with config.patch(INDUCTOR_CONFIG):
+        run = compile_fx(fx.module, [*fx.examples, *fx.constants])
+    constants = list(fx.constants)
+    lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe
+
+    def call(tensors: list[torch.Tensor]):
+        with lock:
+            return run(*tensors, *constants)
+
+    return call

@@ -1,0 +1,30 @@
+"""What the inductor backend does not claim, and its known, measured deviations.
+
+:data:`UNSUPPORTED` lists the (op, dtype) cells the backend does not claim, each with
+the reason it was measured to fail (``parity conform --backend inductor``); claims
+are the rule table minus these. :data:`DEVIATIONS` are cells it claims and runs, with
+the measured error where it is outside the IR's contract.
+"""
+
+from __future__ import annotations
+
+from ...ir.dtypes import DType
+from ..base import Deviation
+
+_FMOD = ("Inductor's fmod gives NaN for a subnormal divisor (fmod(1, 1e-45) = NaN, specials) and for a "
+         "quotient past the float range (fmod(1e30, -3e-41)), where C's fmod is exact")
+
+UNSUPPORTED: dict[tuple[str, DType], str] = {
+    **{("rem", d): _FMOD for d in (DType.float16, DType.bfloat16, DType.float32, DType.float64)},
+    ("reduce_prod", DType.float64): (
+        "Inductor multiplies in a tree: tiny · tiny underflows to 0 and inf · 0 gives NaN where the IR's "
+        "sequential product is inf (full_range: NaN for inf); float64 has no wider type to compute in"),
+}
+
+# (op, dtype) -> measured max error in ULPs of the dtype, and why.
+MEASURED: dict[tuple[str, DType], tuple[float, str]] = {}
+
+DEVIATIONS: tuple[Deviation, ...] = tuple(
+    Deviation(op=op, reason=reason, max_error=f"{ulps:.3g} ulp", dtype=dtype, device="cpu")
+    for (op, dtype), (ulps, reason) in MEASURED.items()
+)

@@ -1,0 +1,117 @@
+"""IR graph → ATen FX graph: one rule per op, in one table, traced with ``make_fx``.
+
+:data:`LOWERINGS` maps every op the backend lowers to its rule (``rule(ctx, *tensors)``,
+see :mod:`.context`); the family modules hold the rules, grouped as ``ir/ops`` is.
+:func:`to_fx` runs the rules on fake tensors under ``make_fx``, which records the ATen
+ops they call: the result is the graph Inductor compiles. Sizes are concrete (a graph
+with symbolic dims is traced once per set of input shapes). Constants of more than one
+element become extra inputs, after the graph's own (:attr:`FxGraph.constants`).
+
+Example::
+
+    >>> import torch
+    >>> from parity.ir import GraphBuilder, f32
+    >>> b = GraphBuilder("twice"); x = b.input(f32[3])
+    >>> fx = to_fx(b.build([b.add(x, x)]), [(3,)])
+    >>> [str(n.target) for n in fx.module.graph.nodes if n.op == "call_function"]
+    ['aten.add.Tensor']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from ...ir.dtypes import DType
+from ...ir.errors import ParityError, UnsupportedOpError
+from ...ir.graph import Graph, Node
+from ...ir.shapes import ShapeBindings
+from .composites import RULES as COMPOSITES
+from .context import U32_MASK, InductorNodeContext, carried
+from .contraction import RULES as CONTRACTION
+from .elementwise import RULES as ELEMENTWISE
+from .indexing import RULES as INDEXING
+from .reduction import RULES as REDUCTION
+from .shape import RULES as SHAPE
+
+LOWERINGS = {**ELEMENTWISE, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
+
+
+class LoweringError(ParityError):
+    """A rule produced a result of the wrong dtype or shape (a bug in the backend)."""
+
+
+@dataclass(frozen=True)
+class FxGraph:
+    """The traced ATen graph: call ``module(*graph inputs, *constants)``; ``examples`` are
+    zeros of the graph inputs' shapes and carrier dtypes (what Inductor compiles for)."""
+
+    module: torch.fx.GraphModule
+    constants: tuple[torch.Tensor, ...]
+    examples: tuple[torch.Tensor, ...]
+
+
+def as_tensor(array: np.ndarray, dtype: DType) -> torch.Tensor:
+    """A NumPy array of IR ``dtype`` as the torch tensor that carries it (u32 widened)."""
+    if not (array.flags.c_contiguous and array.flags.writeable):  # (torch warns on read-only memory)
+        array = array.copy(order="C")
+    if dtype is DType.bfloat16:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    if dtype is DType.uint32:
+        return torch.from_numpy(array.astype(np.int64))
+    return torch.from_numpy(array)
+
+
+def is_inline_constant(node: Node) -> bool:
+    """A one-element constant: traced as ``torch.full``, which Inductor folds into kernels."""
+    return node.op == "constant" and node.attrs["value"].size == 1
+
+
+def to_fx(graph: Graph, shapes: Sequence[Sequence[int]], device: str = "cpu") -> FxGraph:
+    """Trace ``graph`` (composites it does not claim already expanded) at ``shapes``."""
+    bindings = ShapeBindings(error=ParityError)
+    in_types = bindings.bind_inputs(graph, shapes)
+    constants = [n for n in graph.nodes if n.op == "constant" and not is_inline_constant(n)]
+    constant_tensors = tuple(as_tensor(n.attrs["value"], n.outputs[0].type.dtype).to(device) for n in constants)
+    symbolic = not all(v.type.is_static for v in graph.values())
+
+    def run(*tensors):
+        env = dict(zip(graph.inputs, tensors))
+        env.update((n.outputs[0], t) for n, t in zip(constants, tensors[len(graph.inputs):]))
+        for node in graph.nodes:
+            if node.outputs[0] in env:
+                continue  # a constant passed as an input
+            attrs = bindings.resolve_attrs(node.attrs, strict=True) if symbolic else node.attrs
+            ctx = InductorNodeContext(attrs, tuple(bindings.resolve(v.type) for v in node.inputs),
+                                      tuple(bindings.resolve(v.type) for v in node.outputs), op_name=node.op)
+            env.update(zip(node.outputs, lower_node(ctx, node, [env[v] for v in node.inputs])))
+        return tuple(env[v] for v in graph.outputs)
+
+    examples = [torch.zeros(tuple(t.shape), dtype=carried(t.dtype), device=device) for t in in_types]
+    with torch.device(device):  # tensors the rules create (full, arange) are made there
+        module = make_fx(run, tracing_mode="fake")(*examples, *constant_tensors)
+    return FxGraph(module, constant_tensors, tuple(examples))
+
+
+def lower_node(ctx: InductorNodeContext, node: Node, operands: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Run ``node``'s rule on ``operands``; return its results (u32 ones wrapped into range)."""
+    rule = LOWERINGS.get(node.op)
+    where = f" (at {node.loc})" if node.loc else ""
+    if rule is None:
+        raise UnsupportedOpError(f"the inductor backend has no rule for {node.op!r}{where} "
+                                 f"(backends/inductor/lowering.py); use backend='reference' or 'xla'")
+    results = rule(ctx, *operands)
+    results = list(results) if isinstance(results, tuple) else [results]
+    out = []
+    for result, t in zip(results, ctx.out_types):
+        if t.dtype is DType.uint32:
+            result = result & U32_MASK  # the carrier wraps as u32 arithmetic does
+        if result.dtype != carried(t.dtype) or tuple(result.shape) != tuple(t.shape):
+            raise LoweringError(f"the inductor rule for {node.op!r}{where} gave {result.dtype}"
+                                f"{list(result.shape)}, expected {t} (carried as {carried(t.dtype)})")
+        out.append(result)
+    return out

@@ -1,0 +1,38 @@
+"""Claims follow from the rule table: a rule without a claim, or a claim without a rule,
+fails here; the cells measured to fail (deviations.UNSUPPORTED) are never claimed."""
+
+from __future__ import annotations
+
+from parity.backends.inductor import LOWERINGS, InductorBackend
+from parity.backends.inductor.deviations import UNSUPPORTED
+from parity.backends.registry import backend_names, get_backend
+from parity.ir import OP_TABLE
+from parity.ir.opdef import Kind
+
+
+def test_every_rule_is_claimed_and_every_claim_has_a_rule():
+    claims = InductorBackend().claims()
+    assert set(claims) == set(LOWERINGS)
+    for name, claim in claims.items():
+        expected = {d for d in OP_TABLE[name].dtypes if (name, d) not in UNSUPPORTED}
+        assert set(claim.dtypes) == expected, name
+
+
+def test_every_primitive_has_a_rule():
+    missing = [op.name for op in OP_TABLE.values() if op.kind is Kind.PRIMITIVE and op.name not in LOWERINGS]
+    assert missing == []
+
+
+def test_unsupported_cells_name_real_ops_and_dtypes():
+    for (op, dtype), reason in UNSUPPORTED.items():
+        assert dtype in OP_TABLE[op].dtypes and op in LOWERINGS and reason, (op, dtype)
+
+
+def test_registered_as_a_builtin_that_auto_can_pick():
+    from parity.frontend.auto import NEVER_AUTO
+
+    assert "inductor" in backend_names()
+    assert isinstance(get_backend("inductor"), InductorBackend)
+    assert "cpu" not in NEVER_AUTO.get("inductor", ((), ""))[0]
+    assert InductorBackend().claim_status("softmax") == "native"
+    assert InductorBackend().claim_status("gelu") == "decomposed"
