@@ -142,7 +142,13 @@ class InductorBackend(Backend):
             raise InductorDeviceError(f"device {device!r} is not available to the inductor backend: torch here "
                                       f"sees no CUDA device. Use device='cpu'.")
         graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
-        return InductorExecutable(self, graph, device)
+        executable = InductorExecutable(self, graph, device)
+        if all(v.type.is_static for v in graph.inputs):
+            # Inductor's compile is the expensive part: do it here, where callers (auto's budget,
+            # the disk cache) time a compile, not at the first call. Symbolic graphs compile per size.
+            shapes = tuple(tuple(v.type.shape) for v in graph.inputs)
+            executable._compiled[shapes] = self.compiled(graph, executable._key, device, shapes)
+        return executable
 
     def compiled(self, graph: Graph, key: str, device: str, shapes: tuple):
         """The Inductor-compiled callable of ``graph`` at ``shapes`` (built once per process)."""

@@ -36,3 +36,19 @@ def test_registered_as_a_builtin_that_auto_can_pick():
     assert "cpu" not in NEVER_AUTO.get("inductor", ((), ""))[0]
     assert InductorBackend().claim_status("softmax") == "native"
     assert InductorBackend().claim_status("gelu") == "decomposed"
+
+
+def test_a_static_graph_compiles_in_compile_not_at_its_first_call(backend):
+    """auto's budget and the disk cache time backend.compile: Inductor's work must happen there."""
+    import numpy as np
+
+    from parity.ir import GraphBuilder, f32
+
+    b = GraphBuilder()
+    x = b.input(f32[3])
+    graph = b.build([b.mul(x, b.constant(np.full(3, 3.25, np.float32)))])
+    before = backend.compile_count
+    run = backend.compile(graph, "cpu")
+    assert backend.compile_count == before + 1
+    assert run(np.array([1, 2, -4], np.float32))[0].tolist() == [3.25, 6.5, -13.0]
+    assert backend.compile_count == before + 1  # the call found it compiled
