@@ -21,6 +21,8 @@ import json
 import sys
 from collections.abc import Sequence
 
+from .validate import UsageError
+
 
 # subcommands whose first step is importing torch (seconds on a cold start)
 NEEDS_TORCH = ("aten", "conform", "fuzz", "bench", "diff")
@@ -105,7 +107,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from .backends.registry import BackendNotFound
     from .cli_checks import check
-    from .validate import UsageError
 
     try:
         check(args)  # a bad backend, device, regex or path: one line, exit 2 (docs/troubleshooting-cli.md)
@@ -200,8 +201,7 @@ def _run_conform(args) -> int:
         for name in args.backend or ():
             get_backend(name)  # a backend asked for by name must load
     except (ValueError, BackendNotFound) as exc:
-        console.print(f"[bold red]parity conform:[/] {exc}", highlight=False)
-        return 2
+        raise UsageError(str(exc)) from None  # one line on stderr, exit 2 (main)
     backends = _tier_columns(args.backend, args.precision)
     if args.mutants:
         return _run_mutants(args, backends, dtypes, console)
@@ -212,8 +212,7 @@ def _run_conform(args) -> int:
                                 architectures=args.architectures.split(",") if args.architectures else None,
                                 anchors=not args.no_anchors, workers=workers)
     except (WorkerRunError, ValueError) as exc:  # a journal to refuse, a worker that cannot start, no host for a backend
-        console.print(f"[bold red]parity conform:[/] {exc}", highlight=False)
-        return 2
+        raise UsageError(str(exc)) from None  # one line on stderr, exit 2 (main)
     if not args.summary_only:
         terminal.print_matrix(result, console)
     terminal.print_summary(result, console)
@@ -285,8 +284,7 @@ def _run_fuzz(args) -> int:
         for name in args.backend or ():
             get_backend(name)
     except (ValueError, BackendNotFound) as exc:
-        console.print(f"[bold red]parity fuzz:[/] {exc}", highlight=False)
-        return 2
+        raise UsageError(str(exc)) from None  # one line on stderr, exit 2 (main)
     with terminal.progress_bar(console, "fuzz") as progress:
         report = fuzz.run(args.budget, seed=args.seed, backends=args.backend, device=args.device,
                           do_shrink=not args.no_shrink, save=not args.no_save, deadline_s=args.time_limit,

@@ -10,7 +10,7 @@ Example::
     >>> check(argparse.Namespace(command="ops", backend=["onx"]))
     Traceback (most recent call last):
     ...
-    parity.validate.UsageError: unknown backend 'onx'; did you mean 'onnx'? choose from: reference, xla, triton, onnx, numpy (a plugin registers an entry point in the group 'parity.backends')
+    parity.validate.UsageError: unknown backend 'onx'; did you mean 'onnx'? choose from: reference, xla, triton, onnx, inductor, numpy (a plugin registers an entry point in the group 'parity.backends')
 """
 
 from __future__ import annotations
@@ -38,9 +38,20 @@ def _check_ops(args) -> None:
     _backends(args)
 
 
+def _plugins(args) -> None:
+    """Load ``--plugin`` backends first: the names they register are valid ``--backend`` names."""
+    from .conformance.plugins import PluginError, load_plugins
+
+    try:
+        load_plugins(getattr(args, "plugin", None) or ())
+    except PluginError as exc:
+        raise validate.UsageError(str(exc)) from None
+
+
 def _check_conform(args) -> None:
     from .ir.dtypes import DType
 
+    _plugins(args)
     for name in args.dtype or ():
         validate.one_of(name, [d.short for d in DType], "dtype")
     _devices(args.device or (), _backends(args))
@@ -49,6 +60,7 @@ def _check_conform(args) -> None:
 
 
 def _check_fuzz(args) -> None:
+    _plugins(args)
     _devices([args.device], _backends(args))
 
 

@@ -47,7 +47,7 @@ def one_of(value: str, choices: Iterable[str], what: str, hint: str = "") -> str
 # Who takes which option: a keyword given to the wrong function is named with its owner.
 OPTIONS: dict[str, tuple[str, ...]] = {
     "parity.compile": ("backend", "device", "strict", "dynamic", "mesh", "in_shardings", "out_shardings",
-                       "cache_dir", "auto", "fast_path"),
+                       "cache_dir", "auto", "fast_path", "precision", "fullgraph"),
     "parity.export": ("format", "path", "input_names", "output_names", "dynamic_dims", "params", "kwargs"),
     "parity.explain": ("backends",),
 }

@@ -8,6 +8,8 @@ python examples/quickstart.py
 parity ops
 # --quick: every op and dtype, edge cases plus one ordinary case each (see docs/conformance.md).
 # The reports are written whatever the outcome; the job's exit status is the suite's verdict
-# (non-zero on an unexpected failure or a stale recorded deviation).
-parity conform --quick --device cpu --html reports/conformance.html --json reports/conformance.json \
+# (non-zero on an unexpected failure, a crash or a stale recorded deviation). Two worker
+# processes (conformance/controller.py): the same cells as a serial run, and a crashing
+# backend becomes a cell instead of ending the job.
+parity conform --quick --device cpu --workers 2 --html reports/conformance.html --json reports/conformance.json \
   --markdown reports/conformance.md

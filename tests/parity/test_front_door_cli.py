@@ -23,7 +23,7 @@ from parity.cli import main
 from parity.export import ExportError, ExportWarning, UnexportableOp
 from parity.frontend.errors import UnsupportedAtenOp
 
-BACKENDS = "reference, xla, triton, onnx, numpy"
+BACKENDS = "reference, xla, triton, onnx, inductor, numpy"
 PLUGIN_HINT = "(a plugin registers an entry point in the group 'parity.backends')"
 
 
@@ -133,7 +133,8 @@ def test_did_you_mean_only_for_near_misses():
     (dict(strict="yes"), "strict should be bool, got str 'yes'"),
     (dict(format="onnx"), "parity.compile takes no option 'format': it is an option of parity.export"),
     (dict(stric=True), "parity.compile takes no option 'stric'; did you mean 'strict'? its options are backend, "
-                       "device, strict, dynamic, mesh, in_shardings, out_shardings, cache_dir, auto, fast_path"),
+                       "device, strict, dynamic, mesh, in_shardings, out_shardings, cache_dir, auto, fast_path, "
+                       "precision, fullgraph"),
     (dict(auto=dict(candidates=("xla", "onx"))),
      f"unknown backend 'onx'; did you mean 'onnx'? choose from: {BACKENDS} {PLUGIN_HINT}"),
     (dict(auto=dict(budget_s=0)), "AutoOptions.budget_s should be a positive number of seconds, got 0"),
@@ -402,3 +403,16 @@ def test_piped_ops_table_keeps_full_column_names(capsys):
     assert main(["ops"]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("┃"))
     assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == ["op", "kind", "accuracy", *BACKENDS.split(", ")]
+
+
+def test_the_option_lists_are_the_signatures():
+    """validate.OPTIONS names each function's keywords (for "takes no option" and its suggestions):
+    it must follow the signatures, or a new option is refused as unknown."""
+    import inspect
+
+    from parity import validate
+
+    for name, function in (("parity.compile", parity.compile), ("parity.explain", parity.explain)):
+        keywords = [p.name for p in inspect.signature(function).parameters.values()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        assert list(validate.OPTIONS[name]) == keywords, name
