@@ -220,8 +220,7 @@ class Parity(TorchCandidate):
 
     def __init__(self, backend: str):
         self.backend = backend
-        self.key = backend
-        self.label = f"parity[{backend}]"
+        self.key = self.label = f"parity[{backend}]"  # not the bare name: "inductor" is also an anchor
         self.timed = backend not in INTERPRETED_ON_CPU  # the bench runs on CPU only
         self._before: set[int] = set()
 
@@ -261,6 +260,9 @@ ANCHORS: dict[str, type[Candidate]] = {c.key: c for c in (TorchEager, Inductor, 
 
 
 def make_candidate(key: str) -> Candidate:
-    """An anchor by key (eager, inductor, jax, ort) or ``parity[key]`` for a backend name."""
+    """An anchor by key (eager, inductor, jax, ort), or ``parity[NAME]`` for a parity backend
+    (a bare backend name is accepted where no anchor has it)."""
+    if key.startswith("parity[") and key.endswith("]"):
+        return Parity(key[len("parity["):-1])
     cls = ANCHORS.get(key)
     return cls() if cls is not None else Parity(key)

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             # Triton's only CPU path; it is read when the first kernel is defined, so set it now.
             os.environ["TRITON_INTERPRET"] = "1"
             print("note: no GPU: parity[triton] runs in Triton's interpreter (TRITON_INTERPRET=1): checked, not timed")
-    candidates = [make_candidate(k) for k in (*anchors, *backends)]
+    candidates = [make_candidate(k) for k in (*anchors, *(f"parity[{b}]" for b in backends))]
     record = run_suite(workloads, candidates, quick=args.quick, threads=args.threads, cold=cold)
     _output(record, args)
     return 0
