@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from ..backends.base import Backend
 from ..ir.dtypes import DType
 from . import opdb
+from .arguments import check_run_arguments
 from .case import Case
 from .controller import WorkerOptions, run_groups, worker_spec
 from .plugins import load_plugins
@@ -68,6 +69,7 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     dtypes = list(dtypes or ())
     if workers is not None:
         load_plugins(workers.plugins)  # in the controller, as every worker does
+    check_run_arguments(backends, devices, dtypes, ops, models)
     targets = resolve_targets(backends, devices)
     chosen = select_cases(ops=ops, dtypes=dtypes, quick=quick, cases=cases)
     live = [t for t in targets if t.available]

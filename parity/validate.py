@@ -1,5 +1,7 @@
 """Argument checks shared by the public functions and the command line.
 
+The name-independent checks (choices, regexes, types) live in ``parity.ir.usage``, so that
+every layer can use them; the checks here know backends, devices, paths and options.
 Each check returns the value it accepted (normalised) or raises :class:`UsageError`,
 whose one-line message names what was given, the valid choices, and the nearest one
 when the value looks like a typo ("did you mean 'onnx'?"). The CLI prints that line
@@ -11,37 +13,16 @@ Example::
     >>> validate.one_of("onx", ["reference", "xla", "onnx"], "backend")
     Traceback (most recent call last):
     ...
-    parity.validate.UsageError: unknown backend 'onx'; did you mean 'onnx'? choose from: reference, xla, onnx
+    parity.ir.usage.UsageError: unknown backend 'onx'; did you mean 'onnx'? choose from: reference, xla, onnx
 """
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .ir.errors import ParityError
-
-
-class UsageError(ParityError, ValueError):
-    """A bad argument: an unknown name, a bad regex, a missing file, an option of another function."""
-
-
-def did_you_mean(value: str, choices: Iterable[str]) -> str:
-    """``" did you mean 'onnx'?"`` for a near miss among ``choices``, else ``""``."""
-    close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f" did you mean {close[0]!r}?" if close else ""
-
-
-def one_of(value: str, choices: Iterable[str], what: str, hint: str = "") -> str:
-    """``value`` if it is one of ``choices``; else a :class:`UsageError` naming them."""
-    choices = list(dict.fromkeys(choices))
-    if value in choices:
-        return value
-    near = did_you_mean(value, choices)
-    raise UsageError(f"unknown {what} {value!r};{near} choose from: {', '.join(map(str, choices))}{hint}")
+from .ir.usage import UsageError, did_you_mean, of_type, one_of, regex  # noqa: F401 - re-exported
 
 
 # Who takes which option: a keyword given to the wrong function is named with its owner.
@@ -94,15 +75,6 @@ def device(name: str, backends: Iterable[str]) -> str:
                      f"choose one of those devices{' or another backend' if len(backends) == 1 else ''}")
 
 
-def regex(pattern: str, what: str) -> re.Pattern:
-    """``pattern`` compiled, or a :class:`UsageError` saying where it is broken."""
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(f"{what} {pattern!r} is not a regular expression: {exc} "
-                         "(escape literal characters: '\\[')") from None
-
-
 def existing_file(path: str | os.PathLike, what: str) -> Path:
     """``path`` if it is a file; else which part of it is missing."""
     target = Path(path)
@@ -132,14 +104,6 @@ def output_path(path: str | os.PathLike, what: str, suffixes: Iterable[str] = ()
     if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise UsageError(f"{what} {str(path)!r} cannot be written (no write permission)")
     return target
-
-
-def of_type(value, types: type | tuple[type, ...], what: str):
-    """``value`` if it is an instance of ``types``; else what was expected and what came."""
-    if isinstance(value, types):
-        return value
-    names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-    raise UsageError(f"{what} should be {names}, got {type(value).__name__} {value!r}")
 
 
 def auto_options(auto):

@@ -227,3 +227,20 @@ def test_a_deviation_for_every_op_is_stale_only_on_a_whole_run():
     targets = [Target("exact", "cpu", True, Exact())]
     checks = verdicts.check_deviations(targets, cells, whole=True)
     assert [d.state for d in checks if d.dtype == "f32"] == ["stale"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (dict(backends=["onx"]), "unknown backend 'onx'; did you mean 'onnx'? choose from: reference, xla, triton, onnx"),
+    (dict(backends=["reference"], devices=["cdua"]), "unknown device 'cdua'; choose from: cpu"),
+    (dict(backends=["xla"], devices=["cdua"]), "unknown device 'cdua'; did you mean 'cuda'? choose from: cpu, cuda, tpu"),
+    (dict(ops="["), "ops '[' is not a regular expression: unterminated character set at position 0"),
+    (dict(dtypes=["f32"]), "each of dtypes (e.g. DType.float32, or DType.from_short('f32')) should be DType, got str"),
+    (dict(models="hff"), "unknown model set 'hff'; did you mean 'hf'? choose from: zoo, hf, all"),
+])
+def test_bad_arguments_are_refused_before_anything_runs(arguments, message):
+    """A typo used to run: an unknown backend became an empty column, an unknown device no column."""
+    from parity.ir.usage import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        runner.run(**arguments)
+    assert str(caught.value).startswith(message)
