@@ -60,7 +60,13 @@ class Mesh:
     axes: tuple[tuple[str, int], ...]
 
     def __init__(self, axes: Mapping[str, int] | Iterable[tuple[str, int]]):
+        if isinstance(axes, (str, bytes)) or not isinstance(axes, (Mapping, Iterable)):
+            raise ShardingError(f"a mesh is given as {{axis name: size}}, e.g. Mesh({{'data': 8}}), got {axes!r}")
         items = tuple(axes.items() if isinstance(axes, Mapping) else axes)
+        bad = [item for item in items if not (isinstance(item, tuple) and len(item) == 2)]
+        if bad:
+            raise ShardingError(f"a mesh's axes are (name, size) pairs, e.g. Mesh([('data', 4), ('model', 2)]), "
+                                f"got {bad[0]!r}")
         if not items:
             raise ShardingError("a mesh needs at least one axis, e.g. Mesh({'data': 8})")
         seen = set()

@@ -230,8 +230,11 @@ def diff(fn_or_module, *args, backend="reference", against: str = AGAINST_ORACLE
         >>> [r.op for r in report.rows], report.guilty()
         (['exp', 'constant', 'broadcast_in_dim', 'sub'], [])
     """
+    from .. import validate
     from .capture import capture_graphs
 
+    validate.device(device, [validate.backend(backend)])  # a typo fails here, before the capture
+    validate.backend(against, also=(AGAINST_ORACLE, AGAINST_EAGER))
     graphs = capture_graphs(fn_or_module, *args, backward=backward, dynamo_config=dynamo_config, **kwargs)
     return diff_graphs(graphs, backend=backend, device=device, against=against, keep=keep,
                        measure_memory=measure_memory)

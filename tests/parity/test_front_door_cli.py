@@ -416,3 +416,20 @@ def test_the_option_lists_are_the_signatures():
         keywords = [p.name for p in inspect.signature(function).parameters.values()
                     if p.kind is inspect.Parameter.KEYWORD_ONLY]
         assert list(validate.OPTIONS[name]) == keywords, name
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: parity.Mesh("data"), "a mesh is given as {axis name: size}, e.g. Mesh({'data': 8}), got 'data'"),
+    (lambda: parity.Mesh([("data", 4), "model"]),
+     "a mesh's axes are (name, size) pairs, e.g. Mesh([('data', 4), ('model', 2)]), got 'model'"),
+    (lambda: parity.diff(lambda x: x * 2, torch.ones(2), backend="onx"), "unknown backend 'onx'; did you mean 'onnx'?"),
+    (lambda: parity.diff(lambda x: x * 2, torch.ones(2), against="eagr"),
+     "unknown backend 'eagr'; did you mean 'eager'?"),
+    (lambda: parity.diff(lambda x: x * 2, torch.ones(2), backend="onnx", device="cdua"),
+     "backend 'onnx' runs on cpu, cuda, not 'cdua'; did you mean 'cuda'?"),
+])
+def test_mesh_and_diff_refuse_bad_arguments_in_one_line(make, message):
+    """Mesh("data") was a ValueError from tuple unpacking; diff checked its backend only after capturing."""
+    with pytest.raises(parity.ir.ParityError) as caught:
+        make()
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
