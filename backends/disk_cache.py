@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import importlib
 import json
@@ -117,6 +118,7 @@ def resolve_cache_dir(cache_dir: str | os.PathLike | bool | None) -> str | None:
     return os.fspath(cache_dir)
 
 
+@functools.cache  # an installed version does not change under a running process (metadata reads cost ~1 ms)
 def _version(dist: str) -> str:
     try:
         return version(dist)

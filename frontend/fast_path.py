@@ -85,6 +85,7 @@ class FastPath:
     def __init__(self, persist: tuple | None = None, read_guards: bool = True):
         self.entries: dict[tuple, Callable] = {}
         self.states: dict[tuple, object] = {}  # signature -> torch's global state when the entry was made
+        self.disk_misses: set[tuple] = set()  # signatures the disk cache had no entry for
         self.persist = persist
         self.read_guards = read_guards  # False: fast_path=True, the user vouches for the function
         self._calls: list | None = None  # while a missed call runs: one record per graph run
@@ -137,13 +138,14 @@ class FastPath:
             if entry is not None and self.states[key].check():
                 return entry(args)
             state = GlobalStateGuard()
-            if entry is None and self.persist is not None:
+            if entry is None and self.persist is not None and key not in self.disk_misses:
                 from .fast_path_disk import load
 
                 entry = load(self.persist[0], key, self.persist[1])
                 if entry is not None:
                     self.entries[key], self.states[key] = entry, state
                     return entry(args)
+                self.disk_misses.add(key)  # asked once per signature: a miss costs a file lookup
         self._calls = calls = [] if key is not None else None
         try:
             result = compiled(*args, **kwargs)

@@ -47,6 +47,20 @@ def test_a_pure_function_takes_the_fast_path_by_default():
     assert not hasattr(off, "fast_path")
 
 
+def test_a_function_without_an_entry_asks_the_disk_cache_once_per_signature(monkeypatch):
+    """A function the fast path declines (it reads a global) runs Dynamo's path on every call;
+    asking the disk cache for an entry on each of them cost milliseconds a call."""
+    from parity.frontend import fast_path_disk
+
+    asked = []
+    real = fast_path_disk.load
+    monkeypatch.setattr(fast_path_disk, "load", lambda *a: asked.append(a[1]) or real(*a))
+    f = parity.compile(_scaled, backend="onnx")
+    for n in (3, 3, 3, 5, 5):
+        assert f(torch.ones(n)).tolist() == [2.0] * n
+    assert f.fast_path.entries == {} and len(asked) == 2  # one per signature
+
+
 def test_a_changed_global_is_seen():
     global SCALE
     f = parity.compile(_scaled, backend="onnx")
