@@ -31,8 +31,9 @@ import time
 def measure_cold(workload: str, candidate: str, quick: bool, threads: int, timeout_s: float = 600) -> dict:
     """Run one cold measurement in a fresh process; a dict with compile_s and peak_rss_mb, or error."""
     with tempfile.TemporaryDirectory(prefix="parity-bench-cold-") as cache:
+        # parity's own disk cache is on by default: an empty one here, or a "cold" start reads the last run's
         env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1", TORCHINDUCTOR_CACHE_DIR=cache,
-                   JAX_ENABLE_COMPILATION_CACHE="false")
+                   JAX_ENABLE_COMPILATION_CACHE="false", PARITY_CACHE_DIR=os.path.join(cache, "parity"))
         cmd = [sys.executable, "-m", "parity.bench.cold", workload, candidate, "--threads", str(threads)]
         if quick:
             cmd.append("--quick")
