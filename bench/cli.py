@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 
 # Nothing heavy at import time: `parity --help` and `parity ops` load this module too.
@@ -65,9 +66,10 @@ def run(args: argparse.Namespace) -> int:
     unknown += [b for b in backends if b not in (*backend_names(), "auto")]  # auto: frontend/auto.py
     cold = default_cold(workloads) if args.cold is None else [w for w in args.cold if w != "none"]
     unknown += [w for w in cold if w not in WORKLOADS and w not in unknown]
-    if unknown:
-        raise SystemExit(f"parity bench: unknown name(s) {unknown}; workloads: {list(WORKLOADS)}, "
-                         f"anchors: {list(ANCHORS)}, backends: {backend_names()}")
+    if unknown:  # a usage error: one line on stderr and exit status 2, as `parity bench` gives
+        print(f"parity bench: unknown name(s) {unknown}; workloads: {list(WORKLOADS)}, "
+              f"anchors: {list(ANCHORS)}, backends: {backend_names()}", file=sys.stderr)
+        raise SystemExit(2)
     if "triton" in backends and "TRITON_INTERPRET" not in os.environ:
         import torch
 

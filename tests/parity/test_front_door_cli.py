@@ -433,3 +433,12 @@ def test_mesh_and_diff_refuse_bad_arguments_in_one_line(make, message):
     with pytest.raises(parity.ir.ParityError) as caught:
         make()
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+def test_python_dash_m_parity_bench_exits_2_on_a_bad_name():
+    """``python -m parity.bench`` skips the CLI's up-front checks; its own check exits 2 too (was 1)."""
+    done = subprocess.run([sys.executable, "-m", "parity.bench", "--workloads", "mpl", "--backends", "onnx"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("parity bench: unknown name(s) ['mpl']; workloads: ['tiny', 'mlp'")
