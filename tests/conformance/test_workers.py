@@ -128,8 +128,12 @@ def test_the_monarch_engine_gives_the_serial_cells_and_contains_a_segfault(plugi
     by = {(c.op, c.backend): c for c in result.cells}
     assert by[("abs", "segfaults")].status == PASS
     crashed = by[("neg", "segfaults")]
-    assert crashed.status == CRASHED and "signal 11 (SIGSEGV)" in crashed.message
-    assert "Killed(sig=11)" in crashed.message and "reproducible" in crashed.message
+    assert crashed.status == CRASHED and "reproducible" in crashed.message and "neg[f32]" in crashed.message
+    # Monarch reports the dead process one of two ways: its supervision event (Killed(sig=11)),
+    # or, on a loaded machine, a timeout of its proc-mesh agent that says the process crashed
+    # (seen in one full run out of four here). Both are a crash; neither may read as a pass.
+    signalled = "signal 11 (SIGSEGV)" in crashed.message and "Killed(sig=11)" in crashed.message
+    assert signalled or "The process likely crashed" in crashed.message, crashed.message
     assert result.exit_code == 1
 
 
