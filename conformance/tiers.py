@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import Backend, compile_at
+from ..backends.registry import get_backend
 from ..ir.dtypes import DType  # noqa: F401 - the example's
 from ..ir.precision import Precision
 
@@ -52,8 +53,6 @@ class AtPrecision(Backend):
 def column_backend(name: str) -> Backend:
     """The backend of a matrix column: ``"xla"`` is the registered backend, ``"xla@fast"`` its
     fast-tier view (how a worker process rebuilds the columns the controller names)."""
-    from ..backends.registry import get_backend
-
     inner, _, tier = name.partition("@")
     backend = get_backend(inner)
     return AtPrecision(backend, Precision(tier)) if tier else backend
