@@ -29,6 +29,7 @@ from .explain import compiled_repr
 from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
 from .graph_breaks import BreakWatch, graph_break_error
+from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
 from .sharding import caller_site, configure
 from .user_errors import eager_error, from_user_frame, quiet_tracing_logs
 
@@ -74,7 +75,7 @@ def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu
     Code Dynamo runs in eager torch (a graph break: ``nonzero``, ``.item()``, ``print``)
     warns once with the user's line (:class:`~parity.frontend.graph_breaks.GraphBreakWarning`);
     ``fullgraph=True``, as in ``torch.compile``, makes it an error, as it does every op the
-    backend cannot run. A ``staticmethod`` or ``classmethod`` stays one; a function
+    backend cannot run and a call past Dynamo's recompile limit (frontend/recompile_limit.py). A ``staticmethod`` or ``classmethod`` stays one; a function
     decorated in a class body binds to each instance like a method.
     """
     if fn_or_module is None:
@@ -123,6 +124,9 @@ def _user_facing_error(err: Exception, eager, args, kwargs, session: Session) ->
     """
     from torch._dynamo import exc as dynamo_exc
 
+    limit = recompile_limit_error(err, eager, str(session.options.backend))
+    if limit is not None:
+        return limit
     if isinstance(err, dynamo_exc.BackendCompilerFailed):
         inner = getattr(err, "inner_exception", None)
         if isinstance(inner, UnsupportedAtenOp) and session.options.fullgraph:
@@ -175,8 +179,7 @@ class CompiledFunction:
         self.options = session.options
         self._breaks = BreakWatch(str(session.options.backend))
         # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
-        self._compiled = torch.compile(traced or fn, backend=_dynamo_backend(session), dynamic=_dynamic(session),
-                                       fullgraph=session.options.fullgraph)
+        self._compiled = _torch_compile(traced or fn, _dynamo_backend(session), session)
 
     def __get__(self, instance, owner=None):
         return self if instance is None else types.MethodType(self, instance)
@@ -209,8 +212,7 @@ class FastCompiledFunction(CompiledFunction):
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
         arguments = call_arguments(fn) if code is not None and traced is None else frozenset()
         backend = self.fast_path.wrap_backend(_dynamo_backend(session), code, arguments)
-        self._compiled = torch.compile(traced or fn, backend=backend, dynamic=_dynamic(session),
-                                       fullgraph=session.options.fullgraph)
+        self._compiled = _torch_compile(traced or fn, backend, session)
 
     def __call__(self, *args, **kwargs):
         result, error = _run(self._fast_call, args, kwargs, self._breaks, self.fn, self.session)
@@ -230,8 +232,7 @@ class CompiledModule(torch.nn.Module):
         self.module = module
         self.session = session
         self.options = session.options
-        compiled = torch.compile(traced or module, backend=_dynamo_backend(session), dynamic=_dynamic(session),
-                                 fullgraph=session.options.fullgraph)
+        compiled = _torch_compile(traced or module, _dynamo_backend(session), session)
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
         object.__setattr__(self, "_breaks", BreakWatch(str(session.options.backend)))
 
@@ -248,6 +249,14 @@ class CompiledModule(torch.nn.Module):
 #: parity's call entry points: torch's tracing logs emitted below them stay off stderr (user_errors.py)
 ENTRY_CODES = (CompiledFunction.__call__.__code__, FastCompiledFunction.__call__.__code__,
                CompiledModule.forward.__code__)
+
+
+def _torch_compile(target, dynamo_backend, session: Session):
+    """``torch.compile`` of ``target`` as ``session`` asks; under ``fullgraph=True`` each call
+    also fails at Dynamo's recompile limit instead of running eagerly (frontend/recompile_limit.py)."""
+    compiled = torch.compile(target, backend=dynamo_backend, dynamic=_dynamic(session),
+                             fullgraph=session.options.fullgraph)
+    return failing_at_recompile_limit(compiled) if session.options.fullgraph else compiled
 
 
 def _dynamic(session: Session) -> bool:

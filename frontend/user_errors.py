@@ -20,12 +20,9 @@ Example::
 from __future__ import annotations
 
 import logging
-import re
 import sys
 
-from ..ir.graph import SourceLoc
-from .graph_breaks import RecompileLimitWarning
-from .source import warn_at
+from .recompile_limit import LIMIT_RECORD, dynamo_raises_at_limit, keep_for_error, warn_recompile_limit
 
 #: torch's loggers that report, on stderr, what parity's own tracing tried: a failed meta
 #: kernel (the user's error, which the eager rerun raises anyway) and Dynamo's
@@ -33,8 +30,6 @@ from .source import warn_at
 TRACING_LOGGERS = ("torch._subclasses.fake_tensor", "torch._dynamo.variables.tensor")
 #: the logger whose recompile-limit record says Dynamo now runs a frame in eager torch
 RECOMPILE_LOGGER = "torch._dynamo.convert_frame"
-_LIMIT = re.compile(r"hit config\.(?P<limit>\w+) \((?P<n>\d+)\)\n\s*function: '(?P<fn>[^']*)' "
-                    r"\((?P<file>.+):(?P<line>\d+)\)\n\s*last reason: (?P<reason>[^\n]*)")
 
 
 def eager_error(fn, args: tuple, kwargs: dict) -> BaseException | None:
@@ -76,22 +71,17 @@ class _WhileParityTraces(logging.Filter):
         if frame is None:
             return True
         if record.name == RECOMPILE_LOGGER:
-            limit = _LIMIT.search(record.getMessage())
+            limit = LIMIT_RECORD.search(record.getMessage())
             if limit is None:
                 return True
             # one record passes every handler's filter (pytest adds its own): warn for the record once
             if not getattr(record, "parity_warned", False):
                 record.parity_warned = True
-                warn_recompile_limit(limit)  # an eager island from now on: parity's warning, at the user's line
+                if dynamo_raises_at_limit():  # fullgraph: the reason goes into parity's error, no island
+                    keep_for_error(limit)
+                else:
+                    warn_recompile_limit(limit)  # an eager island from now on: parity's warning, at the user's line
         return False
-
-
-def warn_recompile_limit(limit: re.Match) -> None:
-    loc = SourceLoc(limit["file"], int(limit["line"]), limit["fn"])
-    warn_at(loc, f"parity.compile: {loc} was compiled {limit['n']} times (Dynamo's {limit['limit']}); from now on "
-                 f"Dynamo runs it in eager torch, not on the backend\n  why: the last recompile: {limit['reason']}\n"
-                 f"  fix: pass dynamic=True (one graph serves every size), or raise "
-                 f"torch._dynamo.config.{limit['limit']}", RecompileLimitWarning)
 
 
 def quiet_tracing_logs(entry_codes) -> None:

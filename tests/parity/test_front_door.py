@@ -19,6 +19,7 @@ from parity.backends.reference.backend import ReferenceBackend
 from parity.backends.registry import register_backend, unregister_backend
 from parity.frontend.errors import FallbackWarning, UnsupportedAtenOp
 from parity.frontend.graph_breaks import GraphBreakError, GraphBreakWarning
+from parity.frontend.recompile_limit import RecompileLimitError
 from parity.ir.errors import ParityError
 
 X = torch.linspace(-2.0, 2.0, 12).reshape(3, 4)
@@ -316,21 +317,73 @@ def doubles(x):
     return x * 2
 
 
-def test_a_function_past_dynamos_recompile_limit_warns_once_that_it_now_runs_eagerly():
-    f = parity.compile(doubles, backend="onnx")
-    limit = torch._dynamo.config.recompile_limit
+def scales(x, k):
+    return x * k
+
+
+#: per guard Dynamo keeps failing: the function, its arguments at call n, and parity's why and
+#: fix lines for the call after ``limit`` compilations
+RECOMPILES = {
+    "size": (doubles, lambda n: (torch.ones(n),),
+             lambda limit: (f"the size of x at dim 0 changed ({limit} when compiled, {limit + 1} now): sizes are "
+                            "static unless you ask, so each new size compiles again"),
+             "pass dynamic=True (one graph serves every size), or mark that dim before the call: "
+             "torch._dynamo.mark_dynamic(x, 0); or raise torch._dynamo.config.recompile_limit"),
+    "number": (scales, lambda n: (torch.ones(3), n),
+               lambda limit: (f"the Python number k changed (the last graph was built for k == {limit}): a number "
+                              "argument is a constant of the graph, so each new value compiles again"),
+               "pass k as a tensor (torch.tensor(k)), so that its value is data, not part of the graph; or raise "
+               "torch._dynamo.config.recompile_limit"),
+}
+
+
+@pytest.fixture
+def recompile_limit():
+    """Dynamo's recompile limit, small (each compile takes a while), on a fresh Dynamo cache."""
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(recompile_limit=2):
+        yield 2
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("case", sorted(RECOMPILES))
+def test_a_function_past_dynamos_recompile_limit_warns_once_that_it_now_runs_eagerly(case, recompile_limit):
+    fn, args, why, fix = RECOMPILES[case]
+    f = parity.compile(fn, backend="onnx")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for n in range(1, limit + 3):  # every new size recompiles (static sizes)
-            assert torch.equal(f(torch.ones(n)), torch.ones(n) * 2)
+        for n in range(1, recompile_limit + 3):  # every new size or number recompiles (static sizes)
+            assert torch.equal(f(*args(n)), fn(*args(n)))
     (w,) = [w for w in caught if issubclass(w.category, GraphBreakWarning)]
     assert w.category.__name__ == "RecompileLimitWarning"
-    assert (w.filename, w.lineno) == (__file__, doubles.__code__.co_firstlineno)
-    first, why, fix = str(w.message).splitlines()
-    assert first == (f"parity.compile: {__file__}:{w.lineno} in doubles was compiled {limit} times (Dynamo's "
-                     "recompile_limit); from now on Dynamo runs it in eager torch, not on the backend")
-    assert why.startswith("  why: the last recompile: ") and "size mismatch" in why
-    assert fix.startswith("  fix: pass dynamic=True")
+    assert (w.filename, w.lineno) == (__file__, fn.__code__.co_firstlineno)
+    assert str(w.message).splitlines() == [
+        f"parity.compile: {__file__}:{w.lineno} in {fn.__name__} was compiled {recompile_limit} times (Dynamo's "
+        "recompile_limit); from now on Dynamo runs it in eager torch, not on the backend",
+        f"  why: {why(recompile_limit)}",
+        f"  fix: {fix}"]
+
+
+@pytest.mark.parametrize("case", sorted(RECOMPILES))
+def test_fullgraph_makes_the_recompile_limit_an_error_that_names_the_guard(case, recompile_limit):
+    fn, args, why, fix = RECOMPILES[case]
+    f = parity.compile(fn, backend="onnx", fullgraph=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(1, recompile_limit + 1):
+            assert torch.equal(f(*args(n)), fn(*args(n)))
+        with pytest.raises(RecompileLimitError) as raised:
+            f(*args(recompile_limit + 1))
+    assert [w for w in caught if issubclass(w.category, GraphBreakWarning)] == []  # an error, not an island
+    assert str(raised.value).splitlines() == [
+        f"parity.compile(fullgraph=True): {__file__}:{fn.__code__.co_firstlineno} in {fn.__name__} was compiled "
+        f"{recompile_limit} times (Dynamo's recompile_limit); one more compile would run it in eager torch, not on "
+        "'onnx'",
+        f"  why: {why(recompile_limit)}",
+        f"  fix: {fix}"]
+    assert isinstance(raised.value, GraphBreakError)
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert not torch._dynamo.config.fail_on_recompile_limit_hit  # set for fullgraph's calls only
 
 
 # -- item 6: every eager island raises under fullgraph=True and is listed by explain ------
