@@ -46,7 +46,7 @@ def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu
     captured graphs) plus AOTAutograd (forward and backward graphs), translated to the
     parity IR. ``strict=True`` raises :class:`~parity.frontend.errors.UnsupportedAtenOp`
     for an op the backend cannot run; ``strict=False`` runs just the nodes the backend
-    cannot run eagerly in torch (one warning per op) and the rest of the graph on the
+    cannot run eagerly in torch (one warning per call, a line per op) and the rest of the graph on the
     backend (``parity.explain`` shows the share; frontend/partition.py). ``dynamic=True`` (or ``torch._dynamo.mark_dynamic``) makes sizes
     symbolic IR dimensions. A module comes back as a module sharing its parameters.
     ``mesh``, ``in_shardings``, ``out_shardings`` and ``parity.shard`` run the graphs
@@ -157,10 +157,13 @@ def _run(call, args: tuple, kwargs: dict, breaks: BreakWatch, eager, session: Se
         result = call(*args, **kwargs)
     except Exception as err:
         # a user's error raised at run time (after a graph break): from the user's frame on
+        session.flush_fallbacks()
         error = _user_facing_error(err, eager, args, kwargs, session) or from_user_frame(err)
         if error is None:
             raise
         return None, error
+    if session.pending:  # strict=False: one warning for every op this call's graphs run eagerly
+        session.flush_fallbacks()
     breaks.report(mark)
     return result, None
 

@@ -30,7 +30,7 @@ from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype
 from ..ir.precision import Precision
-from .errors import FallbackWarning, InternalError, UnsupportedAtenOp, warning_text
+from .errors import FallbackWarning, InternalError, UnsupportedAtenOp, fallbacks_text
 from .saved_tensors import partition_recomputing_input_views
 from .status import slow_work
 from .sharding import apply_sharding
@@ -74,14 +74,22 @@ class Session:
     reports: list = field(default_factory=list)  # a PartitionReport per graph split by strict=False
     auto_choices: list = field(default_factory=list)  # backend="auto": an AutoChoice per graph
     on_compiled: Any = None  # called with (compiled graph, kind) after each FX graph compiles (fast_path)
+    pending: list = field(default_factory=list)  # (aten op, loc, why) not yet in a warning: flush_fallbacks
 
     def fall_back(self, aten_op: str, loc, why: str) -> None:
-        """Warn (once per aten op) that ``aten_op`` runs in eager torch, not on the backend."""
+        """Note (once per aten op) that ``aten_op`` runs in eager torch, not on the backend: the
+        next :meth:`flush_fallbacks` warns about every op noted since the last one."""
         if aten_op in self.warned:
             return
         self.warned.add(aten_op)
-        loc = in_user_code(loc, self.options.site)
-        warn_at(loc, warning_text(aten_op, loc, why, self.options.backend), FallbackWarning)
+        self.pending.append((aten_op, in_user_code(loc, self.options.site), why))
+
+    def flush_fallbacks(self) -> None:
+        """One warning for the ops noted since the last flush, at the first one's line: a call of
+        the compiled function gives one, however many of its ops run eagerly."""
+        pending, self.pending = self.pending, []
+        if pending:
+            warn_at(pending[0][1], fallbacks_text(pending, self.options.backend), FallbackWarning)
 
 
 def reset_caches() -> None:
@@ -264,6 +272,8 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
     with unset_fake_temporarily(), slow_work(_status_message(session, kind)):
         try:
             compiled = _compile_fx_graph(gm, session, kind)
+            if kind == "backward":  # compiled at the first backward(), after the call that flushes
+                session.flush_fallbacks()
             if session.on_compiled is not None:
                 session.on_compiled(compiled, kind)
             return compiled

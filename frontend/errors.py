@@ -81,7 +81,8 @@ class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
 
 
 class FallbackWarning(UserWarning):
-    """``strict=False``: an aten op runs in eager torch, not on the backend (one per op)."""
+    """``strict=False``: aten ops run in eager torch, not on the backend (one warning per call
+    that compiled them, listing each op and its line)."""
 
 
 def dtype_not_in_ir(dtype) -> str:
@@ -93,6 +94,23 @@ def dtype_not_in_ir(dtype) -> str:
 
 
 def warning_text(aten_op: str, loc: SourceLoc | None, why: str, backend: str) -> str:
-    """The one-line warning printed when strict=False falls back to eager torch."""
+    """The one-line warning printed when strict=False falls back to eager torch for one op."""
     where = f" at {loc}" if loc else ""
     return f"parity: {aten_op}{where} runs eagerly in torch, not on backend {backend!r} ({why})"
+
+
+def fallbacks_text(fallbacks: list, backend: str) -> str:
+    """The warning for the (aten op, loc, why) of ``fallbacks``: :func:`warning_text` for one,
+    a line per op for several.
+
+    Example::
+
+        >>> print(fallbacks_text([("aten.tanh.default", None, "no tanh"), ("aten.exp.default", None, "no exp")], "x"))
+        parity: 2 ops run eagerly in torch, not on backend 'x'
+          aten.tanh.default (no tanh)
+          aten.exp.default (no exp)
+    """
+    if len(fallbacks) == 1:
+        return warning_text(*fallbacks[0], backend)
+    lines = [f"  {op}{f' at {loc}' if loc else ''} ({why})" for op, loc, why in fallbacks]
+    return "\n".join([f"parity: {len(fallbacks)} ops run eagerly in torch, not on backend {backend!r}", *lines])

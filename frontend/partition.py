@@ -5,7 +5,7 @@ When an FX graph does not translate whole, every aten node gets the verdict of
 ``CapabilityBasedPartitioner`` groups the nodes that run into as few subgraphs as it can
 without creating cycles; each subgraph is compiled on the backend like a whole graph,
 and the graph around them (the rejected nodes, plus any partition made only of views)
-runs eagerly in torch. One warning per rejected aten op names it, its source line and why.
+runs eagerly in torch. The call's one warning names each rejected aten op, its source line and why.
 
 :class:`PartitionReport` records the split; ``parity.compile(..., strict=False)`` keeps
 one per compiled graph (:func:`fallback_report`).

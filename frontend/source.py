@@ -19,6 +19,14 @@ import warnings
 from ..ir.graph import SourceLoc
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+_RESUME = re.compile(r"torch_dynamo_resume_in_(?P<function>.+)_at_\d+")
+
+
+def function_name(name: str) -> str:
+    """The user's function name for a frame's name: the code after a graph break runs in a
+    function Dynamo names ``torch_dynamo_resume_in_<name>_at_<line>``."""
+    resumed = _RESUME.fullmatch(name)
+    return resumed["function"] if resumed else name
 
 
 def _package_dir(module_name: str) -> str | None:
@@ -58,10 +66,10 @@ def loc_from_stack_trace(trace: str | None) -> SourceLoc | None:
     frames = [m for m in _FRAME.finditer(trace)]
     for match in reversed(frames):
         if is_user_file(match["file"]):
-            return SourceLoc(match["file"], int(match["line"]), match["function"])
+            return SourceLoc(match["file"], int(match["line"]), function_name(match["function"]))
     if frames:
         last = frames[-1]
-        return SourceLoc(last["file"], int(last["line"]), last["function"])
+        return SourceLoc(last["file"], int(last["line"]), function_name(last["function"]))
     return None
 
 

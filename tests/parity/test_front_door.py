@@ -214,17 +214,31 @@ def test_a_graph_break_prints_parity_s_warning_alone(user_error_output):
 # -- item 5: warnings and IR locations name the user's code -------------------------------
 
 
-@pytest.fixture
-def no_tanh():
-    """The reference backend without tanh, registered under its own name: a tanh falls
-    back to eager torch under strict=False."""
+def _reference_without(name: str, ops: set[str]):
+    """The reference backend without ``ops``, registered as ``name`` (unregistered after the test):
+    those ops fall back to eager torch under strict=False."""
     backend = ReferenceBackend()
-    backend.name = "front_door_no_tanh"
-    claims = {op: claim for op, claim in backend.claims().items() if op != "tanh"}
+    backend.name = name
+    claims = {op: claim for op, claim in backend.claims().items() if op not in ops}
     backend.claims = lambda: claims
     register_backend(backend)
     yield backend.name
     unregister_backend(backend.name)
+
+
+@pytest.fixture
+def no_tanh():
+    yield from _reference_without("front_door_no_tanh", {"tanh"})
+
+
+@pytest.fixture
+def no_tanh_nor_exp():
+    yield from _reference_without("front_door_no_tanh_exp", {"tanh", "exp"})
+
+
+@pytest.fixture
+def no_sign():
+    yield from _reference_without("front_door_no_sign", {"sign"})
 
 
 def uses_tanh(x):
@@ -276,6 +290,47 @@ def test_fallback_warning_names_the_users_line(no_tanh):
     assert (w.filename, w.lineno) == (__file__, line_of(uses_tanh, "torch.tanh"))
     assert "aten.tanh.default" in str(w.message) and "runs eagerly in torch" in str(w.message)
     assert _warnings_of(f, X, category=FallbackWarning)[1] == []  # once
+
+
+def tanh_then_exp(x):
+    y = torch.tanh(x)
+    print("", end="")  # a graph break: two graphs in one call
+    return torch.exp(y) + 1
+
+
+def test_strict_false_warns_once_per_call_listing_every_eager_op_and_its_line(no_tanh_nor_exp):
+    f = parity.compile(tanh_then_exp, backend=no_tanh_nor_exp, strict=False)
+    out, caught = _warnings_of(f, X, category=FallbackWarning)
+    torch.testing.assert_close(out, tanh_then_exp(X))
+    (w,) = caught
+    tanh_line, exp_line = line_of(tanh_then_exp, "torch.tanh"), line_of(tanh_then_exp, "torch.exp")
+    assert (w.filename, w.lineno) == (__file__, tanh_line)
+    claim = f"backend {no_tanh_nor_exp!r} does not claim the IR op"
+    assert str(w.message).splitlines() == [
+        f"parity: 2 ops run eagerly in torch, not on backend {no_tanh_nor_exp!r}",
+        f"  aten.tanh.default at {__file__}:{tanh_line} in tanh_then_exp ({claim} 'tanh')",
+        f"  aten.exp.default at {__file__}:{exp_line} in tanh_then_exp ({claim} 'exp')"]
+    assert _warnings_of(f, X, category=FallbackWarning)[1] == []  # once
+
+
+def abs_sum(x):
+    return (x.abs() * 3).sum()  # abs's gradient is sign(x): only the backward needs sign
+
+
+def test_an_op_only_the_backward_runs_eagerly_warns_at_the_first_backward(no_sign):
+    f = parity.compile(abs_sum, backend=no_sign, strict=False)
+    x = X.clone().requires_grad_()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loss = f(x)
+        assert [w for w in caught if issubclass(w.category, FallbackWarning)] == []  # the forward runs whole
+        loss.backward()
+    (w,) = [w for w in caught if issubclass(w.category, FallbackWarning)]
+    line = line_of(abs_sum, "x.abs()")
+    assert (w.filename, w.lineno) == (__file__, line)
+    assert str(w.message) == (f"parity: aten.sign.default at {__file__}:{line} in abs_sum runs eagerly in torch, not "
+                              f"on backend {no_sign!r} (backend {no_sign!r} does not claim the IR op 'sign')")
+    assert torch.equal(x.grad, 3 * torch.sign(X))
 
 
 def test_layers_of_a_sequential_compiled_as_it_is_are_located_at_the_compile_call(no_tanh):

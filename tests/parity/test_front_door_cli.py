@@ -21,7 +21,7 @@ import parity
 from parity import validate
 from parity.cli import main
 from parity.export import ExportError, ExportWarning, UnexportableOp
-from parity.frontend.errors import UnsupportedAtenOp
+from parity.frontend.errors import FallbackWarning, UnsupportedAtenOp
 
 BACKENDS = "reference, xla, triton, onnx, inductor, numpy"
 PLUGIN_HINT = "(a plugin registers an entry point in the group 'parity.backends')"
@@ -287,7 +287,7 @@ def test_hugging_face_model_exports_with_dynamic_keyword_inputs(tmp_path):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-# -- dtypes the IR does not have (complex, float8) -------------------------------------------------
+# -- dtypes the IR does not have (complex, float8, quantized) -------------------------------------
 
 def rfft_abs(x):
     return torch.fft.rfft(x).abs() + 1
@@ -309,6 +309,10 @@ def quantized(x):
     return torch.quantize_per_tensor(x, 0.1, 0, torch.quint8).dequantize() * 2
 
 
+def quantized_signed(x):
+    return torch.quantize_per_tensor(x, 0.05, 3, torch.qint8).dequantize() - 1
+
+
 IR_DTYPES = "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64"
 # (fn, the dtype, the aten ops that touch it: they run eagerly, the first is named by strict=True)
 FOREIGN = [(rfft_abs, "complex64", ["aten._fft_r2c.default", "aten.abs.default"]),
@@ -316,7 +320,8 @@ FOREIGN = [(rfft_abs, "complex64", ["aten._fft_r2c.default", "aten.abs.default"]
            (complex_round_trip, "complex64",
             ["aten.view_as_complex.default", "aten.mul.Tensor", "aten.view_as_real.default"]),
            (float8_cast, "float8_e4m3fn", ["aten._to_copy.default"]),
-           (quantized, "quint8", ["aten.quantize_per_tensor.default", "aten.dequantize.self"])]
+           (quantized, "quint8", ["aten.quantize_per_tensor.default", "aten.dequantize.self"]),
+           (quantized_signed, "qint8", ["aten.quantize_per_tensor.default", "aten.dequantize.self"])]
 
 
 @pytest.mark.parametrize("backend", ["onnx", "xla"])
@@ -340,10 +345,14 @@ def test_a_dtype_the_ir_lacks_is_a_short_strict_error_and_runs_eagerly_otherwise
         again = compiled(x)
     torch.testing.assert_close(got, fn(x), rtol=0, atol=0)
     torch.testing.assert_close(again, got, rtol=0, atol=0)
-    eager = [str(w.message) for w in caught_warnings if "runs eagerly in torch" in str(w.message)]
-    assert [m.split()[1] for m in eager] == eager_ops  # one warning per op, on the first call only
+    (warning,) = [str(w.message) for w in caught_warnings if issubclass(w.category, FallbackWarning)]
+    # one warning, on the first call only: a line per op when there are several
+    eager = warning.splitlines()[1:] if len(eager_ops) > 1 else [warning]
+    assert [m.split()[0 if len(eager_ops) > 1 else 1] for m in eager] == eager_ops
+    if len(eager_ops) > 1:
+        assert warning.splitlines()[0] == f"parity: {len(eager_ops)} ops run eagerly in torch, not on backend {backend!r}"
     # fake tensors show a quantized value as float: only the op with the dtype argument names it
-    named = eager[:1] if dtype == "quint8" else eager
+    named = eager[:1] if dtype.startswith(("quint", "qint")) else eager
     assert all(f"parity's IR has no {dtype} dtype" in m for m in named), eager
     (report,) = parity.fallbacks(compiled)
     assert {f.aten_op for f in report.fallbacks} == set(eager_ops)
