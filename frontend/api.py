@@ -28,6 +28,7 @@ from .errors import UnsupportedAtenOp
 from .explain import compiled_repr
 from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
+from .foreign_inputs import checking_arguments
 from .graph_breaks import BreakWatch, graph_break_error
 from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
 from .sharding import caller_site, configure
@@ -127,13 +128,15 @@ def _user_facing_error(err: Exception, eager, args, kwargs, session: Session) ->
     limit = recompile_limit_error(err, eager, str(session.options.backend))
     if limit is not None:
         return limit
+    if isinstance(err, UnsupportedAtenOp):  # raised before Dynamo ran (foreign_inputs.py): the message says it all
+        return err.with_traceback(None)
     if isinstance(err, dynamo_exc.BackendCompilerFailed):
         inner = getattr(err, "inner_exception", None)
         if isinstance(inner, UnsupportedAtenOp) and session.options.fullgraph:
             inner = inner.under_fullgraph()
         return inner.with_traceback(None) if isinstance(inner, ParityError) else None
     if session.options.fullgraph:
-        broken = graph_break_error(err, str(session.options.backend))
+        broken = graph_break_error(err, str(session.options.backend), session.options.site)
         if broken is not None:
             return broken
     traced = hasattr(err, "innermost_user_frame_summary") and not isinstance(err, ParityError)
@@ -180,9 +183,9 @@ class CompiledFunction:
         self.fn = fn
         self.session = session
         self.options = session.options
-        self._breaks = BreakWatch(str(session.options.backend))
+        self._breaks = BreakWatch(str(session.options.backend), session.options.site)
         # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
-        self._compiled = _torch_compile(traced or fn, _dynamo_backend(session), session)
+        self._compiled = _torch_compile(traced or fn, _dynamo_backend(session), session, fn)
 
     def __get__(self, instance, owner=None):
         return self if instance is None else types.MethodType(self, instance)
@@ -205,7 +208,7 @@ class FastCompiledFunction(CompiledFunction):
         self.fn = fn
         self.session = session
         self.options = session.options
-        self._breaks = BreakWatch(str(session.options.backend))
+        self._breaks = BreakWatch(str(session.options.backend), session.options.site)
         fn_key = function_key(fn) if session.options.cache_dir and session.options.backend != AUTO \
             and traced is None else None
         if fn_key and not read_guards:
@@ -215,7 +218,7 @@ class FastCompiledFunction(CompiledFunction):
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
         arguments = call_arguments(fn) if code is not None and traced is None else frozenset()
         backend = self.fast_path.wrap_backend(_dynamo_backend(session), code, arguments)
-        self._compiled = _torch_compile(traced or fn, backend, session)
+        self._compiled = _torch_compile(traced or fn, backend, session, fn)
 
     def __call__(self, *args, **kwargs):
         result, error = _run(self._fast_call, args, kwargs, self._breaks, self.fn, self.session)
@@ -235,9 +238,9 @@ class CompiledModule(torch.nn.Module):
         self.module = module
         self.session = session
         self.options = session.options
-        compiled = _torch_compile(traced or module, _dynamo_backend(session), session)
+        compiled = _torch_compile(traced or module, _dynamo_backend(session), session, module)
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
-        object.__setattr__(self, "_breaks", BreakWatch(str(session.options.backend)))
+        object.__setattr__(self, "_breaks", BreakWatch(str(session.options.backend), session.options.site))
 
     def __repr__(self) -> str:
         return compiled_repr(self.module, self.session)
@@ -254,12 +257,15 @@ ENTRY_CODES = (CompiledFunction.__call__.__code__, FastCompiledFunction.__call__
                CompiledModule.forward.__code__)
 
 
-def _torch_compile(target, dynamo_backend, session: Session):
-    """``torch.compile`` of ``target`` as ``session`` asks; under ``fullgraph=True`` each call
-    also fails at Dynamo's recompile limit instead of running eagerly (frontend/recompile_limit.py)."""
+def _torch_compile(target, dynamo_backend, session: Session, eager):
+    """``torch.compile`` of ``target`` as ``session`` asks, behind the check for arguments Dynamo
+    cannot trace (frontend/foreign_inputs.py); under ``fullgraph=True`` each call also fails at
+    Dynamo's recompile limit instead of running eagerly (frontend/recompile_limit.py)."""
     compiled = torch.compile(target, backend=dynamo_backend, dynamic=_dynamic(session),
                              fullgraph=session.options.fullgraph)
-    return failing_at_recompile_limit(compiled) if session.options.fullgraph else compiled
+    if session.options.fullgraph:
+        compiled = failing_at_recompile_limit(compiled)
+    return checking_arguments(compiled, eager, session)
 
 
 def _dynamic(session: Session) -> bool:

@@ -48,7 +48,7 @@ class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
     """An aten op that cannot run on the chosen backend (strict mode)."""
 
     def __init__(self, aten_op: str, loc: SourceLoc | None, why: str, *, backend: str | None,
-                 alternatives: list[str] | None = None):
+                 alternatives: list[str] | None = None, fix: str | None = None):
         self.aten_op = aten_op
         self.loc = loc
         self.why = why
@@ -64,12 +64,9 @@ class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
             return
         # Only backends known to run this op are suggested: a missing translation fails on all of them.
         others = f"; or use a backend that runs it: {', '.join(alternatives)}" if alternatives else ""
-        message = (
-            f"{aten_op}{where} cannot run on backend {backend!r}\n"
-            f"  why: {why}\n"
-            f"  fix: pass strict=False to run only this op eagerly in torch (the rest of the graph stays on "
-            f"{backend!r}){others}"
-        )
+        fix = fix or (f"pass strict=False to run only this op eagerly in torch (the rest of the graph stays on "
+                      f"{backend!r}){others}")
+        message = f"{aten_op}{where} cannot run on backend {backend!r}\n  why: {why}\n  fix: {fix}"
         super().__init__(message)
 
     def under_fullgraph(self) -> UnsupportedAtenOp:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..ir.graph import SourceLoc
 from .errors import FrontendError
-from .source import warn_at
+from .source import function_name, in_user_code, is_user_file, warn_at
 
 
 class GraphBreakWarning(UserWarning):
@@ -56,12 +56,14 @@ def short_reason(reason: str) -> str:
     return lines[0] + (f": {explanation[0]}" if explanation else "")
 
 
-def user_loc(stack) -> SourceLoc | None:
-    """The last frame of Dynamo's user stack (a list of FrameSummary)."""
+def user_loc(stack, site: SourceLoc | None = None) -> SourceLoc | None:
+    """The last frame of Dynamo's user stack (a list of FrameSummary) in the user's own files;
+    ``site`` (the ``parity.compile`` call) when only torch's files are on it (a torch module
+    compiled as it is), else the last frame."""
     if not stack:
         return None
-    frame = stack[-1]
-    return SourceLoc(frame.filename, frame.lineno, frame.name)
+    frame = next((f for f in reversed(stack) if is_user_file(f.filename)), stack[-1])
+    return in_user_code(SourceLoc(frame.filename, frame.lineno, function_name(frame.name)), site)
 
 
 def _dynamo_reasons() -> list:
@@ -78,8 +80,9 @@ class BreakWatch:
     added are read (two ``len`` calls when there are none).
     """
 
-    def __init__(self, backend_name: str):
+    def __init__(self, backend_name: str, site: SourceLoc | None = None):
         self.backend_name = backend_name
+        self.site = site  # the parity.compile call: the line named when no frame is the user's
         self.reasons = _dynamo_reasons()
         self.seen: set = set()
 
@@ -91,7 +94,7 @@ class BreakWatch:
         if end == start:
             return
         for reason in self.reasons[start if end > start else 0:end]:  # a reset inside the call: from 0
-            loc = user_loc(reason.user_stack)
+            loc = user_loc(reason.user_stack, self.site)
             why = short_reason(reason.reason)
             if (str(loc), why) in self.seen:
                 continue
@@ -99,14 +102,14 @@ class BreakWatch:
             warn_at(loc, break_message(why, loc, self.backend_name), GraphBreakWarning)
 
 
-def graph_break_error(err: BaseException, backend_name: str) -> GraphBreakError | None:
+def graph_break_error(err: BaseException, backend_name: str, site: SourceLoc | None = None) -> GraphBreakError | None:
     """The :class:`GraphBreakError` for Dynamo's ``Unsupported`` under ``fullgraph=True``."""
     from torch._dynamo.exc import Unsupported
 
     if not isinstance(err, Unsupported):
         return None
     stack = getattr(err, "real_stack", None)
-    return GraphBreakError(short_reason(getattr(err, "msg", "") or str(err)), user_loc(stack), backend_name)
+    return GraphBreakError(short_reason(getattr(err, "msg", "") or str(err)), user_loc(stack, site), backend_name)
 
 
 def break_message(reason: str, loc: SourceLoc | None, backend_name: str) -> str:

@@ -359,6 +359,69 @@ def test_a_dtype_the_ir_lacks_is_a_short_strict_error_and_runs_eagerly_otherwise
     assert report.on_backend >= 1  # the real part stays on the backend
 
 
+def dequantized(x):
+    return x.dequantize() * 2
+
+
+@pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8], ids=["quint8", "qint8"])
+def test_a_quantized_argument_is_a_short_strict_error_and_one_eager_call_otherwise(dtype, capfd):
+    import warnings
+
+    # Dynamo cannot make a fake tensor of a quantized one: left to itself it runs the whole
+    # frame eagerly with one log line and nothing parity could report, even with strict=True
+    q = torch.quantize_per_tensor(torch.randn(8), 0.1, 3, dtype)
+    name, line = str(dtype).removeprefix("torch."), dequantized.__code__.co_firstlineno
+    with pytest.raises(UnsupportedAtenOp) as caught:
+        parity.compile(dequantized, backend="onnx")(q)
+    assert str(caught.value).splitlines() == [
+        f"input x at {__file__}:{line} in dequantized cannot run on backend 'onnx'",
+        f"  why: parity's IR has no {name} dtype; its dtypes are {IR_DTYPES}",
+        "  fix: dequantize it before the call (x.dequantize()); or pass strict=False to run the whole call in eager "
+        "torch (Dynamo cannot trace a quantized tensor)"]
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    with pytest.raises(UnsupportedAtenOp, match=r"\(x.dequantize\(\)\); fullgraph=True runs every op on the backend"):
+        parity.compile(dequantized, backend="onnx", fullgraph=True)(q)
+    compiled = parity.compile(dequantized, backend="onnx", strict=False)
+    with warnings.catch_warnings(record=True) as caught_warnings:
+        warnings.simplefilter("always")
+        assert torch.equal(compiled(q), dequantized(q))
+        assert torch.equal(compiled(q), dequantized(q))
+    (w,) = [w for w in caught_warnings if issubclass(w.category, FallbackWarning)]
+    assert (w.filename, w.lineno) == (__file__, line)
+    assert str(w.message) == (f"parity: input x at {__file__}:{line} in dequantized runs eagerly in torch, not on "
+                              f"backend 'onnx' (parity's IR has no {name} dtype; its dtypes are {IR_DTYPES}; Dynamo "
+                              "cannot trace it: the whole call runs eagerly)")
+    assert "fake tensor" not in capfd.readouterr().err
+
+
+def test_a_graph_break_inside_torchs_own_modules_is_located_at_the_compile_call():
+    import warnings
+
+    from parity.frontend.graph_breaks import GraphBreakWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.ao.quantization's notice of its own future
+        model = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(4, 3)),
+                                                       {torch.nn.Linear}, dtype=torch.qint8)
+    compiled, line = parity.compile(model, backend="onnx"), sys._getframe().f_lineno
+    x = torch.randn(2, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert torch.equal(compiled(x), model(x))
+    (w,) = [w for w in caught if issubclass(w.category, GraphBreakWarning)]  # torch's quantized linear
+    assert (w.filename, w.lineno) == (__file__, line)
+    assert str(w.message).startswith(f"parity.compile: Dynamo split the function at {__file__}:{line} in ")
+
+    def user_forward(x):
+        return model(x) + 1  # the user's line that called into torch's module
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert torch.equal(parity.compile(user_forward, backend="onnx")(x), model(x) + 1)
+    (w,) = [w for w in caught if issubclass(w.category, GraphBreakWarning)]
+    assert (w.filename, w.lineno) == (__file__, user_forward.__code__.co_firstlineno + 1)
+
+
 # -- feedback on slow work -------------------------------------------------------------------------
 
 def terminal():

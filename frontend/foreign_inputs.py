@@ -1,0 +1,74 @@
+"""Arguments Dynamo cannot trace at all: quantized tensors (quint8, qint8, qint32).
+
+Dynamo's fake tensors have no quantized form. Given a quantized argument, Dynamo gives up
+on the whole frame and runs it in eager torch: one log line on stderr, no graph break that
+parity could report, and ``fullgraph=True`` fails with "found no compiled frames".
+:func:`checking_arguments` looks at the arguments before Dynamo does, on Dynamo's path only
+(the fast path serves only signatures whose graphs compiled): ``strict=True`` raises
+:class:`~.errors.UnsupportedAtenOp` naming the argument and its dtype; ``strict=False``
+runs the call in eager torch, with parity's one warning for the call.
+
+Example::
+
+    >>> import torch
+    >>> def f(x, scale):
+    ...     return x.dequantize() * scale
+    >>> q = torch.quantize_per_tensor(torch.ones(2), 0.5, 0, torch.quint8)
+    >>> quantized_argument(f, (torch.ones(2), q), {})
+    ('scale', torch.quint8)
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from ..ir.graph import SourceLoc
+from .errors import UnsupportedAtenOp, dtype_not_in_ir
+
+
+def quantized_argument(fn, args: tuple, kwargs: dict) -> tuple[str, torch.dtype] | None:
+    """(the parameter's name, its dtype) of the first quantized tensor argument, or None."""
+    for index, value in enumerate(args):
+        if isinstance(value, torch.Tensor) and value.is_quantized:
+            return _parameter_name(fn, index), value.dtype
+    for name, value in kwargs.items():
+        if isinstance(value, torch.Tensor) and value.is_quantized:
+            return name, value.dtype
+    return None
+
+
+def _parameter_name(fn, index: int) -> str:
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):  # a callable without a signature
+        names = []
+    return names[index] if index < len(names) else f"argument {index}"
+
+
+def _definition(fn) -> SourceLoc | None:
+    code = getattr(getattr(fn, "forward", fn), "__code__", None)
+    return SourceLoc(code.co_filename, code.co_firstlineno, code.co_name) if code is not None else None
+
+
+def checking_arguments(compiled, eager, session):
+    """``compiled`` (Dynamo's path) behind the quantized-argument check; ``eager`` is the user's
+    own function or module, ``session`` the compile's (frontend/compiler.Session)."""
+    options = session.options
+
+    def call(*args, **kwargs):
+        found = quantized_argument(eager, args, kwargs)
+        if found is None:
+            return compiled(*args, **kwargs)
+        name, dtype = found
+        loc, why = _definition(eager), dtype_not_in_ir(dtype)
+        if options.strict:
+            last = ("fullgraph=True runs every op on the backend" if options.fullgraph else
+                    "or pass strict=False to run the whole call in eager torch (Dynamo cannot trace a quantized tensor)")
+            raise UnsupportedAtenOp(f"input {name}", loc, why, backend=str(options.backend),
+                                    fix=f"dequantize it before the call ({name}.dequantize()); {last}")
+        session.fall_back(f"input {name}", loc, f"{why}; Dynamo cannot trace it: the whole call runs eagerly")
+        return eager(*args, **kwargs)
+
+    return call
