@@ -58,6 +58,12 @@ def checking_arguments(compiled, eager, session):
     options = session.options
 
     def call(*args, **kwargs):
+        for value in args:  # the common case inline: a quantized argument is rare, this path is per call
+            if isinstance(value, torch.Tensor) and value.is_quantized:
+                break
+        else:
+            if not kwargs:
+                return compiled(*args)
         found = quantized_argument(eager, args, kwargs)
         if found is None:
             return compiled(*args, **kwargs)
