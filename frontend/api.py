@@ -28,7 +28,7 @@ from .errors import UnsupportedAtenOp
 from .explain import compiled_repr
 from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
-from .foreign_inputs import checking_arguments
+from .foreign_inputs import checking_arguments, named_input_error
 from .graph_breaks import BreakWatch, graph_break_error
 from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
 from .sharding import caller_site, configure
@@ -132,6 +132,8 @@ def _user_facing_error(err: Exception, eager, args, kwargs, session: Session) ->
         return err.with_traceback(None)
     if isinstance(err, dynamo_exc.BackendCompilerFailed):
         inner = getattr(err, "inner_exception", None)
+        if isinstance(inner, UnsupportedAtenOp):
+            inner = named_input_error(inner, eager, args, kwargs)
         if isinstance(inner, UnsupportedAtenOp) and session.options.fullgraph:
             inner = inner.under_fullgraph()
         return inner.with_traceback(None) if isinstance(inner, ParityError) else None

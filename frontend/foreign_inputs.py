@@ -26,6 +26,7 @@ import torch
 
 from ..ir.graph import SourceLoc
 from .errors import UnsupportedAtenOp, dtype_not_in_ir
+from .tensors import TORCH_TO_IR
 
 
 def quantized_argument(fn, args: tuple, kwargs: dict) -> tuple[str, torch.dtype] | None:
@@ -37,6 +38,20 @@ def quantized_argument(fn, args: tuple, kwargs: dict) -> tuple[str, torch.dtype]
         if isinstance(value, torch.Tensor) and value.is_quantized:
             return name, value.dtype
     return None
+
+
+def named_input_error(err: UnsupportedAtenOp, eager, args: tuple, kwargs: dict) -> UnsupportedAtenOp:
+    """``err`` about a graph input of a dtype the IR lacks (a complex or float8 argument: AOTAutograd
+    names it ``arg0_1``, at no line) as the user's parameter, at ``eager``'s definition."""
+    if not err.aten_op.startswith("input "):
+        return err
+    named = [(_parameter_name(eager, i), v) for i, v in enumerate(args)] + list(kwargs.items())
+    for name, value in named:
+        if isinstance(value, torch.Tensor) and value.dtype not in TORCH_TO_IR \
+                and dtype_not_in_ir(value.dtype) == err.why:
+            return UnsupportedAtenOp(f"input {name}", _definition(eager), err.why, backend=err.backend,
+                                     alternatives=err.alternatives)
+    return err
 
 
 def _parameter_name(fn, index: int) -> str:

@@ -359,6 +359,34 @@ def test_a_dtype_the_ir_lacks_is_a_short_strict_error_and_runs_eagerly_otherwise
     assert report.on_backend >= 1  # the real part stays on the backend
 
 
+def complex_argument(z, w):
+    return (z * 2).real + w
+
+
+def float8_argument(z, w):
+    return z.float() * 2 + w
+
+
+@pytest.mark.parametrize("fn, dtype", [(complex_argument, torch.complex64), (float8_argument, torch.float8_e4m3fn)],
+                         ids=["complex64", "float8_e4m3fn"])
+def test_an_argument_of_a_dtype_the_ir_lacks_is_named_as_the_users_parameter(fn, dtype):
+    import warnings
+
+    z, w = torch.randn(3).to(dtype), torch.randn(3)
+    name, line = str(dtype).removeprefix("torch."), fn.__code__.co_firstlineno
+    for options in ({}, {"fullgraph": True}):
+        torch._dynamo.reset()
+        with pytest.raises(UnsupportedAtenOp) as caught:
+            parity.compile(fn, backend="onnx", **options)(z, w)
+        first, why = str(caught.value).splitlines()[:2]  # AOTAutograd's name was 'input arg0_1', at the call
+        assert first == f"input z at {__file__}:{line} in {fn.__name__} cannot run on backend 'onnx'"
+        assert why == f"  why: parity's IR has no {name} dtype; its dtypes are {IR_DTYPES}"
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        assert torch.equal(parity.compile(fn, backend="onnx", strict=False)(z, w), fn(z, w))
+
+
 def dequantized(x):
     return x.dequantize() * 2
 
