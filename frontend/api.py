@@ -29,7 +29,7 @@ from .explain import compiled_repr
 from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error
-from .graph_breaks import BreakWatch, graph_break_error
+from .graph_breaks import BreakWatch, graph_break_error, skipped_frame_error
 from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
 from .sharding import caller_site, configure
 from .user_errors import eager_error, from_user_frame, quiet_tracing_logs
@@ -128,6 +128,9 @@ def _user_facing_error(err: Exception, eager, args, kwargs, session: Session) ->
     limit = recompile_limit_error(err, eager, str(session.options.backend))
     if limit is not None:
         return limit
+    skipped = skipped_frame_error(err, eager, str(session.options.backend))  # (forgets earlier skips too)
+    if skipped is not None:
+        return skipped
     if isinstance(err, UnsupportedAtenOp):  # raised before Dynamo ran (foreign_inputs.py): the message says it all
         return err.with_traceback(None)
     if isinstance(err, dynamo_exc.BackendCompilerFailed):

@@ -24,8 +24,8 @@ import inspect
 
 import torch
 
-from ..ir.graph import SourceLoc
 from .errors import UnsupportedAtenOp, dtype_not_in_ir
+from .source import definition_loc
 from .tensors import TORCH_TO_IR
 
 
@@ -49,7 +49,7 @@ def named_input_error(err: UnsupportedAtenOp, eager, args: tuple, kwargs: dict) 
     for name, value in named:
         if isinstance(value, torch.Tensor) and value.dtype not in TORCH_TO_IR \
                 and dtype_not_in_ir(value.dtype) == err.why:
-            return UnsupportedAtenOp(f"input {name}", _definition(eager), err.why, backend=err.backend,
+            return UnsupportedAtenOp(f"input {name}", definition_loc(eager), err.why, backend=err.backend,
                                      alternatives=err.alternatives)
     return err
 
@@ -60,11 +60,6 @@ def _parameter_name(fn, index: int) -> str:
     except (TypeError, ValueError):  # a callable without a signature
         names = []
     return names[index] if index < len(names) else f"argument {index}"
-
-
-def _definition(fn) -> SourceLoc | None:
-    code = getattr(getattr(fn, "forward", fn), "__code__", None)
-    return SourceLoc(code.co_filename, code.co_firstlineno, code.co_name) if code is not None else None
 
 
 def checking_arguments(compiled, eager, session):
@@ -83,7 +78,7 @@ def checking_arguments(compiled, eager, session):
         if found is None:
             return compiled(*args, **kwargs)
         name, dtype = found
-        loc, why = _definition(eager), dtype_not_in_ir(dtype)
+        loc, why = definition_loc(eager), dtype_not_in_ir(dtype)
         if options.strict:
             last = ("fullgraph=True runs every op on the backend" if options.fullgraph else
                     "or pass strict=False to run the whole call in eager torch (Dynamo cannot trace a quantized tensor)")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..ir.graph import SourceLoc
 from .errors import FrontendError
-from .source import function_name, in_user_code, is_user_file, warn_at
+from .source import definition_loc, function_name, in_user_code, is_user_file, warn_at
 
 
 class GraphBreakWarning(UserWarning):
@@ -91,7 +91,15 @@ class BreakWatch:
 
     def report(self, start: int) -> None:
         end = len(self.reasons)
-        if end == start:
+        if end == start and not SKIPPED_FRAMES:
+            return
+        skipped = SKIPPED_FRAMES[:]
+        SKIPPED_FRAMES.clear()
+        if end == start:  # with a graph break recorded, a fake-tensor failure is that break's cause
+            for why, loc in skipped:
+                if (str(loc), why) not in self.seen:
+                    self.seen.add((str(loc), why))
+                    warn_at(loc, skipped_message(why, loc, self.backend_name), GraphBreakWarning)
             return
         for reason in self.reasons[start if end > start else 0:end]:  # a reset inside the call: from 0
             loc = user_loc(reason.user_stack, self.site)
@@ -118,3 +126,66 @@ def break_message(reason: str, loc: SourceLoc | None, backend_name: str) -> str:
             f"{backend_name!r}\n  why: {reason}\n  fix: rewrite that code without it (e.g. static shapes instead "
             "of a data-dependent one); fullgraph=True makes this an error; parity.explain(fn, *args) lists every "
             "break")
+
+
+#: (why, loc) of each frame Dynamo gave up on while a parity-compiled call traced it, because
+#: it could not make a fake tensor of a value there (a quantized buffer): Dynamo runs the whole
+#: function in eager torch and records no graph break. user_errors.py's log filter adds them
+#: (from Dynamo's "Encountered exception ... during fake tensor propagation" line, which it
+#: keeps off stderr); :meth:`BreakWatch.report` warns, :func:`skipped_frame_error` raises.
+SKIPPED_FRAMES: list = []
+
+
+def note_skipped_frame(torch_reason: str) -> None:
+    """Record the frame Dynamo is tracing now as skipped for ``torch_reason`` (fake tensor's words)."""
+    loc, values = None, ""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+        loc = SourceLoc(tx.f_code.co_filename, tx.lineno, function_name(tx.f_code.co_name))
+        values = _quantized_values(tx.f_locals)
+    except Exception:  # no frame being traced, or Dynamo's internals moved: the reason alone
+        pass
+    what = f"a fake tensor of {values}" if values else "a fake tensor of a value there"
+    SKIPPED_FRAMES.append((f"Dynamo cannot make {what} (torch: {torch_reason}), so it runs the whole function "
+                           "in eager torch", loc))
+
+
+def _quantized_values(local_values: dict) -> str:
+    """The quantized tensors among a frame's locals and its modules' buffers and parameters,
+    as ``self.w (qint8)``: what a fake tensor cannot be made of."""
+    import torch
+
+    found = []
+    for name, value in local_values.items():
+        if isinstance(value, torch.Tensor) and value.is_quantized:
+            found.append(f"{name} ({str(value.dtype).removeprefix('torch.')})")
+        elif isinstance(value, torch.nn.Module):
+            for inner, tensor in (*value.named_buffers(), *value.named_parameters()):
+                if tensor.is_quantized:
+                    found.append(f"{name}.{inner} ({str(tensor.dtype).removeprefix('torch.')})")
+    return ", ".join(found[:3])
+
+
+def skipped_message(why: str, loc: SourceLoc | None, backend_name: str) -> str:
+    where = f"at {loc}" if loc else "(Dynamo names no line)"
+    return (f"parity.compile: the function {where} runs in eager torch, not on {backend_name!r}\n  why: {why}\n"
+            "  fix: keep such values out of the compiled function (dequantize a quantized weight once, outside "
+            "it); fullgraph=True makes this an error")
+
+
+def skipped_frame_error(err: BaseException, fn, backend_name: str) -> GraphBreakError | None:
+    """``fullgraph=True``: the :class:`GraphBreakError` for Dynamo's error when it gave up on
+    ``fn``'s frame (:data:`SKIPPED_FRAMES`), else None. Forgets the skipped frames either way."""
+    skipped = SKIPPED_FRAMES[:]
+    SKIPPED_FRAMES.clear()
+    text = str(err)
+    if skipped and ("no compiled frames" in text or "during fake tensor propagation" in text):
+        why, loc = skipped[0]
+        return GraphBreakError(why, loc, backend_name)
+    if "found no compiled frames" in text:  # Dynamo gave up on the frame at an earlier call
+        return GraphBreakError("Dynamo gave up on this function at an earlier call in this process (a value it "
+                               "cannot make a fake tensor of, such as a quantized tensor), and does not try again",
+                               definition_loc(fn), backend_name)
+    return None

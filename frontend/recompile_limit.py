@@ -24,7 +24,7 @@ import threading
 from ..ir.graph import SourceLoc
 from .errors import FrontendError
 from .graph_breaks import GraphBreakError, RecompileLimitWarning
-from .source import warn_at
+from .source import definition_loc, warn_at
 
 #: Dynamo's log record when a function reaches the limit (torch._dynamo.convert_frame)
 LIMIT_RECORD = re.compile(r"hit config\.(?P<limit>\w+) \((?P<n>\d+)\)\n\s*function: '(?P<fn>[^']*)' "
@@ -128,8 +128,7 @@ def recompile_limit_error(err: BaseException, fn, backend_name: str) -> Recompil
         found = re.search(r"Limit type: (\w+)", str(err.__cause__ or ""))
         name = found[1] if found else "recompile_limit"
         n, reason = getattr(config, name, "?"), None
-        code = getattr(getattr(fn, "forward", fn), "__code__", None)
-        loc = SourceLoc(code.co_filename, code.co_firstlineno, code.co_name) if code else None
+        loc = definition_loc(fn)
     why, fix = explain_guard(reason, name)
     where = str(loc) if loc else "the function"
     return RecompileLimitError(

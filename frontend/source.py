@@ -73,6 +73,12 @@ def loc_from_stack_trace(trace: str | None) -> SourceLoc | None:
     return None
 
 
+def definition_loc(fn) -> SourceLoc | None:
+    """Where the user's function (or a module's ``forward``) is defined, or None (a builtin)."""
+    code = getattr(getattr(fn, "forward", fn), "__code__", None)
+    return SourceLoc(code.co_filename, code.co_firstlineno, code.co_name) if code is not None else None
+
+
 def in_user_code(loc: SourceLoc | None, site: SourceLoc | None) -> SourceLoc | None:
     """``loc`` when it is in the user's code, else ``site`` (where the user called parity): the
     layers of an ``nn.Sequential`` compiled as it is were called by torch's code alone."""

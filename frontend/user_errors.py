@@ -20,8 +20,10 @@ Example::
 from __future__ import annotations
 
 import logging
+import re
 import sys
 
+from .graph_breaks import note_skipped_frame
 from .recompile_limit import LIMIT_RECORD, dynamo_raises_at_limit, keep_for_error, warn_recompile_limit
 
 #: torch's loggers that report, on stderr, what parity's own tracing tried: a failed meta
@@ -30,6 +32,10 @@ from .recompile_limit import LIMIT_RECORD, dynamo_raises_at_limit, keep_for_erro
 TRACING_LOGGERS = ("torch._subclasses.fake_tensor", "torch._dynamo.variables.tensor")
 #: the logger whose recompile-limit record says Dynamo now runs a frame in eager torch
 RECOMPILE_LOGGER = "torch._dynamo.convert_frame"
+#: the logger whose record says Dynamo could not make a fake tensor (it then skips the frame,
+#: or breaks the graph there): parity reports it (graph_breaks.SKIPPED_FRAMES)
+FAKE_FAILURE_LOGGER = "torch._dynamo.utils"
+_FAKE_FAILURE = re.compile(r"Encountered exception \((?P<reason>.*)\) during fake tensor propagation")
 
 
 def eager_error(fn, args: tuple, kwargs: dict) -> BaseException | None:
@@ -63,13 +69,21 @@ class _WhileParityTraces(logging.Filter):
         self.codes = codes
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name not in TRACING_LOGGERS and record.name != RECOMPILE_LOGGER:
+        if record.name not in TRACING_LOGGERS and record.name not in (RECOMPILE_LOGGER, FAKE_FAILURE_LOGGER):
             return True
         frame = sys._getframe(1)  # only walked when such a record is emitted, never per call
         while frame is not None and frame.f_code not in self.codes:
             frame = frame.f_back
         if frame is None:
             return True
+        if record.name == FAKE_FAILURE_LOGGER:
+            failure = _FAKE_FAILURE.search(record.getMessage())
+            if failure is None:
+                return True
+            if not getattr(record, "parity_warned", False):  # once per record, as below
+                record.parity_warned = True
+                note_skipped_frame(failure["reason"])
+            return False
         if record.name == RECOMPILE_LOGGER:
             limit = LIMIT_RECORD.search(record.getMessage())
             if limit is None:
@@ -90,7 +104,7 @@ def quiet_tracing_logs(entry_codes) -> None:
     ``entry_codes`` are the code objects of parity's call entry points (``__call__``,
     ``forward``): a record emitted below one of them is parity tracing."""
     codes = frozenset(entry_codes)
-    for name in (*TRACING_LOGGERS, RECOMPILE_LOGGER):
+    for name in (*TRACING_LOGGERS, RECOMPILE_LOGGER, FAKE_FAILURE_LOGGER):
         logger = logging.getLogger(name)
         while logger is not None:
             for handler in logger.handlers:

@@ -422,6 +422,48 @@ def test_a_quantized_argument_is_a_short_strict_error_and_one_eager_call_otherwi
     assert "fake tensor" not in capfd.readouterr().err
 
 
+class QuantizedWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("wq", torch.quantize_per_tensor(torch.randn(4, 4), 0.1, 0, torch.qint8))
+
+    def forward(self, x):
+        return x @ self.wq.dequantize()
+
+
+def test_a_module_with_a_quantized_buffer_is_an_eager_island_parity_reports(capfd):
+    import warnings
+
+    from parity.frontend.graph_breaks import GraphBreakError, GraphBreakWarning
+
+    # Dynamo cannot make a fake tensor of the buffer: it runs the whole forward in eager torch
+    # and records no graph break; its one trace of that is a log line
+    model, x = QuantizedWeight(), torch.randn(2, 4)
+    line = QuantizedWeight.forward.__code__.co_firstlineno + 1
+    why = ("Dynamo cannot make a fake tensor of self.wq (qint8) (torch: quantized nyi in meta tensors), so it runs "
+           "the whole function in eager torch")
+    torch._dynamo.reset()
+    with pytest.raises(GraphBreakError) as caught:
+        parity.compile(model, backend="onnx", fullgraph=True)(x)
+    assert str(caught.value).splitlines()[:2] == [
+        f"parity.compile(fullgraph=True): the code at {__file__}:{line} in forward would run in eager torch, not on "
+        "'onnx'", f"  why: {why}"]
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as caught_warnings:
+        warnings.simplefilter("always")
+        assert torch.equal(parity.compile(model, backend="onnx")(x), model(x))
+    (w,) = [w for w in caught_warnings if issubclass(w.category, GraphBreakWarning)]
+    assert (w.filename, w.lineno) == (__file__, line)
+    assert str(w.message).splitlines() == [
+        f"parity.compile: the function at {__file__}:{line} in forward runs in eager torch, not on 'onnx'",
+        f"  why: {why}",
+        "  fix: keep such values out of the compiled function (dequantize a quantized weight once, outside it); "
+        "fullgraph=True makes this an error"]
+    with pytest.raises(GraphBreakError, match="Dynamo gave up on this function at an earlier call"):
+        parity.compile(model, backend="onnx", fullgraph=True)(x)  # Dynamo remembers the skip: it tries nothing
+    assert "fake tensor propagation" not in capfd.readouterr().err
+
+
 def test_a_graph_break_inside_torchs_own_modules_is_located_at_the_compile_call():
     import warnings
 
