@@ -33,7 +33,8 @@ import torch
 
 from ..ir.graph import SourceLoc
 from ..ir.precision import Precision
-from .graph_breaks import short_reason, user_loc
+from .graph_breaks import short_reason, take_skipped_frames, user_loc
+from .user_errors import quiet_tracing_logs
 from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
 
 
@@ -164,6 +165,8 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
     captured: list[list] = []  # per Dynamo graph: [(kind, aten GraphModule), ...]
     explainer = ExplainWithBackend(functools.partial(_record_graph, captured))
     torch._dynamo.reset()
+    quiet_tracing_logs((explain.__code__,))  # Dynamo's log lines of this call become the report's
+    take_skipped_frames()
     torch.compile(unwrap_compiled(fn), backend=explainer)(*args, **kwargs)
     dynamo = explainer.output()
 
@@ -173,6 +176,9 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
             graphs.append(GraphReport(index, kind, _op_reports(gm, loaded)))
     breaks = [GraphBreak(short_reason(r.reason), user_loc(r.user_stack))
               for r in dynamo.break_reasons if r.graph_break]
+    skipped = take_skipped_frames()
+    if not breaks:  # a frame Dynamo gave up on (a quantized tensor): the whole call is an eager island
+        breaks = [GraphBreak(why, loc) for why, loc in skipped]
     session = getattr(fn, "session", None)
     return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn),
                          _precision_notes(fn, loaded), backend_line(session) if session is not None else None)

@@ -93,8 +93,7 @@ class BreakWatch:
         end = len(self.reasons)
         if end == start and not SKIPPED_FRAMES:
             return
-        skipped = SKIPPED_FRAMES[:]
-        SKIPPED_FRAMES.clear()
+        skipped = take_skipped_frames()
         if end == start:  # with a graph break recorded, a fake-tensor failure is that break's cause
             for why, loc in skipped:
                 if (str(loc), why) not in self.seen:
@@ -134,6 +133,13 @@ def break_message(reason: str, loc: SourceLoc | None, backend_name: str) -> str:
 #: (from Dynamo's "Encountered exception ... during fake tensor propagation" line, which it
 #: keeps off stderr); :meth:`BreakWatch.report` warns, :func:`skipped_frame_error` raises.
 SKIPPED_FRAMES: list = []
+
+
+def take_skipped_frames() -> list:
+    """The (why, loc) of the frames skipped since the last take, forgotten here."""
+    skipped = SKIPPED_FRAMES[:]
+    SKIPPED_FRAMES.clear()
+    return skipped
 
 
 def note_skipped_frame(torch_reason: str) -> None:
@@ -178,8 +184,7 @@ def skipped_message(why: str, loc: SourceLoc | None, backend_name: str) -> str:
 def skipped_frame_error(err: BaseException, fn, backend_name: str) -> GraphBreakError | None:
     """``fullgraph=True``: the :class:`GraphBreakError` for Dynamo's error when it gave up on
     ``fn``'s frame (:data:`SKIPPED_FRAMES`), else None. Forgets the skipped frames either way."""
-    skipped = SKIPPED_FRAMES[:]
-    SKIPPED_FRAMES.clear()
+    skipped = take_skipped_frames()
     text = str(err)
     if skipped and ("no compiled frames" in text or "during fake tensor propagation" in text):
         why, loc = skipped[0]

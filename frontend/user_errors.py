@@ -108,6 +108,9 @@ def quiet_tracing_logs(entry_codes) -> None:
         logger = logging.getLogger(name)
         while logger is not None:
             for handler in logger.handlers:
-                if not any(isinstance(f, _WhileParityTraces) for f in handler.filters):
+                installed = [f for f in handler.filters if isinstance(f, _WhileParityTraces)]
+                if installed:  # another entry point installed it first (parity.compile, parity.explain)
+                    installed[0].codes |= codes
+                else:
                     handler.addFilter(_WhileParityTraces(codes))
             logger = logger.parent if logger.propagate else None

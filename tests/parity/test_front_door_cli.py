@@ -461,6 +461,8 @@ def test_a_module_with_a_quantized_buffer_is_an_eager_island_parity_reports(capf
         "fullgraph=True makes this an error"]
     with pytest.raises(GraphBreakError, match="Dynamo gave up on this function at an earlier call"):
         parity.compile(model, backend="onnx", fullgraph=True)(x)  # Dynamo remembers the skip: it tries nothing
+    report = parity.explain(model, x, backends=["onnx"])
+    assert [(b.reason, str(b.loc)) for b in report.breaks] == [(why, f"{__file__}:{line} in forward")]
     assert "fake tensor propagation" not in capfd.readouterr().err
 
 
