@@ -4,6 +4,8 @@
 :func:`explain` import the PyTorch frontend on first use.
 """
 
+import os
+
 from . import distributed, ir, validate
 from .diff import diff  # the function shadows its package's name here, as export does (torch loads on first call)
 from .frontend.auto_options import AutoOptions
@@ -47,7 +49,15 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
     from .frontend.api import compile as compile_
 
     validate.options("parity.compile", unknown)
+    if fn_or_module is not None and not callable(fn_or_module) \
+            and not isinstance(fn_or_module, (staticmethod, classmethod)):
+        raise validate.UsageError(f"parity.compile compiles a function or an nn.Module, got "
+                                  f"{type(fn_or_module).__name__} {fn_or_module!r}")
     validate.of_type(strict, bool, "strict")
+    validate.of_type(fullgraph, bool, "fullgraph")
+    validate.of_type(dynamic, (bool, type(None)), "dynamic")
+    validate.of_type(fast_path, (bool, type(None)), "fast_path")
+    validate.of_type(cache_dir, (str, os.PathLike, bool, type(None)), "cache_dir")
     validate.of_type(device, str, "device")
     if backend != "auto":
         validate.device(device, [validate.backend(backend, also=("auto",))])
@@ -87,6 +97,9 @@ def explain(fn, *args, backends=None, **kwargs):
     """
     from .frontend.explain import explain as explain_
 
+    if isinstance(backends, str):
+        raise validate.UsageError(f"backends is a list of backend names, got the string {backends!r}: pass "
+                                  f"backends=[{backends!r}]")
     for name in backends or ():
         validate.backend(name)
     return explain_(fn, *args, backends=backends, **kwargs)
@@ -111,6 +124,7 @@ def fallbacks(compiled) -> list:
     """
     from .frontend.compiler import fallback_report
 
+    _compiled_object(compiled, "parity.fallbacks")
     return fallback_report(compiled)
 
 
@@ -120,4 +134,12 @@ def auto_choices(compiled) -> list:
     (:class:`~parity.frontend.auto.AutoChoice`; ``print`` one for a table)."""
     from .frontend.auto import auto_choices as auto_choices_
 
+    _compiled_object(compiled, "parity.auto_choices")
     return auto_choices_(compiled)
+
+
+def _compiled_object(compiled, function: str) -> None:
+    """Refuse anything but what parity.compile returned (it keeps the session these read)."""
+    if getattr(compiled, "session", None) is None:
+        raise validate.UsageError(f"{function} reads what parity.compile returned, got {type(compiled).__name__} "
+                                  f"{getattr(compiled, '__name__', compiled)!r}: pass the compiled object")

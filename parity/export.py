@@ -110,6 +110,9 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     from .frontend.capture import DataDependentCapture, capture_program, unwrap_compiled
     from .frontend.errors import UnsupportedAtenOp
 
+    if not isinstance(args, (tuple, list)):  # a lone tensor would be split into its rows
+        raise ExportError(f"args is the tuple of the call's positional arguments, got {type(args).__name__}: "
+                          "pass (x,) for one")
     path = _check_arguments(unknown, format, params, path)
     fn = unwrap_compiled(fn_or_module)
     args = tuple(args)

@@ -131,6 +131,10 @@ def test_did_you_mean_only_for_near_misses():
     (dict(backend="reference", device="cuda"), "backend 'reference' runs on cpu, not 'cuda'; choose one of those devices or another "
                           "backend"),
     (dict(strict="yes"), "strict should be bool, got str 'yes'"),
+    (dict(fullgraph="yes"), "fullgraph should be bool, got str 'yes'"),
+    (dict(dynamic="yes"), "dynamic should be bool or NoneType, got str 'yes'"),
+    (dict(fast_path=1), "fast_path should be bool or NoneType, got int 1"),
+    (dict(cache_dir=123), "cache_dir should be str or PathLike or bool or NoneType, got int 123"),
     (dict(format="onnx"), "parity.compile takes no option 'format': it is an option of parity.export"),
     (dict(stric=True), "parity.compile takes no option 'stric'; did you mean 'strict'? its options are backend, "
                        "device, strict, dynamic, mesh, in_shardings, out_shardings, cache_dir, auto, fast_path, "
@@ -155,6 +159,25 @@ def test_a_typo_in_parity_backend_is_named_with_the_variable(monkeypatch):
         parity.compile(lambda x: x + 1, backend="auto")
     assert str(caught.value) == f"$PARITY_BACKEND: unknown backend 'onx'; did you mean 'onnx'? choose from: " \
                                 f"{BACKENDS} {PLUGIN_HINT}"
+
+
+def test_the_public_functions_refuse_what_is_not_theirs_to_take():
+    f = lambda x: x + 1  # noqa: E731
+    x = torch.ones(2)
+    with pytest.raises(validate.UsageError) as caught:
+        parity.compile(42)
+    assert str(caught.value) == "parity.compile compiles a function or an nn.Module, got int 42"
+    with pytest.raises(validate.UsageError) as caught:  # its letters were looked up as backends: 'o'
+        parity.explain(f, x, backends="onnx")
+    assert str(caught.value) == "backends is a list of backend names, got the string 'onnx': pass backends=['onnx']"
+    for function in (parity.fallbacks, parity.auto_choices):  # an AttributeError on 'session'
+        with pytest.raises(validate.UsageError) as caught:
+            function(f)
+        assert str(caught.value) == (f"parity.{function.__name__} reads what parity.compile returned, got function "
+                                     "'<lambda>': pass the compiled object")
+    with pytest.raises(ExportError) as caught:  # a lone tensor was split into its rows: f() got 2 arguments
+        parity.export(f, x)
+    assert str(caught.value) == "args is the tuple of the call's positional arguments, got Tensor: pass (x,) for one"
 
 
 def test_explain_rejects_an_unknown_backend():
