@@ -62,6 +62,13 @@ def _check_conform(args) -> None:
 def _check_fuzz(args) -> None:
     _plugins(args)
     _devices([args.device], _backends(args))
+    if args.budget < 1:  # a run of no graph found nothing and exited 0
+        raise validate.UsageError(f"--budget is a number of graphs, at least 1; got {args.budget}")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise validate.UsageError(f"--time-limit is a number of seconds above 0; got {args.time_limit:g}")
+    for index in args.graph or ():
+        if index < 0:
+            raise validate.UsageError(f"--graph is a graph's index in the seed's stream, from 0; got {index}")
 
 
 def _check_diff(args) -> None:

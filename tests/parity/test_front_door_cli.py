@@ -70,6 +70,9 @@ def cli_cases(script_path):
         (["fuzz", "--device", "cdua", "--budget", "1", "--backend", "onnx"],
          "parity fuzz: backend 'onnx' runs on cpu, cuda, not 'cdua'; did you mean 'cuda'? "
          "choose one of those devices or another backend"),
+        (["fuzz", "--budget", "-3"], "parity fuzz: --budget is a number of graphs, at least 1; got -3"),
+        (["fuzz", "--time-limit", "0"], "parity fuzz: --time-limit is a number of seconds above 0; got 0"),
+        (["fuzz", "--graph", "-1"], "parity fuzz: --graph is a graph's index in the seed's stream, from 0; got -1"),
         (["diff", f"{typo}:fn"], f"parity diff: no such script: {typo!r}; did you mean 'model.py'?"),
         (["diff", f"{model}:fn", "--backend", "onx"],
          f"parity diff: unknown backend 'onx'; did you mean 'onnx'? choose from: {BACKENDS} {PLUGIN_HINT}"),
