@@ -245,6 +245,21 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
 }
 
 
+# -- complex results ----------------------------------------------------------------------------
+# An op with a complex result meets its class bound (exact: each part bit-exact; correctly
+# rounded: 1 ULP, which add, sub and convert meet with each part rounded once), measured part
+# by part in ULPs of |o| (conformance/metrics.py), except where complex arithmetic takes
+# more roundings than one; those bounds follow from the error analysis, in units of
+# u = ε/2 and then in ULPs of |o| (ulp(|o|) > ε·|o|/2):
+COMPLEX_BOUNDS: dict[str, Bound] = {
+    # (ac - bd) + (ad + bc)i: each product and the sum rounded, |ac| + |bd| <= |x||y| = |o|,
+    # so each part is off by <= 2u·|o| (1 + O(u)) = ε·|o| < 2 ULP of |o|.
+    "mul": Bound("ulp", 2, note="each part within 2u·|o|: two products and their sum rounded"),
+    # Σ aᵢbᵢ: each complex product adds ε·|aᵢ||bᵢ| (as mul) to the sum's own m·ε·Σ|terms|.
+    "dot_general": Bound("scaled", 1, 1, Scale.TERMS, note="S = Σ|a||b|; +1 for the complex products"),
+}
+
+
 # -- the fast tier ----------------------------------------------------------------------------------
 # precision="fast" (ir/precision.py): where a backend may compute an op differently, the op's
 # bound at that tier, derived from the error analysis and checked against measurement
@@ -300,9 +315,13 @@ def class_bound(accuracy: Accuracy, dtype: DType) -> Bound:
 
 def bound_for(op: str, attrs: Mapping[str, Any], dtype: DType, precision: Precision = Precision.EXACT) -> Bound:
     """The bound an output of ``dtype`` of ``op`` (with ``attrs``) must meet at ``precision``
-    (the fast tier's own bound where :data:`FAST_BOUNDS` has one, else the exact tier's)."""
+    (the fast tier's own bound where :data:`FAST_BOUNDS` has one, else the exact tier's).
+    A complex output of an op in :data:`COMPLEX_BOUNDS` meets that bound, measured part by
+    part in ULPs of the magnitude (conformance/metrics.py)."""
     opdef = OP_TABLE[op]
-    if not dtype.is_float:
+    if dtype.is_complex and op in COMPLEX_BOUNDS:
+        return COMPLEX_BOUNDS[op]
+    if not (dtype.is_float or dtype.is_complex):
         return EXACT
     if precision is Precision.FAST and op in FAST_BOUNDS:
         return FAST_BOUNDS[op]
@@ -323,7 +342,7 @@ def bound_for(op: str, attrs: Mapping[str, Any], dtype: DType, precision: Precis
 def compute_eps(op: str, dtype: DType) -> tuple[float, float, bool]:
     """(eps, smallest subnormal, widened) of the dtype ``op`` computes in for a ``dtype`` output."""
     wide = compute_dtype(dtype) if widens(op) else dtype
-    fi = wide.finfo
+    fi = wide.real_dtype.finfo  # a complex dtype computes in its parts
     return float(fi.eps), float(fi.smallest_subnormal), wide is not dtype
 
 

@@ -110,10 +110,15 @@ def _spec_meets_bound(node: Node, case: Case, sub: Graph, operands) -> bool:
 
 
 def flush_subnormals(a: np.ndarray, dtype, flushes=None) -> np.ndarray:
-    """``a`` with the subnormals of ``dtype`` replaced by zeros of their sign (float arrays
-    only; with ``flushes``, only when ``dtype`` is one of them)."""
-    if not dtype.is_float or flushes is not None and dtype not in flushes:
+    """``a`` with the subnormals of ``dtype`` replaced by zeros of their sign (float arrays,
+    and each part of complex ones; with ``flushes``, only when ``dtype`` is one of them)."""
+    if not (dtype.is_float or dtype.is_complex) or flushes is not None and dtype not in flushes:
         return a
+    if dtype.is_complex:
+        x, part = np.asarray(a), dtype.real_dtype
+        out = np.empty(x.shape, x.dtype)
+        out.real, out.imag = flush_subnormals(x.real, part), flush_subnormals(x.imag, part)
+        return out
     x = np.asarray(a)
     tiny = float(dtype.finfo.tiny)
     wide = x.astype(np.float64)

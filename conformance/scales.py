@@ -34,7 +34,7 @@ class ScaleContext:
 
 
 def scale(kind: Scale, ctx: ScaleContext) -> np.ndarray:
-    o = np.abs(np.asarray(ctx.oracle[ctx.output], dtype=np.float64))
+    o = np.abs(np.asarray(ctx.oracle[ctx.output])).astype(np.float64)  # complex: |o|
     if kind is Scale.ORACLE:
         return o
     if kind is Scale.IN_OUT:  # |x| only up to where the decomposition can still cancel
@@ -54,10 +54,11 @@ def scale(kind: Scale, ctx: ScaleContext) -> np.ndarray:
 
 
 def terms_scale(ctx: ScaleContext) -> np.ndarray:
-    """The graph evaluated in oracle mode on |inputs| (integer inputs unchanged)."""
-    arrays = [np.abs(a.astype(np.float64)).astype(a.dtype) if a.dtype.kind == "f" or _is_bf16(a) else a
-              for a in ctx.arrays]
-    return np.abs(evaluate(ctx.graph, arrays, oracle=True)[ctx.output].astype(np.float64))
+    """The graph evaluated in oracle mode on |inputs| (integer inputs unchanged; a complex
+    input becomes |z| + 0i, so a complex sum of products is scaled by Σ|a||b|)."""
+    arrays = [np.abs(a.astype(np.float64)).astype(a.dtype) if a.dtype.kind == "f" or _is_bf16(a)
+              else np.abs(a).astype(a.dtype) if a.dtype.kind == "c" else a for a in ctx.arrays]
+    return np.abs(evaluate(ctx.graph, arrays, oracle=True)[ctx.output]).astype(np.float64)
 
 
 def _is_bf16(a: np.ndarray) -> bool:

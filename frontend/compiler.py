@@ -209,10 +209,14 @@ class ClaimCheck:
         if claim is not None and dtype in claim.dtypes:
             return None
         opdef = OP_TABLE[op]
+        # Plugins may predate the declined fields: getattr.
         if claim is not None and opdef.kind is Kind.PRIMITIVE:
-            return f"backend {self.backend.name!r} claims the IR op {op!r} but not for dtype {dtype.short}"
+            why = getattr(self.backend, "declined_dtypes", {}).get(dtype)
+            return (f"backend {self.backend.name!r} claims the IR op {op!r} but not for dtype {dtype.short}"
+                    + (f": {why}" if why else ""))
         if opdef.kind is Kind.PRIMITIVE:
-            return f"backend {self.backend.name!r} does not claim the IR op {op!r}"
+            why = getattr(self.backend, "declined", {}).get(op) or getattr(self.backend, "declined_dtypes", {}).get(dtype)
+            return f"backend {self.backend.name!r} does not claim the IR op {op!r}" + (f": {why}" if why else "")
         # A composite not claimed (in this dtype) runs if its decomposition does.
         key = (op, tuple(str(v.type) for v in node.inputs), repr(sorted(node.attrs.items())))
         if key not in self._composites:

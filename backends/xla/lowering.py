@@ -34,6 +34,7 @@ from ...ir.expand import decomposition
 from ...ir.graph import Graph, Node
 from ...ir.opdef import Kind
 from ...ir.shapes import ShapeBindings
+from .complex_numbers import RULES as COMPLEX_NUMBERS
 from .composites import PLAIN_MAX_RULES, with_plain_maxes
 from .composites import RULES as COMPOSITES
 from .context import Rule, XlaNodeContext
@@ -47,7 +48,7 @@ from .shape import RULES as SHAPE
 from .traced_sizes import TracedSizes
 from .widening import WIDER_FOR_ACCURACY, widened
 
-_RULES: dict[str, Rule] = {**ELEMENTWISE, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
+_RULES: dict[str, Rule] = {**ELEMENTWISE, **COMPLEX_NUMBERS, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
 LOWERINGS: dict[str, Rule] = {name: widened(name, rule) if name in WIDER_FOR_ACCURACY else rule
                               for name, rule in _RULES.items()}
 

@@ -21,10 +21,11 @@ import re
 from collections import Counter
 
 from ..case import Case, ErrorCase
-from . import composites, contraction, elementwise, reductions, structural
+from . import complex_numbers, composites, contraction, elementwise, reductions, structural
 
 FAMILIES = {
     "elementwise": elementwise,
+    "complex_numbers": complex_numbers,
     "structural": structural,
     "reductions": reductions,
     "contraction": contraction,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.dtypes import ALL_DTYPES, DType
+from ...ir.dtypes import ALL_DTYPES, COMPLEX_DTYPES, DType
 from ...ir.ops import OP_TABLE, ops_in_family
 from ...ir.types import tensor as _t
 from .. import values as V
@@ -62,13 +62,13 @@ def _unary_cases(name: str) -> list[Case]:
     opdef = OP_TABLE[name]
     out = []
     for d in opdef.dtypes:
-        dom = _DOMAINS.get(name, _default_draw)
+        dom = _DOMAINS.get(name, _default_draw) if not d.is_complex else _default_draw  # complex: everywhere
         out += layouts(name, d, lambda rng, shape, dom=dom, d=d: (dom(rng, d, shape),))
         out.append(case(name, d, "specials", (V.specials(d),), tags=(EDGE,)))
         out.append(case(name, d, "full_range", lambda rng, d=d: (V.full_range(rng, d, (64,)),), tags=(EDGE,)))
         if d.is_float and name in _HARD_ARGS:
             out.append(case(name, d, "hard_args", (V.cast(np.array(_HARD_ARGS[name]), d),), tags=(EDGE,)))
-        if d.is_float:
+        if d.is_float or d.is_complex:
             out.append(case(name, d, "subnormals", lambda rng, d=d: (V.subnormals(rng, d, (32,)),), tags=(EDGE,)))
         if d.is_float and name in _SUBNORMAL_RESULTS:
             out.append(case(name, d, "subnormal_results",
@@ -118,7 +118,7 @@ def _binary_cases(name: str) -> list[Case]:
         out.append(case(name, d, "full_range", lambda rng, d=d: (V.full_range(rng, d, (64,)),
                                                                  V.full_range(rng, d, (64,))),
                         tags=(EDGE,), mask=mask))
-        if d.is_float:
+        if d.is_float or d.is_complex:
             out.append(case(name, d, "subnormals", lambda rng, d=d: (V.subnormals(rng, d, (32,)),
                                                                      V.subnormals(rng, d, (32,))), tags=(EDGE,)))
     return out
@@ -126,7 +126,7 @@ def _binary_cases(name: str) -> list[Case]:
 
 def _select_cases() -> list[Case]:
     out = []
-    for d in ALL_DTYPES:
+    for d in OP_TABLE["select"].dtypes:
         def draw(rng, shape, d=d):
             return rng.random(shape) < 0.5, V.normal(rng, d, shape), V.normal(rng, d, shape)
 
@@ -166,16 +166,23 @@ def _convert_mask(src: DType, dst: DType):
     return mask_where(valid)
 
 
+def _convert_pairs():
+    """Every (source, result) dtype pair convert takes: any real pair, and any dtype to complex."""
+    for src in OP_TABLE["convert"].dtypes:
+        for dst in ALL_DTYPES + COMPLEX_DTYPES:
+            if not (src.is_complex and not dst.is_complex):
+                yield src, dst
+
+
 def _convert_cases() -> list[Case]:
     out = []
-    for src in ALL_DTYPES:
-        for dst in ALL_DTYPES:
-            attrs, mask, pre = {"dtype": dst}, _convert_mask(src, dst), f"to_{dst.short}:"
-            out.append(case("convert", src, pre + "random", lambda rng, s=src: (V.normal(rng, s, (40,), 60),),
-                            attrs, mask=mask))
-            out.append(case("convert", src, pre + "specials", (V.specials(src),), attrs, tags=(EDGE,), mask=mask))
-            out.append(case("convert", src, pre + "full_range", lambda rng, s=src: (V.full_range(rng, s, (64,)),),
-                            attrs, tags=(EDGE,), mask=mask))
+    for src, dst in _convert_pairs():
+        attrs, mask, pre = {"dtype": dst}, _convert_mask(src, dst), f"to_{dst.short}:"
+        out.append(case("convert", src, pre + "random", lambda rng, s=src: (V.normal(rng, s, (40,), 60),),
+                        attrs, mask=mask))
+        out.append(case("convert", src, pre + "specials", (V.specials(src),), attrs, tags=(EDGE,), mask=mask))
+        out.append(case("convert", src, pre + "full_range", lambda rng, s=src: (V.full_range(rng, s, (64,)),),
+                        attrs, tags=(EDGE,), mask=mask))
     return out
 
 

@@ -30,6 +30,7 @@ from . import (
     activations,
     attention,
     binary,
+    complex_numbers,
     contraction,
     conversion,
     creation,
@@ -55,6 +56,7 @@ from . import (
 FAMILIES = {
     "unary": unary,
     "binary": binary,
+    "complex": complex_numbers,
     "selection": selection,
     "conversion": conversion,
     "creation": creation,
