@@ -44,7 +44,7 @@ from typing import Any
 
 from ..ir.dtypes import DType
 from ..ir.opdef import Accuracy, Group, Kind
-from ..ir.ops import OP_TABLE, ops_in_group
+from ..ir.ops import OP_TABLE, ops_in_family, ops_in_group
 from ..ir.ops.compose import compute_dtype
 from ..ir.precision import Precision
 from ..ir.types import TensorType
@@ -255,6 +255,11 @@ COMPLEX_BOUNDS: dict[str, Bound] = {
     # (ac - bd) + (ad + bc)i: each product and the sum rounded, |ac| + |bd| <= |x||y| = |o|,
     # so each part is off by <= 2u·|o| (1 + O(u)) = ε·|o| < 2 ULP of |o|.
     "mul": Bound("ulp", 2, note="each part within 2u·|o|: two products and their sum rounded"),
+    # (ac + bd + (bc - ad)i) / (c² + d²), scaled or not: the numerator's part within 2u·|x||y|,
+    # the denominator within 2u·|y|², the quotient's own rounding u: 5u·|o| < 5 ULP.
+    "div": Bound("ulp", 5, note="each part within 5u·|o|: numerator 2u, denominator 2u, quotient u"),
+    # t = √((|z| + |re|)/2) (hypot, sum and root: 1.5u), the other part im/(2t) 2u more: 3.5u·|o|.
+    "sqrt": Bound("ulp", 4, note="each part within 3.5u·|o|: hypot, sum, root, then a quotient"),
     # Σ aᵢbᵢ: each complex product adds ε·|aᵢ||bᵢ| (as mul) to the sum's own m·ε·Σ|terms|.
     "dot_general": Bound("scaled", 1, 1, Scale.TERMS, note="S = Σ|a||b|; +1 for the complex products"),
 }
@@ -306,8 +311,8 @@ def class_bound(accuracy: Accuracy, dtype: DType) -> Bound:
         return EXACT
     if accuracy is Accuracy.CORRECTLY_ROUNDED:
         return Bound("ulp", 1)
-    if accuracy is Accuracy.TRANSCENDENTAL:
-        return Bound("ulp", 4 if dtype in (DType.float32, DType.float64) else 1)
+    if accuracy is Accuracy.TRANSCENDENTAL:  # complex: its parts' dtype
+        return Bound("ulp", 4 if dtype.real_dtype in (DType.float32, DType.float64) else 1)
     if accuracy is Accuracy.ACCUMULATION:
         return ACCUMULATION
     raise ValueError(f"{accuracy} has no class bound; composites have per-op bounds")
@@ -388,6 +393,22 @@ def markdown_table() -> str:
             if bound.kind != "exact":
                 scales.append(bound.note.replace("|", "\\|") if bound.note else _SCALE_TEXT[bound.scale])
         lines.append(f"| {op} | {'; '.join(texts)} | {'; '.join(dict.fromkeys(scales)) or '–'} |")
+    return "\n".join(lines)
+
+
+def complex_markdown_table() -> str:
+    """The complex-results table of docs/conformance.md: the bound of each op with complex
+    results, each part measured in ULPs of |o|."""
+    lines = ["| op (complex result) | bound on each part, in ULPs of \\|o\\| | why |", "| --- | --- | --- |"]
+    real_results = set(ops_in_family("complex")) - {"complex", "conj"}  # real, imag, complex_abs, angle
+    for name in (n for n, op in OP_TABLE.items() if op.kind is Kind.PRIMITIVE and n not in real_results
+                 and (n == "complex" or any(d.is_complex for d in op.dtypes))):
+        opdef = OP_TABLE[name]
+        dtype = DType.complex64  # the bound of a complex result (complex's own operands are real)
+        bound = bound_for(name, {a.name: a.default for a in opdef.attrs if not a.required}, dtype)
+        why = bound.note or {"exact": "moves or builds values", "ulp": f"{opdef.accuracy.value} class"}.get(
+            bound.kind, _SCALE_TEXT[bound.scale])
+        lines.append(f"| {name} | {bound.describe()} | {why.replace('|', chr(92) + '|')} |")
     return "\n".join(lines)
 
 

@@ -52,7 +52,8 @@ def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[
         if claim is None or dtype not in claim.dtypes:
             what = n.op if claim is None else f"{n.op} in {dtype.short}"
             via = "" if n.op in graph.op_counts() else " (reached through a decomposition)"
-            raise NotClaimed(f"{backend.name} does not claim {what}{via}")
+            why = getattr(backend, "declined", {}).get(n.op) or getattr(backend, "declined_dtypes", {}).get(dtype)
+            raise NotClaimed(f"{backend.name} does not claim {what}{via}" + (f": declined, {why}" if why else ""))
     paths = {}
     for n in graph.nodes:
         if n.op in native:

@@ -100,7 +100,7 @@ def rel_error(oracle: np.ndarray, actual: np.ndarray) -> np.ndarray:
     if o.dtype.kind == "c" or a.dtype.kind == "c":
         o, a = o.astype(np.complex128), a.astype(np.complex128)
         with np.errstate(all="ignore"):
-            same = ((a == o) | (np.isnan(a) & np.isnan(o)))
+            same = (a == o) | (np.isnan(a) & np.isnan(o))
             return np.where(same, 0.0, np.abs(a - o) / np.abs(o))
     o, a = o.astype(np.float64), a.astype(np.float64)
     with np.errstate(all="ignore"):

@@ -30,7 +30,7 @@ import numpy as np
 from ..dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, DType
 from ..opdef import Accuracy, Kind, OpDef
 from .rules import binary
-from .unary import elementwise_groups, ieee_reference
+from .unary import COMPLEX_SPECIALS, elementwise_groups, ieee_reference
 
 _NUMERIC = INT_DTYPES + FLOAT_DTYPES
 _ARITHMETIC = _NUMERIC + COMPLEX_DTYPES  # defined on complex numbers too (docs/ir.md, "Complex numbers")
@@ -104,13 +104,14 @@ _E, _CR, _T = Accuracy.EXACT, Accuracy.CORRECTLY_ROUNDED, Accuracy.TRANSCENDENTA
 _F = FLOAT_DTYPES
 _DIV_BY_ZERO = ("integer division by zero (reference: x / 0 = -1, x % 0 = x)",)
 _ZERO_SIGN = ("sign of a zero result when the operands are -0.0 and 0.0",)
+_COMPLEX_SPECIALS = (COMPLEX_SPECIALS,)
 
 _ROWS = {
     "add": _Row(np.add, _ARITHMETIC, _CR, "x + y; ints wrap"),
     "sub": _Row(np.subtract, _ARITHMETIC, _CR, "x - y; ints wrap"),
     "mul": _Row(np.multiply, _ARITHMETIC, _CR, "x * y; ints wrap", no_fused_add=True),
     "div": _Row(_div, _ARITHMETIC, _CR, "x / y; ints truncate toward zero, INT_MIN / -1 = INT_MIN",
-                implementation_defined=_DIV_BY_ZERO, no_fused_add=True),
+                implementation_defined=_DIV_BY_ZERO + _COMPLEX_SPECIALS, no_fused_add=True),
     "rem": _Row(_rem, _NUMERIC, _E, "remainder with the dividend's sign (C %, fmod for floats)",
                 implementation_defined=_DIV_BY_ZERO),
     "pow": _Row(np.power, _F, _T, "x ** y (C pow: pow(x, 0) = 1, pow(1, y) = 1 even for NaN)"),

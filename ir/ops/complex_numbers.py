@@ -73,7 +73,8 @@ OPS = (
     _complex_op("conj", ("z",), np.conjugate, unary("conj", COMPLEX_DTYPES), COMPLEX_DTYPES, _E,
                 "complex conjugate: the imaginary part negated (its -0.0 included)"),
     _complex_op("complex_abs", ("z",), np.abs, unary("complex_abs", COMPLEX_DTYPES, _to_part), COMPLEX_DTYPES,
-                _CR, "|z| = hypot(real, imag) without overflow; inf if either part is ±inf, even with a NaN"),
+                _T, "|z| = hypot(real, imag) without overflow; inf if either part is ±inf, even with a NaN "
+                "(the transcendental class, as libm's hypot: a scaled square root is not correctly rounded)"),
     _complex_op("angle", ("z",), np.angle, unary("angle", COMPLEX_DTYPES, _to_part), COMPLEX_DTYPES, _T,
                 "the argument atan2(imag, real) in [-π, π]; angle(-1 - 0i) = -π"),
 )
