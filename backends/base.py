@@ -177,8 +177,9 @@ def compile_at(backend, graph: Graph, device: str, precision: Precision = Precis
 
 def declining_complex(reason: str) -> tuple[dict[str, str], dict[DType, str]]:
     """``(declined, declined_dtypes)`` for a backend that lowers no complex numbers: the ops
-    of the complex-number family and every complex dtype, each with ``reason``."""
-    return dict.fromkeys(ops_in_family("complex"), reason), dict.fromkeys(COMPLEX_DTYPES, reason)
+    of the complex-number and Fourier-transform families and every complex dtype, each with
+    ``reason``."""
+    return dict.fromkeys(ops_in_family("complex") + ops_in_family("fft"), reason), dict.fromkeys(COMPLEX_DTYPES, reason)
 
 
 def check_not_declined(backend: Backend, graph: Graph) -> None:

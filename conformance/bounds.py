@@ -98,8 +98,15 @@ def sum_chain(n: int, block: int | None) -> int:
     return min(n, math.ceil(math.log2(n)) + block)
 
 
+# Fourier transforms: n inputs reach each output through ⌈log₂ n⌉ butterfly stages.
+FFT_OPS = frozenset(ops_in_family("fft"))
+
+
 def chain(op: str, n: int, block: int | None) -> int:
-    """``m`` of the scaled bound for ``op`` with ``n`` terms and the backend's ``block``."""
+    """``m`` of the scaled bound for ``op`` with ``n`` terms and the backend's ``block``
+    (a Fourier transform of n points: ⌈log₂ n⌉, whatever the block)."""
+    if op in FFT_OPS:
+        return math.ceil(math.log2(n)) if n > 1 else 0
     return n if op in PRODUCTS else sum_chain(n, block)
 
 
@@ -135,6 +142,12 @@ def _einsum_terms(t, a) -> int:
 
     plan = _parse_einsum(a["equation"], t)
     return _prod(plan.sizes[x] for x in plan.sizes) // max(_prod(plan.sizes[x] for x in plan.output), 1)
+
+
+def _fft_points(t, a) -> int:
+    """Points of one transform: the product of the transformed sizes (irfft: of its result's)."""
+    x, ndims = t[0], a["ndims"]
+    return _prod(x.shape[x.rank - ndims:-1]) * a["length"] if "length" in a else _prod(x.shape[x.rank - ndims:])
 
 
 def _reduced_count(t, a) -> int:
@@ -175,6 +188,7 @@ TERMS: dict[str, Callable[[Sequence[TensorType], Mapping], int]] = {
     "group_norm": _norm_terms("group_norm"), "batch_norm": _norm_terms("batch_norm"),
     "scaled_dot_product_attention": lambda t, a: int(t[1].shape[-2]) + int(t[0].shape[-1]),
     "cross_entropy": lambda t, a: int(t[0].shape[1 if t[0].rank >= 2 else 0]) + _reduced_count(t, a),
+    **dict.fromkeys(FFT_OPS, _fft_points),
     "nll_loss": _reduced_count, "mse_loss": lambda t, a: 1 if a["reduction"] == "none" else _prod(t[0].shape),
 }
 
@@ -243,6 +257,15 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
     "normal": _scaled(14, 0, Scale.CUSTOM, "S = 8.5 (the Box–Muller radius never exceeds it)"),
     "dropout": _scaled(1),
 }
+
+
+# -- Fourier transforms ---------------------------------------------------------------------
+# Cooley–Tukey's normwise error is at most m·η/(1 - m·η)·‖y‖₂ with m = ⌈log₂ n⌉ stages and η
+# a stage's error (Higham, Accuracy and Stability, §24.1; about ε with accurate twiddles);
+# the norm's scaling rounds once more. Each part of each output element is held to that
+# normwise bound. Measured on xla (docs/conformance.md, "Fourier transforms"): at most 0.69·ε·S (irfft f32, n = 3).
+FFT_BOUND = Bound("scaled", 1, 1, Scale.CUSTOM, note="S = ‖o‖₂ over the transformed axes, m = ⌈log₂ n⌉ for n points")
+TRANSFORM_BOUNDS: dict[str, Bound] = dict.fromkeys(sorted(FFT_OPS), FFT_BOUND)
 
 
 # -- complex results ----------------------------------------------------------------------------
@@ -324,6 +347,8 @@ def bound_for(op: str, attrs: Mapping[str, Any], dtype: DType, precision: Precis
     A complex output of an op in :data:`COMPLEX_BOUNDS` meets that bound, measured part by
     part in ULPs of the magnitude (conformance/metrics.py)."""
     opdef = OP_TABLE[op]
+    if op in TRANSFORM_BOUNDS:
+        return TRANSFORM_BOUNDS[op]
     if dtype.is_complex and op in COMPLEX_BOUNDS:
         return COMPLEX_BOUNDS[op]
     if not (dtype.is_float or dtype.is_complex):

@@ -106,7 +106,21 @@ def decomposition_table() -> dict:
     table[pow_scalar] = functools.partial(_pow_small_exponent, fallback=table.get(pow_scalar))
     select_backward = torch.ops.aten.select_backward.default
     table[select_backward] = functools.partial(_select_backward_as_pad, fallback=table.get(select_backward))
+    for scatter in (torch.ops.aten.slice_scatter.default, torch.ops.aten.select_scatter.default):
+        table[scatter] = functools.partial(_complex_scatter_by_parts, scatter, fallback=table.get(scatter))
     return table
+
+
+def _complex_scatter_by_parts(op, x, src, *args, fallback=None):
+    """``op`` (slice_scatter, select_scatter) of complex tensors as the same op on their real
+    and imaginary parts: the IR's scatter takes no complex operands, and the FFT's gradients
+    write into complex zeros this way (``rfft``'s backward pads its half-spectrum)."""
+    if x.is_complex():
+        src = src.to(x.dtype)
+        real = op(torch.ops.aten.real.default(x), torch.ops.aten.real.default(src), *args)
+        imag = op(torch.ops.aten.imag.default(x), torch.ops.aten.imag.default(src), *args)
+        return torch.ops.aten.complex.default(real, imag)
+    return fallback(x, src, *args) if fallback is not None else NotImplemented
 
 
 def _pow_small_exponent(x, exponent, *, fallback=None):

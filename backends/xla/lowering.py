@@ -41,6 +41,7 @@ from .context import Rule, XlaNodeContext
 from .contraction import RULES as CONTRACTION
 from .conversion import RULES as CONVERSION
 from .elementwise import RULES as ELEMENTWISE
+from .fft import RULES as FFT
 from .indexing import RULES as INDEXING
 from .products import opaque, products_summed
 from .reduction import RULES as REDUCTION
@@ -48,7 +49,7 @@ from .shape import RULES as SHAPE
 from .traced_sizes import TracedSizes
 from .widening import WIDER_FOR_ACCURACY, widened
 
-_RULES: dict[str, Rule] = {**ELEMENTWISE, **COMPLEX_NUMBERS, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
+_RULES: dict[str, Rule] = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
 LOWERINGS: dict[str, Rule] = {name: widened(name, rule) if name in WIDER_FOR_ACCURACY else rule
                               for name, rule in _RULES.items()}
 

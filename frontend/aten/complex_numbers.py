@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+from ...ir.graph import Value
 from ..translate import TranslationContext, unsupported
 
 
@@ -32,6 +33,8 @@ def imag(ctx: TranslationContext, z):
 
 
 def conj(ctx: TranslationContext, z):
+    if not isinstance(z, Value):  # a Python number (the gradient of x * 2j conjugates 2j)
+        return ctx.full(complex(z).conjugate(), ctx.out.dtype, ctx.out.shape)
     return ctx.b.conj(z) if z.type.dtype.is_complex else z  # a real tensor is its own conjugate
 
 

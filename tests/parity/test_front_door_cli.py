@@ -63,7 +63,7 @@ def cli_cases(script_path):
          "parity conform: --ops '[' is not a regular expression: unterminated character set at position 0 "
          "(escape literal characters: '\\[')"),
         (["conform", "--dtype", "f33"], "parity conform: unknown dtype 'f33'; did you mean 'f32'? choose from: "
-                                        "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64"),
+                                        "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64, c64, c128"),
         (["conform", "--device", "cdua", "--ops", "^abs$"],
          "parity conform: the backends run on cpu, cuda, tpu, not 'cdua'; did you mean 'cuda'? "
          "choose one of those devices"),
@@ -309,13 +309,9 @@ def quantized(x):
     return torch.quantize_per_tensor(x, 0.1, 0, torch.quint8).dequantize() * 2
 
 
-IR_DTYPES = "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64"
+IR_DTYPES = "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64, c64, c128"
 # (fn, the dtype, the aten ops that touch it: they run eagerly, the first is named by strict=True)
-FOREIGN = [(rfft_abs, "complex64", ["aten._fft_r2c.default", "aten.abs.default"]),
-           (times_2j, "complex64", ["aten.mul.Tensor", "aten.view_as_real.default"]),
-           (complex_round_trip, "complex64",
-            ["aten.view_as_complex.default", "aten.mul.Tensor", "aten.view_as_real.default"]),
-           (float8_cast, "float8_e4m3fn", ["aten._to_copy.default"]),
+FOREIGN = [(float8_cast, "float8_e4m3fn", ["aten._to_copy.default"]),
            (quantized, "quint8", ["aten.quantize_per_tensor.default", "aten.dequantize.self"])]
 
 
@@ -348,6 +344,37 @@ def test_a_dtype_the_ir_lacks_is_a_short_strict_error_and_runs_eagerly_otherwise
     (report,) = parity.fallbacks(compiled)
     assert {f.aten_op for f in report.fallbacks} == set(eager_ops)
     assert report.on_backend >= 1  # the real part stays on the backend
+
+
+# (fn, the aten ops that touch a complex value, and the IR op onnx names: it declines complex numbers)
+COMPLEX = [(rfft_abs, ["aten._fft_r2c.default", "aten.abs.default"], "rfft"),
+           (times_2j, ["aten.mul.Tensor", "aten.view_as_real.default"], "constant"),
+           (complex_round_trip, ["aten.view_as_complex.default", "aten.mul.Tensor", "aten.view_as_real.default"],
+            "complex")]
+
+
+@pytest.mark.parametrize("fn, eager_ops, ir_op", COMPLEX, ids=[f[0].__name__ for f in COMPLEX])
+def test_complex_code_runs_on_xla_and_is_declined_with_the_reason_on_onnx(fn, eager_ops, ir_op):
+    import warnings
+
+    torch._dynamo.reset()
+    x = torch.randn(8)
+    torch.testing.assert_close(parity.compile(fn, backend="xla")(x), fn(x), rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()
+    with pytest.raises(UnsupportedAtenOp) as caught:
+        parity.compile(fn, backend="onnx")(x)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == (f"{eager_ops[0]} at {__file__}:{fn.__code__.co_firstlineno + 1} in {fn.__name__} cannot run "
+                        "on backend 'onnx'")
+    assert f"the IR op {ir_op!r}" in lines[1] and "complex numbers are not lowered to ONNX" in lines[1]
+    torch._dynamo.reset()
+    compiled = parity.compile(fn, backend="onnx", strict=False)
+    with warnings.catch_warnings(record=True) as caught_warnings:
+        warnings.simplefilter("always")
+        got = compiled(x)
+    torch.testing.assert_close(got, fn(x), rtol=0, atol=0)
+    eager = [str(w.message) for w in caught_warnings if "runs eagerly in torch" in str(w.message)]
+    assert [m.split()[1] for m in eager] == eager_ops
 
 
 # -- feedback on slow work -------------------------------------------------------------------------

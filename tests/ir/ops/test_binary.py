@@ -280,7 +280,7 @@ NUMERIC = "i8 i16 i32 i64 u8 u32 f16 bf16 f32 f64"
 DTYPES = {
     **dict.fromkeys(["add", "sub", "mul", "div"], NUMERIC + " c64 c128"),
     **dict.fromkeys(["rem", "max", "min", "lt", "le", "gt", "ge"], NUMERIC),
-    **dict.fromkeys(["eq", "ne"], NUMERIC + " bool"),
+    **dict.fromkeys(["eq", "ne"], NUMERIC + " bool c64 c128"),
     **dict.fromkeys(["pow", "atan2"], "f16 bf16 f32 f64"),
     **dict.fromkeys(["logical_and", "logical_or", "logical_xor"], "bool"),
     **dict.fromkeys(["bitwise_and", "bitwise_or", "bitwise_xor"], "i8 i16 i32 i64 u8 u32 bool"),
