@@ -7,7 +7,7 @@ Example::
     True
 """
 
-from .base import Backend, ClaimStatus, Deviation, Executable, OpClaim
+from .base import Backend, ClaimStatus, Deviation, Executable, OpClaim, declining_complex
 from .registry import (
     BackendNotFound,
     BackendNotInstalled,
@@ -20,5 +20,5 @@ from .registry import (
 
 __all__ = [
     "Backend", "BackendNotFound", "BackendNotInstalled", "ClaimStatus", "Deviation", "Executable", "ExtraNotInstalled",
-    "OpClaim", "backend_names", "get_backend", "register_backend", "unregister_backend",
+    "OpClaim", "backend_names", "declining_complex", "get_backend", "register_backend", "unregister_backend",
 ]

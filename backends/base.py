@@ -29,10 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir.dtypes import DType
+from ..ir.dtypes import COMPLEX_DTYPES, DType
+from ..ir.errors import UnsupportedOpError
 from ..ir.graph import Graph
 from ..ir.opdef import Kind
-from ..ir.ops import OP_TABLE
+from ..ir.ops import OP_TABLE, node_dtype, ops_in_family
 from ..ir.precision import Precision
 
 Executable = Callable[..., Sequence[Any]]
@@ -107,6 +108,11 @@ class Backend(abc.ABC):
     # The precision tiers compile() takes (as its ``precision=`` keyword); a backend that lists
     # only EXACT is compiled without the keyword, so plugins written before tiers keep working.
     precisions: tuple[Precision, ...] = (Precision.EXACT,)
+    # Primitives the backend knowingly does not claim, each with why: the error a user gets
+    # for one says so, and the walk of docs/adding-an-op.md accepts it instead of a lowering.
+    declined: Mapping[str, str] = {}
+    # Dtypes no op of the backend takes, each with why (its claims leave them out).
+    declined_dtypes: Mapping[DType, str] = {}
 
     @abc.abstractmethod
     def claims(self) -> Mapping[str, OpClaim]:
@@ -127,7 +133,7 @@ class Backend(abc.ABC):
         if claim is not None:
             return (ClaimStatus.EXTERN if claim.extern else ClaimStatus.NATIVE).value
         opdef = OP_TABLE[op]
-        if opdef.kind is Kind.COMPOSITE and all(p.name in claims for p in _primitives()):
+        if opdef.kind is Kind.COMPOSITE and all(p.name in claims or p.name in self.declined for p in _primitives()):
             return ClaimStatus.DECOMPOSED.value
         if opdef.kind is Kind.COMPOSITE:
             # A partial backend: decomposition runs only if every primitive it reaches is
@@ -167,6 +173,26 @@ def compile_at(backend, graph: Graph, device: str, precision: Precision = Precis
     if tier is Precision.EXACT:
         return backend.compile(graph, device)
     return backend.compile(graph, device, precision=tier)
+
+
+def declining_complex(reason: str) -> tuple[dict[str, str], dict[DType, str]]:
+    """``(declined, declined_dtypes)`` for a backend that lowers no complex numbers: the ops
+    of the complex-number and Fourier-transform families and every complex dtype, each with
+    ``reason``."""
+    return dict.fromkeys(ops_in_family("complex") + ops_in_family("fft"), reason), dict.fromkeys(COMPLEX_DTYPES, reason)
+
+
+def check_not_declined(backend: Backend, graph: Graph) -> None:
+    """Raise :class:`UnsupportedOpError` at the first node of ``graph`` whose op or dtype
+    ``backend`` declines (so that compiling one fails with the reason, not deep in a lowering)."""
+    for node in graph.nodes:
+        dtypes = [v.type.dtype for v in (*node.inputs, *node.outputs)]
+        why = backend.declined.get(node.op) or next(
+            (backend.declined_dtypes[d] for d in dtypes if d in backend.declined_dtypes), None)
+        if why is not None:
+            where = f" (at {node.loc})" if node.loc else ""
+            raise UnsupportedOpError(f"the {backend.name} backend does not run {node.op!r} on "
+                                     f"{node_dtype(node).short}{where}: {why}; use backend='xla' or 'reference'")
 
 
 def _primitives():

@@ -44,7 +44,7 @@ from typing import Any
 
 from ..ir.dtypes import DType
 from ..ir.opdef import Accuracy, Group, Kind
-from ..ir.ops import OP_TABLE, ops_in_group
+from ..ir.ops import OP_TABLE, ops_in_family, ops_in_group
 from ..ir.ops.compose import compute_dtype
 from ..ir.precision import Precision
 from ..ir.types import TensorType
@@ -98,8 +98,15 @@ def sum_chain(n: int, block: int | None) -> int:
     return min(n, math.ceil(math.log2(n)) + block)
 
 
+# Fourier transforms: n inputs reach each output through ⌈log₂ n⌉ butterfly stages.
+FFT_OPS = frozenset(ops_in_family("fft"))
+
+
 def chain(op: str, n: int, block: int | None) -> int:
-    """``m`` of the scaled bound for ``op`` with ``n`` terms and the backend's ``block``."""
+    """``m`` of the scaled bound for ``op`` with ``n`` terms and the backend's ``block``
+    (a Fourier transform of n points: ⌈log₂ n⌉, whatever the block)."""
+    if op in FFT_OPS:
+        return math.ceil(math.log2(n)) if n > 1 else 0
     return n if op in PRODUCTS else sum_chain(n, block)
 
 
@@ -135,6 +142,12 @@ def _einsum_terms(t, a) -> int:
 
     plan = _parse_einsum(a["equation"], t)
     return _prod(plan.sizes[x] for x in plan.sizes) // max(_prod(plan.sizes[x] for x in plan.output), 1)
+
+
+def _fft_points(t, a) -> int:
+    """Points of one transform: the product of the transformed sizes (irfft: of its result's)."""
+    x, ndims = t[0], a["ndims"]
+    return _prod(x.shape[x.rank - ndims:-1]) * a["length"] if "length" in a else _prod(x.shape[x.rank - ndims:])
 
 
 def _reduced_count(t, a) -> int:
@@ -175,6 +188,7 @@ TERMS: dict[str, Callable[[Sequence[TensorType], Mapping], int]] = {
     "group_norm": _norm_terms("group_norm"), "batch_norm": _norm_terms("batch_norm"),
     "scaled_dot_product_attention": lambda t, a: int(t[1].shape[-2]) + int(t[0].shape[-1]),
     "cross_entropy": lambda t, a: int(t[0].shape[1 if t[0].rank >= 2 else 0]) + _reduced_count(t, a),
+    **dict.fromkeys(FFT_OPS, _fft_points),
     "nll_loss": _reduced_count, "mse_loss": lambda t, a: 1 if a["reduction"] == "none" else _prod(t[0].shape),
 }
 
@@ -245,6 +259,35 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
 }
 
 
+# -- Fourier transforms ---------------------------------------------------------------------
+# Cooley–Tukey's normwise error is at most m·η/(1 - m·η)·‖y‖₂ with m = ⌈log₂ n⌉ stages and η
+# a stage's error (Higham, Accuracy and Stability, §24.1; about ε with accurate twiddles);
+# the norm's scaling rounds once more. Each part of each output element is held to that
+# normwise bound. Measured on xla (docs/conformance.md, "Fourier transforms"): at most 0.69·ε·S (irfft f32, n = 3).
+FFT_BOUND = Bound("scaled", 1, 1, Scale.CUSTOM, note="S = ‖o‖₂ over the transformed axes, m = ⌈log₂ n⌉ for n points")
+TRANSFORM_BOUNDS: dict[str, Bound] = dict.fromkeys(sorted(FFT_OPS), FFT_BOUND)
+
+
+# -- complex results ----------------------------------------------------------------------------
+# An op with a complex result meets its class bound (exact: each part bit-exact; correctly
+# rounded: 1 ULP, which add, sub and convert meet with each part rounded once), measured part
+# by part in ULPs of |o| (conformance/metrics.py), except where complex arithmetic takes
+# more roundings than one; those bounds follow from the error analysis, in units of
+# u = ε/2 and then in ULPs of |o| (ulp(|o|) > ε·|o|/2):
+COMPLEX_BOUNDS: dict[str, Bound] = {
+    # (ac - bd) + (ad + bc)i: each product and the sum rounded, |ac| + |bd| <= |x||y| = |o|,
+    # so each part is off by <= 2u·|o| (1 + O(u)) = ε·|o| < 2 ULP of |o|.
+    "mul": Bound("ulp", 2, note="each part within 2u·|o|: two products and their sum rounded"),
+    # (ac + bd + (bc - ad)i) / (c² + d²), scaled or not: the numerator's part within 2u·|x||y|,
+    # the denominator within 2u·|y|², the quotient's own rounding u: 5u·|o| < 5 ULP.
+    "div": Bound("ulp", 5, note="each part within 5u·|o|: numerator 2u, denominator 2u, quotient u"),
+    # t = √((|z| + |re|)/2) (hypot, sum and root: 1.5u), the other part im/(2t) 2u more: 3.5u·|o|.
+    "sqrt": Bound("ulp", 4, note="each part within 3.5u·|o|: hypot, sum, root, then a quotient"),
+    # Σ aᵢbᵢ: each complex product adds ε·|aᵢ||bᵢ| (as mul) to the sum's own m·ε·Σ|terms|.
+    "dot_general": Bound("scaled", 1, 1, Scale.TERMS, note="S = Σ|a||b|; +1 for the complex products"),
+}
+
+
 # -- the fast tier ----------------------------------------------------------------------------------
 # precision="fast" (ir/precision.py): where a backend may compute an op differently, the op's
 # bound at that tier, derived from the error analysis and checked against measurement
@@ -291,8 +334,8 @@ def class_bound(accuracy: Accuracy, dtype: DType) -> Bound:
         return EXACT
     if accuracy is Accuracy.CORRECTLY_ROUNDED:
         return Bound("ulp", 1)
-    if accuracy is Accuracy.TRANSCENDENTAL:
-        return Bound("ulp", 4 if dtype in (DType.float32, DType.float64) else 1)
+    if accuracy is Accuracy.TRANSCENDENTAL:  # complex: its parts' dtype
+        return Bound("ulp", 4 if dtype.real_dtype in (DType.float32, DType.float64) else 1)
     if accuracy is Accuracy.ACCUMULATION:
         return ACCUMULATION
     raise ValueError(f"{accuracy} has no class bound; composites have per-op bounds")
@@ -300,9 +343,15 @@ def class_bound(accuracy: Accuracy, dtype: DType) -> Bound:
 
 def bound_for(op: str, attrs: Mapping[str, Any], dtype: DType, precision: Precision = Precision.EXACT) -> Bound:
     """The bound an output of ``dtype`` of ``op`` (with ``attrs``) must meet at ``precision``
-    (the fast tier's own bound where :data:`FAST_BOUNDS` has one, else the exact tier's)."""
+    (the fast tier's own bound where :data:`FAST_BOUNDS` has one, else the exact tier's).
+    A complex output of an op in :data:`COMPLEX_BOUNDS` meets that bound, measured part by
+    part in ULPs of the magnitude (conformance/metrics.py)."""
     opdef = OP_TABLE[op]
-    if not dtype.is_float:
+    if op in TRANSFORM_BOUNDS:
+        return TRANSFORM_BOUNDS[op]
+    if dtype.is_complex and op in COMPLEX_BOUNDS:
+        return COMPLEX_BOUNDS[op]
+    if not (dtype.is_float or dtype.is_complex):
         return EXACT
     if precision is Precision.FAST and op in FAST_BOUNDS:
         return FAST_BOUNDS[op]
@@ -323,7 +372,7 @@ def bound_for(op: str, attrs: Mapping[str, Any], dtype: DType, precision: Precis
 def compute_eps(op: str, dtype: DType) -> tuple[float, float, bool]:
     """(eps, smallest subnormal, widened) of the dtype ``op`` computes in for a ``dtype`` output."""
     wide = compute_dtype(dtype) if widens(op) else dtype
-    fi = wide.finfo
+    fi = wide.real_dtype.finfo  # a complex dtype computes in its parts
     return float(fi.eps), float(fi.smallest_subnormal), wide is not dtype
 
 
@@ -369,6 +418,22 @@ def markdown_table() -> str:
             if bound.kind != "exact":
                 scales.append(bound.note.replace("|", "\\|") if bound.note else _SCALE_TEXT[bound.scale])
         lines.append(f"| {op} | {'; '.join(texts)} | {'; '.join(dict.fromkeys(scales)) or '–'} |")
+    return "\n".join(lines)
+
+
+def complex_markdown_table() -> str:
+    """The complex-results table of docs/conformance.md: the bound of each op with complex
+    results, each part measured in ULPs of |o|."""
+    lines = ["| op (complex result) | bound on each part, in ULPs of \\|o\\| | why |", "| --- | --- | --- |"]
+    real_results = set(ops_in_family("complex")) - {"complex", "conj"}  # real, imag, complex_abs, angle
+    for name in (n for n, op in OP_TABLE.items() if op.kind is Kind.PRIMITIVE and n not in real_results
+                 and (n == "complex" or any(d.is_complex for d in op.dtypes))):
+        opdef = OP_TABLE[name]
+        dtype = DType.complex64  # the bound of a complex result (complex's own operands are real)
+        bound = bound_for(name, {a.name: a.default for a in opdef.attrs if not a.required}, dtype)
+        why = bound.note or {"exact": "moves or builds values", "ulp": f"{opdef.accuracy.value} class"}.get(
+            bound.kind, _SCALE_TEXT[bound.scale])
+        lines.append(f"| {name} | {bound.describe()} | {why.replace('|', chr(92) + '|')} |")
     return "\n".join(lines)
 
 

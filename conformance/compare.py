@@ -73,7 +73,7 @@ def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequ
             _exact(result, i, t.dtype, o, a, mask, bound)
             continue
         if bound.kind == "ulp":
-            s = np.abs(o.astype(np.float64))
+            s = np.abs(o).astype(np.float64)  # complex: |o|
             allowed = bound.c0 * ulp(t.dtype, s)
         else:
             if operands is None:  # a multi-op case (node None) is scaled by its graph's inputs

@@ -68,15 +68,15 @@ def probe_flush_to_zero(backend, device: str, dtype: DType) -> bool:
     from ..ir.interpreter import evaluate
     from .execute import execute, lower_for
 
-    tiny = float(dtype.finfo.tiny)
-    x = np.array([tiny / 4, tiny / 2], dtype.numpy)
-    y = np.array([np.sqrt(tiny) / 2, np.sqrt(tiny) / 4], dtype.numpy)
+    tiny = float(dtype.real_dtype.finfo.tiny)  # complex: real inputs, imaginary parts 0
+    x = np.array([tiny / 4, tiny / 2]).astype(dtype.numpy)
+    y = np.array([np.sqrt(tiny) / 2, np.sqrt(tiny) / 4]).astype(dtype.numpy)
     b = GraphBuilder("ftz_probe")
     xi, yi = b.input(dtype[2]), b.input(dtype[2])
     graph = b.build([b.sqrt(xi), b.mul(yi, yi)])
     lowered, _ = lower_for(backend, graph)
-    got = np.concatenate([np.asarray(o).astype(np.float64) for o in execute(backend, device, lowered, [x, y])])
-    spec = np.concatenate([o.astype(np.float64) for o in evaluate(graph, [x, y])])
+    got = np.concatenate([np.asarray(o).astype(np.complex128) for o in execute(backend, device, lowered, [x, y])])
+    spec = np.concatenate([o.astype(np.complex128) for o in evaluate(graph, [x, y])])
     zero = got == 0
     if zero.all() and (spec != 0).all():
         return True

@@ -52,7 +52,8 @@ def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[
         if claim is None or dtype not in claim.dtypes:
             what = n.op if claim is None else f"{n.op} in {dtype.short}"
             via = "" if n.op in graph.op_counts() else " (reached through a decomposition)"
-            raise NotClaimed(f"{backend.name} does not claim {what}{via}")
+            why = getattr(backend, "declined", {}).get(n.op) or getattr(backend, "declined_dtypes", {}).get(dtype)
+            raise NotClaimed(f"{backend.name} does not claim {what}{via}" + (f": declined, {why}" if why else ""))
     paths = {}
     for n in graph.nodes:
         if n.op in native:
@@ -202,6 +203,8 @@ def measure_flushed(p: Prepared, outputs, declared: Declared):
 def _distance(expected, actual) -> np.ndarray:
     """|expected - actual| per element, 0 where both are NaN (or equal), inf where one is."""
     e, a = np.asarray(expected), np.asarray(actual)
+    if e.dtype.kind == "c":  # the larger part's distance
+        return np.maximum(_distance(e.real, a.real), _distance(e.imag, a.imag))
     if e.dtype.kind not in "fV" and e.dtype != DType.bfloat16.numpy:
         return np.where(e == a, 0.0, np.inf)
     e, a = e.astype(np.float64), a.astype(np.float64)

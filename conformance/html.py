@@ -14,7 +14,7 @@ import html
 import json
 import math
 
-from ..ir.dtypes import ALL_DTYPES
+from ..ir.dtypes import DType
 from .opdb import FAMILIES
 from .reports import matrix, to_json
 from .results import ConformanceRun
@@ -111,7 +111,7 @@ def to_html(result: ConformanceRun) -> str:
     doc = to_json(result)
     targets = [f"{t['backend']}/{t['device']}" for t in doc["targets"]]
     used = {c["dtype"] for c in doc["cells"]}
-    dtypes = [d.short for d in ALL_DTYPES if d.short in used]
+    dtypes = [d.short for d in DType if d.short in used]  # complex columns too
     index = {(c["op"], c["dtype"], f"{c['backend']}/{c['device']}"): i for i, c in enumerate(doc["cells"])}
     family_of = {c["op"]: c["family"] for c in doc["cells"]}
     out = ["<!doctype html><html lang='en'><head><meta charset='utf-8'><title>parity conformance</title>",

@@ -9,7 +9,7 @@ Example::
     >>> from parity.conformance.runner import run
     >>> doc = to_json(run(["reference"], ops="^neg$"))
     >>> doc["schema"], doc["version"], doc["summary"]["reference/cpu"]["pass"]
-    ('parity.conformance', 1, 8)
+    ('parity.conformance', 1, 10)
 """
 
 from __future__ import annotations

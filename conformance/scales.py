@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.interpreter import evaluate
-from .bounds import IN_OUT_CAP, Scale
+from .bounds import FFT_OPS, IN_OUT_CAP, Scale
 
 _BOX_MULLER_RADIUS = 8.5  # sqrt(-2 log(2**-53)) < 8.6; float32 draws stay below 5.7
 
@@ -34,7 +34,7 @@ class ScaleContext:
 
 
 def scale(kind: Scale, ctx: ScaleContext) -> np.ndarray:
-    o = np.abs(np.asarray(ctx.oracle[ctx.output], dtype=np.float64))
+    o = np.abs(np.asarray(ctx.oracle[ctx.output])).astype(np.float64)  # complex: |o|
     if kind is Scale.ORACLE:
         return o
     if kind is Scale.IN_OUT:  # |x| only up to where the decomposition can still cancel
@@ -54,10 +54,11 @@ def scale(kind: Scale, ctx: ScaleContext) -> np.ndarray:
 
 
 def terms_scale(ctx: ScaleContext) -> np.ndarray:
-    """The graph evaluated in oracle mode on |inputs| (integer inputs unchanged)."""
-    arrays = [np.abs(a.astype(np.float64)).astype(a.dtype) if a.dtype.kind == "f" or _is_bf16(a) else a
-              for a in ctx.arrays]
-    return np.abs(evaluate(ctx.graph, arrays, oracle=True)[ctx.output].astype(np.float64))
+    """The graph evaluated in oracle mode on |inputs| (integer inputs unchanged; a complex
+    input becomes |z| + 0i, so a complex sum of products is scaled by Σ|a||b|)."""
+    arrays = [np.abs(a.astype(np.float64)).astype(a.dtype) if a.dtype.kind == "f" or _is_bf16(a)
+              else np.abs(a).astype(a.dtype) if a.dtype.kind == "c" else a for a in ctx.arrays]
+    return np.abs(evaluate(ctx.graph, arrays, oracle=True)[ctx.output]).astype(np.float64)
 
 
 def _is_bf16(a: np.ndarray) -> bool:
@@ -176,7 +177,16 @@ def _mse_loss(ctx):
     return _reduce_like_loss(sq, np.ones(sq.shape, bool), ctx.attrs["reduction"])
 
 
+def _transform_norm(ctx: ScaleContext) -> np.ndarray:
+    """‖o‖₂ over the transformed (last ``ndims``) axes: the normwise scale of an FFT's error."""
+    o = np.abs(np.asarray(ctx.oracle[ctx.output])).astype(np.float64)
+    axes = tuple(range(o.ndim - ctx.attrs["ndims"], o.ndim))
+    with np.errstate(all="ignore"):
+        return np.sqrt(np.sum(o * o, axis=axes, keepdims=True))
+
+
 CUSTOM: dict[str, Callable[[ScaleContext], np.ndarray]] = {
+    **dict.fromkeys(FFT_OPS, _transform_norm),
     "logsumexp": lambda ctx: np.maximum(np.abs(_f(ctx.oracle[0])), 1.0),
     "var": _var,
     "std": _std,

@@ -1,7 +1,8 @@
 """Value pools for the op database: special values per dtype, seeded random draws, layouts.
 
 Everything here returns NumPy arrays of an IR dtype (bfloat16 from ml_dtypes). Random
-draws take the case's ``np.random.Generator`` so that each case is deterministic.
+draws take the case's ``np.random.Generator`` so that each case is deterministic. A complex
+dtype draws its real and imaginary parts independently, each as its part dtype would.
 
 Example::
 
@@ -21,9 +22,24 @@ from ..ir.dtypes import DType
 
 
 def cast(values, dtype: DType) -> np.ndarray:
-    """``values`` in ``dtype`` (rounded to nearest, as NumPy casts)."""
+    """``values`` in ``dtype`` (rounded to nearest, as NumPy casts; complex values part by part)."""
     with np.errstate(all="ignore"):
+        if dtype.is_complex:
+            return np.asarray(values, dtype=np.complex128).astype(dtype.numpy)
         return np.asarray(values, dtype=np.float64 if dtype.is_float else None).astype(dtype.numpy)
+
+
+def from_parts(real: np.ndarray, imag: np.ndarray, dtype: DType) -> np.ndarray:
+    """The complex array of ``dtype`` with these parts (NaN and inf parts kept as they are)."""
+    out = np.empty(np.broadcast_shapes(np.shape(real), np.shape(imag)), dtype.numpy)
+    out.real, out.imag = real, imag
+    return out
+
+
+def _parts(draw, rng: np.random.Generator, dtype: DType, shape, *args) -> np.ndarray:
+    """A complex draw: ``draw`` for the real part, then for the imaginary part, in the part dtype."""
+    part = dtype.real_dtype
+    return from_parts(draw(rng, part, shape, *args), draw(rng, part, shape, *args), dtype)
 
 
 def specials(dtype: DType) -> np.ndarray:
@@ -33,6 +49,11 @@ def specials(dtype: DType) -> np.ndarray:
     """
     if dtype.is_bool:
         return np.array([False, True])
+    if dtype.is_complex:
+        # Every special part against a few plain and special partners, both ways round.
+        parts, partners = specials(dtype.real_dtype), cast([0.0, -0.0, 1.0, -2.5, np.inf, np.nan], dtype.real_dtype)
+        re, im = grid(parts, partners)
+        return np.concatenate([from_parts(re, im, dtype), from_parts(im, re, dtype)])
     if dtype.is_integer:
         info = dtype.iinfo
         vals = [info.min, info.min + 1, -1, 0, 1, 2, 7, info.max - 1, info.max]
@@ -48,6 +69,8 @@ def normal(rng: np.random.Generator, dtype: DType, shape: Sequence[int], scale: 
     """Normal draws in a float dtype; small random ints for int dtypes; coin flips for bool."""
     if dtype.is_bool:
         return np.asarray(rng.random(shape) < 0.5)
+    if dtype.is_complex:
+        return _parts(normal, rng, dtype, shape, scale)
     if dtype.is_integer:
         info = dtype.iinfo
         lo, hi = max(info.min, -50), min(info.max, 50)
@@ -56,6 +79,8 @@ def normal(rng: np.random.Generator, dtype: DType, shape: Sequence[int], scale: 
 
 
 def uniform(rng: np.random.Generator, dtype: DType, shape: Sequence[int], lo: float, hi: float) -> np.ndarray:
+    if dtype.is_complex:
+        return _parts(uniform, rng, dtype, shape, lo, hi)
     return cast(rng.uniform(lo, hi, size=shape), dtype)
 
 
@@ -64,6 +89,8 @@ def full_range(rng: np.random.Generator, dtype: DType, shape: Sequence[int]) -> 
     of the dtype's exponent range, random signs, and a sprinkle of subnormals."""
     if dtype.is_bool:
         return np.asarray(rng.random(shape) < 0.5)
+    if dtype.is_complex:
+        return _parts(full_range, rng, dtype, shape)
     if dtype.is_integer:
         info = dtype.iinfo
         return np.asarray(rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype.numpy))
@@ -76,6 +103,8 @@ def full_range(rng: np.random.Generator, dtype: DType, shape: Sequence[int]) -> 
 
 def subnormals(rng: np.random.Generator, dtype: DType, shape: Sequence[int]) -> np.ndarray:
     """Random subnormal values of a float dtype (both signs), with a few zeros."""
+    if dtype.is_complex:
+        return _parts(subnormals, rng, dtype, shape)
     fi = dtype.finfo
     steps = rng.integers(0, 2 ** int(fi.nmant), size=shape)
     return cast(steps * float(fi.smallest_subnormal) * rng.choice([-1.0, 1.0], size=shape), dtype)
@@ -92,6 +121,8 @@ def small_normals(rng: np.random.Generator, dtype: DType, shape: Sequence[int], 
 def magnitudes(rng: np.random.Generator, dtype: DType, shape: Sequence[int], lo_exp: float, hi_exp: float,
                signed: bool = True) -> np.ndarray:
     """Log-uniform magnitudes 2**[lo_exp, hi_exp), optionally with random signs."""
+    if dtype.is_complex:
+        return _parts(magnitudes, rng, dtype, shape, lo_exp, hi_exp, signed)
     mag = np.exp2(rng.uniform(lo_exp, hi_exp, size=shape))
     if signed:
         mag = mag * rng.choice([-1.0, 1.0], size=shape)

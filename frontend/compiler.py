@@ -114,7 +114,21 @@ def decomposition_table() -> dict:
     table[pow_scalar] = functools.partial(_pow_small_exponent, fallback=table.get(pow_scalar))
     select_backward = torch.ops.aten.select_backward.default
     table[select_backward] = functools.partial(_select_backward_as_pad, fallback=table.get(select_backward))
+    for scatter in (torch.ops.aten.slice_scatter.default, torch.ops.aten.select_scatter.default):
+        table[scatter] = functools.partial(_complex_scatter_by_parts, scatter, fallback=table.get(scatter))
     return table
+
+
+def _complex_scatter_by_parts(op, x, src, *args, fallback=None):
+    """``op`` (slice_scatter, select_scatter) of complex tensors as the same op on their real
+    and imaginary parts: the IR's scatter takes no complex operands, and the FFT's gradients
+    write into complex zeros this way (``rfft``'s backward pads its half-spectrum)."""
+    if x.is_complex():
+        src = src.to(x.dtype)
+        real = op(torch.ops.aten.real.default(x), torch.ops.aten.real.default(src), *args)
+        imag = op(torch.ops.aten.imag.default(x), torch.ops.aten.imag.default(src), *args)
+        return torch.ops.aten.complex.default(real, imag)
+    return fallback(x, src, *args) if fallback is not None else NotImplemented
 
 
 def _pow_small_exponent(x, exponent, *, fallback=None):
@@ -217,10 +231,14 @@ class ClaimCheck:
         if claim is not None and dtype in claim.dtypes:
             return None
         opdef = OP_TABLE[op]
+        # Plugins may predate the declined fields: getattr.
         if claim is not None and opdef.kind is Kind.PRIMITIVE:
-            return f"backend {self.backend.name!r} claims the IR op {op!r} but not for dtype {dtype.short}"
+            why = getattr(self.backend, "declined_dtypes", {}).get(dtype)
+            return (f"backend {self.backend.name!r} claims the IR op {op!r} but not for dtype {dtype.short}"
+                    + (f": {why}" if why else ""))
         if opdef.kind is Kind.PRIMITIVE:
-            return f"backend {self.backend.name!r} does not claim the IR op {op!r}"
+            why = getattr(self.backend, "declined", {}).get(op) or getattr(self.backend, "declined_dtypes", {}).get(dtype)
+            return f"backend {self.backend.name!r} does not claim the IR op {op!r}" + (f": {why}" if why else "")
         # A composite not claimed (in this dtype) runs if its decomposition does.
         key = (op, tuple(str(v.type) for v in node.inputs), repr(sorted(node.attrs.items())))
         if key not in self._composites:

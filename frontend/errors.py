@@ -84,10 +84,10 @@ class FallbackWarning(UserWarning):
 
 def dtype_not_in_ir(dtype) -> str:
     """Why a value of torch dtype ``dtype`` (complex, float8, quantized) cannot be in the IR."""
-    from ..ir.dtypes import ALL_DTYPES
+    from ..ir.dtypes import DType
 
     name = str(dtype).removeprefix("torch.")
-    return f"parity's IR has no {name} dtype; its dtypes are {', '.join(d.short for d in ALL_DTYPES)}"
+    return f"parity's IR has no {name} dtype; its dtypes are {', '.join(d.short for d in DType)}"
 
 
 def warning_text(aten_op: str, loc: SourceLoc | None, why: str, backend: str) -> str:

@@ -37,12 +37,14 @@ TORCH_TO_IR: dict[torch.dtype, DType] = {
     torch.bfloat16: DType.bfloat16,
     torch.float32: DType.float32,
     torch.float64: DType.float64,
+    torch.complex64: DType.complex64,
+    torch.complex128: DType.complex128,
 }
 IR_TO_TORCH: dict[DType, torch.dtype] = {v: k for k, v in TORCH_TO_IR.items()}
 
 
 def ir_dtype(dtype: torch.dtype) -> DType:
-    """The IR dtype for a torch dtype; raises ValueError for dtypes the IR lacks (complex, fp8)."""
+    """The IR dtype for a torch dtype; raises ValueError for dtypes the IR lacks (complex32, fp8)."""
     try:
         return TORCH_TO_IR[dtype]
     except KeyError:

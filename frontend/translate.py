@@ -388,7 +388,8 @@ class TranslationContext:
             if isinstance(value, float) and not math.isfinite(value):
                 raise UntranslatedCase(f"{value} is not representable in {dtype.short}")
             value = int(value)
-        return self.b.constant(np.array(value, dtype=np.float64 if dtype.is_float else None), dtype)
+        wide = np.complex128 if dtype.is_complex else np.float64 if dtype.is_float else None
+        return self.b.constant(np.array(value, dtype=wide), dtype)
 
     def full(self, value: Any, dtype: DType, shape: Sequence) -> Value:
         return self.broadcast(self.const(value, dtype), tuple(shape))

@@ -13,7 +13,7 @@ Example::
 
 from .builder import GraphBuilder
 from .context import NodeContext, ReferenceContext
-from .dtypes import DType, bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u32
+from .dtypes import DType, bf16, bool_, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u32
 from .errors import ParityError, ParseError, TypeRuleError, UnsupportedOpError, VerifyError
 from .expand import DecompositionError, decomposition
 from .graph import Graph, Node, SourceLoc, Value
@@ -30,7 +30,7 @@ __all__ = [
     "Accuracy", "AttrKind", "AttrSpec", "DType", "DecompositionError", "DimExpr", "Graph", "GraphBuilder", "Group",
     "Kind", "Node", "NodeContext", "OP_TABLE", "OpDef", "ParityError", "ParseError", "ReferenceContext",
     "ShapeBindings", "ShapeError", "SourceLoc", "Symbol", "TensorType", "TypeRuleError",
-    "UnsupportedOpError", "Value", "VerifyError", "bf16", "bool_", "composites", "decomposition",
+    "UnsupportedOpError", "Value", "VerifyError", "bf16", "bool_", "c64", "c128", "composites", "decomposition",
     "evaluate", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "parse", "parse_dim", "primitives", "u8", "u32",
     "verify",
 ]

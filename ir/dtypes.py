@@ -6,6 +6,8 @@ and a NumPy dtype (bfloat16 comes from ml_dtypes). Example::
     >>> from parity.ir.dtypes import DType
     >>> DType.float32.short, DType.from_short("bf16").name
     ('f32', 'bfloat16')
+    >>> DType.complex64.short, DType.complex64.real_dtype.short, DType.float64.complex_dtype.short
+    ('c64', 'f32', 'c128')
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class DType(enum.Enum):
     bfloat16 = "bf16"
     float32 = "f32"
     float64 = "f64"
+    complex64 = "c64"  # a float32 real part and a float32 imaginary part
+    complex128 = "c128"
 
     @property
     def short(self) -> str:
@@ -56,6 +60,23 @@ class DType(enum.Enum):
     @property
     def is_float(self) -> bool:
         return self in _FLOATS
+
+    @property
+    def is_complex(self) -> bool:
+        return self in _COMPLEX_PARTS
+
+    @property
+    def real_dtype(self) -> DType:
+        """The dtype of each part of a complex dtype (``c64`` → ``f32``); a real dtype is its own."""
+        return _COMPLEX_PARTS.get(self, self)
+
+    @property
+    def complex_dtype(self) -> DType:
+        """The complex dtype whose parts are this float dtype (``f32`` → ``c64``)."""
+        for member, part in _COMPLEX_PARTS.items():
+            if part is self or member is self:
+                return member
+        raise TypeError(f"{self.name} has no complex counterpart; only f32 and f64 do (c64, c128)")
 
     @property
     def is_integer(self) -> bool:
@@ -114,18 +135,25 @@ _NUMPY = {
     DType.bfloat16: np.dtype(ml_dtypes.bfloat16),
     DType.float32: np.dtype(np.float32),
     DType.float64: np.dtype(np.float64),
+    DType.complex64: np.dtype(np.complex64),
+    DType.complex128: np.dtype(np.complex128),
 }
 _BY_SHORT = {member.short: member for member in DType}
 _FLOATS = frozenset({DType.float16, DType.bfloat16, DType.float32, DType.float64})
+_COMPLEX_PARTS = {DType.complex64: DType.float32, DType.complex128: DType.float64}
 _SIGNED = frozenset({DType.int8, DType.int16, DType.int32, DType.int64})
 _UNSIGNED = frozenset({DType.uint8, DType.uint32})
 
 FLOAT_DTYPES = (DType.float16, DType.bfloat16, DType.float32, DType.float64)
 INT_DTYPES = (DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8, DType.uint32)
-ALL_DTYPES = tuple(DType)
+COMPLEX_DTYPES = (DType.complex64, DType.complex128)
+# The real dtypes. Complex ones are opted into op by op (docs/ir.md, "Complex numbers"), so
+# an op that says ALL_DTYPES does not take complex operands unless it names COMPLEX_DTYPES too.
+ALL_DTYPES = tuple(d for d in DType if d not in COMPLEX_DTYPES)
 
 # Shorthands used by the builder, tests and docs: `f32[8, 16]` builds a TensorType.
 bool_ = DType.bool
 i8, i16, i32, i64 = DType.int8, DType.int16, DType.int32, DType.int64
 u8, u32 = DType.uint8, DType.uint32
 f16, bf16, f32, f64 = DType.float16, DType.bfloat16, DType.float32, DType.float64
+c64, c128 = DType.complex64, DType.complex128

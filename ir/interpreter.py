@@ -2,7 +2,9 @@
 
 Float ops are computed in float64 and rounded once to the output dtype. In oracle mode
 the rounding is skipped, so a whole graph is evaluated in float64 (integers stay exact):
-that is the oracle every backend is measured against.
+that is the oracle every backend is measured against. Complex ops are computed in
+complex128 the same way (each part rounded once to the output's part dtype, or not at all
+in oracle mode).
 
 Example::
 
@@ -52,6 +54,8 @@ def evaluate(graph: Graph, inputs: Sequence[Any], *, oracle: bool = False) -> li
         expected = value.type.dtype.numpy
         if array.dtype != expected:
             if oracle and value.type.dtype.is_float and array.dtype.kind == "f":
+                pass
+            elif oracle and value.type.dtype.is_complex and array.dtype.kind == "c":
                 pass
             else:
                 raise InterpreterError(
@@ -115,14 +119,21 @@ def evaluate_node(
 def _carry(array: np.ndarray, dtype: DType, oracle: bool) -> np.ndarray:
     if oracle and dtype.is_float:
         return array.astype(np.float64)
+    if oracle and dtype.is_complex:
+        return array.astype(np.complex128)
     return array.astype(dtype.numpy, copy=False)
 
 
 def _widen(array: np.ndarray, dtype: DType) -> np.ndarray:
+    if dtype.is_complex:
+        return array.astype(np.complex128, copy=False)
     return array.astype(np.float64, copy=False) if dtype.is_float else array
 
 
 def _round(result: np.ndarray, dtype: DType, oracle: bool) -> np.ndarray:
+    if dtype.is_complex:  # NumPy rounds each part of a complex128 once, to nearest even
+        with np.errstate(over="ignore"):  # a part past the dtype's max rounds to inf
+            return result.astype(np.complex128 if oracle else dtype.numpy)
     if dtype.is_float and not oracle:
         from .ops.conversion import round_float  # once, to nearest even (ml_dtypes' bf16 cast rounds twice)
 

@@ -364,12 +364,14 @@ class _Parser:
     def parse_int(self) -> int:
         return int(self.expect("INT", what="an integer").text)
 
-    def parse_pair(self) -> tuple[int, int]:
-        self.expect("PUNCT", "[", what="'[' (a pair like [0, 1])")
-        first = self.parse_int()
+    def parse_pair(self, parse_item=None, brackets: str = "[]", example: str = "[0, 1]") -> tuple:
+        """Two items in brackets: an int pair ``[0, 1]``, or a complex element ``(1.5, -2.0)``."""
+        parse_item = parse_item or self.parse_int
+        self.expect("PUNCT", brackets[0], what=f"{brackets[0]!r} (a pair like {example})")
+        first = parse_item()
         self.expect("PUNCT", ",")
-        second = self.parse_int()
-        self.expect("PUNCT", "]")
+        second = parse_item()
+        self.expect("PUNCT", brackets[1])
         return first, second
 
     def parse_float(self) -> float:
@@ -409,6 +411,11 @@ class _Parser:
         return flat.reshape(t.shape)
 
     def to_array(self, items: list, dtype: DType, pos: int) -> np.ndarray:
+        if dtype.is_complex:  # items are (real, imaginary) pairs; each part must be exact
+            parts = self.to_array([part for pair in items for part in pair], dtype.real_dtype, pos)
+            flat = np.empty(len(items), dtype.numpy)
+            flat.real, flat.imag = parts[0::2], parts[1::2]  # not re + 1j*im: 1j*inf has a NaN part
+            return flat
         if not dtype.is_float:
             return np.array(items, dtype=object).astype(dtype.numpy)
         wide = np.array(items, dtype=np.float64)
@@ -421,6 +428,8 @@ class _Parser:
         return flat
 
     def parse_element(self, dtype: DType) -> Any:
+        if dtype.is_complex:  # (real, imaginary)
+            return self.parse_pair(self.parse_float, "()", "(1.5, -2.0)")
         if dtype.is_float:
             return self.parse_float()
         if dtype.is_bool:

@@ -159,6 +159,8 @@ def _format_array(array: np.ndarray) -> str:
         flat = array.reshape(-1)
         if dtype.is_float:
             body = ", ".join(format_float(float(x)) for x in flat.astype(np.float64))
+        elif dtype.is_complex:  # (real, imaginary) pairs
+            body = ", ".join(f"({format_float(float(x.real))}, {format_float(float(x.imag))})" for x in flat)
         elif dtype.is_bool:
             body = ", ".join("true" if x else "false" for x in flat)
         else:
@@ -175,6 +177,9 @@ def array_bytes(array: np.ndarray) -> bytes:
 
 def _has_odd_nan(array: np.ndarray, dtype: DType) -> bool:
     """A NaN whose bits differ from the canonical ``nan`` (sign, payload) only survives in hex."""
+    if dtype.is_complex:  # each part on its own
+        parts = DType.from_numpy(array.real.dtype)
+        return _has_odd_nan(array.real, parts) or _has_odd_nan(array.imag, parts)
     if not dtype.is_float:
         return False
     nans = array[np.isnan(array)]

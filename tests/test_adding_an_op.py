@@ -6,7 +6,7 @@ The pieces (docs/adding-an-op.md, "The required pieces"):
 
 * a reference (primitive) or decomposition (composite): ``OpDef`` refuses to exist without;
 * every built-in backend claims every primitive (its lowering table; composites may be
-  decomposed instead);
+  decomposed instead), or declines it with a reason (``Backend.declined``);
 * conformance has cases for it (``conformance/opdb``);
 * the frontend translates it when torch's Core ATen has an op of the same name;
 * docs/ir.md's op catalogue names it.
@@ -43,9 +43,14 @@ class Facts:
     catalogue: frozenset[str]
 
 
+def _claimed_or_declined(backend) -> frozenset[str]:
+    """The ops ``backend`` claims, and those it declines with a reason (``Backend.declined``)."""
+    return frozenset(backend.claims()) | frozenset(op for op, why in backend.declined.items() if why)
+
+
 def gather_facts() -> Facts:
     # A fresh instance of each backend: claims an instance computed before an op was added are stale.
-    claims = {name: frozenset(type(get_backend(name))().claims()) for name in BUILTIN_BACKENDS}
+    claims = {name: _claimed_or_declined(type(get_backend(name))()) for name in BUILTIN_BACKENDS}
     case_ops = frozenset(c.op for family in opdb.FAMILIES.values() for c in family.cases())
     return Facts(claims, case_ops, frozenset(ATEN_TABLE), frozenset(catalogue_words()))
 

@@ -36,7 +36,7 @@ from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
-from ..base import Backend, OpClaim
+from ..base import Backend, OpClaim, check_not_declined, declining_complex
 from ..cache import BuildOnceCache
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
@@ -116,6 +116,7 @@ class InductorBackend(Backend):
     name = "inductor"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
+    declined, declined_dtypes = declining_complex("complex numbers are not lowered to Inductor yet (issue 28)")
 
     def __init__(self):
         self._graphs = BuildOnceCache()
@@ -129,7 +130,8 @@ class InductorBackend(Backend):
         out = {}
         for name in LOWERINGS:
             opdef = OP_TABLE[name]
-            out[name] = OpClaim(frozenset(d for d in opdef.dtypes if (name, d) not in UNSUPPORTED))
+            out[name] = OpClaim(frozenset(d for d in opdef.dtypes
+                                          if (name, d) not in UNSUPPORTED and d not in self.declined_dtypes))
         return out
 
     def available_devices(self) -> tuple[str, ...]:
@@ -141,6 +143,7 @@ class InductorBackend(Backend):
         if device not in self.available_devices():
             raise InductorDeviceError(f"device {device!r} is not available to the inductor backend: torch here "
                                       f"sees no CUDA device. Use device='cpu'.")
+        check_not_declined(self, graph)
         graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
         executable = InductorExecutable(self, graph, device)
         if all(v.type.is_static for v in graph.inputs):

@@ -40,7 +40,7 @@ from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.precision import Precision
 from ...ir.shapes import ShapeBindings
-from ..base import Backend, OpClaim
+from ..base import Backend, OpClaim, check_not_declined, declining_complex
 from ..cache import BuildOnceCache
 from .composites import NATIVE
 from .deviations import DEVIATIONS, SUMMATION
@@ -303,6 +303,9 @@ class OnnxBackend(Backend):
     name = "onnx"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
+    declined, declined_dtypes = declining_complex(
+        "complex numbers are not lowered to ONNX yet (they would travel as a trailing (real, imaginary) "
+        "pair of floats; issue 28)")
     summation = SUMMATION
 
     def __init__(self):
@@ -320,7 +323,7 @@ class OnnxBackend(Backend):
             if opdef is not None:
                 native = NATIVE.get(name)  # a composite: only the dtypes its ONNX op was measured in
                 dtypes = frozenset(d for d in opdef.dtypes if (name, d) not in UNSUPPORTED
-                                   and (native is None or d in native.dtypes))
+                                   and d not in self.declined_dtypes and (native is None or d in native.dtypes))
                 out[name] = OpClaim(dtypes)
         return out
 
@@ -364,6 +367,7 @@ class OnnxBackend(Backend):
                 f"device {device!r} is not available to the onnx backend: onnxruntime here has the "
                 f"providers {ort.get_available_providers()}. Install onnxruntime-gpu for 'cuda' or use device='cpu'."
             )
+        check_not_declined(self, graph)
         key = session_key(graph, device, precision)
         return OnnxExecutable(graph, device, self._session(graph, device, key, precision))
 

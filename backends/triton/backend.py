@@ -51,7 +51,7 @@ from ...ir.ops import OP_TABLE
 from ...ir.passes import PASSES, decompose, run_pipeline
 from ...ir.shapes import ShapeBindings
 from ...ir.types import TensorType
-from ..base import Backend, Deviation, OpClaim
+from ..base import Backend, Deviation, OpClaim, check_not_declined, declining_complex
 from .lowerings import lowered_ops
 from .schedule import KernelStep, Options, Plan, Scheduler
 from .symbolic import fallback_reason
@@ -93,12 +93,15 @@ class TritonBackend(Backend):
     name = "triton"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
+    declined, declined_dtypes = declining_complex(
+        "Triton has no complex type, and complex numbers are not lowered to pairs of floats yet (issue 28)")
 
     def __init__(self, options: TritonOptions | None = None):
         self.options = options or TritonOptions.from_environment()
         # Exactly the ops the rule tables lower (lowerings.py), in op-table order.
         parts = lowered_ops()
-        self._claims = {name: OpClaim(frozenset(op.dtypes), extern=parts[name] == "extern")
+        self._claims = {name: OpClaim(frozenset(d for d in op.dtypes if d not in self.declined_dtypes),
+                                      extern=parts[name] == "extern")
                         for name, op in OP_TABLE.items() if name in parts}
         self._modules: dict[tuple, Any] = {}
         self._lock = threading.Lock()
@@ -114,6 +117,7 @@ class TritonBackend(Backend):
 
     def compile(self, graph: Graph, device: str = "cpu") -> TritonExecutable:
         self._check_device(device)
+        check_not_declined(self, graph)
         claimed = functools.partial(decompose, claimed=lambda op: False)
         lowered, _ = run_pipeline(graph, [claimed, *PASSES.values()])
         return TritonExecutable(self, lowered, device)

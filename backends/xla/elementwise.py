@@ -46,7 +46,9 @@ BINARY = {
 }
 
 
-def _elementwise(fn: Callable) -> Rule:
+def elementwise_rule(fn: Callable) -> Rule:
+    """The rule of an op that is the lax function ``fn`` of its operands."""
+
     def rule(ctx, *args):
         return fn(*args)
 
@@ -201,9 +203,24 @@ def _div(ctx, x, y):
     # the divisor's producer so the quotient stays correctly rounded. The dividend goes through
     # the barrier too: else (1 / c) / y is reassociated into 1 / (c * y), skipping the rounding
     # of the first quotient (fuzz regression xla-div-f32-9c4b15ff: logistic then div, 1.003 ULP).
-    if ctx.out.dtype.is_float:
+    if ctx.out.dtype.is_float or ctx.out.dtype.is_complex:
         x, y = lax.optimization_barrier((x, y))
+    if ctx.out.dtype.is_complex:
+        return _smith_div(x, y)
     return lax.div(x, y)
+
+
+def _smith_div(x, y):
+    """x / y by Smith's algorithm: XLA divides by |y|², which overflows past |y| = 2**64 in
+    c64 (2**512 in c128) and gives NaN for finite quotients. Dividing by the larger part of
+    y first keeps every intermediate within the quotient's range."""
+    a, b, c, d = lax.real(x), lax.imag(x), lax.real(y), lax.imag(y)
+    wide = lax.ge(lax.abs(c), lax.abs(d))  # |c| >= |d|: r = d/c, else r = c/d
+    r = lax.div(lax.select(wide, d, c), lax.select(wide, c, d))
+    den = lax.add(lax.select(wide, c, d), lax.mul(lax.select(wide, d, c), r))
+    re = lax.select(wide, lax.add(a, lax.mul(b, r)), lax.add(lax.mul(a, r), b))
+    im = lax.select(wide, lax.sub(b, lax.mul(a, r)), lax.sub(lax.mul(b, r), a))
+    return lax.complex(lax.div(re, den), lax.div(im, den))
 
 
 def _shift_right_arithmetic(ctx, x, y):
@@ -248,7 +265,7 @@ def _select(ctx, pred, on_true, on_false):
     return lax.select(pred, on_true, on_false)
 
 RULES: dict[str, Rule] = {
-    **{name: _elementwise(fn) for name, fn in {**UNARY, **BINARY}.items()},
+    **{name: elementwise_rule(fn) for name, fn in {**UNARY, **BINARY}.items()},
     "round": _round, "trunc": _trunc, "exp2": _exp2, "log2": _log2, "log1p": _log1p, "atanh": _atanh,
     "sinh": _hyperbolic("sinh"), "cosh": _hyperbolic("cosh"), "tanh": _hyperbolic("tanh"), "div": _div,
     "pow": _pow, "atan2": _atan2, "asin": _asin, "erf": _erf, "reciprocal": _reciprocal,

@@ -34,12 +34,14 @@ from ...ir.expand import decomposition
 from ...ir.graph import Graph, Node
 from ...ir.opdef import Kind
 from ...ir.shapes import ShapeBindings
+from .complex_numbers import RULES as COMPLEX_NUMBERS
 from .composites import PLAIN_MAX_RULES, with_plain_maxes
 from .composites import RULES as COMPOSITES
 from .context import Rule, XlaNodeContext
 from .contraction import RULES as CONTRACTION
 from .conversion import RULES as CONVERSION
 from .elementwise import RULES as ELEMENTWISE
+from .fft import RULES as FFT
 from .indexing import RULES as INDEXING
 from .products import opaque, products_summed
 from .reduction import RULES as REDUCTION
@@ -47,7 +49,7 @@ from .shape import RULES as SHAPE
 from .traced_sizes import TracedSizes
 from .widening import WIDER_FOR_ACCURACY, widened
 
-_RULES: dict[str, Rule] = {**ELEMENTWISE, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
+_RULES: dict[str, Rule] = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
 LOWERINGS: dict[str, Rule] = {name: widened(name, rule) if name in WIDER_FOR_ACCURACY else rule
                               for name, rule in _RULES.items()}
 

@@ -31,12 +31,12 @@ from ...ir.ops import OP_TABLE
 from ...ir.ops.conversion import round_float
 from ..bounds import FAST_BOUNDS, Scale, bound_for
 
-FLOAT, INT, BOOL = "float", "int", "bool"
-EVERY_KIND = frozenset({FLOAT, INT, BOOL})
+FLOAT, INT, BOOL, COMPLEX = "float", "int", "bool", "complex"
+EVERY_KIND = frozenset({FLOAT, INT, BOOL, COMPLEX})
 
 
 def kind_of(dtype: DType) -> str:
-    return FLOAT if dtype.is_float else BOOL if dtype.is_bool else INT
+    return FLOAT if dtype.is_float else COMPLEX if dtype.is_complex else BOOL if dtype.is_bool else INT
 
 
 @dataclass(frozen=True)
@@ -204,6 +204,17 @@ def _off_by_one(a, site):
     return np.take(a, index, axis=axis)
 
 
+def _complex_fault(change: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]) -> PlantFn:
+    """A fault on the parts of a complex output: ``change(real, imag) -> (real, imag)``."""
+    def plant(a, site):
+        if not site.dtype.is_complex:
+            return None
+        out = np.empty(a.shape, a.dtype)
+        out.real, out.imag = change(np.real(a), np.imag(a))
+        return out
+    return plant
+
+
 def _wrong_dtype(a, site):
     other = {np.dtype(np.float32): np.float64, np.dtype(np.int32): np.int64, np.dtype(np.bool_): np.uint8}
     return a.astype(other.get(a.dtype, np.float32))
@@ -318,6 +329,12 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           "(precision='fast': an FMA or native kernel off by more than measured)", _past_fast_bound,
           Rule(kinds=_FLOATS, dtypes=frozenset({"f32", "f64"}),
                ops=frozenset(op for op in FAST_BOUNDS if OP_TABLE[op].kind is Kind.PRIMITIVE))),
+    Fault("swapped_parts", "a complex result's real and imaginary parts swapped",
+          _complex_fault(lambda re, im: (im, re)), Rule(kinds=frozenset({COMPLEX}))),
+    Fault("conjugated", "a complex result conjugated (its imaginary part negated)",
+          _complex_fault(lambda re, im: (re, -im)), Rule(kinds=frozenset({COMPLEX}))),
+    Fault("dropped_imaginary", "a complex result's imaginary part returned as 0",
+          _complex_fault(lambda re, im: (re, np.zeros_like(im))), Rule(kinds=frozenset({COMPLEX}))),
     Fault("exception", "the executable raises", None),
     Fault("wrong_dtype", "the output in another dtype (f32→f64, i32→i64, bool→u8, others→f32)", _wrong_dtype),
     Fault("wrong_shape", "the output with an extra axis of size 1", _wrong_shape),

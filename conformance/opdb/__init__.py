@@ -21,10 +21,12 @@ import re
 from collections import Counter
 
 from ..case import Case, ErrorCase
-from . import composites, contraction, elementwise, reductions, structural
+from . import complex_numbers, composites, contraction, elementwise, fft, reductions, structural
 
 FAMILIES = {
     "elementwise": elementwise,
+    "complex_numbers": complex_numbers,
+    "fft": fft,
     "structural": structural,
     "reductions": reductions,
     "contraction": contraction,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.dtypes import ALL_DTYPES, DType
+from ...ir.dtypes import ALL_DTYPES, COMPLEX_DTYPES, DType
 from ...ir.ops import OP_TABLE, ops_in_family
+from ...ir.ops.unary import BRANCH_CUT, COMPLEX_SPECIALS
 from ...ir.types import tensor as _t
 from .. import values as V
 from ..case import Case, ErrorCase
@@ -58,18 +59,41 @@ def domain(op: str):
     return _DOMAINS.get(op)
 
 
+def _complex_mask(name: str, d: DType):
+    """Where a complex op's result is implementation-defined (ir/ops/unary.py: operands with
+    an infinite or NaN part; the sign of a zero on the branch cut), the elements are masked."""
+    defined = OP_TABLE[name].implementation_defined
+    if not d.is_complex or COMPLEX_SPECIALS not in defined:
+        return None
+    cut = BRANCH_CUT in defined
+
+    def valid(*operands):
+        ok = np.ones(np.broadcast_shapes(*(np.shape(z) for z in operands)), bool)
+        for z in operands:
+            ok &= np.isfinite(z)
+        if cut:
+            z = operands[0]
+            ok &= ~((z.real < 0) & (z.imag == 0))
+        return ok
+
+    return mask_where(valid)
+
+
 def _unary_cases(name: str) -> list[Case]:
     opdef = OP_TABLE[name]
     out = []
     for d in opdef.dtypes:
-        dom = _DOMAINS.get(name, _default_draw)
-        out += layouts(name, d, lambda rng, shape, dom=dom, d=d: (dom(rng, d, shape),))
-        out.append(case(name, d, "specials", (V.specials(d),), tags=(EDGE,)))
-        out.append(case(name, d, "full_range", lambda rng, d=d: (V.full_range(rng, d, (64,)),), tags=(EDGE,)))
+        dom = _DOMAINS.get(name, _default_draw) if not d.is_complex else _default_draw  # complex: everywhere
+        mask = _complex_mask(name, d)
+        out += layouts(name, d, lambda rng, shape, dom=dom, d=d: (dom(rng, d, shape),), mask=mask)
+        out.append(case(name, d, "specials", (V.specials(d),), tags=(EDGE,), mask=mask))
+        out.append(case(name, d, "full_range", lambda rng, d=d: (V.full_range(rng, d, (64,)),), tags=(EDGE,),
+                        mask=mask))
         if d.is_float and name in _HARD_ARGS:
             out.append(case(name, d, "hard_args", (V.cast(np.array(_HARD_ARGS[name]), d),), tags=(EDGE,)))
-        if d.is_float:
-            out.append(case(name, d, "subnormals", lambda rng, d=d: (V.subnormals(rng, d, (32,)),), tags=(EDGE,)))
+        if d.is_float or d.is_complex:
+            out.append(case(name, d, "subnormals", lambda rng, d=d: (V.subnormals(rng, d, (32,)),), tags=(EDGE,),
+                            mask=mask))
         if d.is_float and name in _SUBNORMAL_RESULTS:
             out.append(case(name, d, "subnormal_results",
                             lambda rng, d=d, f=_SUBNORMAL_RESULTS[name]: (f(rng, d, (32,)),), tags=(EDGE,)))
@@ -105,7 +129,7 @@ def _binary_draw(name: str, d: DType):
 def _binary_mask(name: str, d: DType):
     if name in ("div", "rem") and d.is_integer:
         return mask_where(lambda x, y: y != 0)  # implementation-defined: integer division by zero
-    return None
+    return _complex_mask(name, d)
 
 
 def _binary_cases(name: str) -> list[Case]:
@@ -118,7 +142,7 @@ def _binary_cases(name: str) -> list[Case]:
         out.append(case(name, d, "full_range", lambda rng, d=d: (V.full_range(rng, d, (64,)),
                                                                  V.full_range(rng, d, (64,))),
                         tags=(EDGE,), mask=mask))
-        if d.is_float:
+        if d.is_float or d.is_complex:
             out.append(case(name, d, "subnormals", lambda rng, d=d: (V.subnormals(rng, d, (32,)),
                                                                      V.subnormals(rng, d, (32,))), tags=(EDGE,)))
     return out
@@ -126,7 +150,7 @@ def _binary_cases(name: str) -> list[Case]:
 
 def _select_cases() -> list[Case]:
     out = []
-    for d in ALL_DTYPES:
+    for d in OP_TABLE["select"].dtypes:
         def draw(rng, shape, d=d):
             return rng.random(shape) < 0.5, V.normal(rng, d, shape), V.normal(rng, d, shape)
 
@@ -166,16 +190,23 @@ def _convert_mask(src: DType, dst: DType):
     return mask_where(valid)
 
 
+def _convert_pairs():
+    """Every (source, result) dtype pair convert takes: any real pair, and any dtype to complex."""
+    for src in OP_TABLE["convert"].dtypes:
+        for dst in ALL_DTYPES + COMPLEX_DTYPES:
+            if not (src.is_complex and not dst.is_complex):
+                yield src, dst
+
+
 def _convert_cases() -> list[Case]:
     out = []
-    for src in ALL_DTYPES:
-        for dst in ALL_DTYPES:
-            attrs, mask, pre = {"dtype": dst}, _convert_mask(src, dst), f"to_{dst.short}:"
-            out.append(case("convert", src, pre + "random", lambda rng, s=src: (V.normal(rng, s, (40,), 60),),
-                            attrs, mask=mask))
-            out.append(case("convert", src, pre + "specials", (V.specials(src),), attrs, tags=(EDGE,), mask=mask))
-            out.append(case("convert", src, pre + "full_range", lambda rng, s=src: (V.full_range(rng, s, (64,)),),
-                            attrs, tags=(EDGE,), mask=mask))
+    for src, dst in _convert_pairs():
+        attrs, mask, pre = {"dtype": dst}, _convert_mask(src, dst), f"to_{dst.short}:"
+        out.append(case("convert", src, pre + "random", lambda rng, s=src: (V.normal(rng, s, (40,), 60),),
+                        attrs, mask=mask))
+        out.append(case("convert", src, pre + "specials", (V.specials(src),), attrs, tags=(EDGE,), mask=mask))
+        out.append(case("convert", src, pre + "full_range", lambda rng, s=src: (V.full_range(rng, s, (64,)),),
+                        attrs, tags=(EDGE,), mask=mask))
     return out
 
 

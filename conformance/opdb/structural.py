@@ -37,7 +37,7 @@ def _index_dtype(i: int) -> DType:
 def _creation_cases() -> list[Case]:
     out = []
     rng = np.random.default_rng(0)
-    for d in ALL_DTYPES:
+    for d in OP_TABLE["constant"].dtypes:
         for name, value in (("specials", V.specials(d)), ("block", mixed(rng, d, (2, 3))),
                             ("scalar", mixed(rng, d, ())), ("empty", V.specials(d)[:0].reshape(0, 2))):
             out.append(case("constant", d, name, (), {"value": value}, tags=(EDGE,)))
@@ -78,7 +78,7 @@ _SHAPE_ROWS = {
 def _shape_cases() -> list[Case]:
     out = []
     for op, rows in _SHAPE_ROWS.items():
-        for d in ALL_DTYPES:
+        for d in OP_TABLE[op].dtypes:
             for name, shapes, attrs in rows:
                 out.append(case(op, d, name, lambda rng, d=d, shapes=shapes: [mixed(rng, d, s) for s in shapes],
                                 attrs, tags=(EDGE,)))

@@ -7,7 +7,7 @@ one module per op family, and nothing else registers entries. A module named aft
 ``ir/ops`` family translates to that family's ops (``contraction``: matmuls and
 convolutions; ``normalization``, ``pooling``, ``reduction``, ``shape``, ``indexing``,
 ``attention``, ``random``); ``elementwise`` covers the unary, binary, selection and
-activation families, and ``linalg``, ``pad``, ``sampling``, ``embedding`` and
+activation families, ``complex_numbers`` the complex-number family, ``fft`` the Fourier transforms, and ``linalg``, ``pad``, ``sampling``, ``embedding`` and
 ``custom_ops`` group aten ops that build several families' ops.
 :func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
 
@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from . import (
     attention,
+    complex_numbers,
     contraction,
     custom_ops,
     elementwise,
     embedding,
+    fft,
     indexing,
     linalg,
     normalization,
@@ -36,7 +38,7 @@ from . import (
     shape,
 )
 
-FAMILIES = (elementwise, shape, indexing, reduction, contraction, normalization, pooling, attention, random, linalg,
+FAMILIES = (elementwise, complex_numbers, fft, shape, indexing, reduction, contraction, normalization, pooling, attention, random, linalg,
             pad, sampling, embedding, custom_ops)
 
 

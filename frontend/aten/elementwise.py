@@ -48,6 +48,8 @@ def _same_unary(name: str, op: str):
     def translate(ctx: TranslationContext, x):
         if name in _ROUNDING and not x.type.dtype.is_float:
             return x
+        if op == "abs" and x.type.dtype.is_complex:
+            return ctx.b.complex_abs(x)  # |z|: a real result
         if op == "bitwise_not" and x.type.dtype.is_bool:
             return ctx.b.logical_not(x)
         return ctx.b.op(op, x)

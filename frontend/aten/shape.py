@@ -309,6 +309,23 @@ def as_strided(ctx: TranslationContext, x, size, stride, storage_offset=None):
     return ctx.reshape(picked, ctx.out.shape)
 
 
+def unfold(ctx: TranslationContext, x, dimension, size, step):
+    """Windows of ``size`` elements every ``step`` along ``dimension`` (torch.stft's framing):
+    that dim becomes the window count and a last dim of ``size`` is added. One gather with
+    constant indices into flattened x (static sizes)."""
+    if not x.type.is_static:
+        unsupported("unfold with symbolic sizes")
+    axis = ctx.axis(dimension, max(x.type.rank, 1))
+    index = np.arange(x.type.numel, dtype=np.int64).reshape(x.type.shape or (1,))
+    windows = np.lib.stride_tricks.sliding_window_view(index, size, axis=axis)
+    windows = windows[(slice(None),) * axis + (slice(None, None, step),)]
+    shape = tuple(ctx.out.shape)
+    if windows.size == 0:
+        return ctx.full(0, x.type.dtype, shape)
+    flat = ctx.reshape(x, (x.type.numel,))
+    return ctx.reshape(ctx.b.gather(flat, ctx.b.constant(np.ascontiguousarray(windows).reshape(-1)), axis=0), shape)
+
+
 def as_strided_scatter(ctx: TranslationContext, x, src, size, stride, storage_offset=None):
     """x with its strided view (as :func:`as_strided` reads it) replaced by ``src``: as_strided's
     backward (Swin). One gather over [x, src] flattened: each element takes x's value, or src's
@@ -402,7 +419,7 @@ def _table():
         "sym_stride.int": sym_stride, "sym_storage_offset.default": sym_storage_offset,
         "sym_is_contiguous.default": sym_is_contiguous,
         "as_strided.default": as_strided, "as_strided_copy.default": as_strided,
-        "as_strided_scatter.default": as_strided_scatter,
+        "as_strided_scatter.default": as_strided_scatter, "unfold.default": unfold,
         "_assert_async.default": assertion, "_assert_async.msg": assertion,
         "_assert_tensor_metadata.default": assertion, "_assert_scalar.default": assertion,
     })

@@ -27,12 +27,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..dtypes import FLOAT_DTYPES, INT_DTYPES, DType
+from ..dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, DType
 from ..opdef import Accuracy, Kind, OpDef
 from .rules import binary
-from .unary import elementwise_groups, ieee_reference
+from .unary import COMPLEX_SPECIALS, elementwise_groups, ieee_reference
 
 _NUMERIC = INT_DTYPES + FLOAT_DTYPES
+_ARITHMETIC = _NUMERIC + COMPLEX_DTYPES  # defined on complex numbers too (docs/ir.md, "Complex numbers")
 _BITS = INT_DTYPES + (DType.bool,)
 _BOOL = (DType.bool,)
 
@@ -103,13 +104,14 @@ _E, _CR, _T = Accuracy.EXACT, Accuracy.CORRECTLY_ROUNDED, Accuracy.TRANSCENDENTA
 _F = FLOAT_DTYPES
 _DIV_BY_ZERO = ("integer division by zero (reference: x / 0 = -1, x % 0 = x)",)
 _ZERO_SIGN = ("sign of a zero result when the operands are -0.0 and 0.0",)
+_COMPLEX_SPECIALS = (COMPLEX_SPECIALS,)
 
 _ROWS = {
-    "add": _Row(np.add, _NUMERIC, _CR, "x + y; ints wrap"),
-    "sub": _Row(np.subtract, _NUMERIC, _CR, "x - y; ints wrap"),
-    "mul": _Row(np.multiply, _NUMERIC, _CR, "x * y; ints wrap", no_fused_add=True),
-    "div": _Row(_div, _NUMERIC, _CR, "x / y; ints truncate toward zero, INT_MIN / -1 = INT_MIN",
-                implementation_defined=_DIV_BY_ZERO, no_fused_add=True),
+    "add": _Row(np.add, _ARITHMETIC, _CR, "x + y; ints wrap"),
+    "sub": _Row(np.subtract, _ARITHMETIC, _CR, "x - y; ints wrap"),
+    "mul": _Row(np.multiply, _ARITHMETIC, _CR, "x * y; ints wrap", no_fused_add=True),
+    "div": _Row(_div, _ARITHMETIC, _CR, "x / y; ints truncate toward zero, INT_MIN / -1 = INT_MIN",
+                implementation_defined=_DIV_BY_ZERO + _COMPLEX_SPECIALS, no_fused_add=True),
     "rem": _Row(_rem, _NUMERIC, _E, "remainder with the dividend's sign (C %, fmod for floats)",
                 implementation_defined=_DIV_BY_ZERO),
     "pow": _Row(np.power, _F, _T, "x ** y (C pow: pow(x, 0) = 1, pow(1, y) = 1 even for NaN)"),
@@ -118,8 +120,8 @@ _ROWS = {
     "min": _Row(np.minimum, _NUMERIC, _E, "smaller of x, y; NaN propagates",
                 implementation_defined=_ZERO_SIGN, no_fused_add=True),
     "atan2": _Row(np.arctan2, _F, _T, "angle of the point (y=x, x=y) in (-pi, pi], C atan2"),
-    "eq": _Row(np.equal, _NUMERIC + _BOOL, _E, "x == y (NaN equals nothing)", compare=True),
-    "ne": _Row(np.not_equal, _NUMERIC + _BOOL, _E, "x != y (true if either is NaN)", compare=True),
+    "eq": _Row(np.equal, _ARITHMETIC + _BOOL, _E, "x == y (NaN equals nothing; complex: both parts)", compare=True),
+    "ne": _Row(np.not_equal, _ARITHMETIC + _BOOL, _E, "x != y (true if either is NaN)", compare=True),
     "lt": _Row(np.less, _NUMERIC, _E, "x < y", compare=True),
     "le": _Row(np.less_equal, _NUMERIC, _E, "x <= y", compare=True),
     "gt": _Row(np.greater, _NUMERIC, _E, "x > y", compare=True),

@@ -26,14 +26,14 @@ import string
 
 import numpy as np
 
-from ..dtypes import FLOAT_DTYPES, DType
+from ..dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, DType
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from ..types import TensorType
 from .rules import check_axes, check_dtype, is_symbolic
 from .window import check_lengths, check_positive, pad_or_crop, strided_windows, windowed_size
 
-_DOT_DTYPES = FLOAT_DTYPES + (DType.int32, DType.int64)
+_DOT_DTYPES = FLOAT_DTYPES + (DType.int32, DType.int64) + COMPLEX_DTYPES
 
 
 def _check_same_dtype(op: str, lhs: TensorType, rhs: TensorType) -> None:

@@ -17,9 +17,11 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from ..dtypes import ALL_DTYPES, DType
+from ..dtypes import ALL_DTYPES, COMPLEX_DTYPES, DType
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 
@@ -105,11 +107,21 @@ def _float_to_int(x: np.ndarray, dtype: DType) -> np.ndarray:
 
 
 def _convert_infer(types, attrs):
-    return (types[0].with_dtype(attrs["dtype"]),)
+    src, dst = types[0].dtype, attrs["dtype"]
+    if src.is_complex and not dst.is_complex:
+        raise TypeRuleError("convert", f"{src.short} → {dst.short} would drop the imaginary part; take the real "
+                                       f"op's result (and convert that) instead", "dtype")
+    return (types[0].with_dtype(dst),)
 
 
 def _convert_ref(ctx, x):
     src, dst = ctx.in_types[0].dtype, ctx.out_types[0].dtype
+    if dst.is_complex:  # a real operand is the real part; the imaginary part is +0.0
+        real = x.real if src.is_complex else _convert_ref(replace(ctx, out_types=(ctx.out.with_dtype(dst.real_dtype),)), x)
+        imag = x.imag if src.is_complex else np.zeros(x.shape)
+        out = np.empty(x.shape, np.complex128 if ctx.oracle else dst.numpy)
+        out.real, out.imag = real, imag  # each part rounded once (complex128 → c64 by part)
+        return out
     if dst.is_bool:
         return x != 0  # NaN != 0, so NaN → true
     if dst.is_float:
@@ -150,12 +162,13 @@ OPS = (
         operands=("x",),
         attrs=(AttrSpec("dtype", AttrKind.DTYPE, doc="the result dtype"),),
         infer=_convert_infer,
-        dtypes=ALL_DTYPES,
+        dtypes=ALL_DTYPES + COMPLEX_DTYPES,
         accuracy=Accuracy.CORRECTLY_ROUNDED,  # exact wherever the result is an int or bool
         groups=frozenset({Group.ELEMENTWISE, Group.NO_FUSED_ADD}),
         reference=_convert_ref,
         doc="Value conversion: float→float and int→float round to nearest even once; "
-        "float→int truncates toward zero; x→bool is x != 0; int→int wraps.",
+        "float→int truncates toward zero; x→bool is x != 0; int→int wraps; a real x → complex is "
+        "x + 0i, complex → complex rounds each part; complex → real is refused (take real).",
         implementation_defined=(
             "float→int of NaN or out-of-range values (reference: NaN → 0, saturate to the int range)",
         ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import ALL_DTYPES, DType
+from ..dtypes import ALL_DTYPES, COMPLEX_DTYPES, DType
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from ..types import TensorType
@@ -46,7 +46,7 @@ OPS = (
         operands=(),
         attrs=(AttrSpec("value", AttrKind.ARRAY, doc="the tensor, with its dtype and shape"),),
         infer=_constant_infer,
-        dtypes=ALL_DTYPES,
+        dtypes=ALL_DTYPES + COMPLEX_DTYPES,
         accuracy=Accuracy.EXACT,
         groups=frozenset({Group.EXACT}),
         reference=_constant_ref,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import FLOAT_DTYPES, INT_DTYPES, DType
+from ..dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, DType
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from ..types import TensorType
@@ -44,7 +44,7 @@ def highest(dtype: DType):
 # name -> (ufunc, accepted dtypes, identity(dtype), accuracy, doc); identity None means the
 # ufunc's own identity (0, 1, True, False), which does not depend on the dtype.
 _REDUCERS = {
-    "reduce_sum": (np.add, NUMERIC, None, Accuracy.ACCUMULATION,
+    "reduce_sum": (np.add, NUMERIC + COMPLEX_DTYPES, None, Accuracy.ACCUMULATION,
                    "sum, folded from +0.0 (so -0.0 terms alone sum to +0.0); ints wrap; empty gives 0"),
     "reduce_prod": (np.multiply, NUMERIC, None, Accuracy.ACCUMULATION, "product; ints wrap; empty gives 1"),
     "reduce_max": (np.maximum, NUMERIC, lowest, Accuracy.EXACT,
@@ -84,7 +84,7 @@ def _reduce_ref(ufunc, identity):
 def _reducer(name: str, ufunc, allowed, identity, accuracy: Accuracy, doc: str) -> OpDef:
     exact = {Group.EXACT} if accuracy is Accuracy.EXACT else set()
     # A float product can reach only the numeric reducers; none adds beyond its bound.
-    no_fused_add = {Group.NO_FUSED_ADD} if allowed is NUMERIC else set()
+    no_fused_add = {Group.NO_FUSED_ADD} if set(NUMERIC) <= set(allowed) else set()
     multiplicative = {Group.MULTIPLICATIVE} if ufunc is np.multiply else set()
     return OpDef(
         name=name,

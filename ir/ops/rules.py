@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..dtypes import DType
 from ..errors import TypeRuleError
@@ -85,23 +85,33 @@ def _single_term(dim: Dim):
     return dim._terms[0] if len(dim._terms) == 1 else None
 
 
-def unary(op: str, allowed: Sequence[DType], result_dtype: DType | None = None):
+ResultDType = DType | Callable[[DType], DType] | None
+
+
+def _result(result_dtype: ResultDType, operand: DType) -> DType:
+    """The result dtype: fixed, the operand's (None), or a function of it (c64 → f32 for ``real``)."""
+    if result_dtype is None:
+        return operand
+    return result_dtype if isinstance(result_dtype, DType) else result_dtype(operand)
+
+
+def unary(op: str, allowed: Sequence[DType], result_dtype: ResultDType = None):
     """Type rule: one operand of an allowed dtype; result has its shape (and dtype)."""
 
     def infer(types: Sequence[TensorType], attrs) -> tuple[TensorType]:
         check_dtype(op, types[0], allowed)
-        return (types[0].with_dtype(result_dtype or types[0].dtype),)
+        return (types[0].with_dtype(_result(result_dtype, types[0].dtype)),)
 
     return infer
 
 
-def binary(op: str, allowed: Sequence[DType], result_dtype: DType | None = None):
+def binary(op: str, allowed: Sequence[DType], result_dtype: ResultDType = None):
     """Type rule: two operands of one type (no implicit promotion/broadcast)."""
 
     def infer(types: Sequence[TensorType], attrs) -> tuple[TensorType]:
         check_dtype(op, types[0], allowed)
         check_same_types(op, types)
-        return (types[0].with_dtype(result_dtype or types[0].dtype),)
+        return (types[0].with_dtype(_result(result_dtype, types[0].dtype)),)
 
     return infer
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES
+from ..dtypes import ALL_DTYPES, COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, Group, Kind, OpDef
 from .rules import check_dtype
@@ -69,7 +69,7 @@ OPS = (
         kind=Kind.PRIMITIVE,
         operands=("pred", "on_true", "on_false"),
         infer=_select_infer,
-        dtypes=ALL_DTYPES,  # of on_true/on_false; pred is always bool
+        dtypes=ALL_DTYPES + COMPLEX_DTYPES,  # of on_true/on_false; pred is always bool
         dtype_operand=1,
         accuracy=Accuracy.EXACT,
         groups=frozenset({Group.ELEMENTWISE, Group.EXACT, Group.NO_FUSED_ADD}),

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..dtypes import ALL_DTYPES
+from ..dtypes import ALL_DTYPES, COMPLEX_DTYPES
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from ..constraints import require
@@ -342,7 +342,7 @@ def _shape_op(name, operands, attrs, infer, reference, doc) -> OpDef:
         operands=operands,
         attrs=attrs,
         infer=infer,
-        dtypes=ALL_DTYPES,
+        dtypes=ALL_DTYPES + COMPLEX_DTYPES,
         accuracy=Accuracy.EXACT,
         groups=_GROUPS,
         reference=_fresh(reference),

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..dtypes import FLOAT_DTYPES, INT_DTYPES, DType
+from ..dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, DType
 from ..opdef import Accuracy, Group, Kind, OpDef
 from .rules import unary
 
@@ -60,22 +60,30 @@ class _Row(NamedTuple):
     doc: str
     result: DType | None = None  # None: the operand's dtype
     no_fused_add: bool = False  # Group.NO_FUSED_ADD (predicates have it anyway)
+    implementation_defined: tuple[str, ...] = ()
 
 
 _T, _E, _CR = Accuracy.TRANSCENDENTAL, Accuracy.EXACT, Accuracy.CORRECTLY_ROUNDED
 _F = FLOAT_DTYPES
+_FC = FLOAT_DTYPES + COMPLEX_DTYPES  # defined on complex numbers too (docs/ir.md, "Complex numbers")
+# Libraries differ here (C99 Annex G's special cases, or the plain formulas); conformance
+# compares neither (conformance/opdb/elementwise.py masks them).
+COMPLEX_SPECIALS = "complex operands with an infinite or NaN part"
+BRANCH_CUT = "the sign of a zero imaginary part on the branch cut (complex operands on the negative real axis)"
 
 _ROWS = {
-    "neg": _Row(np.negative, _SIGNED, _E, "-x; ints wrap (neg(INT_MIN) = INT_MIN)"),
+    "neg": _Row(np.negative, _SIGNED + COMPLEX_DTYPES, _E, "-x; ints wrap (neg(INT_MIN) = INT_MIN)"),
     "abs": _Row(np.abs, _SIGNED, _E, "|x|; ints wrap (abs(INT_MIN) = INT_MIN)", no_fused_add=True),
     "sign": _Row(_sign, _SIGNED, _E, "-1, 0 or 1; sign(-0.0) = -0.0, sign(nan) = nan"),
-    "exp": _Row(np.exp, _F, _T, "e**x"),
+    "exp": _Row(np.exp, _FC, _T, "e**x", implementation_defined=(COMPLEX_SPECIALS,)),
     "exp2": _Row(np.exp2, _F, _T, "2**x"),
     "expm1": _Row(np.expm1, _F, _T, "e**x - 1, accurate near 0"),
-    "log": _Row(np.log, _F, _T, "natural log; log(0) = -inf, log(x<0) = nan"),
+    "log": _Row(np.log, _FC, _T, "natural log; log(0) = -inf, log(x<0) = nan (complex: principal branch)",
+                implementation_defined=(COMPLEX_SPECIALS, BRANCH_CUT)),
     "log2": _Row(np.log2, _F, _T, "base-2 log"),
     "log1p": _Row(np.log1p, _F, _T, "log(1 + x), accurate near 0"),
-    "sqrt": _Row(np.sqrt, _F, _CR, "square root; sqrt(-0.0) = -0.0"),
+    "sqrt": _Row(np.sqrt, _FC, _CR, "square root; sqrt(-0.0) = -0.0 (complex: principal branch)",
+                 implementation_defined=(COMPLEX_SPECIALS, BRANCH_CUT)),
     "rsqrt": _Row(_rsqrt, _F, _T, "1 / sqrt(x); rsqrt(-0.0) = -inf"),
     "reciprocal": _Row(_reciprocal, _F, _CR, "1 / x; reciprocal(-0.0) = -inf"),
     "sin": _Row(np.sin, _F, _T, "sine"),
@@ -142,6 +150,7 @@ def _unary_op(name: str, row: _Row) -> OpDef:
         groups=elementwise_groups(row.accuracy, comparison=name.startswith("is_"), no_fused_add=row.no_fused_add),
         reference=ieee_reference(row.fn),
         doc=row.doc,
+        implementation_defined=row.implementation_defined,
     )
 
 

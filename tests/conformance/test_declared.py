@@ -11,7 +11,7 @@ from parity.backends.registry import backend_names, get_backend
 from parity.conformance import execute
 from parity.conformance.declared import Declared, probe_flush_to_zero
 from parity.ir import GraphBuilder
-from parity.ir.dtypes import FLOAT_DTYPES, DType
+from parity.ir.dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, DType
 
 
 def _backends():
@@ -25,7 +25,8 @@ def _backends():
 def test_flush_to_zero_is_declared_exactly_in_the_dtypes_that_flush(name):
     backend = get_backend(name)
     declared = Declared.of(backend, "cpu").flushes
-    probed = {d for d in FLOAT_DTYPES if d in backend.claims()["sqrt"].dtypes and probe_flush_to_zero(backend, "cpu", d)}
+    probed = {d for d in FLOAT_DTYPES + COMPLEX_DTYPES
+              if d in backend.claims()["sqrt"].dtypes and probe_flush_to_zero(backend, "cpu", d)}
     assert probed == declared, f"{name}: flushes {sorted(d.short for d in probed)}, declares {sorted(d.short for d in declared)}"
 
 

@@ -68,13 +68,14 @@ def test_where_each_class_applies_is_data():
     assert rule("off_by_one", "gather", F32) is None and rule("off_by_one", "exp", F32)
 
 
-def _kill_everything(backend, sample):
+def _kill_everything(backend, sample, without=frozenset()):
+    """Every fault class (but ``without``, which has no cell on ``backend``) killed everywhere."""
     result = run_mutants([backend], sample=sample, seed=0)
     assert result.targets, f"{backend} is not available here"
     print(to_text(result))
     assert not result.survivors, to_text(result)
     for name, row in result.kill_rates().items():
-        for target in result.targets:
+        for target in result.targets if name not in without else ():
             killed, total = row.get(target, (0, 0))
             assert total > 0 and killed == total, (name, target, killed, total)
     return result
@@ -87,8 +88,11 @@ def test_every_planted_fault_is_killed_on_the_reference():
 
 @pytest.mark.skipif("onnx" not in backend_names(), reason="the onnx backend is not installed")
 def test_ci_subset_every_planted_fault_is_killed_on_onnx():
-    result = _kill_everything("onnx", sample=3)
-    assert {m.fault for m in result.mutants if m.status == KILLED} == set(FAULTS)
+    # onnx declines complex numbers (Backend.declined_dtypes): the complex faults have no cell there
+    complex_only = {name for name, fault in FAULTS.items() if fault.rule.kinds == frozenset({"complex"})}
+    assert complex_only == {"swapped_parts", "conjugated", "dropped_imaginary"}
+    result = _kill_everything("onnx", sample=3, without=complex_only)
+    assert {m.fault for m in result.mutants if m.status == KILLED} == set(FAULTS) - complex_only
 
 
 def test_a_generous_deviation_lets_a_mutant_survive_and_says_where():

@@ -68,7 +68,7 @@ def test_accuracy_cases_respect_the_domain_but_edge_cases_leave_it():
     for case in (c for c in CASES if c.op == "acosh" and c.name == "random"):
         (x,) = case.arrays()
         assert (x.astype(np.float64) >= 1).all()
-    for case in (c for c in CASES if c.op == "log" and c.name == "random"):
+    for case in (c for c in CASES if c.op == "log" and c.name == "random" and not c.dtype.is_complex):
         assert (case.arrays()[0].astype(np.float64) > 0).all()
     (x,) = next(c for c in CASES if c.op == "acosh" and c.dtype is DType.float32 and c.name == "specials").arrays()
     assert (x < 1).any()  # out of the domain: NaN that every backend must return

@@ -19,8 +19,7 @@ from parity.ir import evaluate
 
 RTOL, ATOL = 1e-4, 1e-5
 # Core ATen ops with no exact static-shape IR form (docs/frontend.md says why for each)
-UNTRANSLATABLE = ["aten._fft_c2r.default", "aten._fft_r2c.default", "aten._local_scalar_dense.default",
-                  "aten.nonzero.default", "aten.resize_.default"]
+UNTRANSLATABLE = ["aten._local_scalar_dense.default", "aten.nonzero.default", "aten.resize_.default"]
 
 
 def _compiled_vs_eager(fn, *inputs, backend="reference", grads=True, rtol=RTOL, atol=ATOL):

@@ -79,15 +79,15 @@ def test_parity_aten_cli_counts(capsys):
     assert f"{len(report['core_missing'])} Core ATen ops do not translate yet" in out
 
 
-def _spectrum(x):  # complex results: no IR form (docs/frontend.md)
-    return torch.fft.rfft(x).abs()
+def _spectrum(x):  # a float8 value: no IR form (docs/troubleshooting-cli.md)
+    return x.to(torch.float8_e4m3fn).to(torch.float32) * 2
 
 
 def test_untranslated_op_is_reported_with_its_name_and_line():
     from parity.frontend.errors import UnsupportedAtenOp
 
     line = _spectrum.__code__.co_firstlineno + 1
-    with pytest.raises(UnsupportedAtenOp, match=rf"^aten._fft_r2c.default at .*test_translate.py:{line} "
+    with pytest.raises(UnsupportedAtenOp, match=rf"^aten._to_copy.default at .*test_translate.py:{line} "
                                                  r"in _spectrum cannot run on backend 'reference'\n  why: parity's IR "
-                                                 r"has no complex64 dtype"):
+                                                 r"has no float8_e4m3fn dtype"):
         parity.compile(_spectrum, backend="reference")(torch.ones(1, 2, 8))

@@ -283,10 +283,11 @@ def arrays(draw) -> np.ndarray:
         if dtype.is_bool:
             return rng.integers(0, 2, shape).astype(bool)
         return rng.integers(0, 256, n * dtype.numpy.itemsize, dtype=np.uint8).view(dtype.numpy).reshape(shape)
-    if dtype.is_float:
+    if dtype.is_float or dtype.is_complex:  # complex: each part drawn like a float
+        parts = n * 2 if dtype.is_complex else n
         with np.errstate(over="ignore"):
-            return np.array(draw(st.lists(FLOATS, min_size=n, max_size=n)), np.float64).astype(dtype.numpy)\
-                .reshape(shape)
+            values = np.array(draw(st.lists(FLOATS, min_size=parts, max_size=parts)), np.float64)
+            return values.astype(dtype.real_dtype.numpy).view(dtype.numpy).reshape(shape)
     if dtype.is_bool:
         return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool).reshape(shape)
     info = dtype.iinfo

@@ -63,7 +63,7 @@ def cli_cases(script_path):
          "parity conform: --ops '[' is not a regular expression: unterminated character set at position 0 "
          "(escape literal characters: '\\[')"),
         (["conform", "--dtype", "f33"], "parity conform: unknown dtype 'f33'; did you mean 'f32'? choose from: "
-                                        "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64"),
+                                        "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64, c64, c128"),
         (["conform", "--device", "cdua", "--ops", "^abs$"],
          "parity conform: the backends run on cpu, cuda, tpu, not 'cdua'; did you mean 'cuda'? "
          "choose one of those devices"),
@@ -339,13 +339,9 @@ def quantized_signed(x):
     return torch.quantize_per_tensor(x, 0.05, 3, torch.qint8).dequantize() - 1
 
 
-IR_DTYPES = "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64"
+IR_DTYPES = "bool, i8, i16, i32, i64, u8, u32, f16, bf16, f32, f64, c64, c128"
 # (fn, the dtype, the aten ops that touch it: they run eagerly, the first is named by strict=True)
-FOREIGN = [(rfft_abs, "complex64", ["aten._fft_r2c.default", "aten.abs.default"]),
-           (times_2j, "complex64", ["aten.mul.Tensor", "aten.view_as_real.default"]),
-           (complex_round_trip, "complex64",
-            ["aten.view_as_complex.default", "aten.mul.Tensor", "aten.view_as_real.default"]),
-           (float8_cast, "float8_e4m3fn", ["aten._to_copy.default"]),
+FOREIGN = [(float8_cast, "float8_e4m3fn", ["aten._to_copy.default"]),
            (quantized, "quint8", ["aten.quantize_per_tensor.default", "aten.dequantize.self"]),
            (quantized_signed, "qint8", ["aten.quantize_per_tensor.default", "aten.dequantize.self"])]
 
@@ -393,8 +389,19 @@ def float8_argument(z, w):
     return z.float() * 2 + w
 
 
-@pytest.mark.parametrize("fn, dtype", [(complex_argument, torch.complex64), (float8_argument, torch.float8_e4m3fn)],
-                         ids=["complex64", "float8_e4m3fn"])
+def test_a_complex_argument_is_an_ir_value_on_xla_and_declined_at_its_first_op_on_onnx():
+    z, w = torch.randn(3, dtype=torch.complex64), torch.randn(3)
+    torch._dynamo.reset()
+    torch.testing.assert_close(parity.compile(complex_argument, backend="xla")(z, w), complex_argument(z, w))
+    torch._dynamo.reset()
+    with pytest.raises(UnsupportedAtenOp) as caught:
+        parity.compile(complex_argument, backend="onnx")(z, w)
+    line = complex_argument.__code__.co_firstlineno + 1
+    assert str(caught.value).splitlines()[0] == (f"aten.mul.Tensor at {__file__}:{line} in complex_argument cannot "
+                                                 "run on backend 'onnx'")
+
+
+@pytest.mark.parametrize("fn, dtype", [(float8_argument, torch.float8_e4m3fn)], ids=["float8_e4m3fn"])
 def test_an_argument_of_a_dtype_the_ir_lacks_is_named_as_the_users_parameter(fn, dtype):
     import warnings
 
@@ -518,6 +525,38 @@ def test_a_graph_break_inside_torchs_own_modules_is_located_at_the_compile_call(
         assert torch.equal(parity.compile(user_forward, backend="onnx")(x), model(x) + 1)
     (w,) = [w for w in caught if issubclass(w.category, GraphBreakWarning)]
     assert (w.filename, w.lineno) == (__file__, user_forward.__code__.co_firstlineno + 1)
+
+
+# (fn, the aten ops that touch a complex value, and the IR op onnx names: it declines complex numbers)
+COMPLEX = [(rfft_abs, ["aten._fft_r2c.default", "aten.abs.default"], "rfft"),
+           (times_2j, ["aten.mul.Tensor", "aten.view_as_real.default"], "constant"),
+           (complex_round_trip, ["aten.view_as_complex.default", "aten.mul.Tensor", "aten.view_as_real.default"],
+            "complex")]
+
+
+@pytest.mark.parametrize("fn, eager_ops, ir_op", COMPLEX, ids=[f[0].__name__ for f in COMPLEX])
+def test_complex_code_runs_on_xla_and_is_declined_with_the_reason_on_onnx(fn, eager_ops, ir_op):
+    import warnings
+
+    torch._dynamo.reset()
+    x = torch.randn(8)
+    torch.testing.assert_close(parity.compile(fn, backend="xla")(x), fn(x), rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()
+    with pytest.raises(UnsupportedAtenOp) as caught:
+        parity.compile(fn, backend="onnx")(x)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == (f"{eager_ops[0]} at {__file__}:{fn.__code__.co_firstlineno + 1} in {fn.__name__} cannot run "
+                        "on backend 'onnx'")
+    assert f"the IR op {ir_op!r}" in lines[1] and "complex numbers are not lowered to ONNX" in lines[1]
+    torch._dynamo.reset()
+    compiled = parity.compile(fn, backend="onnx", strict=False)
+    with warnings.catch_warnings(record=True) as caught_warnings:
+        warnings.simplefilter("always")
+        got = compiled(x)
+    torch.testing.assert_close(got, fn(x), rtol=0, atol=0)
+    (warning,) = [str(w.message) for w in caught_warnings if issubclass(w.category, FallbackWarning)]
+    eager = warning.splitlines()[1:] if len(eager_ops) > 1 else [warning]  # one warning, a line per op
+    assert [m.split()[0 if len(eager_ops) > 1 else 1] for m in eager] == eager_ops
 
 
 # -- feedback on slow work -------------------------------------------------------------------------

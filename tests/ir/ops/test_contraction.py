@@ -237,7 +237,7 @@ def test_symbolic_batch_dim():
     assert b.dot_general(a, c, **DOT_OK).type == TensorType(DType.float32, (Symbol("B"), 4))
 
 
-@pytest.mark.parametrize("op, dtypes", [("dot_general", ("f16", "bf16", "f32", "f64", "i32", "i64")),
+@pytest.mark.parametrize("op, dtypes", [("dot_general", ("f16", "bf16", "f32", "f64", "i32", "i64", "c64", "c128")),
                                         ("convolution", ("f16", "bf16", "f32", "f64"))])
 def test_op_table_entries(op, dtypes):
     opdef = OP_TABLE[op]

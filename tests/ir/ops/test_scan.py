@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from parity.ir.dtypes import ALL_DTYPES
 from parity.ir import OP_TABLE, Accuracy, DType, GraphBuilder, Group, Symbol, TensorType, TypeRuleError, evaluate
 
 NAN, INF = float("nan"), float("inf")
@@ -120,7 +121,7 @@ def test_op_table_entries(op, accuracy):
     opdef = OP_TABLE[op]
     assert opdef.accuracy is accuracy and Group.SCAN in opdef.groups
     assert (Group.EXACT in opdef.groups) == (accuracy is Accuracy.EXACT)
-    assert set(opdef.dtypes) == {d for d in DType if not d.is_bool}
+    assert set(opdef.dtypes) == {d for d in ALL_DTYPES if not d.is_bool}
     assert opdef.attr_specs["reverse"].default is False
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from parity.ir import OP_TABLE, GraphBuilder, Symbol, TypeRuleError, evaluate
-from parity.ir.dtypes import ALL_DTYPES, DType, bf16, f16, f32, f64, i8, i32, i64, u8
+from parity.ir.dtypes import ALL_DTYPES, COMPLEX_DTYPES, DType, bf16, f16, f32, f64, i8, i32, i64, u8
 from parity.ir.opdef import Accuracy, Group
 from parity.ir.types import TensorType
 
@@ -284,7 +284,7 @@ def test_type_rule_errors(op, types, attrs, needles):
 @pytest.mark.parametrize("name", SHAPE_OPS)
 def test_op_table_entry(name):
     opdef = OP_TABLE[name]
-    assert opdef.dtypes == ALL_DTYPES
+    assert opdef.dtypes == ALL_DTYPES + COMPLEX_DTYPES  # complex numbers move like any other
     assert opdef.groups == frozenset({Group.SHAPE, Group.EXACT})
     assert opdef.accuracy is Accuracy.EXACT
     assert opdef.implementation_defined == ()

@@ -1,7 +1,7 @@
 """NumpyBackend: a complete parity backend in one lowering table of NumPy kernels.
 
-It claims every *primitive* of the op table, in every dtype the op accepts, and no
-composite: softmax, layer_norm, attention, dropout, ... reach it already decomposed into
+It claims every *primitive* of the op table, in every real dtype the op accepts (complex
+numbers it declines), and no composite: softmax, layer_norm, attention, dropout, ... reach it already decomposed into
 primitives by parity, so it runs every op and every model of the zoo.
 
 Compiling a graph checks it once (every node claimed, inputs typed) and returns a
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.backends import Backend, Deviation, OpClaim
+from parity.backends import Backend, Deviation, OpClaim, declining_complex
 from parity.ir import OP_TABLE, primitives
 
 from .kernels import KERNELS
@@ -28,10 +28,13 @@ class NumpyBackend(Backend):
     # happens as stale. This backend has none; an example entry would be
     # Deviation("tanh", "the runtime's float32 tanh polynomial", "5 ulp (measured 4.9)", dtype=f32)
     deviations: tuple[Deviation, ...] = ()
+    # What it does not claim on purpose, with why (errors name it): complex numbers.
+    declined, declined_dtypes = declining_complex("the numpy template has no complex kernels")
 
     def __init__(self):
         # Claim only what has a kernel: a primitive a newer parity adds shows as unsupported.
-        self._claims = {op.name: OpClaim(frozenset(op.dtypes)) for op in primitives() if op.name in KERNELS}
+        self._claims = {op.name: OpClaim(frozenset(d for d in op.dtypes if d not in self.declined_dtypes))
+                        for op in primitives() if op.name in KERNELS}
 
     def claims(self):
         return self._claims

@@ -1,0 +1,59 @@
+"""Complex tensors through the frontend (frontend/aten/complex_numbers.py): the aten ops of
+complex parts, polar form and the real views translate, run on the backends that lower
+complex numbers, and are refused with the reason by those that do not."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import parity
+from parity.frontend.errors import UnsupportedAtenOp
+
+from .conftest import run_via_ir
+
+
+def parts_and_views(x, y):
+    z = torch.complex(x, y)
+    w = z * z + z / (z + 1) - torch.polar(x.abs(), y)
+    return torch.view_as_real(w), w.abs(), w.angle(), (w.conj() * 2).imag, torch.exp(z).real, torch.sqrt(w).conj()
+
+
+def view_round_trip(x):
+    return torch.view_as_complex(x).log().mul(1j)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_reference_interpreter_matches_eager(dtype):
+    x, y = torch.randn(5, dtype=dtype), torch.randn(5, dtype=dtype)
+    for got, expected in zip(run_via_ir(parts_and_views, x, y), parts_and_views(x, y)):
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected)
+    pairs = torch.randn(3, 2, dtype=dtype)
+    torch.testing.assert_close(run_via_ir(view_round_trip, pairs)[0], view_round_trip(pairs))
+
+
+@pytest.mark.parametrize("backend", ["reference", "xla"])
+def test_compiled_complex_code_matches_eager(backend):
+    x, y = torch.randn(6), torch.randn(6)
+    for got, expected in zip(parity.compile(parts_and_views, backend=backend)(x, y), parts_and_views(x, y)):
+        torch.testing.assert_close(got, expected)
+
+
+def test_a_complex_input_and_output_cross_the_boundary():
+    z = torch.randn(4, dtype=torch.complex64)
+    got = parity.compile(lambda z: (z.conj() * z).real + z.imag, backend="xla")(z)
+    torch.testing.assert_close(got, (z.conj() * z).real + z.imag)
+
+
+@pytest.mark.parametrize("backend, why", [
+    ("onnx", "complex numbers are not lowered to ONNX yet"),
+    ("inductor", "complex numbers are not lowered to Inductor yet"),
+])
+def test_a_backend_without_complex_numbers_refuses_them_with_the_reason(backend, why):
+    x, y = torch.randn(3), torch.randn(3)
+    with pytest.raises(UnsupportedAtenOp) as info:
+        parity.compile(lambda x, y: torch.complex(x, y).abs(), backend=backend)(x, y)
+    message = str(info.value)
+    assert f"backend {backend!r} does not claim the IR op 'complex': {why}" in message
+    assert "use a backend that runs it: reference, xla" in message
