@@ -36,7 +36,7 @@ from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
-from ..base import Backend, OpClaim, check_not_declined, declining_complex
+from ..base import Backend, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
@@ -116,7 +116,6 @@ class InductorBackend(Backend):
     name = "inductor"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
-    declined, declined_dtypes = declining_complex("complex numbers are not lowered to Inductor yet (issue 28)")
 
     def __init__(self):
         self._graphs = BuildOnceCache()

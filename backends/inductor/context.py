@@ -29,6 +29,8 @@ TORCH_DTYPES: dict[DType, torch.dtype] = {
     DType.bfloat16: torch.bfloat16,
     DType.float32: torch.float32,
     DType.float64: torch.float64,
+    DType.complex64: torch.complex64,
+    DType.complex128: torch.complex128,
 }
 
 U32_MASK = 0xFFFFFFFF

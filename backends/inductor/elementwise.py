@@ -28,7 +28,7 @@ from ...ir.dtypes import DType
 from .context import FLOAT_BITS, U32_MASK, InductorNodeContext, carried
 
 UNARY = {
-    "neg": torch.neg, "abs": torch.abs,
+    "abs": torch.abs,
     "exp": torch.exp, "exp2": torch.exp2,
     "log": torch.log, "log2": torch.log2, "log1p": torch.log1p,
     "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal,
@@ -90,7 +90,29 @@ IN_FLOAT64 = {
 }
 
 
+# complex op -> why its complex64 kernel is not used: it runs in complex128 and rounds each part once
+IN_COMPLEX128 = {
+    "exp": "torch's complex64 exp is off by 1.33 ULP of |exp(z)| (full_range)",
+    "log": "torch's complex64 log loses the real part log|z| near |z| = 1 (log(1.0000001) 1 ULP) and "
+           "for a subnormal real part beside ±i (gives 0 for 1e-90)",
+    "sqrt": "computed as exp and log are, so that the three agree",
+}
+
+
 def _table_rule(name, fn):
+    if name in IN_COMPLEX128:
+        plain = _table_rule_real(name, fn)
+
+        def rule(ctx, x):
+            if x.dtype == torch.complex64:
+                return fn(x.to(torch.complex128)).to(torch.complex64)
+            return plain(ctx, x)
+
+        return rule
+    return _table_rule_real(name, fn)
+
+
+def _table_rule_real(name, fn):
     if name in IN_FLOAT64:
         def wide(ctx, x):
             return fn(x.double()).to(x.dtype) if x.dtype != torch.float64 else fn(x)
@@ -119,7 +141,7 @@ def _int_divisor(ctx: InductorNodeContext, y):
 
 
 def div(ctx: InductorNodeContext, x, y):
-    if ctx.dtype.is_float:
+    if ctx.dtype.is_float or ctx.dtype.is_complex:
         return torch.div(x, y)
     q = torch.div(x, _int_divisor(ctx, y), rounding_mode="trunc")
     q = torch.where(_minus_one(ctx, y), torch.neg(x), q)  # INT_MIN / -1 wraps to INT_MIN
@@ -162,6 +184,12 @@ def shift_right_logical(ctx: InductorNodeContext, x, y):
     return torch.where(_shift_valid(ctx, y), shifted, torch.zeros_like(x))
 
 
+def neg(ctx: InductorNodeContext, x):
+    if x.is_complex():  # Inductor's complex neg gives -inf + 0i for inf + 0i: negate the parts
+        return torch.view_as_complex(torch.neg(torch.view_as_real(x)))
+    return torch.neg(x)
+
+
 def select(ctx: InductorNodeContext, pred, on_true, on_false):
     return torch.where(pred, on_true, on_false)
 
@@ -194,7 +222,7 @@ RULES = {
     **{name: _table_rule(name, fn) for name, fn in UNARY.items()},
     **{name: _table_rule(name, fn) for name, fn in BINARY.items()},
     **{name: _table_rule(name, fn) for name, fn in FORMULAS.items()},
-    "div": div, "rem": rem, "sign": sign, "logistic": logistic,
+    "neg": neg, "div": div, "rem": rem, "sign": sign, "logistic": logistic,
     "shift_right_logical": shift_right_logical,
     "select": select, "clamp": clamp, "convert": convert, "bitcast_convert": bitcast_convert,
 }

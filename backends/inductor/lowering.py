@@ -30,6 +30,7 @@ from ...ir.dtypes import DType
 from ...ir.errors import ParityError, UnsupportedOpError
 from ...ir.graph import Graph, Node
 from ...ir.shapes import ShapeBindings
+from .complex_numbers import RULES as COMPLEX_NUMBERS
 from .composites import RULES as COMPOSITES
 from .context import U32_MASK, InductorNodeContext, carried
 from .contraction import RULES as CONTRACTION
@@ -38,7 +39,7 @@ from .indexing import RULES as INDEXING
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
 
-LOWERINGS = {**ELEMENTWISE, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
+LOWERINGS = {**ELEMENTWISE, **COMPLEX_NUMBERS, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
 
 
 class LoweringError(ParityError):

@@ -94,7 +94,8 @@ class TritonBackend(Backend):
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
     declined, declined_dtypes = declining_complex(
-        "Triton has no complex type, and complex numbers are not lowered to pairs of floats yet (issue 28)")
+        "Triton has no complex type, and complex numbers are not lowered to pairs of floats yet "
+        "(docs/backends/triton.md, \"Complex numbers and FFTs\")")
 
     def __init__(self, options: TritonOptions | None = None):
         self.options = options or TritonOptions.from_environment()
