@@ -8,7 +8,7 @@ timeouts are one code path whatever runs the workers.
 
 ``local`` (the default) runs each worker as a ``python -m parity.conformance.worker``
 subprocess in its own session, stderr to a temporary file; ``monarch``
-(:mod:`.monarch_engine`) runs each as a Monarch actor.
+(:mod:`.monarch_engine`) runs each as a Monarch actor on the host meshes of a Monarch job.
 
 Example::
 
@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 
 from .worker import WorkerSpec, describe_exit, read_message, write_message
 
@@ -97,18 +98,26 @@ class LocalEngine:
         return LocalWorker(spec, events)
 
 
-def _monarch_engine():
+def _local_engine(hosts: Sequence[str], job_path: str | None) -> LocalEngine:
+    if job_path:
+        raise ValueError(f"--monarch-job {job_path}: a Monarch job's host meshes need --engine monarch")
+    return LocalEngine()  # simulated hosts are labels here: every worker is a subprocess of this machine
+
+
+def _monarch_engine(hosts: Sequence[str], job_path: str | None):
     from .monarch_engine import MonarchEngine  # Monarch loads only when asked for
 
-    return MonarchEngine()
+    return MonarchEngine(hosts, job_path)
 
 
-#: Engines by the name ``--engine`` takes.
-ENGINES = {"local": LocalEngine, "monarch": _monarch_engine}
+#: Engines by the name ``--engine`` takes: factories of (host names, Monarch job file).
+ENGINES = {"local": _local_engine, "monarch": _monarch_engine}
 
 
-def get_engine(name: str):
+def get_engine(name: str, hosts: Sequence[str] = (), job_path: str | None = None):
+    """The engine called ``name`` for a run on ``hosts`` (names; empty: this machine alone)."""
     try:
-        return ENGINES[name]()
+        factory = ENGINES[name]
     except KeyError:
         raise ValueError(f"--engine {name!r}: unknown engine; choose one of {', '.join(sorted(ENGINES))}") from None
+    return factory(hosts, job_path)
