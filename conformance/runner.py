@@ -77,6 +77,10 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     for case in chosen:  # one compilation per (op, dtype): compiling dominates a backend's time
         groups[(case.op, case.dtype)].append(case)
     which = "zoo" if models is True else models or None
+    if which == "zoo" and architectures:
+        from .zoo import model_ops
+
+        model_ops(architectures)  # an unknown zoo model is refused before anything runs
     if workers is not None and cases is not None:
         raise ValueError("a run on workers names its cases by id: select them with ops/dtypes/quick, not cases=")
     if workers is None:

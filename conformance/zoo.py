@@ -67,7 +67,10 @@ def model_ops(names=None) -> list[str]:
     from .models import MODELS, get_model
 
     for name in names or ():
-        get_model(name)  # a name not in the zoo: KeyError listing the zoo
+        try:
+            get_model(name)
+        except KeyError as exc:  # a usage error (the CLI's one line), naming the zoo
+            raise ValueError(f"--architectures: {exc.args[0]}") from None
     return [f"{MODEL_PREFIX}{spec.name}/{mode}" for spec in MODELS if not names or spec.name in names
             for mode in spec.modes]
 

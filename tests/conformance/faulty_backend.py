@@ -5,7 +5,9 @@ Each is the reference backend under another name, except that running a graph ho
 allocates far past any worker memory cap. ``flaky`` segfaults only the first time (a
 marker file named by ``PARITY_TEST_FLAKY_MARKER`` remembers it); ``slow`` is right but
 pauses on every graph; ``segfaults_on_matmul`` segfaults on a graph holding ``dot_general``
-(a zoo model's linear layer; no random row and no ``neg`` case holds one). Loaded in workers with
+(a zoo model's linear layer; no random row and no ``neg`` case holds one); ``add_off`` never
+crashes but answers wrongly: its float ``add`` results are scaled by 1 + 2**-8 (fuzzer
+findings to compare). Loaded in workers with
 ``--plugin faulty_backend:segfault`` (this folder on the import path).
 """
 
@@ -82,3 +84,9 @@ allocates = functools.partial(Faulty, "allocates", _allocate)
 flaky = functools.partial(Faulty, "flaky", _flaky)
 segfaults_on_matmul = functools.partial(Faulty, "segfaults_on_matmul", _segfault, op="dot_general")
 slow = functools.partial(Faulty, "slow", _pause, every_op=True)  # right, but slow: a run to interrupt
+
+
+def add_off():
+    from perturbed import Perturbed  # this folder is on the import path wherever the plugin loads
+
+    return Perturbed("add_off", {"add": 1 + 2**-8})

@@ -23,7 +23,7 @@ F32 = [DType.float32]
 def plugins_importable(monkeypatch):
     monkeypatch.syspath_prepend(str(HERE))  # workers get the controller's sys.path
     yield
-    for name in ("segfaults", "aborts", "exits", "hangs", "allocates", "flaky", "segfaults_on_matmul"):
+    for name in ("segfaults", "aborts", "exits", "hangs", "allocates", "flaky", "segfaults_on_matmul", "add_off"):
         unregister_backend(name)
 
 

@@ -5,6 +5,8 @@ and a planted crash contained as a cell. Only the smallest zoo model, mlp, runs.
 
 import dataclasses
 
+import pytest
+
 from parity.conformance import runner
 from parity.conformance.controller import WorkerOptions
 from parity.conformance.results import CRASHED, PASS
@@ -59,3 +61,8 @@ def test_a_zoo_row_that_kills_its_worker_is_a_crashed_cell_and_the_rest_arrive(p
     assert by[("neg", "f32", "segfaults_on_matmul")].status == PASS
     assert result.models["agreement"] == []  # a crashed backend gave no tensors to compare
     assert result.exit_code == 1
+
+
+def test_an_unknown_zoo_model_is_refused_with_the_zoo_named():
+    with pytest.raises(ValueError, match="no zoo model named 'mpl'; the zoo has mlp, cnn"):
+        runner.run(["reference"], ops="^neg$", models=True, architectures=["mpl"], workers=WorkerOptions(workers=1))
