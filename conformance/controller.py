@@ -258,6 +258,7 @@ class _Scheduler:
         if worker not in self.busy:
             return  # killed at the end
         unit, index, _, timed_out = self.busy.pop(worker)
+        timed_out = timed_out and not worker.ended_by_itself(status)  # a crash reported after the timeout's kill
         what = (f"ran past --case-timeout {self.options.case_timeout:g} s and was killed" if timed_out
                 else f"{worker.describe_exit(status)}")
         state = TIMED_OUT if timed_out else CRASHED

@@ -1,7 +1,8 @@
 """Engines start conformance workers; the controller (:mod:`.controller`) drives them.
 
 An engine's ``spawn(spec, events)`` returns a worker handle with ``send(task)``,
-``kill()``, ``close()``, ``stderr_tail()`` and ``describe_exit(status)``. Everything a
+``kill()``, ``close()``, ``stderr_tail()``, ``describe_exit(status)`` and
+``ended_by_itself(status)`` (a death that was not the controller's kill). Everything a
 worker says arrives on the shared ``events`` queue as ``(handle, message)``; its end
 arrives as ``(handle, ("exit", status))``. So the controller's scheduling, retries and
 timeouts are one code path whatever runs the workers.
@@ -76,6 +77,10 @@ class LocalWorker:
 
     def describe_exit(self, status: int) -> str:
         return describe_exit(status, self.spec.memory_mb)
+
+    def ended_by_itself(self, status: int) -> bool:
+        """Did the worker end on its own rather than by :meth:`kill` (SIGKILL)?"""
+        return status != -signal.SIGKILL
 
 
 def last_words(stderr: str, lines: int = 16) -> list[str]:

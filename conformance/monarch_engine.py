@@ -23,8 +23,10 @@ Example (Monarch installed)::
 
 from __future__ import annotations
 
+import logging
 import queue
 import re
+import signal
 import threading
 from collections.abc import Sequence
 
@@ -101,6 +103,12 @@ class MonarchWorker:
     def describe_exit(self, status: int) -> str:
         return describe_exit(status, self.spec.memory_mb)
 
+    def ended_by_itself(self, status: int) -> bool:
+        """Did the process end on its own (a signal or exit status Monarch reported), not by
+        :meth:`kill`'s stop (reported as stopped, status 1)? Monarch reports a death some
+        seconds late, so a crash can arrive after the controller's timeout has stopped it."""
+        return status not in (1, -signal.SIGKILL, -signal.SIGTERM)
+
 
 def _status_of(message: str) -> int:
     """The exit status a Monarch failure message gives: -signal, a MemoryError's, or 1."""
@@ -109,7 +117,7 @@ def _status_of(message: str) -> int:
     m = re.search(r"sig(?:nal)?=(\d+)", message)
     if m:
         return -int(m.group(1))
-    m = re.search(r"(?:exit(?:ed)?(?: with)?(?: status| code)?)[=: (]+(\d+)", message, re.IGNORECASE)
+    m = re.search(r"exit(?:ed)?\b[^\n]*?(?:status|code)[=: (]+(\d+)", message, re.IGNORECASE)
     return int(m.group(1)) if m else 1
 
 
@@ -135,7 +143,13 @@ class MonarchEngine:
         monarch.actor.unhandled_fault_hook = _ignore_unhandled
         names = tuple(hosts) or (LOCAL_MESH,)
         job = job_load(job_path) if job_path else LocalJob(hosts=names)
-        state = job.state(cached_path=None)  # no .monarch/ cache in the user's directory
+        job_log = logging.getLogger(type(job).state.__module__)  # it narrates each step on stderr at INFO
+        level = job_log.level
+        job_log.setLevel(logging.WARNING)
+        try:
+            state = job.state(cached_path=None)  # no .monarch/ cache in the user's directory
+        finally:
+            job_log.setLevel(level)
         self.host_meshes = {}
         for name in names:
             try:

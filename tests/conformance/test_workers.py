@@ -168,14 +168,21 @@ def test_cli_two_workers_one_planted_segfault(plugins_importable, tmp_path, caps
     assert "crashed neg[f32] on segfaults/cpu" in capsys.readouterr().out
 
 
-def test_a_hang_under_the_monarch_engine_is_a_timed_out_cell(plugins_importable):
+def test_under_the_monarch_engine_a_hang_times_out_and_a_late_reported_segfault_is_a_crash(plugins_importable):
+    """Monarch reports a dead process about 10 s late, after a 3 s case timeout has stopped the
+    worker: the cell must still say crashed (the signal), not timed out."""
     pytest.importorskip("monarch.actor", reason="torchmonarch is not installed (pip install 'parity[distributed]')")
-    options = WorkerOptions(workers=1, engine="monarch", case_timeout=3, plugins=("faulty_backend:hangs",))
-    result = runner.run(["hangs"], ops="^(neg|abs)$", dtypes=F32, quick=True, workers=options)
-    by = {c.op: c for c in result.cells}
-    assert by["neg"].status == TIMED_OUT, by["neg"].message
-    assert "ran past --case-timeout 3 s" in by["neg"].message and "reproducible" in by["neg"].message
-    assert by["abs"].status == PASS and result.exit_code == 1
+    options = WorkerOptions(workers=1, engine="monarch", case_timeout=3,
+                            plugins=("faulty_backend:hangs", "faulty_backend:segfault"))
+    result = runner.run(["hangs", "segfaults"], ops="^(neg|abs)$", dtypes=F32, quick=True, workers=options)
+    by = {(c.op, c.backend): c for c in result.cells}
+    hang = by[("neg", "hangs")]
+    assert hang.status == TIMED_OUT, hang.message
+    assert "ran past --case-timeout 3 s" in hang.message and "reproducible" in hang.message
+    crash = by[("neg", "segfaults")]
+    assert crash.status == CRASHED, crash.message
+    assert "signal 11 (SIGSEGV)" in crash.message and "reproducible" in crash.message
+    assert by[("abs", "hangs")].status == by[("abs", "segfaults")].status == PASS and result.exit_code == 1
 
 
 def test_monarch_hosts_are_the_host_meshes_of_a_monarch_job(plugins_importable, tmp_path):
