@@ -35,7 +35,6 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from .case import Case
 from .engine import get_engine
 from .journal import Journal, read_journal
 from .results import CRASHED, TIMED_OUT, CaseResult, ProgressFn
@@ -63,6 +62,7 @@ class WorkerOptions:
     # (host, backends it offers): each host gets ``workers`` workers, and a target runs only
     # on the workers of the first host that offers its backend (empty: one host, every backend)
     hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    monarch_job: str | None = None  # a Monarch job file (job.dump): its host meshes are the hosts
 
 
 @dataclass
@@ -89,11 +89,22 @@ class _Unit:
     host: str = ""
 
 
-def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, str]], options: WorkerOptions,
-               spec: WorkerSpec, header: dict, progress: ProgressFn | None = None, *, kind: str = "cases",
-               seed: int = 0) -> list[CaseResult]:
-    """Every group's cases on every target, on workers; results in the serial runner's order.
-    ``kind`` "fuzz": the cases are graphs ``s{seed}-{index}`` of the fuzzer's stream."""
+@dataclass(frozen=True)
+class Group:
+    """What the serial runner runs as one step: cases compiled together (one op × dtype of the
+    op database, one zoo row, a chunk of fuzzer graphs), on each of ``targets`` in turn.
+    ``kind``: "cases" (op database), "zoo" (a model or random row, :func:`.zoo.row_results`)
+    or "fuzz" (graphs ``s{seed}-{index}`` of the fuzzer's stream)."""
+
+    case_ids: tuple
+    targets: tuple[tuple[str, str], ...]
+    kind: str = "cases"
+
+
+def run_groups(groups: Sequence[Group], options: WorkerOptions, spec: WorkerSpec, header: dict,
+               progress: ProgressFn | None = None, *, seed: int = 0) -> list[CaseResult]:
+    """Every group's cases on its targets, on workers; results in the serial runner's order
+    (group by group, target by target). ``seed``: the fuzzer stream of "fuzz" groups."""
     done: dict[Key, CaseResult] = {}
     if options.resume and options.journal:
         if not pathlib.Path(options.journal).exists():
@@ -102,12 +113,12 @@ def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, st
         done = {(r.case, r.backend, r.device): r for r in read_journal(options.journal, header)}
     units: list[_Unit] = []
     for group in groups:
-        ids = tuple(c.id for c in group)
+        ids, targets = group.case_ids, list(group.targets)
         missing = [t for t in targets if any((i, *t) not in done for i in ids)]
         full = [t for t in missing if all((i, *t) not in done for i in ids)]
         if full:
-            units.append(_Unit(ids, full, kind=kind, seed=seed))
-        units += [_Unit(tuple(i for i in ids if (i, *t) not in done), [t], kind=kind, seed=seed)
+            units.append(_Unit(ids, full, kind=group.kind, seed=seed))
+        units += [_Unit(tuple(i for i in ids if (i, *t) not in done), [t], kind=group.kind, seed=seed)
                   for t in missing if t not in full]
     units = _routed(units, options.hosts)
     journal = Journal(options.journal, header, append=options.resume) if options.journal else None
@@ -117,7 +128,7 @@ def run_groups(groups: Sequence[Sequence[Case]], targets: Sequence[tuple[str, st
     finally:
         if journal is not None:
             journal.close()
-    return [done[(c.id, *t)] for group in groups for t in targets for c in group]
+    return [done[(i, *t)] for group in groups for t in group.targets for i in group.case_ids]
 
 
 def _routed(units: list[_Unit], hosts) -> list[_Unit]:
@@ -159,7 +170,7 @@ class _Scheduler:
                  total: int, progress: ProgressFn | None):
         self.options, self.spec, self.journal, self.done = options, spec, journal, done
         self.total, self.finished, self.progress = total, 0, progress
-        self.engine = get_engine(options.engine)
+        self.engine = get_engine(options.engine, tuple(name for name, _ in options.hosts), options.monarch_job)
         self.events: queue.Queue = queue.Queue()
         self.pending: deque[_Unit] = deque()
         self.busy: dict = {}  # worker → [unit, index of the target it is on, deadline, timed out]
@@ -247,6 +258,7 @@ class _Scheduler:
         if worker not in self.busy:
             return  # killed at the end
         unit, index, _, timed_out = self.busy.pop(worker)
+        timed_out = timed_out and not worker.ended_by_itself(status)  # a crash reported after the timeout's kill
         what = (f"ran past --case-timeout {self.options.case_timeout:g} s and was killed" if timed_out
                 else f"{worker.describe_exit(status)}")
         state = TIMED_OUT if timed_out else CRASHED
@@ -310,7 +322,8 @@ def fuzz_results(options: WorkerOptions):
     def results_for(seed: int, chunks: list, targets: list) -> dict:
         spec = worker_spec(options.plugins, options.memory_mb, None, (), False)
         header = {"fuzz_seed": seed, "graphs": sum(len(c) for c in chunks), "targets": [list(t) for t in targets]}
-        results = run_groups(chunks, targets, options, spec, header, kind="fuzz", seed=seed)
+        groups = [Group(tuple(c.id for c in chunk), tuple(targets), "fuzz") for chunk in chunks]
+        results = run_groups(groups, options, spec, header, seed=seed)
         return {(r.case, r.backend): r for r in results}
 
     return results_for

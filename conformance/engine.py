@@ -1,14 +1,15 @@
 """Engines start conformance workers; the controller (:mod:`.controller`) drives them.
 
 An engine's ``spawn(spec, events)`` returns a worker handle with ``send(task)``,
-``kill()``, ``close()``, ``stderr_tail()`` and ``describe_exit(status)``. Everything a
+``kill()``, ``close()``, ``stderr_tail()``, ``describe_exit(status)`` and
+``ended_by_itself(status)`` (a death that was not the controller's kill). Everything a
 worker says arrives on the shared ``events`` queue as ``(handle, message)``; its end
 arrives as ``(handle, ("exit", status))``. So the controller's scheduling, retries and
 timeouts are one code path whatever runs the workers.
 
 ``local`` (the default) runs each worker as a ``python -m parity.conformance.worker``
 subprocess in its own session, stderr to a temporary file; ``monarch``
-(:mod:`.monarch_engine`) runs each as a Monarch actor.
+(:mod:`.monarch_engine`) runs each as a Monarch actor on the host meshes of a Monarch job.
 
 Example::
 
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 
 from .worker import WorkerSpec, describe_exit, read_message, write_message
 
@@ -76,6 +78,10 @@ class LocalWorker:
     def describe_exit(self, status: int) -> str:
         return describe_exit(status, self.spec.memory_mb)
 
+    def ended_by_itself(self, status: int) -> bool:
+        """Did the worker end on its own rather than by :meth:`kill` (SIGKILL)?"""
+        return status != -signal.SIGKILL
+
 
 def last_words(stderr: str, lines: int = 16) -> list[str]:
     """The lines of a dead worker's stderr that say why: from its last fatal-error report
@@ -97,18 +103,26 @@ class LocalEngine:
         return LocalWorker(spec, events)
 
 
-def _monarch_engine():
+def _local_engine(hosts: Sequence[str], job_path: str | None) -> LocalEngine:
+    if job_path:
+        raise ValueError(f"--monarch-job {job_path}: a Monarch job's host meshes need --engine monarch")
+    return LocalEngine()  # simulated hosts are labels here: every worker is a subprocess of this machine
+
+
+def _monarch_engine(hosts: Sequence[str], job_path: str | None):
     from .monarch_engine import MonarchEngine  # Monarch loads only when asked for
 
-    return MonarchEngine()
+    return MonarchEngine(hosts, job_path)
 
 
-#: Engines by the name ``--engine`` takes.
-ENGINES = {"local": LocalEngine, "monarch": _monarch_engine}
+#: Engines by the name ``--engine`` takes: factories of (host names, Monarch job file).
+ENGINES = {"local": _local_engine, "monarch": _monarch_engine}
 
 
-def get_engine(name: str):
+def get_engine(name: str, hosts: Sequence[str] = (), job_path: str | None = None):
+    """The engine called ``name`` for a run on ``hosts`` (names; empty: this machine alone)."""
     try:
-        return ENGINES[name]()
+        factory = ENGINES[name]
     except KeyError:
         raise ValueError(f"--engine {name!r}: unknown engine; choose one of {', '.join(sorted(ENGINES))}") from None
+    return factory(hosts, job_path)

@@ -1,8 +1,13 @@
 """The ``monarch`` engine: conformance workers as Monarch actors (``pip install 'parity[distributed]'``).
 
-Each worker is a one-process mesh from ``this_host().spawn_procs``, running a
-:class:`ConformanceActor` whose ``run`` endpoint answers one target of a task with the
-serial runner's case results. A task's targets are called one at a time, so a worker
+Workers run on the host meshes of a Monarch *job* (``monarch.job``): with ``--monarch-job
+PATH``, the job a scheduler wrote with ``job.dump(PATH)`` (a ``SlurmJob``, a
+``KubernetesJob``, ...), whose host meshes are the hosts that ``--hosts`` names; without it,
+Monarch's own ``LocalJob`` with one host mesh per ``--hosts`` name, all on this machine
+(simulated hosts; one mesh called ``local`` without ``--hosts``). Parity launches nothing
+itself: each worker is a one-process mesh from ``HostMesh.spawn_procs`` on its host's mesh,
+running a :class:`ConformanceActor` whose ``run`` endpoint answers one target of a task with
+the serial runner's case results. A task's targets are called one at a time, so a worker
 that dies is known to have died on the target it was running. A process that dies
 reaches the controller as Monarch's ``SupervisionError`` (``Killed(sig=11)``); an
 exception inside the actor as ``ActorError``, with the remote traceback: both become
@@ -11,14 +16,19 @@ retries and verdicts are the same code.
 
 Example (Monarch installed)::
 
-    >>> engine = MonarchEngine()  # doctest: +SKIP
+    >>> engine = MonarchEngine(hosts=("cpu-box", "gpu-box"))  # doctest: +SKIP
+    >>> sorted(engine.host_meshes)  # doctest: +SKIP
+    ['cpu-box', 'gpu-box']
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import re
+import signal
 import threading
+from collections.abc import Sequence
 
 from .worker import EXIT_OUT_OF_MEMORY, Task, WorkerSpec, describe_exit
 
@@ -53,10 +63,10 @@ def _ignore_unhandled(failure) -> None:
 class MonarchWorker:
     """One Monarch process mesh with one actor; a thread makes its calls and reports them."""
 
-    def __init__(self, spec: WorkerSpec, events: queue.Queue):
+    def __init__(self, spec: WorkerSpec, events: queue.Queue, host_mesh):
         self.spec, self._events, self._tasks = spec, events, queue.Queue()
         self._last_words: list[str] = []
-        self._procs = this_host().spawn_procs(per_host={"procs": 1})
+        self._procs = host_mesh.spawn_procs(per_host={"procs": 1})
         self._actor = self._procs.spawn("conformance", ConformanceActor)
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -93,6 +103,12 @@ class MonarchWorker:
     def describe_exit(self, status: int) -> str:
         return describe_exit(status, self.spec.memory_mb)
 
+    def ended_by_itself(self, status: int) -> bool:
+        """Did the process end on its own (a signal or exit status Monarch reported), not by
+        :meth:`kill`'s stop (reported as stopped, status 1)? Monarch reports a death some
+        seconds late, so a crash can arrive after the controller's timeout has stopped it."""
+        return status not in (1, -signal.SIGKILL, -signal.SIGTERM)
+
 
 def _status_of(message: str) -> int:
     """The exit status a Monarch failure message gives: -signal, a MemoryError's, or 1."""
@@ -101,24 +117,46 @@ def _status_of(message: str) -> int:
     m = re.search(r"sig(?:nal)?=(\d+)", message)
     if m:
         return -int(m.group(1))
-    m = re.search(r"(?:exit(?:ed)?(?: with)?(?: status| code)?)[=: (]+(\d+)", message, re.IGNORECASE)
+    m = re.search(r"exit(?:ed)?\b[^\n]*?(?:status|code)[=: (]+(\d+)", message, re.IGNORECASE)
     return int(m.group(1)) if m else 1
 
 
+#: The host mesh's name when the run names no hosts.
+LOCAL_MESH = "local"
+
+
 class MonarchEngine:
-    """Workers as Monarch actors, one process mesh each, on this host's mesh."""
+    """Workers as Monarch actors, one process mesh each, on the host meshes of a Monarch job:
+    the one dumped at ``job_path``, else a ``LocalJob`` with a mesh per name of ``hosts``."""
 
     name = "monarch"
 
-    def __init__(self):
+    def __init__(self, hosts: Sequence[str] = (), job_path: str | None = None):
         if this_host is None:
             from ..backends.registry import pip_install_line
 
             raise ValueError("--engine monarch needs torchmonarch, which is not installed. "
                              f"Run: {pip_install_line('distributed')} (or use --engine local)")
         import monarch.actor
+        from monarch.job import LocalJob, job_load
 
         monarch.actor.unhandled_fault_hook = _ignore_unhandled
+        names = tuple(hosts) or (LOCAL_MESH,)
+        job = job_load(job_path) if job_path else LocalJob(hosts=names)
+        job_log = logging.getLogger(type(job).state.__module__)  # it narrates each step on stderr at INFO
+        level = job_log.level
+        job_log.setLevel(logging.WARNING)
+        try:
+            state = job.state(cached_path=None)  # no .monarch/ cache in the user's directory
+        finally:
+            job_log.setLevel(level)
+        self.host_meshes = {}
+        for name in names:
+            try:
+                self.host_meshes[name] = getattr(state, name)
+            except AttributeError as exc:  # the job has no mesh of that name: say which it has
+                raise ValueError(f"--hosts names {name!r}, but the Monarch job {job_path} has no host mesh of that "
+                                 f"name ({exc}). Name the job's host meshes in --hosts.") from None
 
     def spawn(self, spec: WorkerSpec, events: queue.Queue) -> MonarchWorker:
-        return MonarchWorker(spec, events)
+        return MonarchWorker(spec, events, self.host_meshes[spec.host or LOCAL_MESH])

@@ -8,7 +8,7 @@ Example::
     >>> parser = argparse.ArgumentParser(); add_worker_arguments(parser)
     >>> worker_options(parser.parse_args(["--workers", "2", "--case-timeout", "30"]))
     WorkerOptions(workers=2, engine='local', case_timeout=30.0, memory_mb=None, plugins=(), journal=None, resume=False,
-                  hosts=())
+                  hosts=(), monarch_job=None)
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ def add_worker_arguments(parser: argparse.ArgumentParser, *, journal: bool = Fal
     parser.add_argument("--hosts", metavar="HOST=B,B;HOST=B",
                         help="with workers: simulated hosts, each with --workers workers offering only the backends "
                              "listed; each target runs on the first host that offers its backend")
+    parser.add_argument("--monarch-job", metavar="PATH",
+                        help="with --engine monarch: a Monarch job written by job.dump(PATH) (Slurm, Kubernetes, "
+                             "...); --hosts names its host meshes and the backends each offers")
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE:ATTR",
                         help="load a backend that is not installed (a Backend subclass, instance or factory), "
                              "in this process and in every worker (repeatable)")
@@ -50,7 +53,7 @@ def worker_options(args: argparse.Namespace) -> WorkerOptions | None:
         raise ValueError("--resume needs --journal PATH: the journal of the run to continue")
     if args.workers is None and not journal:
         for flag, value in (("--case-timeout", args.case_timeout), ("--worker-memory", args.worker_memory),
-                            ("--hosts", args.hosts)):
+                            ("--hosts", args.hosts), ("--monarch-job", args.monarch_job)):
             if value is not None:
                 raise ValueError(f"{flag} applies to workers: add --workers N")
         return None
@@ -58,5 +61,8 @@ def worker_options(args: argparse.Namespace) -> WorkerOptions | None:
     if workers < 1:
         raise ValueError(f"--workers {workers}: give at least 1")
     hosts = parse_hosts(args.hosts) if args.hosts else ()
+    if args.monarch_job and not hosts:
+        raise ValueError("--monarch-job needs --hosts: which of the job's host meshes to use, and the backends each "
+                         "offers, e.g. --hosts 'trainers=reference,onnx'")
     return WorkerOptions(workers, args.engine, args.case_timeout, args.worker_memory, tuple(args.plugin), journal,
-                         getattr(args, "resume", False), hosts)
+                         getattr(args, "resume", False), hosts, args.monarch_job)

@@ -52,6 +52,10 @@ class CaseResult:
     # A digest of the outputs the backend gave (dtype, shape and bytes of each): two devices
     # that give the same digest on the same case gave bit-identical outputs (conformance/merge.py).
     output_hash: str = ""
+    # What a zoo row gives the run's ``models`` section beside its verdict (conformance/zoo.py):
+    # a model row's compiled tensors (pairwise agreement), a random row's bit-identity record.
+    # Never shown in a cell; a journal keeps it, so a resumed run's section is whole.
+    attachments: dict = field(default_factory=dict)
 
 
 @dataclass

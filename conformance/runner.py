@@ -33,7 +33,7 @@ from ..ir.dtypes import DType
 from . import opdb
 from .arguments import check_run_arguments
 from .case import Case
-from .controller import WorkerOptions, run_groups, worker_spec
+from .controller import Group, WorkerOptions, run_groups, worker_spec
 from .plugins import load_plugins
 from .execute import NotClaimed, Prepared, as_array, lower_for, run_bundle, run_case
 from .results import RECORDED, CaseResult, ConformanceRun, ProgressFn, Target
@@ -76,26 +76,33 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     groups: dict[tuple, list[Case]] = defaultdict(list)
     for case in chosen:  # one compilation per (op, dtype): compiling dominates a backend's time
         groups[(case.op, case.dtype)].append(case)
+    which = "zoo" if models is True else models or None
+    if which == "zoo" and architectures:
+        from .zoo import model_ops
+
+        model_ops(architectures)  # an unknown zoo model is refused before anything runs
+    if workers is not None and cases is not None:
+        raise ValueError("a run on workers names its cases by id: select them with ops/dtypes/quick, not cases=")
     if workers is None:
         results = _run_serial(list(groups.values()), live, progress)
+        zoo_results: list[CaseResult] = []
     else:
-        if cases is not None:
-            raise ValueError("a run on workers names its cases by id: select them with ops/dtypes/quick, not cases=")
-        spec = worker_spec(workers.plugins, workers.memory_mb, ops, [d.short for d in dtypes], quick)
-        header = {"ops": ops, "dtypes": sorted(d.short for d in dtypes), "quick": quick,
-                  "targets": [[t.backend, t.device] for t in live], "cases": len(chosen)}
-        results = run_groups(list(groups.values()), [(t.backend, t.device) for t in live], workers, spec, header,
-                             progress)
+        results, zoo_results = _run_on_workers(list(groups.values()), live, workers, ops, dtypes, quick, len(chosen),
+                                               which, architectures, progress)
     cells = cells_of_cases(chosen, targets, results)
     section: dict = {}
     chosen_count = len(chosen)
-    if models:
+    if which:
         from . import zoo
 
         done = len(chosen)
-        extra, section = zoo.rows(targets, progress=lambda text: progress(done, done, text) if progress else None,
-                                  which="zoo" if models is True else models, architectures=architectures,
-                                  anchors=anchors)
+        zoo_progress = (lambda text: progress(done, done, text)) if progress else None
+        if workers is None:
+            extra, section = zoo.rows(targets, progress=zoo_progress, which=which, architectures=architectures,
+                                      anchors=anchors)
+        else:  # the zoo's rows came from the workers; a Hugging Face zoo runs here, after them
+            extra = zoo_results
+            section = zoo.hf_section(extra, targets, which, architectures, zoo_progress, anchors)
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
         cells += cells_for(keys, targets, extra, cpu_only=zoo.is_whole_model_row)
         chosen_count = len(chosen) + len({r.case for r in extra})  # model and random-draw cases too
@@ -106,6 +113,27 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     options["models"] = models
     return ConformanceRun(targets, cells, deviations, type_rules, chosen_count, time.perf_counter() - start,
                           options, section)
+
+
+def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: WorkerOptions, ops, dtypes, quick: bool,
+                    count: int, which: str | None, architectures, progress: ProgressFn | None):
+    """(op results, zoo results) of a run on workers: the op database's groups, then, with
+    ``which`` "zoo" or "all", the zoo's random and model rows, through one controller and one
+    journal."""
+    spec = worker_spec(workers.plugins, workers.memory_mb, ops, [d.short for d in dtypes], quick)
+    header = {"ops": ops, "dtypes": sorted(d.short for d in dtypes), "quick": quick,
+              "targets": [[t.backend, t.device] for t in live], "cases": count}
+    plan = [Group(tuple(c.id for c in g), tuple((t.backend, t.device) for t in live)) for g in groups]
+    zoo_groups = []
+    if which in ("zoo", "all"):
+        from . import zoo
+
+        names = architectures if which == "zoo" else None
+        zoo_groups = [Group(ids, tuple(ts), "zoo") for ids, ts in zoo.row_groups(live, names)]
+        header["zoo"] = [list(g.case_ids) for g in zoo_groups]
+    results = run_groups(plan + zoo_groups, workers, spec, header, progress)
+    split = sum(len(g.case_ids) * len(g.targets) for g in plan)
+    return results[:split], results[split:]
 
 
 def _run_serial(groups: list[list[Case]], live: list[Target], progress: ProgressFn | None) -> list[CaseResult]:

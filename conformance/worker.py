@@ -48,8 +48,8 @@ class WorkerSpec:
 @dataclass(frozen=True)
 class Task:
     """Run ``case_ids`` (one op × dtype, bundled as the serial runner bundles them) on each
-    of ``targets`` in order. ``kind`` "fuzz": the cases are graphs of fuzzer stream ``seed``
-    (their ids end in ``s{seed}-{index}``)."""
+    of ``targets`` in order. ``kind`` "zoo": the cases of one zoo row (conformance/zoo.py);
+    "fuzz": graphs of fuzzer stream ``seed`` (their ids end in ``s{seed}-{index}``)."""
 
     id: int
     case_ids: tuple
@@ -115,18 +115,23 @@ class Session:
         """Per target of ``task``, its case results (the serial runner's run_bundle)."""
         from .execute import Prepared, run_bundle
         from .tiers import column_backend
+        from .zoo import row_results
 
+        bundle = []
         if task.kind == "fuzz":
             from .fuzz.generate import fuzz_case, generate
 
             graphs = [generate(task.seed, int(i.rpartition("-")[2])) for i in task.case_ids]  # ids end "s{seed}-{i}"
             bundle = [Prepared(fuzz_case(fg), fg.arrays, fg.graph, oracle=[]) for fg in graphs]
-        else:
+        elif task.kind == "cases":
             bundle = [Prepared(self.cases[i]) for i in task.case_ids]
         for name, device in task.targets:
             if self.spec.backends and name not in self.spec.backends:  # routing is the controller's promise
                 raise RuntimeError(f"host {self.spec.host!r} offers {', '.join(self.spec.backends)}, not {name!r}")
             backend = column_backend(name)
+            if task.kind == "zoo":
+                yield row_results(task.case_ids, backend, name, device)
+                continue
             claims = self.claims.setdefault(name, backend.claims())
             yield run_bundle(backend, device, bundle, claims)
 

@@ -58,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="also whole models vs eager torch: 'zoo' (the default: parity's own zoo and the random "
                               "draws), 'hf' (the Hugging Face transformers zoo: forward, gradients, a second step, "
                               "with torch.compile aot_eager/inductor as anchors), or 'all'")
-    conform.add_argument("--architectures", metavar="A,B", help="with --models hf/all: only these architectures")
+    conform.add_argument("--architectures", metavar="A,B",
+                         help="with --models zoo: only these zoo models (mlp, cnn, ...); with --models hf/all: only "
+                              "these Hugging Face architectures")
     conform.add_argument("--no-anchors", action="store_true", help="with --models hf/all: skip the torch.compile anchors")
     conform.add_argument("--precision", choices=("exact", "fast", "both"), default="exact",
                          help="the precision tier measured: exact (the contract), fast (a column 'NAME@fast' per "
@@ -88,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fuzz.add_argument("--no-save", action="store_true", help="do not write regressions to conformance/regressions/")
     fuzz.add_argument("--no-shrink", action="store_true", help="report mismatches without minimising them")
     fuzz.add_argument("--json", metavar="PATH", help="write the fuzzing report as JSON")
-    add_worker_arguments(fuzz)
+    add_worker_arguments(fuzz, journal=True)
     fuzz.set_defaults(run=_run_fuzz)
 
     from .bench import cli as bench_cli  # light: the heavy imports happen when it runs

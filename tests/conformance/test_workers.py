@@ -23,7 +23,7 @@ F32 = [DType.float32]
 def plugins_importable(monkeypatch):
     monkeypatch.syspath_prepend(str(HERE))  # workers get the controller's sys.path
     yield
-    for name in ("segfaults", "aborts", "exits", "hangs", "allocates", "flaky"):
+    for name in ("segfaults", "aborts", "exits", "hangs", "allocates", "flaky", "segfaults_on_matmul", "add_off"):
         unregister_backend(name)
 
 
@@ -166,3 +166,43 @@ def test_cli_two_workers_one_planted_segfault(plugins_importable, tmp_path, caps
                         ("abs", "segfaults"): "pass"}
     assert doc["summary"]["segfaults/cpu"]["crashed"] == 1
     assert "crashed neg[f32] on segfaults/cpu" in capsys.readouterr().out
+
+
+def test_under_the_monarch_engine_a_hang_times_out_and_a_late_reported_segfault_is_a_crash(plugins_importable):
+    """Monarch reports a dead process about 10 s late, after a 3 s case timeout has stopped the
+    worker: the cell must still say crashed (the signal), not timed out."""
+    pytest.importorskip("monarch.actor", reason="torchmonarch is not installed (pip install 'parity[distributed]')")
+    options = WorkerOptions(workers=1, engine="monarch", case_timeout=3,
+                            plugins=("faulty_backend:hangs", "faulty_backend:segfault"))
+    result = runner.run(["hangs", "segfaults"], ops="^(neg|abs)$", dtypes=F32, quick=True, workers=options)
+    by = {(c.op, c.backend): c for c in result.cells}
+    hang = by[("neg", "hangs")]
+    assert hang.status == TIMED_OUT, hang.message
+    assert "ran past --case-timeout 3 s" in hang.message and "reproducible" in hang.message
+    crash = by[("neg", "segfaults")]
+    assert crash.status == CRASHED, crash.message
+    assert "signal 11 (SIGSEGV)" in crash.message and "reproducible" in crash.message
+    assert by[("abs", "hangs")].status == by[("abs", "segfaults")].status == PASS and result.exit_code == 1
+
+
+def test_monarch_hosts_are_the_host_meshes_of_a_monarch_job(plugins_importable, tmp_path):
+    pytest.importorskip("monarch.actor", reason="torchmonarch is not installed (pip install 'parity[distributed]')")
+    from monarch.job import LocalJob
+
+    from parity.conformance import monarch_engine
+
+    hosts = (("host-a", ("reference",)), ("host-b", ("numpy", "segfaults")))
+    job = tmp_path / "job.pkl"
+    LocalJob(hosts=("host-a", "host-b")).dump(str(job))  # as a scheduler's job (SlurmJob, ...) is written
+    engine = monarch_engine.MonarchEngine(("host-a", "host-b"), str(job))
+    assert sorted(engine.host_meshes) == ["host-a", "host-b"]
+    assert all(type(m).__name__ == "HostMesh" for m in engine.host_meshes.values())
+    ops = "^(neg|abs)$"
+    serial = runner.run(["reference", "numpy"], ops=ops, dtypes=F32, quick=True)
+    options = WorkerOptions(workers=1, engine="monarch", plugins=("faulty_backend:segfault",), hosts=hosts,
+                            monarch_job=str(job))
+    result = runner.run(["reference", "numpy", "segfaults"], ops=ops, dtypes=F32, quick=True, workers=options)
+    assert _cells(result)[:len(serial.cells)] == _cells(serial)  # a misrouted case would read 'crashed'
+    assert [(c.op, c.status) for c in result.cells if c.backend == "segfaults"] == [("neg", CRASHED), ("abs", PASS)]
+    with pytest.raises(ValueError, match="has no host mesh of that name"):
+        monarch_engine.MonarchEngine(("gpu-box",), str(job))
