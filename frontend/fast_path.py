@@ -1,7 +1,7 @@
 """The signature fast path: calls with a tensor signature seen before skip Dynamo.
 
 Dynamo checks its guards on every call (~15–20 µs for a tiny function, and its code
-evicts the runtime's caches: bench/results/dispatch.md). The fast path keeps, per call
+evicts the runtime's caches: docs/measurements/dispatch.md). The fast path keeps, per call
 signature, the function Dynamo calls for it (AOTAutograd's runtime wrapper around
 parity's executable), and calls it directly, like ``jax.jit``'s cache. It is on by default
 for functions (``fast_path=None``), where it makes an entry only when Dynamo's own guards

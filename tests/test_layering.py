@@ -48,6 +48,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("conformance/hf/check.py", "parity"): _RUNS_MODELS,
     ("conformance/hf/check.py", "parity.frontend"): _READS_FRONTEND,
     ("conformance/hf/check.py", "parity.frontend.compiler"): _READS_FRONTEND,
+    ("conformance/hf/batch_export.py", "parity"): "the batch export check runs parity.export against torch.onnx.export",
     ("conformance/hf/export_check.py", "parity"): "the HF export check runs parity.export against torch.onnx.export",
     ("conformance/hf/export_check.py", "parity.export"): "the HF export check reads parity.export's ExportWarning",
     ("conformance/hf/export_check.py", "parity.frontend.outputs"): "names eager outputs as parity.export names them",
