@@ -42,9 +42,8 @@ IR_FORBIDDEN = ("torch", "jax", "jaxlib", "onnx", "onnxruntime", "onnxscript", "
 _RUNS_MODELS = "model conformance runs whole models through parity.compile (the public face)"
 _READS_FRONTEND = "model conformance reports the frontend's own numbers (translation stats, fallbacks, aten ops)"
 ALLOWED: dict[tuple[str, str], str] = {
-    ("conformance/hf/aten_usage.py", "parity"): _RUNS_MODELS,
-    ("conformance/hf/aten_usage.py", "parity.frontend.api"): _READS_FRONTEND,
-    ("conformance/hf/aten_usage.py", "parity.frontend.compiler"): _READS_FRONTEND,
+    ("conformance/hf/aten_ops.py", "parity.frontend.api"): _READS_FRONTEND,
+    ("conformance/hf/aten_ops.py", "parity.frontend.compiler"): _READS_FRONTEND,
     ("conformance/hf/check.py", "parity"): _RUNS_MODELS,
     ("conformance/hf/check.py", "parity.frontend"): _READS_FRONTEND,
     ("conformance/hf/check.py", "parity.frontend.compiler"): _READS_FRONTEND,
@@ -52,8 +51,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("conformance/hf/export_check.py", "parity"): "the HF export check runs parity.export against torch.onnx.export",
     ("conformance/hf/export_check.py", "parity.export"): "the HF export check reads parity.export's ExportWarning",
     ("conformance/hf/export_check.py", "parity.frontend.outputs"): "names eager outputs as parity.export names them",
-    ("conformance/hf/opinfo_map.py", "parity.frontend.compiler"):
-        "the frontend's decomposition table decides which aten ops the zoo reaches",
     ("conformance/models/check.py", "parity"): _RUNS_MODELS,
     ("conformance/models/check.py", "parity.frontend"): _READS_FRONTEND,
     ("conformance/reports.py", "parity"): "the report records parity.__version__ (importlib.metadata would do)",

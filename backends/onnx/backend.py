@@ -123,8 +123,8 @@ class OnnxExecutable:
             for (name, _), copied in zip(self._out, self._copied):
                 if copied:
                     binding.bind_output(name, "cpu")
-            # The pybind objects under ORT's Python wrappers: the wrappers cost ~6 µs per call
-            # on a tiny graph (measure_overhead.py); the public API is the fallback.
+            # The pybind objects under ORT's Python wrappers, which cost a measurable share of a
+            # tiny graph's call (docs/backends/onnx.md); the public API is the fallback.
             raw, sess = getattr(binding, "_iobinding", None), getattr(self.session, "_sess", None)
             if raw is not None and sess is not None and hasattr(sess, "run_with_iobinding"):
                 options = ort.RunOptions()
