@@ -5,7 +5,6 @@
 """
 
 from . import distributed, ir, validate
-from .diff import diff  # the function shadows its package's name here, as export does (torch loads on first call)
 from .frontend.auto_options import AutoOptions
 from .export import export  # the function shadows its module's name here (torch loads on first call)
 from .ir.sharding import Mesh, PartitionSpec
@@ -56,6 +55,39 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
     return compile_(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
                     auto=auto, fast_path=fast_path, precision=precision, fullgraph=fullgraph)
+
+
+def diff(fn_or_module, *args, backend="reference", against: str = "oracle", device: str = "cpu",
+         keep: int = 10, backward: bool | None = None, dynamo_config: dict | None = None,
+         measure_memory: bool = False, **kwargs):
+    """Which node makes ``backend``'s answer for ``fn_or_module(*args, **kwargs)`` differ.
+
+    Captures the graphs :func:`parity.compile` would run (forward and, when something
+    requires grad, backward), runs every node alone on ``backend`` fed the backend's own
+    upstream values, and measures its **local** error (against the float64 oracle of that
+    node on those same operands, relative to the op's contract bound) and its **carried**
+    error (against ``against``: ``"oracle"``, the float64 oracle run end to end;
+    ``"eager"``, the reference interpreter in the graph's own dtypes, every op rounded
+    once as eager torch's kernels round; or a backend name, that backend run node by
+    node). Returns a :class:`~parity.debugger.report.DiffReport`; ``report.ranked()[0]`` is the guiltiest
+    node, ``report.print()``, ``report.to_json()``, ``report.to_html()`` and
+    ``report.write_repro(dir)`` present it.
+
+    Example::
+
+        >>> import torch, parity
+        >>> report = parity.diff(lambda x: torch.exp(x) - 1, torch.tensor([1e-3, 1.0]))
+        >>> [r.op for r in report.rows], report.guilty()
+        (['exp', 'constant', 'broadcast_in_dim', 'sub'], [])
+    """
+    from .debugger import capture_graphs, diff_graphs
+    from .debugger.engine import AGAINST_EAGER, AGAINST_ORACLE
+
+    validate.device(device, [validate.backend(backend)])  # a typo fails here, before the capture
+    validate.backend(against, also=(AGAINST_ORACLE, AGAINST_EAGER))
+    graphs = capture_graphs(fn_or_module, *args, backward=backward, dynamo_config=dynamo_config, **kwargs)
+    return diff_graphs(graphs, backend=backend, device=device, against=against, keep=keep,
+                       measure_memory=measure_memory)
 
 
 def shard(tensor, spec):

@@ -9,7 +9,10 @@ inside functions included; relative imports resolved against the importing packa
 * the backend API (``backends/*.py``) imports ``ir/`` and itself;
 * ``frontend/`` imports ``ir/`` and the backend API (to look a backend up by name), never
   a specific backend;
-* ``conformance/`` imports ``ir/``, the backend API and itself.
+* ``conformance/`` imports ``ir/``, the backend API and itself;
+* ``diff/`` (the numerics debugger, ``parity.debugger``) imports ``ir/``, the backend API,
+  ``conformance/``, the frontend's public package (``parity.frontend``, none of its
+  modules) and itself.
 
 The public face (``parity/``) and ``bench/`` sit on top and may import anything. Imports
 written as strings (``importlib.import_module``, the registry's "module:Class") are
@@ -102,11 +105,11 @@ TREE_MODULES = _tree_modules()
 
 def layer(module: str) -> str | None:
     """The layer of a parity module ("ir", "backend-api", "backends/xla", "frontend",
-    "conformance", "top"), or None for anything outside parity."""
+    "conformance", "debugger", "top"), or None for anything outside parity."""
     parts = module.split(".")
     if parts[0] != "parity":
         return None
-    if len(parts) == 1 or parts[1] not in ("ir", "backends", "frontend", "conformance"):
+    if len(parts) == 1 or parts[1] not in ("ir", "backends", "frontend", "conformance", "debugger"):
         return "top"  # parity/ (the public face) and bench/
     if parts[1] != "backends":
         return parts[1]
@@ -169,6 +172,10 @@ def broken_rule(importer: str, imported: str) -> str | None:
         if target == "backend-api":
             return None
         return "conformance/ imports ir/ and the public backend API"
+    if importer == "debugger":
+        if target in ("backend-api", "conformance") or imported == "parity.frontend":
+            return None
+        return "diff/ imports ir/, the backend API, conformance/ and the frontend's public package"
     return None  # the public face and bench sit on top
 
 
@@ -219,6 +226,9 @@ def test_every_allowance_still_matches_a_violation():
     ("conformance/planted.py", "from ..backends.onnx import lowering\n", "parity.backends.onnx.lowering",
      "public backend API"),
     ("conformance/planted.py", "def f():\n    from ..frontend import api\n", "parity.frontend.api", "public backend API"),
+    ("diff/planted.py", "def f():\n    from ..frontend.compiler import Session\n", "parity.frontend.compiler",
+     "the frontend's public package"),
+    ("diff/planted.py", "from .. import validate\n", "parity.validate", "the frontend's public package"),
 ])
 def test_a_planted_bad_import_is_caught_and_named(relpath, source, imported, rule_words):
     (violation,) = violations_in(relpath, source)
@@ -234,6 +244,8 @@ def test_a_planted_bad_import_is_caught_and_named(relpath, source, imported, rul
     ("frontend/planted.py", "import torch\nfrom ..backends.registry import get_backend\nfrom ..backends import Backend\n"),
     ("conformance/planted.py", "from ..backends import get_backend\nfrom ..ir import evaluate\n"),
     ("parity/planted.py", "from .frontend.api import compile\nfrom .backends.xla import XlaBackend\n"),
+    ("diff/planted.py", "from ..frontend import recording_backend\nfrom ..conformance.local import measure_local\n"
+                        "from ..backends.registry import get_backend\nfrom . import report\n"),
 ])
 def test_allowed_imports_pass(relpath, source):
     assert violations_in(relpath, source) == []

@@ -3,7 +3,7 @@
 Each case is one model of the zoo (:mod:`parity.conformance.models`, training step:
 forward and backward graphs) or a tiny Hugging Face architecture
 (:mod:`parity.conformance.hf`), with ONE fault planted in ONE node of the reference
-backend (:mod:`parity.diff.planted`: a few ULP, a dropped term, a flushed value, a wrong
+backend (:mod:`parity.debugger.planted`: a few ULP, a dropped term, a flushed value, a wrong
 index; the site drawn among the nodes whose contract the fault breaks, in any captured
 graph; a site where the fault changes nothing is not a fault and is drawn again). Per case:
 
@@ -44,7 +44,7 @@ HF = ("gpt2", "bert", "vit-hf", "llama", "t5")  # vit-hf: the Hugging Face "vit"
 CLASSES = ("few_ulp", "dropped_term", "flushed_value", "wrong_index")
 PLUGIN = """from parity.backends.registry import get_backend
 from parity.conformance.mutants import Planted
-from parity.diff.planted import FAULT_CLASSES
+from parity.debugger.planted import FAULT_CLASSES
 
 BACKEND = Planted(get_backend({backend!r}), FAULT_CLASSES[{fault!r}])
 """
@@ -72,7 +72,7 @@ class Case:
 
 def capture(model: str):
     """(graphs, seconds) of one benchmark model's training step."""
-    from parity.diff.capture import capture_graphs
+    from parity.debugger.capture import capture_graphs
 
     started = time.perf_counter()
     if model in ZOO:
@@ -93,7 +93,7 @@ def capture(model: str):
 
 
 def _sites(graphs, fault):
-    from parity.diff.planted import FAULT_CLASSES, applies
+    from parity.debugger.planted import FAULT_CLASSES, applies
 
     return [(g, k, n) for g in graphs for k, n in enumerate(g.graph.nodes) if applies(FAULT_CLASSES[fault], n)]
 
@@ -116,9 +116,9 @@ def run_case(base, model: str, graphs, fault: str, rng: random.Random, workdir: 
     """One case on ``base`` (a NodeRunner, its executables shared over the cases): ``fault``
     in a node drawn from the graphs of ``kind`` (forward/backward) where there are such
     sites, else from any graph."""
-    from parity.diff import diff_graphs
-    from parity.diff.planted import planted_runner
-    from parity.diff.repro import load
+    from parity.debugger import diff_graphs
+    from parity.debugger.planted import planted_runner
+    from parity.debugger.repro import load
 
     sites = _sites(graphs, fault)
     rng.shuffle(sites)
@@ -150,7 +150,7 @@ def run_case(base, model: str, graphs, fault: str, rng: random.Random, workdir: 
 
 def peak_memory(model: str, graphs) -> dict:
     """A clean diff of ``model`` with tracemalloc on: its peak against the activations."""
-    from parity.diff import diff_graphs
+    from parity.debugger import diff_graphs
 
     report = diff_graphs(graphs, backend="reference", measure_memory=True)
     inputs = sum(a.nbytes for g in graphs for a in g.arrays)
@@ -164,7 +164,7 @@ def wide_mlp_memory() -> dict:
     256 × 512 batch, training step (tens of MB of activations), clean diff on reference."""
     import torch
 
-    from parity.diff.capture import capture_graphs
+    from parity.debugger.capture import capture_graphs
 
     torch.manual_seed(0)
     layers = [m for _ in range(6) for m in (torch.nn.Linear(512, 512), torch.nn.LayerNorm(512), torch.nn.GELU())]
@@ -269,7 +269,7 @@ def _cases_of(base, model: str, graphs, per_model: int, m: int, rng, workdir, sk
 
 
 def main(argv=None) -> int:
-    from parity.diff.execute import NodeRunner
+    from parity.debugger.execute import NodeRunner
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", help="comma-separated (default: the zoo and " + ",".join(HF) + ")")

@@ -10,7 +10,7 @@ Example::
     >>> import io, numpy as np
     >>> from rich.console import Console
     >>> from parity.ir import GraphBuilder, f32
-    >>> from parity.diff import diff_graph
+    >>> from parity.debugger import diff_graph
     >>> b = GraphBuilder(); x = b.input(f32[2]); g = b.build([b.exp(x)])
     >>> out = io.StringIO(); diff_graph(g, [np.ones(2, np.float32)]).print(Console(file=out, width=160))
     >>> "no node is over its contract" in out.getvalue()

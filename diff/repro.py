@@ -12,7 +12,7 @@ Example::
 
     >>> import numpy as np, tempfile
     >>> from parity.ir import GraphBuilder, f32
-    >>> from parity.diff import diff_graph
+    >>> from parity.debugger import diff_graph
     >>> b = GraphBuilder(); x = b.input(f32[2]); g = b.build([b.exp(x)])
     >>> diff_graph(g, [np.ones(2, np.float32)]).write_repro(tempfile.mkdtemp())  # nothing guilty
     []
@@ -46,7 +46,7 @@ Exit status 1: the backend is over the contract on this node (reproduced); 0: it
 import pathlib
 import sys
 
-from parity.diff.repro import main
+from parity.debugger.repro import main
 
 sys.exit(main(pathlib.Path(__file__).resolve().parent, sys.argv[1:]))
 '''

@@ -12,7 +12,7 @@ Example::
 
     >>> import numpy as np
     >>> from parity.ir import GraphBuilder, f32
-    >>> from parity.diff import diff_graph
+    >>> from parity.debugger import diff_graph
     >>> b = GraphBuilder(); x = b.input(f32[2]); g = b.build([b.exp(x)])
     >>> diff_graph(g, [np.ones(2, np.float32)]).to_html().startswith("<!doctype html>")
     True

@@ -34,7 +34,7 @@ class ScriptError(Exception):
 
 def check_target(spec: str) -> tuple[str, str]:
     """``path.py:name`` → (path, name), checked without running the script."""
-    from ..validate import UsageError, existing_file
+    from .validate import UsageError, existing_file
 
     path, sep, name = spec.rpartition(":")
     if not sep or not path or not name:
@@ -82,7 +82,7 @@ def run(args) -> int:
     """Run ``parity diff`` with parsed ``args``; the exit status (see the module docstring)."""
     from rich.console import Console
 
-    from .engine import diff
+    from . import diff
 
     # Piped or logged output has no terminal width: rich would squeeze the eleven columns
     # into 80 and cut node names and ops to a letter, so it gets room for a full row.

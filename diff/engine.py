@@ -33,6 +33,7 @@ from .capture import CapturedGraph
 from .execute import NodeRunner, NodeUnsupported
 from .measure import ILL_CONDITIONED_ULP, carried_error, dtype_of, local_error, merge_carried, recorded_deviation
 from .report import DiffReport, GraphInfo, NodeRow
+from .result import DiffResult
 
 AGAINST_ORACLE, AGAINST_EAGER = "oracle", "eager"
 
@@ -164,7 +165,7 @@ def diff_graphs(graphs: Sequence[CapturedGraph], *, backend="reference", device:
     (benchmarks plant a fault in one node through it)."""
     runner = runner or NodeRunner(backend, device)
     reference = _Reference(against, device)
-    report = DiffReport(runner.name, device, against, [], keep=keep)
+    report = DiffResult(runner.name, device, against, [], keep=keep)
     report.graphs = [GraphInfo(g.index, g.kind, len(g.graph.nodes), len(g.graph.inputs)) for g in graphs]
     keeper, outputs, tainted = _Keeper(keep), {}, set()
     needed = {link for g in graphs for link in g.links.values()}
@@ -206,38 +207,4 @@ def diff_graph(graph: Graph, arrays: Sequence[np.ndarray], **options) -> DiffRep
     return diff_graphs([CapturedGraph(0, "inference", graph, [np.asarray(a) for a in arrays])], **options)
 
 
-def diff(fn_or_module, *args, backend="reference", against: str = AGAINST_ORACLE, device: str = "cpu",
-         keep: int = 10, backward: bool | None = None, dynamo_config: dict | None = None,
-         measure_memory: bool = False, **kwargs) -> DiffReport:
-    """Which node makes ``backend``'s answer for ``fn_or_module(*args, **kwargs)`` differ.
-
-    Captures the graphs :func:`parity.compile` would run (forward and, when something
-    requires grad, backward), runs every node alone on ``backend`` fed the backend's own
-    upstream values, and measures its **local** error (against the float64 oracle of that
-    node on those same operands, relative to the op's contract bound) and its **carried**
-    error (against ``against``: ``"oracle"``, the float64 oracle run end to end;
-    ``"eager"``, the reference interpreter in the graph's own dtypes, every op rounded
-    once as eager torch's kernels round; or a backend name, that backend run node by
-    node). Returns a :class:`~.report.DiffReport`; ``report.ranked()[0]`` is the guiltiest
-    node, ``report.print()``, ``report.to_json()``, ``report.to_html()`` and
-    ``report.write_repro(dir)`` present it.
-
-    Example::
-
-        >>> import torch
-        >>> from parity.diff import diff
-        >>> report = diff(lambda x: torch.exp(x) - 1, torch.tensor([1e-3, 1.0]))
-        >>> [r.op for r in report.rows], report.guilty()
-        (['exp', 'constant', 'broadcast_in_dim', 'sub'], [])
-    """
-    from .. import validate
-    from .capture import capture_graphs
-
-    validate.device(device, [validate.backend(backend)])  # a typo fails here, before the capture
-    validate.backend(against, also=(AGAINST_ORACLE, AGAINST_EAGER))
-    graphs = capture_graphs(fn_or_module, *args, backward=backward, dynamo_config=dynamo_config, **kwargs)
-    return diff_graphs(graphs, backend=backend, device=device, against=against, keep=keep,
-                       measure_memory=measure_memory)
-
-
-__all__ = ["AGAINST_EAGER", "AGAINST_ORACLE", "diff", "diff_graph", "diff_graphs"]
+__all__ = ["AGAINST_EAGER", "AGAINST_ORACLE", "diff_graph", "diff_graphs"]

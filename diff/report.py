@@ -92,7 +92,7 @@ class GraphInfo:
 
 @dataclass
 class DiffReport:
-    """The result of :func:`parity.diff.diff`; ``rows`` in graph order, :meth:`ranked` by guilt.
+    """The data of what :func:`parity.diff` returns; ``rows`` in graph order, :meth:`ranked` by guilt.
 
     ``kept``: row key → the node's backend operands (only the :attr:`keep` worst nodes'
     tensors are kept, the rest were freed as the diff streamed); ``nodes``: row key →
@@ -180,23 +180,6 @@ class DiffReport:
             "seconds": self.seconds,
             "compiles": self.compiles,
         }
-
-    def write_repro(self, directory, limit: int = 10) -> list:
-        """One standalone folder per guilty node (at most ``limit``); see :mod:`.repro`."""
-        from .repro import write_repros
-
-        return write_repros(self, directory, limit=limit)
-
-    def to_html(self) -> str:
-        from .html import to_html
-
-        return to_html(self)
-
-    def print(self, console=None, top: int = 20) -> None:
-        """The rich terminal table of the ``top`` ranked rows and a summary."""
-        from .terminal import print_report
-
-        print_report(self, console, top=top)
 
 
 __all__ = ["DiffReport", "GraphInfo", "NodeRow", "SCHEMA_VERSION", "VERDICTS"]

@@ -1,8 +1,8 @@
 """Capture the IR graphs ``parity.compile`` would run, with the exact arrays each received.
 
 The capture goes through the same path as :func:`parity.compile`: TorchDynamo, then
-AOTAutograd with the core decompositions, then :func:`parity.frontend.compiler.compile_fx_graph`
-for every forward, backward or inference graph. Each compiled graph's executable (on the
+AOTAutograd with the core decompositions, then the frontend's translation and compile of
+every forward, backward or inference graph (:func:`parity.frontend.recording_backend`). Each compiled graph's executable (on the
 reference backend, so the call itself runs) is wrapped to record the arrays it is called
 with the first time. When inputs or parameters require grad, the captured call is
 followed by a backward pass of ``Σ sum(output)`` so the backward graphs are captured too.
@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from ..frontend import recording_backend
 
 from ..ir.graph import Graph
 
@@ -85,29 +87,6 @@ def _content_key(array: np.ndarray) -> tuple:
     return array.dtype.str, array.shape, hashlib.blake2b(np.ascontiguousarray(array).tobytes(), digest_size=16).digest()
 
 
-def _dynamo_backend(recorder: _Recorder):
-    """A torch.compile backend: parity's own AOTAutograd compilers, each result recorded."""
-    from torch._dynamo.backends.common import aot_autograd
-
-    from ..frontend.compiler import CompileOptions, Session, compile_fx_graph, decomposition_table, mkldnn_off
-
-    session = Session(CompileOptions(backend="reference", strict=True))
-
-    def compiler(kind):
-        def compile_one(gm, example_inputs):
-            return recorder.wrap(compile_fx_graph(gm, example_inputs, session=session, kind=kind), kind)
-        return compile_one
-
-    aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                       inference_compiler=compiler("inference"), decompositions=decomposition_table())
-
-    def backend(gm, example_inputs):
-        with mkldnn_off():  # as parity.compile: plain matmuls for LSTM layers
-            return aot(gm, example_inputs)
-
-    return backend
-
-
 def _tensors(value) -> list:
     import torch
 
@@ -134,7 +113,7 @@ def capture_graphs(fn, *args, backward: bool | None = None, dynamo_config: dict 
 
     recorder = _Recorder()
     torch._dynamo.reset()  # a function compiled before would be served from Dynamo's cache
-    compiled = torch.compile(fn, backend=_dynamo_backend(recorder))
+    compiled = torch.compile(fn, backend=recording_backend(recorder.wrap))
     with torch._dynamo.config.patch(**(dynamo_config or {})):
         out = compiled(*args, **kwargs)
         outputs = [t for t in _tensors(out) if t.is_floating_point()]

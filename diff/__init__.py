@@ -1,4 +1,4 @@
-"""The numerics debugger: which node makes a backend's answer differ (``parity diff``).
+"""The numerics debugger: which node makes a backend's answer differ (``parity.diff``, ``parity diff``).
 
 For every node of the graphs ``parity.compile`` captures (forward and backward), the
 **local** error (the node run on the backend, fed the backend's own inputs, against the
@@ -10,13 +10,15 @@ local errors is ill-conditioning in the model. See docs/diff.md.
 Example::
 
     >>> import torch
-    >>> from parity.diff import diff
-    >>> report = diff(lambda x: torch.tanh(x) * 2, torch.ones(3), backend="reference")
+    >>> import parity
+    >>> report = parity.diff(lambda x: torch.tanh(x) * 2, torch.ones(3), backend="reference")
     >>> report.exit_code, report.ranked()[0].op in ("tanh", "mul", "constant", "broadcast_in_dim")
     (0, True)
 """
 
-from .engine import diff, diff_graph, diff_graphs
+from .capture import capture_graphs
+from .engine import diff_graph, diff_graphs
 from .report import DiffReport, NodeRow
+from .result import DiffResult
 
-__all__ = ["DiffReport", "NodeRow", "diff", "diff_graph", "diff_graphs"]
+__all__ = ["DiffReport", "DiffResult", "NodeRow", "capture_graphs", "diff_graph", "diff_graphs"]
