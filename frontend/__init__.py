@@ -1,6 +1,7 @@
-"""The PyTorch frontend: ``compile`` (TorchDynamo + AOTAutograd → IR → a backend).
+"""The PyTorch frontend: what :func:`parity.compile` runs (TorchDynamo + AOTAutograd → IR → a backend).
 
-Public pieces: :func:`compile`, :func:`fx_to_ir` (an aten-level FX GraphModule → an
+Public pieces: :func:`recording_backend` (parity's capture as a ``torch.compile``
+backend, each compiled graph handed to a callback), :func:`fx_to_ir` (an aten-level FX GraphModule → an
 IR graph plus its calling spec), :func:`translated_ops` / :func:`coverage` (which aten
 ops translate), :data:`STATS` and :func:`reset_caches`. Importing this package does
 not import torch; the first use does.
@@ -14,14 +15,7 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["STATS", "compile", "coverage", "fx_to_ir", "recording_backend", "reset_caches", "translated_ops"]
-
-
-def compile(fn_or_module=None, **options):
-    """See :func:`parity.frontend.api.compile`."""
-    from .api import compile as compile_
-
-    return compile_(fn_or_module, **options)
+__all__ = ["STATS", "coverage", "fx_to_ir", "recording_backend", "reset_caches", "translated_ops"]
 
 
 def fx_to_ir(gm, example_inputs=None, **options):

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import parity
-from parity.export import ExportWarning
+from parity.frontend.export import ExportWarning
 from parity.frontend.specialize import GuardedDimension
 from parity.conformance.models.attention import Attention
 

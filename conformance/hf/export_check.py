@@ -74,12 +74,11 @@ class ExportResult:
 
 def _export_parity(model, inputs: dict, path: Path) -> list[str]:
     import parity
-    from parity.export import ExportWarning
 
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ExportWarning)
+        warnings.simplefilter("always", parity.ExportWarning)
         parity.export(model, (), kwargs=inputs, format="onnx", path=path)
-    return [str(w.message) for w in caught if issubclass(w.category, ExportWarning)]
+    return [str(w.message) for w in caught if issubclass(w.category, parity.ExportWarning)]
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""``parity.export``: a function or ``nn.Module`` as a file another runtime runs without parity.
+"""What :func:`parity.export` runs: a function or ``nn.Module`` captured whole, as a file another runtime runs.
 
 The model is captured whole, then handed to the backend that writes the format. Capture
 is one ``make_fx`` pass with parity's decomposition table (flat tensor arguments, static
@@ -18,13 +18,10 @@ the graph, so the file is self-contained), or named graph inputs (``params="inpu
 named like ``fc1.weight``, ahead of the user's inputs). ``dynamic_dims`` makes dims
 symbolic: ``{"x": {0: "batch"}}`` (input name → axis → the dim's name in the file).
 
-Example::
+Example (``parity.export``'s docstring has one that writes a file)::
 
-    >>> import tempfile, os, torch, parity
-    >>> path = os.path.join(tempfile.mkdtemp(), "double.onnx")
-    >>> model = parity.export(lambda x: x * 2, (torch.ones(3),), path=path, input_names=["x"])
-    >>> [i.name for i in model.graph.input], [o.name for o in model.graph.output]
-    (['x'], ['output0'])
+    >>> EXPORTERS["stablehlo"], SUFFIXES[".mlir"]
+    (('xla', 'export'), 'stablehlo')
 """
 
 from __future__ import annotations
@@ -37,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import validate
 from .export_capture import keywords_as_positional, quiet_torch_logs, without_wrapper_prefix
-from .ir.graph import Graph, Node
-from .ir.types import Symbol
+from ..ir.graph import Graph, Node
+from ..ir.types import Symbol
+from ..ir.usage import UsageError
 
 # format -> (the registry name of the backend, its method that writes the format)
 EXPORTERS: dict[str, tuple[str, str]] = {"onnx": ("onnx", "export"), "stablehlo": ("xla", "export"),
@@ -55,7 +52,7 @@ SUFFIXES: dict[str, str] = {".onnx": "onnx", ".mlir": "stablehlo", ".stablehlo":
 ASSERTS_SIZES: frozenset[str] = frozenset({"stablehlo", "jax"})
 
 
-class ExportError(validate.UsageError):
+class ExportError(UsageError):
     """An export that cannot be done as asked (unknown format, names that do not fit, a path it cannot write)."""
 
 
@@ -75,7 +72,7 @@ class UnexportableOp(ExportError):
     def of(cls, error, locate, format: str, dynamic: bool) -> UnexportableOp:
         """``error`` (an UnsupportedAtenOp) for export; without a source line, ``locate()``
         captures again with torch.export, whose nodes carry the user's frames."""
-        from .frontend.errors import UnsupportedAtenOp
+        from .errors import UnsupportedAtenOp
 
         if error.loc is None:
             try:
@@ -90,27 +87,16 @@ class ExportWarning(UserWarning):
     """Part of the model's output that is not in the file (a value that is not a tensor), one line each."""
 
 
-def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path: str | Path | None = None,
-           input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
-           dynamic_dims: Mapping[str, Mapping[int, str]] | None = None, params: str = "constants",
-           kwargs: Mapping[str, Any] | None = None, **unknown):
-    """Capture ``fn_or_module(*args, **kwargs)`` and write it to ``path`` in ``format``.
+def export_model(fn_or_module, args: Sequence[Any], *, format: str, path: Path,
+                 input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+                 dynamic_dims: Mapping[str, Mapping[int, str]] | None = None, params: str = "constants",
+                 kwargs: Mapping[str, Any] | None = None):
+    """Capture ``fn_or_module(*args, **kwargs)`` and write it to ``path`` in ``format``: what
+    :func:`parity.export` runs once it has checked the options and the path (the options are its)."""
+    from ..backends.registry import get_backend
+    from .capture import DataDependentCapture, capture_program, unwrap_compiled
+    from .errors import UnsupportedAtenOp
 
-    ``input_names`` names the user's positional tensor arguments (default: the function's
-    parameter names; keyword arguments are named by their keys), ``output_names`` its
-    outputs (default: each tensor's path in the output, ``logits``, ``cache.0.key``, or
-    ``output0..`` for a tensor or tuple: :mod:`parity.frontend.outputs`; values that are not
-    tensors are left out with an :class:`ExportWarning` each); ``dynamic_dims`` maps an
-    input name to ``{axis: dim}``, a dim being its name or a ``torch.export.Dim`` (to give
-    bounds: ``Dim("seq", min=4, max=512)``; the files check them where the format can:
-    ``jax`` and ``stablehlo`` assert them, ONNX has no such check); ``params`` is ``"constants"`` or ``"inputs"``.
-    Returns what the format's backend returns (an ``onnx.ModelProto`` for ``"onnx"``).
-    """
-    from .backends.registry import get_backend
-    from .frontend.capture import DataDependentCapture, capture_program, unwrap_compiled
-    from .frontend.errors import UnsupportedAtenOp
-
-    path = _check_arguments(unknown, format, params, path)
     fn = unwrap_compiled(fn_or_module)
     args = tuple(args)
     user_names = list(input_names) if input_names is not None else _parameter_names(fn, len(args))
@@ -141,7 +127,7 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
         raise ExportError(str(exc).split("; parity.compile(")[0]) from None
     program = without_wrapper_prefix(program)
     for note in program.notes:
-        warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=2)
+        warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=3)  # the caller of parity.export
     graph, names = _named_inputs(program, {**rename, **starred}, params)
     outputs = _output_names(program, output_names)
     dim_names = {}
@@ -163,30 +149,14 @@ def export(fn_or_module, args: Sequence[Any] = (), *, format: str = "onnx", path
     if facts and format not in ASSERTS_SIZES:
         warnings.warn(f"parity.export: the {format} file holds for sizes where these hold: {'; '.join(facts)}. "
                       f"{format} cannot check sizes, so a run outside them gives undefined results "
-                      "(format='jax' or 'stablehlo' asserts them)", ExportWarning, stacklevel=2)
+                      "(format='jax' or 'stablehlo' asserts them)", ExportWarning, stacklevel=3)  # the caller of parity.export
     return written
-
-
-def _check_arguments(unknown: Mapping[str, Any], format: str, params: str, path) -> Path:
-    """The output path, once the options are known to be export's and the file can be written there."""
-    try:
-        validate.options("parity.export", unknown)
-        validate.one_of(format, EXPORTERS, "export format")
-        validate.one_of(params, ("constants", "inputs"), "params value", " ('constants': folded into the file)")
-        target = validate.output_path(path or f"model.{format}", "export path")
-    except validate.UsageError as exc:
-        raise ExportError(str(exc)) from None
-    named = SUFFIXES.get(target.suffix.lower(), format)
-    if named != format:
-        raise ExportError(f"export path {str(path)!r} names a {named} file, but format={format!r}; pass "
-                          f"format={named!r}, or a path ending in the {format} format's extension")
-    return target
 
 
 def size_facts(graph: Graph, dim_names: Mapping[str, str]) -> list[str]:
     """What ``graph`` relies on about its sizes, in the file's dim names (``seq must be <= 64``)."""
-    from .ir.constraints import graph_constraints
-    from .ir.dims import substitute
+    from ..ir.constraints import graph_constraints
+    from ..ir.dims import substitute
 
     renames = {old: Symbol(new) for old, new in dim_names.items() if new.isidentifier()}
     facts = []
@@ -227,9 +197,9 @@ def _trace(fn, args, arg_names):
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from .frontend.capture import CapturedProgram
-    from .frontend.outputs import flatten_outputs
-    from .frontend.translate import fx_to_ir
+    from .capture import CapturedProgram
+    from .outputs import flatten_outputs
+    from .translate import fx_to_ir
 
     module = fn if isinstance(fn, torch.nn.Module) else None
     params = dict(module.named_parameters()) if module is not None else {}
@@ -265,7 +235,7 @@ def _trace(fn, args, arg_names):
 @functools.cache
 def _decompositions() -> dict:
     """The frontend's decomposition table, built once (building it takes ~0.2 s)."""
-    from .frontend.compiler import decomposition_table
+    from .compiler import decomposition_table
 
     return decomposition_table()
 
@@ -322,8 +292,8 @@ def _named_inputs(program, rename: Mapping[str, str], params: str) -> tuple[Grap
 
     A user input is named by its parameter (``x``; ``xs[1]`` inside a list; a keyword
     argument's key), with ``rename`` (parameter name → the caller's ``input_names``) applied."""
-    from .frontend.tensors import to_array
-    from .ir.passes import dce, fold_constants
+    from .tensors import to_array
+    from ..ir.passes import dce, fold_constants
 
     names, bound = [], {}
     for i, label in enumerate(program.input_names):
@@ -346,7 +316,7 @@ def _named_inputs(program, rename: Mapping[str, str], params: str) -> tuple[Grap
 
 def _bind(graph: Graph, values: Mapping[int, Any]) -> Graph:
     """``graph`` with the inputs at the given positions replaced by constants."""
-    from .ir.builder import GraphBuilder
+    from ..ir.builder import GraphBuilder
 
     b = GraphBuilder(graph.name)
     env = {v: b.constant(values[i], v.type.dtype) if i in values else b.input(v.type)
