@@ -234,7 +234,7 @@ def _trace(fn, args, arg_names):
 
 @functools.cache
 def _decompositions() -> dict:
-    """The frontend's decomposition table, built once (building it takes ~0.2 s)."""
+    """The frontend's decomposition table, built once (building it is not free)."""
     from .compiler import decomposition_table
 
     return decomposition_table()

@@ -212,8 +212,8 @@ def unmasked_attention(ctx, q, k, v):
     Under the opset parity emits, ORT has no Attention kernel and inlines the op's function,
     which adds an all-zero bias, copies k and v for grouped heads, casts to the same dtype
     and selects fully masked rows (none here); it also scales q and k by sqrt(scale) each,
-    two roundings more. Without those passes the encoder block went from 1.12-1.17x of its
-    torch.onnx export in raw ORT to 0.97-1.06x (docs/measurements/onnx_vs_export.md).
+    two roundings more. Without those passes the encoder block runs as fast as its torch.onnx
+    export in raw ORT (docs/backends/onnx.md).
 
     A row whose scores are all -inf gets zeros, as the IR's softmax gives (ORT's gives NaN,
     and so did its Attention: conformance case ``infinite_scores``). A row sum of -inf rules
