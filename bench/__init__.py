@@ -10,5 +10,7 @@ best anchor; and writes JSON and a PNG chart. Tests never assert time.
 Modules: ``workloads`` (torch + JAX definitions), ``candidates`` (anchors and parity),
 ``measure`` (threads, roofline, correctness, interleaved timing), ``cold`` (fresh-
 process compile time and peak RSS), ``suite`` (the run), ``report`` (table, JSON,
-chart), ``cli``. Importing this package imports nothing heavy.
+chart), ``precision`` (the precision tiers against each runtime's anchor), ``cli``.
+Importing this package imports nothing heavy. One-off studies live in ``studies/``
+(not installed) and reuse these modules.
 """

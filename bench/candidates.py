@@ -140,7 +140,7 @@ class _AsModule(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def _quiet():
+def quiet():
     """The exporters print progress and warnings; keep the benchmark's output readable."""
     logger = logging.getLogger("torch.onnx")
     level = logger.level
@@ -158,14 +158,14 @@ def export_onnx(case: Case) -> tuple[bytes, str | None]:
     names = [f"in{i}" for i in range(len(case.inputs))]
     module = _AsModule(case.torch_fn).eval()
     try:
-        with _quiet():
+        with quiet():
             program = torch.onnx.export(module, case.inputs, input_names=names, dynamo=True)
         return program.model_proto.SerializeToString(), None
     except Exception as exc:  # noqa: BLE001 - any exporter failure falls back, with a note
         note = f"torch.onnx.export(dynamo=True) failed ({type(exc).__name__}: {str(exc)[:120]}); used dynamo=False"
         print(f"note: {note}")
         buffer = io.BytesIO()
-        with _quiet():
+        with quiet():
             torch.onnx.export(module, case.inputs, buffer, input_names=names, dynamo=False)
         return buffer.getvalue(), note
 

@@ -79,7 +79,7 @@ def _child(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
 
-    from .measure import pin_threads
+    from .measure import TimingPlan, pin_threads, time_interleaved
 
     pin_threads(args.threads)
     from .candidates import NotApplicable, make_candidate
@@ -96,11 +96,8 @@ def _child(argv=None) -> int:
         call = candidate.prepare(case, args.threads or len(os.sched_getaffinity(0)))
         call()
         first = time.perf_counter() - t0
-        steady = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            call()
-            steady.append(time.perf_counter() - t0)
+        # three single calls after the first, timed by the suite's one loop (median below)
+        steady = time_interleaved({"run": call}, TimingPlan(rounds=3, batch_s=0.0, min_rounds=3, warmup=0))["run"]
     except NotApplicable as exc:
         print(json.dumps({"status": "n/a", "error": str(exc)}))
         return 0

@@ -10,7 +10,9 @@ session (see :mod:`parity.bench.candidates`).
 Timing (:func:`time_interleaved`): every candidate is warmed up first, then timed in
 rounds; in each round every candidate runs one batch of calls, in an order that
 rotates from round to round, so slow drift in the machine's load hits all of them
-alike. A candidate's time is the median over its rounds of (batch time / calls).
+alike. A candidate's time is the median over its rounds of (batch time / calls). The
+same loop serves the suite and the studies (``studies/``); asked for, it also records
+each batch's CPU time, which time spent descheduled by other processes does not inflate.
 """
 
 from __future__ import annotations
@@ -110,8 +112,13 @@ class TimingPlan:
     warmup: int = 2
 
 
-def time_interleaved(calls: dict[str, Callable[[], object]], plan: TimingPlan) -> dict[str, list[float]]:
-    """Per-call times (one per round) for each named call, interleaved round by round."""
+def time_interleaved(calls: dict[str, Callable[[], object]], plan: TimingPlan,
+                     cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+    """Per-call wall times (one per round) for each named call, interleaved round by round.
+
+    With ``cpu`` (a dict), the per-call CPU time of the process (every thread of it) in the
+    same batches is recorded there too, a list per name.
+    """
     batch: dict[str, int] = {}
     rounds: dict[str, int] = {}
     for name, call in calls.items():
@@ -121,6 +128,8 @@ def time_interleaved(calls: dict[str, Callable[[], object]], plan: TimingPlan) -
         batch[name] = max(1, min(100_000, int(plan.batch_s / max(one, 1e-9))))
         rounds[name] = max(plan.min_rounds, min(plan.rounds, int(plan.budget_s / max(one * batch[name], 1e-9))))
     times: dict[str, list[float]] = {name: [] for name in calls}
+    cpu_times = cpu if cpu is not None else {}
+    cpu_times.update({name: [] for name in calls})
     names = list(calls)
     for r in range(max(rounds.values(), default=0)):
         order = names[r % len(names):] + names[:r % len(names)]
@@ -128,10 +137,11 @@ def time_interleaved(calls: dict[str, Callable[[], object]], plan: TimingPlan) -
             if len(times[name]) >= rounds[name]:
                 continue
             call, k = calls[name], batch[name]
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(k):
                 call()
             times[name].append((time.perf_counter() - t0) / k)
+            cpu_times[name].append((time.process_time() - c0) / k)
     return times
 
 

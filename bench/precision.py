@@ -1,7 +1,7 @@
-"""parity's executables at each precision tier against the runtime's own anchor (issue 24, item 3).
+"""parity's executables at each precision tier against the runtime's own anchor.
 
-    .venv/bin/python -m bench.precision [--rounds N] [--threads N] [--workloads a,b] [--markdown PATH]
-    .venv/bin/python -m bench.precision --sweep   # ORT Sigmoid's error over the domain, no timing
+    python -m parity.bench.precision [--rounds N] [--threads N] [--workloads a,b] [--markdown PATH]
+    python -m parity.bench.precision --sweep   # ORT Sigmoid's error over the domain, no timing
 
 For each inference workload (quick size), in one process, interleaved round by round:
 
@@ -31,9 +31,8 @@ from parity.backends.xla.backend import XlaBackend
 from parity.ir.precision import Precision
 
 from .candidates import bound_ort_call, export_onnx
-from .measure import pin_threads, write_report
+from .measure import TimingPlan, median, pin_threads, time_interleaved, write_report
 from .workloads import WORKLOADS
-from .xla_gap import time_both
 
 DEFAULT = ("tiny", "mlp", "encoder", "chain", "sigmoid_chain", "softmax_ln", "convnet")
 
@@ -82,8 +81,10 @@ def measure(workload: str, rounds: int, threads: int) -> tuple[dict[str, tuple[f
     same = {"xla": len({backend.compile(xla_graph, "cpu", p).hlo_text() for p in Precision}) == 1,
             "onnx": len({to_model(onnx_graph, precision=p).SerializeToString() for p in Precision}) == 1}
     calls = {**xla_calls(case, xla_graph), **onnx_calls(case, onnx_graph, threads)}
-    times = time_both(calls, rounds, batch_s=0.05)
-    return {name: (wall * 1e3, cpu * 1e3) for name, (wall, cpu) in times.items()}, same
+    cpu: dict[str, list[float]] = {}
+    plan = TimingPlan(rounds=rounds, batch_s=0.05, min_rounds=rounds)  # every candidate runs all rounds
+    wall = time_interleaved(calls, plan, cpu=cpu)
+    return {name: (median(wall[name]) * 1e3, median(cpu[name]) * 1e3) for name in calls}, same
 
 
 def sigmoid_sweep(points: int = 2_000_001) -> list[str]:

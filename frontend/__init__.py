@@ -1,6 +1,7 @@
-"""The PyTorch frontend: ``compile`` (TorchDynamo + AOTAutograd → IR → a backend).
+"""The PyTorch frontend: what :func:`parity.compile` runs (TorchDynamo + AOTAutograd → IR → a backend).
 
-Public pieces: :func:`compile`, :func:`fx_to_ir` (an aten-level FX GraphModule → an
+Public pieces: :func:`recording_backend` (parity's capture as a ``torch.compile``
+backend, each compiled graph handed to a callback), :func:`fx_to_ir` (an aten-level FX GraphModule → an
 IR graph plus its calling spec), :func:`translated_ops` / :func:`coverage` (which aten
 ops translate), :data:`STATS` and :func:`reset_caches`. Importing this package does
 not import torch; the first use does.
@@ -14,14 +15,7 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["STATS", "compile", "coverage", "fx_to_ir", "reset_caches", "translated_ops"]
-
-
-def compile(fn_or_module=None, **options):
-    """See :func:`parity.frontend.api.compile`."""
-    from .api import compile as compile_
-
-    return compile_(fn_or_module, **options)
+__all__ = ["STATS", "coverage", "fx_to_ir", "recording_backend", "reset_caches", "translated_ops"]
 
 
 def fx_to_ir(gm, example_inputs=None, **options):
@@ -43,6 +37,48 @@ def coverage() -> dict[str, list[str]]:
     from .aten import coverage as coverage_
 
     return coverage_()
+
+
+def recording_backend(wrap, backend: str = "reference"):
+    """A ``torch.compile`` backend that runs parity's own capture and hands each compiled graph to ``wrap``.
+
+    The same path as :func:`parity.compile` (AOTAutograd with parity's decompositions, the
+    FX → IR translation, ``backend``'s executable), except that every forward, backward or
+    inference graph's callable is passed through ``wrap(compiled, kind)`` before
+    AOTAutograd gets it: the numerics debugger records the arrays each graph receives.
+    ``compiled.translation.graph`` is the IR graph.
+
+    Example::
+
+        >>> import torch
+        >>> kinds = []
+        >>> def wrap(compiled, kind):
+        ...     kinds.append((kind, len(compiled.translation.graph.nodes) > 0))
+        ...     return compiled
+        >>> f = torch.compile(lambda x: torch.tanh(x) * 2, backend=recording_backend(wrap))
+        >>> _ = f(torch.ones(3)); torch._dynamo.reset(); kinds
+        [('inference', True)]
+    """
+    import functools
+
+    from torch._dynamo.backends.common import aot_autograd
+
+    from .compiler import CompileOptions, Session, compile_fx_graph, decomposition_table, mkldnn_off
+
+    session = Session(CompileOptions(backend=backend, strict=True))
+
+    def compiler(kind):
+        compile_one = functools.partial(compile_fx_graph, session=session, kind=kind)
+        return lambda gm, example_inputs: wrap(compile_one(gm, example_inputs), kind)
+
+    aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                       inference_compiler=compiler("inference"), decompositions=decomposition_table())
+
+    def parity_backend(gm, example_inputs):
+        with mkldnn_off():  # as parity.compile: plain matmuls for LSTM layers
+            return aot(gm, example_inputs)
+
+    return parity_backend
 
 
 def reset_caches() -> None:

@@ -1,4 +1,4 @@
-"""``parity.compile``: the entry point a model author uses.
+"""What :func:`parity.compile` builds: the compiled function or module, and its calls.
 
 Example::
 
@@ -35,57 +35,23 @@ from .sharding import caller_site, configure
 from .user_errors import eager_error, from_user_frame, quiet_tracing_logs
 
 
-def compile(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu",
+def make_compiled(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
             out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None,
             fast_path: bool | None = None, precision: str = "exact", fullgraph: bool = False):
-    """Compile a function or ``nn.Module`` with a parity backend; training works too.
+    """The callable :func:`parity.compile` returns, its options already checked there.
 
-    Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
-    ``parity.compile(module, backend="onnx", strict=False)``. Capture is TorchDynamo
-    (guards, recompiles and graph breaks: Python it cannot trace runs eagerly between
-    captured graphs) plus AOTAutograd (forward and backward graphs), translated to the
-    parity IR. ``strict=True`` raises :class:`~parity.frontend.errors.UnsupportedAtenOp`
-    for an op the backend cannot run; ``strict=False`` runs just the nodes the backend
-    cannot run eagerly in torch (one warning per call, a line per op) and the rest of the graph on the
-    backend (``parity.explain`` shows the share; frontend/partition.py). ``dynamic=True`` (or ``torch._dynamo.mark_dynamic``) makes sizes
-    symbolic IR dimensions. A module comes back as a module sharing its parameters.
-    ``mesh``, ``in_shardings``, ``out_shardings`` and ``parity.shard`` run the graphs
-    sharded over several devices (backend="xla"; docs/sharding.md). ``cache_dir`` keeps
-    compiled executables (and ``auto``'s picks) on disk so the next process starts warm:
-    by default (None or ``True``) in ``$PARITY_CACHE_DIR`` if set, else the per-user
-    ``$XDG_CACHE_HOME/parity`` (``~/.cache/parity``, created ``0700``; a directory or entry
-    another user owns or can write is refused with a warning); a path; ``False`` for off
-    (backends/disk_cache.py).
-    ``backend="auto"``, the default, picks per graph, at its first call, the fastest backend
-    that claims its ops and is conformant for them, and keeps the pick in the disk cache
-    (frontend/auto.py; ``auto=AutoOptions(budget_s=...)`` tunes it, ``$PARITY_BACKEND``
-    forces one backend, ``parity.auto_choices`` shows what it chose). The reference
-    interpreter (the spec, slow) runs only when asked for: ``backend="reference"``.
-    ``repr()`` of the result says which backend runs and why.
-    Calls of a function whose tensor signature was seen before skip Dynamo's guards, like
-    ``jax.jit``, where Dynamo's guards showed that the function reads no Python state besides
-    its tensor arguments (the default, ``fast_path=None``; other functions keep Dynamo's
-    path by themselves). ``fast_path=True`` skips that check (the user vouches for the
-    function), ``False`` turns the fast path off (frontend/fast_path.py says exactly when
-    it applies).
-    ``precision="exact"`` (the default) holds every op to the IR's contract; ``"fast"`` lets
-    a backend that declares the tier (xla, onnx) fuse multiply-adds and call native kernels,
-    within the fast tier's published per-op bounds (docs/conformance.md); NaN, ±inf and -0.0
-    mean the same in both. A backend without the tier runs exact (``parity.explain`` says so).
-    Code Dynamo runs in eager torch (a graph break: ``nonzero``, ``.item()``, ``print``)
-    warns once with the user's line (:class:`~parity.frontend.graph_breaks.GraphBreakWarning`);
-    ``fullgraph=True``, as in ``torch.compile``, makes it an error, as it does every op the
-    backend cannot run and a call past Dynamo's recompile limit (frontend/recompile_limit.py). A ``staticmethod`` or ``classmethod`` stays one; a function
-    decorated in a class body binds to each instance like a method.
+    A function comes back as a :class:`CompiledFunction` (or :class:`FastCompiledFunction`),
+    a module as a :class:`CompiledModule` sharing its parameters; without ``fn_or_module``,
+    the decorator that makes one. The options are :func:`parity.compile`'s.
     """
     if fn_or_module is None:
-        return functools.partial(compile, backend=backend, device=device, strict=strict, dynamic=dynamic,
+        return functools.partial(make_compiled, backend=backend, device=device, strict=strict, dynamic=dynamic,
                                  mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
                                  cache_dir=cache_dir, auto=auto, fast_path=fast_path, precision=precision,
                                  fullgraph=fullgraph)
     if isinstance(fn_or_module, (staticmethod, classmethod)):  # @parity.compile above @staticmethod
-        return type(fn_or_module)(compile(fn_or_module.__func__, backend=backend, device=device, strict=strict,
+        return type(fn_or_module)(make_compiled(fn_or_module.__func__, backend=backend, device=device, strict=strict,
                                           dynamic=dynamic, mesh=mesh, in_shardings=in_shardings,
                                           out_shardings=out_shardings, cache_dir=cache_dir, auto=auto,
                                           fast_path=fast_path, precision=precision, fullgraph=fullgraph))

@@ -1,7 +1,7 @@
 """The signature fast path: calls with a tensor signature seen before skip Dynamo.
 
-Dynamo checks its guards on every call (~15–20 µs for a tiny function, and its code
-evicts the runtime's caches: bench/results/dispatch.md). The fast path keeps, per call
+Dynamo checks its guards on every call, most of a tiny function's call time, and its
+code evicts the runtime's caches (docs/frontend.md has the figures). The fast path keeps, per call
 signature, the function Dynamo calls for it (AOTAutograd's runtime wrapper around
 parity's executable), and calls it directly, like ``jax.jit``'s cache. It is on by default
 for functions (``fast_path=None``), where it makes an entry only when Dynamo's own guards
@@ -34,7 +34,7 @@ the user instead, ``fast_path=False`` turns it off; modules always take Dynamo's
 - **Direct entries**: for an inference graph whose outputs are its IR outputs, and when
   AOTAutograd's runtime wrapper handed back exactly the tensors parity's graph returned
   (no input mutation written back, no view regenerated), the entry calls parity's graph
-  itself, without the wrapper (~4 µs of a tiny onnx call). Otherwise it calls the wrapper.
+  itself, without the wrapper (a measurable share of a tiny call). Otherwise it calls the wrapper.
 - **With** ``fast_path=True`` **the guards are not read** (as under ``jax.jit``): Python
   values the function reads besides its tensor arguments (globals, closure values, flags)
   are those of the call that made the entry. Monkeypatching torch's own functions is not
@@ -277,7 +277,7 @@ def _direct_graph(call):
 
 def _make_direct_entry(graph: Callable, order: list[int], kind, n_args: int) -> Callable:
     """Like :func:`_make_entry`, calling parity's CompiledGraph (boxed: a fresh list) without
-    AOTAutograd's runtime wrapper (~5 µs of a 30 µs tiny call on onnx)."""
+    AOTAutograd's runtime wrapper, whose cost a tiny call notices."""
     if kind is None:
         if order == list(range(n_args)):
             return lambda a: graph(list(a))[0]

@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench_cli.add_arguments(bench)
     bench.set_defaults(run=bench_cli.run)
 
-    from .diff import cli as diff_cli  # torch loads only when it runs
+    from . import cli_diff as diff_cli  # torch loads only when it runs
 
     diff = commands.add_parser("diff", help="which node makes a backend's answer differ: local vs carried error "
                                             "per node, ranked; JSON, HTML and repros (docs/diff.md)")

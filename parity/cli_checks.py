@@ -72,7 +72,7 @@ def _check_fuzz(args) -> None:
 
 
 def _check_diff(args) -> None:
-    from .diff.cli import check_target
+    from .cli_diff import check_target
 
     check_target(args.target)
     backend = validate.backend(args.backend)

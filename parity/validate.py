@@ -128,4 +128,23 @@ def auto_options(auto):
 
 
 __all__ = ["auto_options", "OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
-           "options", "output_path", "regex"]
+           "export_arguments", "options", "output_path", "regex"]
+
+
+def export_arguments(unknown: Mapping, format: str, params: str, path) -> Path:
+    """The path :func:`parity.export` writes, once its options are known to be export's and the
+    file can be written there; else an :class:`~parity.frontend.export.ExportError` that says which."""
+    from .frontend.export import EXPORTERS, SUFFIXES, ExportError
+
+    try:
+        options("parity.export", unknown)
+        one_of(format, EXPORTERS, "export format")
+        one_of(params, ("constants", "inputs"), "params value", " ('constants': folded into the file)")
+        target = output_path(path or f"model.{format}", "export path")
+    except UsageError as exc:
+        raise ExportError(str(exc)) from None
+    named = SUFFIXES.get(target.suffix.lower(), format)
+    if named != format:
+        raise ExportError(f"export path {str(path)!r} names a {named} file, but format={format!r}; pass "
+                          f"format={named!r}, or a path ending in the {format} format's extension")
+    return target

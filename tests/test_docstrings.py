@@ -13,7 +13,7 @@ def _modules():
     names = ["parity"]
     for info in pkgutil.walk_packages(parity.__path__, "parity."):
         names.append(info.name)
-    for sub in ("ir", "backends", "frontend", "conformance"):
+    for sub in ("ir", "backends", "frontend", "conformance", "debugger"):
         package = importlib.import_module(f"parity.{sub}")
         names.append(package.__name__)
         names += [i.name for i in pkgutil.walk_packages(package.__path__, f"parity.{sub}.")]

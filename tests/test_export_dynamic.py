@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 import parity
-from parity.export import ExportWarning
+from parity.frontend.export import ExportWarning
 from parity.frontend.specialize import GuardedDimension
-from parity.bench.dynamic_export import Attention  # the hand-written block the benchmark measures too
+from parity.conformance.models.attention import Attention
 
 SIZES = [(1, 1), (2, 7), (7, 33), (33, 2)]
 DYNAMIC = {"x": {0: "batch", 1: "seq"}}
@@ -158,8 +158,8 @@ def test_an_onnx_export_warns_with_the_sizes_its_file_holds_for(tmp_path):
 def test_a_model_dynamo_cannot_trace_exports_through_non_strict_capture(tmp_path):
     """segformer's forward has a context manager strict (Dynamo) capture refuses
     ("Unsupported context manager"); the export falls back to torch.export's non-strict
-    capture, and the file serves batch 1, 3 and 7 (bench/dynamic_batch_export.py)."""
-    from parity.bench.dynamic_batch_export import check
+    capture, and the file serves batch 1, 3 and 7 (conformance/hf/batch_export.py)."""
+    from parity.conformance.hf.batch_export import check
 
     verdict = check("segformer", "parity", str(tmp_path))
     assert verdict.startswith("pass (max error"), verdict

@@ -9,7 +9,10 @@ inside functions included; relative imports resolved against the importing packa
 * the backend API (``backends/*.py``) imports ``ir/`` and itself;
 * ``frontend/`` imports ``ir/`` and the backend API (to look a backend up by name), never
   a specific backend;
-* ``conformance/`` imports ``ir/``, the backend API and itself.
+* ``conformance/`` imports ``ir/``, the backend API and itself;
+* ``diff/`` (the numerics debugger, ``parity.debugger``) imports ``ir/``, the backend API,
+  ``conformance/``, the frontend's public package (``parity.frontend``, none of its
+  modules) and itself.
 
 The public face (``parity/``) and ``bench/`` sit on top and may import anything. Imports
 written as strings (``importlib.import_module``, the registry's "module:Class") are
@@ -42,17 +45,14 @@ IR_FORBIDDEN = ("torch", "jax", "jaxlib", "onnx", "onnxruntime", "onnxscript", "
 _RUNS_MODELS = "model conformance runs whole models through parity.compile (the public face)"
 _READS_FRONTEND = "model conformance reports the frontend's own numbers (translation stats, fallbacks, aten ops)"
 ALLOWED: dict[tuple[str, str], str] = {
-    ("conformance/hf/aten_usage.py", "parity"): _RUNS_MODELS,
-    ("conformance/hf/aten_usage.py", "parity.frontend.api"): _READS_FRONTEND,
-    ("conformance/hf/aten_usage.py", "parity.frontend.compiler"): _READS_FRONTEND,
+    ("conformance/hf/aten_ops.py", "parity.frontend.api"): _READS_FRONTEND,
+    ("conformance/hf/aten_ops.py", "parity.frontend.compiler"): _READS_FRONTEND,
     ("conformance/hf/check.py", "parity"): _RUNS_MODELS,
     ("conformance/hf/check.py", "parity.frontend"): _READS_FRONTEND,
     ("conformance/hf/check.py", "parity.frontend.compiler"): _READS_FRONTEND,
+    ("conformance/hf/batch_export.py", "parity"): "the batch export check runs parity.export against torch.onnx.export",
     ("conformance/hf/export_check.py", "parity"): "the HF export check runs parity.export against torch.onnx.export",
-    ("conformance/hf/export_check.py", "parity.export"): "the HF export check reads parity.export's ExportWarning",
     ("conformance/hf/export_check.py", "parity.frontend.outputs"): "names eager outputs as parity.export names them",
-    ("conformance/hf/opinfo_map.py", "parity.frontend.compiler"):
-        "the frontend's decomposition table decides which aten ops the zoo reaches",
     ("conformance/models/check.py", "parity"): _RUNS_MODELS,
     ("conformance/models/check.py", "parity.frontend"): _READS_FRONTEND,
     ("conformance/reports.py", "parity"): "the report records parity.__version__ (importlib.metadata would do)",
@@ -104,11 +104,11 @@ TREE_MODULES = _tree_modules()
 
 def layer(module: str) -> str | None:
     """The layer of a parity module ("ir", "backend-api", "backends/xla", "frontend",
-    "conformance", "top"), or None for anything outside parity."""
+    "conformance", "debugger", "top"), or None for anything outside parity."""
     parts = module.split(".")
     if parts[0] != "parity":
         return None
-    if len(parts) == 1 or parts[1] not in ("ir", "backends", "frontend", "conformance"):
+    if len(parts) == 1 or parts[1] not in ("ir", "backends", "frontend", "conformance", "debugger"):
         return "top"  # parity/ (the public face) and bench/
     if parts[1] != "backends":
         return parts[1]
@@ -171,6 +171,10 @@ def broken_rule(importer: str, imported: str) -> str | None:
         if target == "backend-api":
             return None
         return "conformance/ imports ir/ and the public backend API"
+    if importer == "debugger":
+        if target in ("backend-api", "conformance") or imported == "parity.frontend":
+            return None
+        return "diff/ imports ir/, the backend API, conformance/ and the frontend's public package"
     return None  # the public face and bench sit on top
 
 
@@ -212,7 +216,7 @@ def test_every_allowance_still_matches_a_violation():
     ("ir/ops/planted.py", "from ...backends import registry\n", "parity.backends.registry", "no other layer"),
     ("ir/planted.py", "from jax import lax\n", "jax", "none of torch, jax"),
     ("backends/xla/planted.py", "from ..onnx import emitter\n", "parity.backends.onnx.emitter", "its own folder"),
-    ("backends/xla/planted.py", "from ...frontend.api import compile\n", "parity.frontend.api", "its own folder"),
+    ("backends/xla/planted.py", "from ...frontend.api import make_compiled\n", "parity.frontend.api", "its own folder"),
     ("backends/registry.py", "from .xla import XlaBackend\n", "parity.backends.xla", "only ir/ and itself"),
     ("frontend/planted.py", "from ..backends.xla.backend import XlaBackend\n", "parity.backends.xla.backend",
      "never a specific backend"),
@@ -221,6 +225,9 @@ def test_every_allowance_still_matches_a_violation():
     ("conformance/planted.py", "from ..backends.onnx import lowering\n", "parity.backends.onnx.lowering",
      "public backend API"),
     ("conformance/planted.py", "def f():\n    from ..frontend import api\n", "parity.frontend.api", "public backend API"),
+    ("diff/planted.py", "def f():\n    from ..frontend.compiler import Session\n", "parity.frontend.compiler",
+     "the frontend's public package"),
+    ("diff/planted.py", "from .. import validate\n", "parity.validate", "the frontend's public package"),
 ])
 def test_a_planted_bad_import_is_caught_and_named(relpath, source, imported, rule_words):
     (violation,) = violations_in(relpath, source)
@@ -235,7 +242,9 @@ def test_a_planted_bad_import_is_caught_and_named(relpath, source, imported, rul
     ("backends/registry.py", "from .base import Backend\nfrom ..ir.errors import ParityError\n"),
     ("frontend/planted.py", "import torch\nfrom ..backends.registry import get_backend\nfrom ..backends import Backend\n"),
     ("conformance/planted.py", "from ..backends import get_backend\nfrom ..ir import evaluate\n"),
-    ("parity/planted.py", "from .frontend.api import compile\nfrom .backends.xla import XlaBackend\n"),
+    ("parity/planted.py", "from .frontend.api import make_compiled\nfrom .backends.xla import XlaBackend\n"),
+    ("diff/planted.py", "from ..frontend import recording_backend\nfrom ..conformance.local import measure_local\n"
+                        "from ..backends.registry import get_backend\nfrom . import report\n"),
 ])
 def test_allowed_imports_pass(relpath, source):
     assert violations_in(relpath, source) == []

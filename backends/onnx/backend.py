@@ -95,7 +95,8 @@ class OnnxExecutable:
 
     Inputs are bound in place (no copy); an input passed again as the same object is not
     bound again (a torch tensor: if it still has the same memory, shape, dtype and is
-    contiguous; binding costs ~10 µs an input, a model's parameters come back every call).
+    contiguous; binding has a cost per input, and a model's parameters come back every call:
+    docs/backends/onnx.md).
     Returns NumPy arrays that are the caller's alone: never views of the inputs or of ORT's
     reused buffers, and a large output's array is written again only once the caller has
     dropped every reference to it.
@@ -123,8 +124,8 @@ class OnnxExecutable:
             for (name, _), copied in zip(self._out, self._copied):
                 if copied:
                     binding.bind_output(name, "cpu")
-            # The pybind objects under ORT's Python wrappers: the wrappers cost ~6 µs per call
-            # on a tiny graph (measure_overhead.py); the public API is the fallback.
+            # The pybind objects under ORT's Python wrappers, which cost a measurable share of a
+            # tiny graph's call (docs/backends/onnx.md); the public API is the fallback.
             raw, sess = getattr(binding, "_iobinding", None), getattr(self.session, "_sess", None)
             if raw is not None and sess is not None and hasattr(sess, "run_with_iobinding"):
                 options = ort.RunOptions()
@@ -172,8 +173,8 @@ class OnnxExecutable:
         """Static shapes with large outputs: ORT writes them into arrays of ours, and an array
         the caller has let go of since the last call is written again, not reallocated.
 
-        A fresh 32 MiB output costs ~2 ms of page faults per call on top of the run (and
-        ~7 µs to bind); the exported model in raw ORT writes into one buffer every time.
+        A fresh large output pays its page faults on every call, on top of the run (figures in
+        docs/backends/onnx.md); the exported model in raw ORT writes into one buffer every time.
         Reuse needs proof that nothing else holds the array: its reference count is that of
         our own list (torch.from_numpy, NumPy views and memoryviews all hold a reference).
         """

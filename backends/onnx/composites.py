@@ -145,7 +145,7 @@ def max_pool(ctx, x):
         return plain()
     # One read pass picks the path: an input without NaN has a sum that is not NaN, and pools
     # plainly, which keeps ORT's NCHWc MaxPool after a Conv (the indicator's passes cost a
-    # 16×3×64×64 convnet 1.3-1.5x in raw ORT: bench/results/onnx_vs_export.md). A NaN sum without a NaN
+    # 16×3×64×64 convnet 1.3-1.5x in raw ORT: docs/measurements/onnx_vs_export.md). A NaN sum without a NaN
     # (inf + -inf) takes the exact path too, only slower.
     wide = x if ctx.dtype in (DType.float32, DType.float64) else ctx.cast(x, DType.float32)
     has_nan = ctx.op("IsNaN", ctx.op("ReduceSum", wide, keepdims=0))
@@ -212,8 +212,8 @@ def unmasked_attention(ctx, q, k, v):
     Under the opset parity emits, ORT has no Attention kernel and inlines the op's function,
     which adds an all-zero bias, copies k and v for grouped heads, casts to the same dtype
     and selects fully masked rows (none here); it also scales q and k by sqrt(scale) each,
-    two roundings more. Without those passes the encoder block went from 1.12-1.17x of its
-    torch.onnx export in raw ORT to 0.97-1.06x (bench/results/onnx_vs_export.md).
+    two roundings more. Without those passes the encoder block runs as fast as its torch.onnx
+    export in raw ORT (docs/backends/onnx.md).
 
     A row whose scores are all -inf gets zeros, as the IR's softmax gives (ORT's gives NaN,
     and so did its Attention: conformance case ``infinite_scores``). A row sum of -inf rules

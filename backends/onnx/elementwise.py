@@ -179,7 +179,7 @@ def logistic(ctx, x):
     # Where alone costs 6-9 Adds), and sigmoid(1.5x+2)*x - sqrt|x| ran 2.3-3.5x the time of
     # torch.onnx's export in ORT; now 1.2-1.9x (f32 4M/16M, 1 thread, loaded machine). Same
     # worst case over dense sweeps: 2.25 ULP float32, 2 float64, 0.5 float16/bfloat16
-    # (bench/onnx_logistic.py, bench/results/onnx_logistic.md). NaN passes Min and Exp.
+    # (docs/measurements/onnx_logistic.md). NaN passes Min and Exp.
     if ctx.em.precision is Precision.FAST:
         # ORT's one-pass Sigmoid: its absolute error stays within the fast tier's bound
         # (conformance.bounds.FAST_BOUNDS, measured in docs/conformance.md); NaN, ±inf pass.

@@ -12,12 +12,12 @@ RTOL * max|eager|`` (:func:`~.check.compare`, no float64 second chance). Exporte
 - ``torch.onnx``: ``torch.onnx.export(model, (), kwargs=inputs, dynamo=True)`` (the anchor;
   it needs ``onnxscript``); its outputs are matched by position in the flattened output.
 
-``python bench/hf_export.py`` prints the table for the whole zoo.
+``python -m studies.hf_export`` prints the table for the whole zoo.
 
 :func:`check_dynamic_export` exports a text model (encoder or decoder LM) once with
 dynamic batch and sequence and runs the one file at every (batch, seq) of
 :func:`dynamic_sizes`: 1, 2, a prime, and the longest sequence the config allows
-(``python bench/dynamic_export.py`` prints that table).
+(``python -m studies.dynamic_export`` prints that table).
 
 Example::
 
@@ -74,12 +74,11 @@ class ExportResult:
 
 def _export_parity(model, inputs: dict, path: Path) -> list[str]:
     import parity
-    from parity.export import ExportWarning
 
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ExportWarning)
+        warnings.simplefilter("always", parity.ExportWarning)
         parity.export(model, (), kwargs=inputs, format="onnx", path=path)
-    return [str(w.message) for w in caught if issubclass(w.category, ExportWarning)]
+    return [str(w.message) for w in caught if issubclass(w.category, parity.ExportWarning)]
 
 
 @contextlib.contextmanager

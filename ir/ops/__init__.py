@@ -8,9 +8,9 @@ the frontend translates its Core ATen namesake, and docs/ir.md's catalogue names
 docs/adding-an-op.md walks one op through every file, and tests/test_adding_an_op.py
 names each piece a new op still lacks.
 
-The queries below answer the questions other layers used to answer with hand-typed
-op-name lists: the ops of a family, of a group, of an accuracy class, that accept a
-dtype, and the dtype a node is keyed by. Each returns names in table order.
+The queries below answer, from the table, the questions a hand-typed op-name list would:
+the ops of a family, of a group, of an accuracy class, that accept a dtype, and the dtype
+a node is keyed by. Each returns names in table order.
 
 Example::
 

@@ -6,9 +6,10 @@ import json
 import torch
 
 from parity.cli import main
-from parity.diff import diff, diff_graphs
-from parity.diff.capture import capture_graphs
-from parity.diff.planted import planted_runner
+from parity import diff
+from parity.debugger import diff_graphs
+from parity.debugger.capture import capture_graphs
+from parity.debugger.planted import planted_runner
 
 
 def _model(x, w):
@@ -89,8 +90,12 @@ def test_cli_runs_the_docs_example_script(tmp_path, capsys):
 
 
 def test_parity_diff_is_the_top_level_function():
+    import importlib
+    import types
+
     import parity
 
-    assert parity.diff is diff  # the function, though parity.diff is also the package's name
+    assert isinstance(parity.diff, types.FunctionType)  # no module shadows it: the debugger is parity.debugger
+    assert isinstance(importlib.import_module("parity.debugger"), types.ModuleType)
     report = parity.diff(_model, *_inputs(), backend="reference")
     assert report.exit_code == 0 and [g.kind for g in report.graphs] == ["forward", "backward"]

@@ -4,8 +4,8 @@ blame a backend for ill-conditioning."""
 import numpy as np
 import pytest
 
-from parity.diff import diff_graph
-from parity.diff.planted import FAULT_CLASSES, applies, planted_runner
+from parity.debugger import diff_graph
+from parity.debugger.planted import FAULT_CLASSES, applies, planted_runner
 
 from .graphs import cancelling, mixed
 
@@ -61,7 +61,7 @@ def test_few_ulp_fault_under_the_baseline_tolerance_is_still_found():
 def test_backend_error_is_ranked_first_and_named():
     from parity.backends.registry import get_backend
     from parity.conformance.mutants import FAULTS, Planted
-    from parity.diff.execute import NodeRunner
+    from parity.debugger.execute import NodeRunner
 
     graph, arrays = mixed()
     real = get_backend("reference")
@@ -90,7 +90,7 @@ def test_recorded_deviation_is_known_and_ranked_after_a_bug():
     from parity.backends.registry import get_backend
     from parity.conformance.mutants import Planted
     from parity.conformance.mutants.faults import Fault, step_ulps
-    from parity.diff.execute import NodeRunner
+    from parity.debugger.execute import NodeRunner
     from parity.ir import f32
 
     nine = Fault("nine_ulp", "9 ULP away from zero", lambda a, site: step_ulps(a, site.dtype, 9))

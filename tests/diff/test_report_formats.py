@@ -10,10 +10,10 @@ import subprocess
 import pytest
 from rich.console import Console
 
-from parity.diff import diff_graph
-from parity.diff.html import BUG_RED
-from parity.diff.planted import planted_runner
-from parity.diff.report import SCHEMA_VERSION, VERDICTS
+from parity.debugger import diff_graph
+from parity.debugger.html import BUG_RED
+from parity.debugger.planted import planted_runner
+from parity.debugger.report import SCHEMA_VERSION, VERDICTS
 
 from .graphs import mixed
 

@@ -6,16 +6,16 @@ import subprocess
 import sys
 
 from parity.conformance import regressions
-from parity.diff import diff_graph
-from parity.diff.planted import planted_runner
-from parity.diff.repro import load, rerun
+from parity.debugger import diff_graph
+from parity.debugger.planted import planted_runner
+from parity.debugger.repro import load, rerun
 from parity.ir import parse
 
 from .graphs import mixed
 
 PLUGIN = '''from parity.backends.registry import get_backend
 from parity.conformance.mutants import Planted
-from parity.diff.planted import FAULT_CLASSES
+from parity.debugger.planted import FAULT_CLASSES
 
 BACKEND = Planted(get_backend("reference"), FAULT_CLASSES["dropped_term"])
 '''
@@ -65,8 +65,8 @@ def test_repro_script_reproduces_in_a_fresh_process(tmp_path):
 def test_at_most_ten_repros(tmp_path):
     from parity.backends.registry import get_backend
     from parity.conformance.mutants import Planted
-    from parity.diff.execute import NodeRunner
-    from parity.diff.planted import FAULT_CLASSES, applies
+    from parity.debugger.execute import NodeRunner
+    from parity.debugger.planted import FAULT_CLASSES, applies
 
     from .graphs import chain
 

@@ -2,7 +2,7 @@
 below the activations a mark-all comparison holds (here a chain of 140 nodes on 16 KiB tensors: the peak is a single node's
 temporaries, whatever the depth)."""
 
-from parity.diff import diff_graph
+from parity.debugger import diff_graph
 
 from .graphs import chain
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 import parity
-from parity.conformance.hf.opinfo_map import (
+from parity.conformance.hf.opinfo import (
     _tensors,
     cotangents_for,
     differentiable,

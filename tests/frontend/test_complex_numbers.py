@@ -48,7 +48,6 @@ def test_a_complex_input_and_output_cross_the_boundary():
 
 @pytest.mark.parametrize("backend, why", [
     ("onnx", "complex numbers are not lowered to ONNX yet"),
-    ("inductor", "complex numbers are not lowered to Inductor yet"),
 ])
 def test_a_backend_without_complex_numbers_refuses_them_with_the_reason(backend, why):
     x, y = torch.randn(3), torch.randn(3)
@@ -56,4 +55,15 @@ def test_a_backend_without_complex_numbers_refuses_them_with_the_reason(backend,
         parity.compile(lambda x, y: torch.complex(x, y).abs(), backend=backend)(x, y)
     message = str(info.value)
     assert f"backend {backend!r} does not claim the IR op 'complex': {why}" in message
+    assert "use a backend that runs it: reference, xla" in message
+
+
+def test_inductor_runs_complex_elementwise_code_and_refuses_an_fft_by_name():
+    x, y = torch.randn(3), torch.randn(3)
+    got = parity.compile(lambda x, y: torch.complex(x, y).abs(), backend="inductor")(x, y)
+    torch.testing.assert_close(got, torch.complex(x, y).abs())
+    with pytest.raises(UnsupportedAtenOp) as info:
+        parity.compile(lambda x: torch.fft.rfft(x).abs(), backend="inductor")(torch.randn(8))
+    message = str(info.value)
+    assert "backend 'inductor' does not claim the IR op 'rfft'" in message
     assert "use a backend that runs it: reference, xla" in message

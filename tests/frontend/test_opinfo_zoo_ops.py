@@ -3,8 +3,8 @@
 backward, against eager torch.
 
 Which OpInfos: ``conformance/hf/aten_ops.json`` lists the zoo's aten ops (recorded from
-every translated graph of its 47 architectures, ``parity.conformance.hf.aten_usage``) and
-maps them to OpInfo entries (``parity.conformance.hf.opinfo_map``: by the user-level
+every translated graph of its 47 architectures by ``scripts/build_aten_ops.py``), and
+maps them to OpInfo entries (by the user-level
 call, by name, or by tracing its samples). Every float32 sample of every mapped entry is a
 case. By default one sample per entry, drawn with a fixed seed, runs (about a minute on
 one core; CI runs this); the rest are marked ``slow`` and are collected only when asked for
@@ -23,8 +23,8 @@ import random
 import pytest
 import torch
 
-from parity.conformance.hf.aten_usage import load
-from parity.conformance.hf.opinfo_map import find_opinfo, float32_samples
+from parity.conformance.hf.aten_ops import load
+from parity.conformance.hf.opinfo import find_opinfo, float32_samples
 from parity.ir.errors import ParityError
 
 from .opinfo_helpers import EagerFallback, check_sample
@@ -154,7 +154,7 @@ def test_the_mapping_covers_the_zoo():
 @pytest.mark.parametrize("op", sorted(COMPILED_ONLY))
 def test_compiled_samples_reach(op):
     """The OpInfo samples said to cover an op only under parity.compile do translate it."""
-    from parity.conformance.hf.aten_usage import recording
+    from parity.conformance.hf.aten_ops import recording
 
     key, indices = COMPILED_ONLY[op]
     info, samples = _samples(key)

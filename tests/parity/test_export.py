@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import parity
-from parity.export import EXPORTERS, ExportError
+from parity.frontend.export import EXPORTERS, ExportError
 
 
 def mlp() -> torch.nn.Module:

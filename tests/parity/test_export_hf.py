@@ -14,7 +14,7 @@ import parity
 from parity.conformance.hf import get_architecture
 from parity.conformance.hf.check import RTOL, build
 from parity.conformance.hf.export_check import check_export
-from parity.export import ExportError, ExportWarning
+from parity.frontend.export import ExportError, ExportWarning
 
 pytest.importorskip("transformers")
 
@@ -145,7 +145,7 @@ class _ValidatesLabels(torch.nn.Module):
 
 
 def test_a_branch_on_data_names_the_line_and_the_input_to_leave_out(tmp_path):
-    from parity.export import ExportError
+    from parity.frontend.export import ExportError
 
     inputs = {"x": torch.randn(3), "labels": torch.tensor([1, 2, 3])}
     with pytest.raises(ExportError) as info:  # capture's DataDependentCapture, with only export's fixes

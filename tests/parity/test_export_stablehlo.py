@@ -12,7 +12,7 @@ import torch
 import parity
 from parity.backends.xla import backend as xla_backend
 from parity.backends.xla.symbolic_export import export_symbolic
-from parity.export import EXPORTERS
+from parity.frontend.export import EXPORTERS
 from parity.ir import GraphBuilder, Symbol, f32
 from parity.ir.errors import ParityError
 

@@ -20,7 +20,7 @@ import torch
 import parity
 from parity import validate
 from parity.cli import main
-from parity.export import ExportError, ExportWarning, UnexportableOp
+from parity.frontend.export import ExportError, ExportWarning, UnexportableOp
 from parity.frontend.errors import FallbackWarning, UnsupportedAtenOp
 
 BACKENDS = "reference, xla, triton, onnx, inductor, numpy"
@@ -205,7 +205,7 @@ def no_capture(monkeypatch):
 
     from parity.frontend import capture
 
-    export_module = importlib.import_module("parity.export")  # parity.export is the function
+    export_module = importlib.import_module("parity.frontend.export")
 
     def fail(*args, **kwargs):
         raise AssertionError("captured before the arguments were checked")

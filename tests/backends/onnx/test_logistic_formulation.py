@@ -3,7 +3,7 @@
 The conformance cells (test_conformance.py) see ~80 values; these sweeps cover the
 whole range of each dtype, the underflow region included, against the contract's bound
 (4 ULP float32/float64, 1 ULP float16/bfloat16) and the worst case measured when the
-rule was chosen (bench/onnx_logistic.py). The rule's shape is pinned (4 ops, no Where):
+rule was chosen (docs/measurements/onnx_logistic.md). The rule's shape is pinned (4 ops, no Where):
 the reason it is fast. Formulations out of contract are shown to fail the same check.
 """
 
@@ -40,7 +40,7 @@ def _all16(dtype) -> np.ndarray:
 
 
 # dtype -> (sweep, contract bound, worst measured with onnxruntime 1.32: these sweeps give
-# 2.171 / 2.0 / 0.50005 / 0.49999; the denser ones of bench/onnx_logistic.py 2.25 in float32)
+# 2.171 / 2.0 / 0.50005 / 0.49999; the denser sweeps of docs/measurements/onnx_logistic.md 2.25 in float32)
 SWEEPS = {
     DType.float32: (_f32_sweep, 4, 2.25),
     DType.float64: (_f64_sweep, 4, 2.0),
