@@ -31,17 +31,17 @@ from .measure import TimingPlan, median, pin_threads, time_interleaved, write_re
 
 def measure(workload: str, rounds: int) -> dict[str, float]:
     import parity
-    from parity.frontend import compiler
-    from parity.frontend.compiler import CompiledGraph
+    from parity.frontend import compiled_graph
+    from parity.frontend.compiled_graph import CompiledGraph
 
     from .candidates import make_candidate
     from .workloads import WORKLOADS
 
     case = WORKLOADS[workload].build(quick=True)
-    before = set(map(id, compiler._EXECUTABLES.values()))
+    before = set(map(id, compiled_graph._EXECUTABLES.values()))
     plain = parity.compile(case.torch_fn, backend="onnx")
     plain(*case.inputs)
-    (executable,) = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
+    (executable,) = [e for e in compiled_graph._EXECUTABLES.values() if id(e) not in before]
     (graph,) = [o for o in gc.get_objects() if type(o) is CompiledGraph and o.executable is executable][:1]
     fast = parity.compile(case.torch_fn, backend="onnx", fast_path=True)
     fast(*case.inputs)

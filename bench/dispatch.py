@@ -53,7 +53,7 @@ def _calls(x, backends: Sequence[str], threads: int) -> dict[str, Callable[[], o
     from torch._dynamo.backends.common import aot_autograd
 
     import parity
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
     from parity.frontend.tensors import array_converter, result_converter
     from parity.ir.dtypes import DType
 
@@ -82,10 +82,10 @@ def _calls(x, backends: Sequence[str], threads: int) -> dict[str, Callable[[], o
     calls["tensor → numpy → tensor"] = lambda: to_tensor(result.copy(), [to_array(x)])
     array = x.numpy()
     for name in backends:
-        before = set(map(id, compiler._EXECUTABLES.values()))
+        before = set(map(id, compiled_graph._EXECUTABLES.values()))
         f = parity.compile(_own(), backend=name)
         f(x)
-        graphs = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
+        graphs = [e for e in compiled_graph._EXECUTABLES.values() if id(e) not in before]
         f(x)  # the second call makes the fast path's entry
         calls[f"parity[{name}]"] = lambda f=f: f(x)
         slow = parity.compile(_own(), backend=name, fast_path=False)
@@ -115,7 +115,7 @@ def _compiled_graphs(f) -> list:
     """The CompiledGraph objects parity handed to AOTAutograd for ``f`` (found through gc)."""
     import gc
 
-    from parity.frontend.compiler import CompiledGraph
+    from parity.frontend.compiled_graph import CompiledGraph
 
     return [o for o in gc.get_objects() if type(o) is CompiledGraph and o.graph.name == "inference"
             and f.session is not None][-1:]

@@ -42,11 +42,11 @@ from .workloads import WORKLOADS
 def parity_graph(case):
     """The IR graph parity's onnx backend compiles for the case (its inference graph)."""
     import parity
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
 
-    before = set(map(id, compiler._EXECUTABLES.values()))
+    before = set(map(id, compiled_graph._EXECUTABLES.values()))
     parity.compile(case.torch_fn, backend="onnx")(*case.inputs)
-    (executable,) = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
+    (executable,) = [e for e in compiled_graph._EXECUTABLES.values() if id(e) not in before]
     return executable.graph
 
 

@@ -97,21 +97,21 @@ def _parity_calls(x, backends: Sequence[str]) -> dict[str, Callable[[], object]]
     from unittest import mock
 
     import parity
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph, single_backend
 
     calls = {}
     array = x.numpy()
     for name in backends:
-        before = set(map(id, compiler._EXECUTABLES.values()))
+        before = set(map(id, compiled_graph._EXECUTABLES.values()))
         compiled = parity.compile(_own_tiny(), backend=name, device="cpu")
         compiled(x)
-        new = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
+        new = [e for e in compiled_graph._EXECUTABLES.values() if id(e) not in before]
         calls[f"parity[{name}]"] = lambda compiled=compiled: compiled(x)
         if len(new) == 1:  # one graph: its executable alone, on a NumPy array
             calls[f"{name} executable"] = lambda run=new[0]: run(array)
     # The frontend's own work: parity's whole path with an executable as cheap as NumPy's add.
     numpy_add = parity.compile(_own_tiny(), backend=backends[0] if backends else "reference", device="cpu")
-    with mock.patch.object(compiler, "compiled_executable", lambda graph, backend, device, cache_dir=None, **_: _numpy_tiny):
+    with mock.patch.object(single_backend, "compiled_executable", lambda graph, backend, device, cache_dir=None, **_: _numpy_tiny):
         numpy_add(x)
     calls["parity, NumPy exe"] = lambda: numpy_add(x)
     return calls

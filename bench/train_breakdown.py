@@ -49,7 +49,7 @@ class _Clock:
         self.captured: dict[str, list] = {}  # kind -> the boxed args of its first call
 
     def install(self):
-        from parity.frontend.compiler import CompiledGraph
+        from parity.frontend.compiled_graph import CompiledGraph
 
         original = CompiledGraph.__call__
         clock = self
@@ -134,9 +134,9 @@ def _onnx_nodes(graph) -> str:
 def _use_torch_decompositions():
     from torch._decomp import core_aten_decompositions
 
-    from parity.frontend import compiler
+    from parity.frontend import pipeline
 
-    parity_table = compiler.decomposition_table
+    parity_table = pipeline.decomposition_table
 
     def table():
         t, core = parity_table(), core_aten_decompositions()
@@ -146,7 +146,7 @@ def _use_torch_decompositions():
                 t[op] = core[op]
         return t
 
-    compiler.decomposition_table = table
+    pipeline.decomposition_table = table
 
 
 def build(backends, quick):
@@ -308,7 +308,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--torch-decompositions", action="store_true",
                         help="torch's own decompositions of pow.Tensor_Scalar and select_backward "
-                             "(the graphs before frontend/compiler.py's rewrites of them)")
+                             "(the graphs before frontend/aten_decompositions.py's rewrites of them)")
     args = parser.parse_args(argv)
     pin_threads(args.threads)
     if args.torch_decompositions:

@@ -33,7 +33,7 @@ def main(argv=None) -> None:
     import parity
     from parity.backends.cache import BuildOnceCache
     from parity.backends.registry import get_backend
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph, pipeline
 
     from .workloads import WORKLOADS, encoder_loss_torch
 
@@ -55,21 +55,21 @@ def main(argv=None) -> None:
         return encoder_loss_torch(*a)
 
     def compiled(fn, partition):
-        compiler.reset_caches()
+        compiled_graph.reset_caches()
         get_backend(args.backend)._executables = BuildOnceCache()
-        compiler.PARTITION["fn"] = recorded(partition)
+        pipeline.PARTITION["fn"] = recorded(partition)
         leaves = [p.clone().requires_grad_(True) for p in params]
         step = parity.compile(fn, backend=args.backend)
         loss = step(x, target, *leaves)
         loss.backward()
         return step, leaves, [loss.detach()] + [p.grad for p in leaves]
 
-    original = compiler.PARTITION["fn"]
+    original = pipeline.PARTITION["fn"]
     try:
         fa, pa, ga = compiled(step_a, default_partition)
         fb, pb, gb = compiled(step_b, original)
     finally:
-        compiler.PARTITION["fn"] = original
+        pipeline.PARTITION["fn"] = original
     print("forward outputs (all, computed): A", outputs[0], "B", outputs[1])
     print("same bits (loss and gradients):", all(torch.equal(a, b) for a, b in zip(ga, gb)))
 

@@ -63,12 +63,12 @@ def _hlo_counts(text: str) -> dict[str, int]:
 def _captured(case):
     """parity.compile of the torch function, called once: (call, XlaExecutable)."""
     import parity
-    from ..frontend import compiler
+    from ..frontend import compiled_graph
 
-    before = set(map(id, compiler._EXECUTABLES.values()))
+    before = set(map(id, compiled_graph._EXECUTABLES.values()))
     fn = parity.compile(case.torch_fn, backend="xla", device="cpu")
     fn(*case.inputs)
-    new = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
+    new = [e for e in compiled_graph._EXECUTABLES.values() if id(e) not in before]
     if len(new) != 1:
         raise RuntimeError(f"expected one executable, got {len(new)}")
     return fn, new[0]

@@ -97,11 +97,11 @@ def model_rows(targets, progress: Callable[[str], None] | None = None):
 def _compare(spec, backend: str, mode: str):
     import torch
 
-    from ..frontend import compiler
+    from ..frontend import compiled_graph
     from .models.check import compare
 
     torch._dynamo.reset()  # each backend captures afresh (as tests/models does per test)
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     return compare(spec, backend, mode)
 
 

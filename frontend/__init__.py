@@ -47,14 +47,14 @@ def coverage() -> dict[str, list[str]]:
 
 def reset_caches() -> None:
     """Forget compiled executables and zero the counters."""
-    from .compiler import reset_caches as reset
+    from .compiled_graph import reset_caches as reset
 
     reset()
 
 
 def __getattr__(name):
     if name == "STATS":
-        from .compiler import STATS
+        from .compiled_graph import STATS
 
         return STATS
     raise AttributeError(f"module 'parity.frontend' has no attribute {name!r}")

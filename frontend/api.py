@@ -23,7 +23,8 @@ from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
-from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
+from .pipeline import make_dynamo_backend
+from .session import AUTO, CompileOptions, Session
 from .errors import UnsupportedAtenOp
 from .explain import compiled_repr
 from .fast_path import FastPath, call_arguments

@@ -248,7 +248,7 @@ def _record_graph(captured: list, gm, example_inputs):
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.aot_autograd import make_boxed_func
 
-    from .compiler import decomposition_table
+    from .aten_decompositions import decomposition_table
 
     graphs: list = []
     captured.append(graphs)
@@ -266,7 +266,7 @@ def _record_graph(captured: list, gm, example_inputs):
 
 def _op_reports(gm, backends: dict) -> list[OpReport]:
     """One OpReport per distinct aten op of ``gm``, in order of first use."""
-    from .compiler import ClaimCheck
+    from .claims import ClaimCheck
     from .source import loc_from_stack_trace
     from .translate import aten_name
 

@@ -265,7 +265,7 @@ def _trace(fn, args, arg_names):
 @functools.cache
 def _decompositions() -> dict:
     """The frontend's decomposition table, built once (building it takes ~0.2 s)."""
-    from .frontend.compiler import decomposition_table
+    from .frontend.aten_decompositions import decomposition_table
 
     return decomposition_table()
 

@@ -127,7 +127,7 @@ def traced_ops(info, samples: int = 1) -> dict[str, list[str]]:
     first one cannot, its error is raised."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from ...frontend.compiler import decomposition_table
+    from ...frontend.aten_decompositions import decomposition_table
 
     table = decomposition_table()
     found = {"forward": set(), "backward": set()}

@@ -1,7 +1,7 @@
 """Capture the IR graphs ``parity.compile`` would run, with the exact arrays each received.
 
 The capture goes through the same path as :func:`parity.compile`: TorchDynamo, then
-AOTAutograd with the core decompositions, then :func:`parity.frontend.compiler.compile_fx_graph`
+AOTAutograd with the core decompositions, then :func:`parity.frontend.pipeline.compile_fx_graph`
 for every forward, backward or inference graph. Each compiled graph's executable (on the
 reference backend, so the call itself runs) is wrapped to record the arrays it is called
 with the first time. When inputs or parameters require grad, the captured call is
@@ -89,7 +89,9 @@ def _dynamo_backend(recorder: _Recorder):
     """A torch.compile backend: parity's own AOTAutograd compilers, each result recorded."""
     from torch._dynamo.backends.common import aot_autograd
 
-    from ..frontend.compiler import CompileOptions, Session, compile_fx_graph, decomposition_table, mkldnn_off
+    from ..frontend.aten_decompositions import decomposition_table, mkldnn_off
+    from ..frontend.pipeline import compile_fx_graph
+    from ..frontend.session import CompileOptions, Session
 
     session = Session(CompileOptions(backend="reference", strict=True))
 

@@ -1,0 +1,55 @@
+"""What one ``parity.compile`` call was asked for (:class:`CompileOptions`) and its state
+(:class:`Session`): passed down the pipeline as one object, no hidden globals.
+
+Example::
+
+    >>> from parity.frontend.session import CompileOptions, Session
+    >>> Session(CompileOptions(backend="onnx", strict=False)).options.strict
+    False
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir.precision import Precision
+from .errors import FallbackWarning, warning_text
+from .source import in_user_code, warn_at
+
+AUTO = "auto"  # the backend name that picks, per graph, the fastest conformant backend (frontend/auto.py)
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What ``parity.compile`` was asked for; one object passed down (no hidden globals)."""
+
+    backend: str = "reference"
+    device: str = "cpu"
+    strict: bool = True
+    dynamic: bool | None = None
+    mesh: Any = None  # an ir.sharding.Mesh: graphs run sharded on it (frontend/sharding.py)
+    site: Any = None  # the SourceLoc of the parity.compile call, for sharding errors
+    cache_dir: str | None = None  # the disk cache's directory (backends/disk_cache.py); None: off
+    auto: Any = None  # backend="auto": its AutoOptions (frontend/auto.py)
+    precision: Precision = Precision.EXACT  # the tier asked for; a backend without it runs EXACT (base.compile_at)
+    fullgraph: bool = False  # every piece on the backend: a graph break is an error (frontend/graph_breaks.py)
+
+
+@dataclass
+class Session:
+    """State of one ``parity.compile`` call: its options and the fallbacks already warned about."""
+
+    options: CompileOptions
+    warned: set[str] = field(default_factory=set)
+    reports: list = field(default_factory=list)  # a PartitionReport per graph split by strict=False
+    auto_choices: list = field(default_factory=list)  # backend="auto": an AutoChoice per graph
+    on_compiled: Any = None  # called with (compiled graph, kind) after each FX graph compiles (fast_path)
+
+    def fall_back(self, aten_op: str, loc, why: str) -> None:
+        """Warn (once per aten op) that ``aten_op`` runs in eager torch, not on the backend."""
+        if aten_op in self.warned:
+            return
+        self.warned.add(aten_op)
+        loc = in_user_code(loc, self.options.site)
+        warn_at(loc, warning_text(aten_op, loc, why, self.options.backend), FallbackWarning)
