@@ -24,9 +24,8 @@ from ..ir.errors import ParityError
 from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
 from .pipeline import make_dynamo_backend
-from .session import AUTO, CompileOptions, Session
+from .session import AUTO, CompileOptions, Session, compiled_repr
 from .errors import UnsupportedAtenOp
-from .explain import compiled_repr
 from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
 from .graph_breaks import BreakWatch, graph_break_error

@@ -39,10 +39,9 @@ def _pow_small_exponent(x, exponent, *, fallback=None):
     """``x ** 1`` and ``x ** 2`` of a float tensor as ``x`` and ``x * x``, as eager torch computes them.
 
     Both are exact rewrites (x² correctly rounded is x·x; x¹ is x, NaN and -0 included), so
-    every backend gives the same bits as before. The point is the backward of a square
-    (``pow_backward``: ``grad * (2 * x.pow(1))``): ONNX Runtime runs Pow(x, 1) through the
-    generic powf, 4.2 ms of a 65 ms backward on f32[8,128,256] (encoder_train, one thread;
-    bench/results/train_breakdown.md). Other exponents keep torch's own path.
+    every backend gives the same bits as without the rewrite. The point is the backward of a
+    square (``pow_backward``: ``grad * (2 * x.pow(1))``): ONNX Runtime runs Pow(x, 1)
+    through the generic powf (its cost: docs/frontend.md). Other exponents keep torch's own path.
     """
     if isinstance(x, torch.Tensor) and x.is_floating_point() and type(exponent) in (int, float):
         if exponent == 1:

@@ -34,6 +34,7 @@ import torch
 from ..ir.graph import SourceLoc
 from ..ir.precision import Precision
 from .graph_breaks import short_reason, user_loc
+from .session import backend_line
 from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
 
 
@@ -176,46 +177,6 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
     session = getattr(fn, "session", None)
     return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn),
                          _precision_notes(fn, loaded), backend_line(session) if session is not None else None)
-
-
-def backend_line(session) -> str:
-    """Which backend a ``parity.compile`` result runs, and why (its ``repr`` and ``explain``).
-
-    For ``backend="auto"``: before the first call, that auto chooses then; after it, per
-    graph, the pick and why (the race's medians, or where the pick was remembered).
-    """
-    options = session.options
-    device = f"device={options.device}"
-    if options.precision is not Precision.EXACT:
-        device += f", precision={options.precision.value}"
-    if options.backend != "auto":
-        forced = options.auto is not None and options.auto.forced == options.backend
-        why = " (forced over auto by $PARITY_BACKEND or AutoOptions.forced)" if forced else ""
-        return f"backend={options.backend}{why}, {device}"
-    picks = [_pick_text(choice) for choice in session.auto_choices]
-    if not picks:
-        return f"backend=auto (chooses the fastest conformant backend at the first call), {device}"
-    return f"backend=auto → {'; '.join(picks)}, {device}"
-
-
-def _pick_text(choice) -> str:
-    if choice.choice is None:
-        return f"({choice.source})" if choice.source else "(choosing at the first call)"
-    if choice.source == "measured":
-        raced = sorted((c for c in choice.candidates if c.median_s is not None), key=lambda c: c.median_s)
-        times = ", ".join(f"{c.name} {_seconds(c.median_s)}" for c in raced)
-        return f"{choice.choice} (fastest of {times} on the first call)"
-    return f"{choice.choice} ({choice.source})"
-
-
-def _seconds(s: float) -> str:
-    return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
-
-
-def compiled_repr(original, session) -> str:
-    """``<parity.compile of NAME: backend=..., device=...>``."""
-    name = getattr(original, "__qualname__", None) or type(original).__name__
-    return f"<parity.compile of {name}: {backend_line(session)}>"
 
 
 def _precision_notes(fn, backends: dict) -> dict[str, str]:

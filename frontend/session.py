@@ -1,5 +1,6 @@
 """What one ``parity.compile`` call was asked for (:class:`CompileOptions`) and its state
-(:class:`Session`): passed down the pipeline as one object, no hidden globals.
+(:class:`Session`): passed down the pipeline as one object, no hidden globals; and how a
+session reads (:func:`backend_line`: a compiled function's ``repr`` and ``parity.explain``).
 
 Example::
 
@@ -53,3 +54,43 @@ class Session:
         self.warned.add(aten_op)
         loc = in_user_code(loc, self.options.site)
         warn_at(loc, warning_text(aten_op, loc, why, self.options.backend), FallbackWarning)
+
+
+def backend_line(session) -> str:
+    """Which backend a ``parity.compile`` result runs, and why (its ``repr`` and ``explain``).
+
+    For ``backend="auto"``: before the first call, that auto chooses then; after it, per
+    graph, the pick and why (the race's medians, or where the pick was remembered).
+    """
+    options = session.options
+    device = f"device={options.device}"
+    if options.precision is not Precision.EXACT:
+        device += f", precision={options.precision.value}"
+    if options.backend != "auto":
+        forced = options.auto is not None and options.auto.forced == options.backend
+        why = " (forced over auto by $PARITY_BACKEND or AutoOptions.forced)" if forced else ""
+        return f"backend={options.backend}{why}, {device}"
+    picks = [_pick_text(choice) for choice in session.auto_choices]
+    if not picks:
+        return f"backend=auto (chooses the fastest conformant backend at the first call), {device}"
+    return f"backend=auto → {'; '.join(picks)}, {device}"
+
+
+def _pick_text(choice) -> str:
+    if choice.choice is None:
+        return f"({choice.source})" if choice.source else "(choosing at the first call)"
+    if choice.source == "measured":
+        raced = sorted((c for c in choice.candidates if c.median_s is not None), key=lambda c: c.median_s)
+        times = ", ".join(f"{c.name} {_seconds(c.median_s)}" for c in raced)
+        return f"{choice.choice} (fastest of {times} on the first call)"
+    return f"{choice.choice} ({choice.source})"
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
+
+
+def compiled_repr(original, session) -> str:
+    """``<parity.compile of NAME: backend=..., device=...>``."""
+    name = getattr(original, "__qualname__", None) or type(original).__name__
+    return f"<parity.compile of {name}: {backend_line(session)}>"

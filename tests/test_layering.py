@@ -163,7 +163,6 @@ ALLOWED_CYCLES: dict[tuple[str, ...], str] = {
      "parity.conformance.local"): _UNTANGLE,
     ("parity.conformance.hf.aten_usage", "parity.conformance.hf.opinfo_map"): _UNTANGLE,
     ("parity.conformance.hf.matrix", "parity.conformance.runner", "parity.conformance.zoo"): _UNTANGLE,
-    ("parity.frontend.api", "parity.frontend.capture", "parity.frontend.explain"): _UNTANGLE,
     ("parity.ir.dtypes", "parity.ir.types"): _UNTANGLE,
     ("parity.ir.constraints", "parity.ir.graph", "parity.ir.ops", "parity.ir.ops.shape", "parity.ir.printer"):
         _UNTANGLE,
