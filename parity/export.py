@@ -185,7 +185,7 @@ def _check_arguments(unknown: Mapping[str, Any], format: str, params: str, path)
 
 def size_facts(graph: Graph, dim_names: Mapping[str, str]) -> list[str]:
     """What ``graph`` relies on about its sizes, in the file's dim names (``seq must be <= 64``)."""
-    from .ir.constraints import graph_constraints
+    from .ir.shapes import graph_constraints
     from .ir.dims import substitute
 
     renames = {old: Symbol(new) for old, new in dim_names.items() if new.isidentifier()}
