@@ -23,7 +23,7 @@ bound, and whether it happened to be bit-identical is in the row's message.
 
 Example::
 
-    >>> from parity.conformance.runner import resolve_targets
+    >>> from parity.conformance.selection import resolve_targets
     >>> results, pairs = random_results(resolve_targets(["reference"], ["cpu"]))
     >>> sorted({r.status for r in results}), pairs[0]["bit_identical"]
     (['pass'], True)
