@@ -3,7 +3,7 @@
 :func:`fx_to_ir` is the entry point (used by ``parity.compile`` for every forward and
 backward graph AOTAutograd produces, and by ``parity.capture``). Each FX node is
 looked up in :data:`parity.frontend.aten.TABLE`; its translation function emits IR
-through a :class:`TranslationContext`, which knows the node's expected result types (from
+through a :class:`~.context.TranslationContext` (frontend/context.py), which knows the node's expected result types (from
 ``node.meta["val"]``), torch's type-promotion rules and numpy-style broadcasting, and
 makes both explicit with ``convert`` / ``broadcast_in_dim``. The IR type of every
 result is checked against torch's: a mismatch is a translator bug and names the op.
