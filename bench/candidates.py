@@ -251,9 +251,9 @@ class Parity(TorchCandidate):
 
 def _frontend_executables() -> list:
     # the frontend keeps its executables in a cache keyed by (IR hash, backend, device)
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
 
-    return list(getattr(compiler, "_EXECUTABLES", {}).values())
+    return list(getattr(compiled_graph, "_EXECUTABLES", {}).values())
 
 
 ANCHORS: dict[str, type[Candidate]] = {c.key: c for c in (TorchEager, Inductor, JaxJit, OnnxRuntime)}

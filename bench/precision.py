@@ -42,12 +42,12 @@ def captured_graph(case, backend: str):
     import torch
 
     import parity
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
 
     torch._dynamo.reset()
-    before = set(map(id, compiler._EXECUTABLES.values()))
+    before = set(map(id, compiled_graph._EXECUTABLES.values()))
     parity.compile(case.torch_fn, backend=backend)(*case.inputs)
-    (executable,) = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
+    (executable,) = [e for e in compiled_graph._EXECUTABLES.values() if id(e) not in before]
     return executable.graph
 
 

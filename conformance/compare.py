@@ -47,12 +47,11 @@ def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequ
     """Check every output of ``actual`` against ``oracle`` under its bound.
 
     ``declared``: what the backend declares as data (its summation blocks; flush-to-zero is
-    for the caller). A case whose bound is :data:`.bounds.LOCAL` is measured node by node
-    instead (:func:`.local.measure_local`; ``oracle`` is not used)."""
+    for the caller). A case whose bound is :data:`.bounds.LOCAL` is measured node by node,
+    by :func:`.local.measure_case`, which calls this function for each node."""
     if case.bound is not None and case.bound.kind == "local":
-        from .local import measure_local
-
-        return measure_local(graph, arrays, actual, declared)
+        raise ValueError(f"case {case.name!r} has the LOCAL bound: it is measured node by node "
+                         f"(parity.conformance.local.measure_case), not against a whole-graph oracle")
     if len(actual) != len(oracle):
         return Measurement(False, max_ratio=np.inf, malformed=True,
                            message=f"returned {len(actual)} outputs, expected {len(oracle)}")

@@ -4,7 +4,7 @@ Two facts, both per (backend, device) and read from the backend's own declaratio
 
 - **flush-to-zero**: the float dtypes in which it reads subnormal inputs as ±0 and
   flushes subnormal results (``Deviation(..., dtype=D, flush_to_zero=True)``, one per
-  dtype, each measured: :func:`flushes` runs the probe). Nothing else counts: text that
+  dtype, each measured: ``execute.probe_flush_to_zero`` runs the probe). Nothing else counts: text that
   mentions "subnormal" declares nothing.
 - **summation**: where the backend adds longer sequential chains of terms than the
   contract's ``CONTRACT_BLOCK`` (``Backend.summation``), so its accumulations are held
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from ..backends.base import ANY_OP, Summation
 from ..ir.dtypes import DType
@@ -58,29 +57,3 @@ class Declared:
 
 
 NOTHING = Declared()
-
-
-def probe_flush_to_zero(backend, device: str, dtype: DType) -> bool:
-    """Does ``backend`` flush subnormals of ``dtype`` on ``device``? Runs sqrt of two
-    subnormal inputs and a product whose exact result is subnormal; True when every result
-    is zero where the spec's is not (and False when none is: a mixture raises)."""
-    from ..ir import GraphBuilder
-    from ..ir.interpreter import evaluate
-    from .execute import execute, lower_for
-
-    tiny = float(dtype.real_dtype.finfo.tiny)  # complex: real inputs, imaginary parts 0
-    x = np.array([tiny / 4, tiny / 2]).astype(dtype.numpy)
-    y = np.array([np.sqrt(tiny) / 2, np.sqrt(tiny) / 4]).astype(dtype.numpy)
-    b = GraphBuilder("ftz_probe")
-    xi, yi = b.input(dtype[2]), b.input(dtype[2])
-    graph = b.build([b.sqrt(xi), b.mul(yi, yi)])
-    lowered, _ = lower_for(backend, graph)
-    got = np.concatenate([np.asarray(o).astype(np.complex128) for o in execute(backend, device, lowered, [x, y])])
-    spec = np.concatenate([o.astype(np.complex128) for o in evaluate(graph, [x, y])])
-    zero = got == 0
-    if zero.all() and (spec != 0).all():
-        return True
-    if not zero.any():
-        return False
-    raise AssertionError(f"{backend.name} on {device} flushes some {dtype.short} subnormals and not others: "
-                         f"got {got.tolist()}, the spec {spec.tolist()}")

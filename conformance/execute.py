@@ -19,15 +19,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..backends.base import Backend
+from ..ir.builder import GraphBuilder
 from ..ir.dtypes import DType
 from ..ir.graph import Graph
 from ..ir.interpreter import evaluate
 from ..ir.ops import node_dtype
 from ..ir.passes import decompose
 from .case import Case
-from .compare import measure
 from .declared import Declared
 from .local import flush_subnormals as flush_declared
+from .local import measure_case
 from .results import CaseResult
 
 
@@ -149,7 +150,7 @@ def as_array(output) -> np.ndarray:
 
 
 def _measured(backend, device, p: Prepared, paths, outputs, declared: Declared) -> CaseResult:
-    m = measure(p.case, p.graph, p.arrays, p.oracle, outputs, declared)
+    m = measure_case(p.case, p.graph, p.arrays, p.oracle, outputs, declared)
     result = CaseResult(**_ids(backend, device, p.case), status="pass" if m.passed else "fail",
                         path=paths.get(p.case.op, ""), max_ulp=m.max_ulp, max_ratio=m.max_ratio, max_rel=m.max_rel,
                         mismatches=m.mismatches, message=m.message, worst=m.worst, malformed=m.malformed,
@@ -197,7 +198,7 @@ def measure_flushed(p: Prepared, outputs, declared: Declared):
         o, f, a = (flush_declared(v, t.dtype, flushes) for v in (o, f, a))
         expected.append(np.where(_distance(f, a) <= _distance(o, a), f, o).astype(np.asarray(o).dtype))
         actual.append(a)
-    return measure(p.case, p.graph, arrays, expected, actual, declared)
+    return measure_case(p.case, p.graph, arrays, expected, actual, declared)
 
 
 def _distance(expected, actual) -> np.ndarray:
@@ -215,3 +216,25 @@ def _distance(expected, actual) -> np.ndarray:
 
 def _short(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
+
+
+def probe_flush_to_zero(backend, device: str, dtype: DType) -> bool:
+    """Does ``backend`` flush subnormals of ``dtype`` on ``device``? Runs sqrt of two
+    subnormal inputs and a product whose exact result is subnormal; True when every result
+    is zero where the spec's is not (and False when none is: a mixture raises)."""
+    tiny = float(dtype.real_dtype.finfo.tiny)  # complex: real inputs, imaginary parts 0
+    x = np.array([tiny / 4, tiny / 2]).astype(dtype.numpy)
+    y = np.array([np.sqrt(tiny) / 2, np.sqrt(tiny) / 4]).astype(dtype.numpy)
+    b = GraphBuilder("ftz_probe")
+    xi, yi = b.input(dtype[2]), b.input(dtype[2])
+    graph = b.build([b.sqrt(xi), b.mul(yi, yi)])
+    lowered, _ = lower_for(backend, graph)
+    got = np.concatenate([np.asarray(o).astype(np.complex128) for o in execute(backend, device, lowered, [x, y])])
+    spec = np.concatenate([o.astype(np.complex128) for o in evaluate(graph, [x, y])])
+    zero = got == 0
+    if zero.all() and (spec != 0).all():
+        return True
+    if not zero.any():
+        return False
+    raise AssertionError(f"{backend.name} on {device} flushes some {dtype.short} subnormals and not others: "
+                         f"got {got.tolist()}, the spec {spec.tolist()}")

@@ -36,6 +36,7 @@ from ..ir.ops import node_dtype  # the dtype a node's bound is keyed by (select:
 from ..ir.ops.conversion import round_float
 from .bounds import Scale, bound_for, terms
 from .case import Case
+from .compare import measure
 from .declared import NOTHING, Declared
 from .metrics import Measurement
 
@@ -104,8 +105,6 @@ def _spec_meets_bound(node: Node, case: Case, sub: Graph, operands) -> bool:
     these operands? Where it does not — a float16/bfloat16 composite computed in float32
     overflowing on values near the top of the range, which the float64 oracle does not —
     the bound says nothing about the operands, and the node is not held to it."""
-    from .compare import measure
-
     spec = evaluate(sub, operands)
     return measure(case, sub, operands, evaluate(sub, operands, oracle=True), spec).passed
 
@@ -138,8 +137,6 @@ def _passes_flushed(case: Case, sub: Graph, operands, got, declared: Declared) -
     from the flushed oracle by ``n`` times that dtype's smallest normal; no other bound
     gets slack."""
     from ..ir.ops.conversion import round_float
-    from .compare import measure
-
     flushes = declared.flushes
     flushed = [flush_subnormals(a, v.type.dtype, flushes) for a, v in zip(operands, sub.inputs)]
     oracle = [flush_subnormals(o, v.type.dtype, flushes)
@@ -164,6 +161,16 @@ def single_node_graph(node: Node) -> Graph:
     return b.build(list(out) if isinstance(out, tuple) else [out])
 
 
+def measure_case(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequence[np.ndarray],
+                 actual: Sequence, declared: Declared = NOTHING) -> Measurement:
+    """A case's measurement: node by node (:func:`measure_local`; ``oracle`` is not used) under
+    the :data:`.bounds.LOCAL` bound (fuzzer graphs, regressions), else every output against
+    the oracle under its bound (:func:`.compare.measure`)."""
+    if case.bound is not None and case.bound.kind == "local":
+        return measure_local(graph, arrays, actual, declared)
+    return measure(case, graph, arrays, oracle, actual, declared)
+
+
 def measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence,
                   declared: Declared = NOTHING) -> Measurement:
     """Measure every node of ``graph`` against its own bound (see the module docstring).
@@ -184,8 +191,6 @@ def measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence,
 
 
 def _measure_local(graph: Graph, arrays: Sequence[np.ndarray], actual: Sequence, declared: Declared) -> Measurement:
-    from .compare import measure  # compare dispatches here for the LOCAL bound
-
     if len(actual) != len(graph.outputs):
         return Measurement(False, max_ratio=np.inf, malformed=True,
                            message=f"returned {len(actual)} outputs, expected {len(graph.outputs)}")

@@ -65,16 +65,16 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self):
         from ..ir.dtypes import DType
-        from . import runner
+        from . import selection
 
         config = self.config
         dtypes = [DType.from_short(d) for d in config.getoption("parity_dtype")]
-        cases = runner.select_cases(ops=config.getoption("parity_ops"), dtypes=dtypes,
+        cases = selection.select_cases(ops=config.getoption("parity_ops"), dtypes=dtypes,
                                     quick=config.getoption("parity_quick"))
         groups = defaultdict(list)
         for case in cases:
             groups[(case.op, case.dtype.short)].append(case)
-        targets = runner.resolve_targets(config.getoption("parity_backend"), config.getoption("parity_device") or None)
+        targets = selection.resolve_targets(config.getoption("parity_backend"), config.getoption("parity_device") or None)
         state = _State()
         config.stash[_MUTANTS] = state.mutants
         for t in targets:

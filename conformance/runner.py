@@ -35,19 +35,12 @@ from .arguments import check_run_arguments
 from .case import Case
 from .controller import Group, WorkerOptions, run_groups, worker_spec
 from .plugins import load_plugins
-from .execute import NotClaimed, Prepared, as_array, lower_for, run_bundle, run_case
-from .results import RECORDED, CaseResult, ConformanceRun, ProgressFn, Target
+from .execute import Prepared, run_bundle
+from .results import CaseResult, ConformanceRun, ProgressFn, Target
 from .selection import resolve_targets, select_cases
-from .verdicts import cells_for, cells_of_cases, check_deviations, ulp_limit
+from .verdicts import cells_for, cells_of_cases, check_deviations
 
-# Imported from here by modules written before runner.py was split (parity.diff imports
-# Unsupported, _as_array, _ulp_limit and lower_for; conformance/hf RECORDED and CaseResult;
-# tests/backends run_case). New code imports them from .execute, .results and .verdicts.
-Unsupported = NotClaimed
-_as_array = as_array
-_ulp_limit = ulp_limit
-__all__ = ["RECORDED", "CaseResult", "ConformanceRun", "Prepared", "Unsupported", "lower_for", "resolve_targets",
-           "run", "run_bundle", "run_case", "select_cases"]
+__all__ = ["run"]
 
 
 def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[str] | None = None,

@@ -23,7 +23,7 @@ bound, and whether it happened to be bit-identical is in the row's message.
 
 Example::
 
-    >>> from parity.conformance.runner import resolve_targets
+    >>> from parity.conformance.selection import resolve_targets
     >>> results, pairs = random_results(resolve_targets(["reference"], ["cpu"]))
     >>> sorted({r.status for r in results}), pairs[0]["bit_identical"]
     (['pass'], True)
@@ -111,11 +111,11 @@ def model_results(op: str, backend: str, device: str = "cpu") -> list:
 def _compare(spec, backend: str, mode: str):
     import torch
 
-    from ..frontend import compiler
+    from ..frontend import compiled_graph
     from .models.check import compare
 
     torch._dynamo.reset()  # each backend captures afresh (as tests/models does per test)
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     return compare(spec, backend, mode)
 
 

@@ -63,7 +63,9 @@ def recording_backend(wrap, backend: str = "reference"):
 
     from torch._dynamo.backends.common import aot_autograd
 
-    from .compiler import CompileOptions, Session, compile_fx_graph, decomposition_table, mkldnn_off
+    from .aten_decompositions import decomposition_table, mkldnn_off
+    from .pipeline import compile_fx_graph
+    from .session import CompileOptions, Session
 
     session = Session(CompileOptions(backend=backend, strict=True))
 
@@ -83,14 +85,14 @@ def recording_backend(wrap, backend: str = "reference"):
 
 def reset_caches() -> None:
     """Forget compiled executables and zero the counters."""
-    from .compiler import reset_caches as reset
+    from .compiled_graph import reset_caches as reset
 
     reset()
 
 
 def __getattr__(name):
     if name == "STATS":
-        from .compiler import STATS
+        from .compiled_graph import STATS
 
         return STATS
     raise AttributeError(f"module 'parity.frontend' has no attribute {name!r}")

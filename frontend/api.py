@@ -23,9 +23,9 @@ from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
-from .compiler import AUTO, CompileOptions, Session, make_dynamo_backend
+from .pipeline import make_dynamo_backend
+from .session import AUTO, CompileOptions, Session, compiled_repr
 from .errors import UnsupportedAtenOp
-from .explain import compiled_repr
 from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error

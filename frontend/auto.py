@@ -62,8 +62,11 @@ from ..ir.errors import ParityError
 from ..ir.ops import node_dtype
 from .auto_compile_times import compile_floor, record_compile
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
-from .compiler import AUTO, CompiledGraph, Session, compile_split, compiled_executable, translate_for
+from .compiled_graph import STATS, CompiledGraph, compiled_executable
 from .errors import UnsupportedAtenOp
+from .partition import rejected_nodes
+from .session import AUTO, Session
+from .single_backend import compile_split, translate_for
 
 # Backends auto never times on a device, and why.
 NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
@@ -234,8 +237,6 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
 def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: float) -> tuple[dict, float, bool]:
     """{name: CompiledGraph} of the candidates compiled within ``budget_s``, the seconds spent,
     and whether a candidate of unknown cost was left out because the budget was spent."""
-    from .compiler import STATS
-
     def known_floor(entry) -> float:
         return compile_floor(entry[0], options, len(entry[3].nodes)) or 0.0
 
@@ -266,8 +267,6 @@ def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: f
 def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, refusals: list):
     """No candidate runs the whole graph: strict raises; strict=False partitions around the
     nodes the backend refusing the fewest cannot run, and picks per partition."""
-    from .partition import rejected_nodes
-
     if not refusals:
         raise ParityError(f"backend='auto' found no conformant backend for this {kind} graph on "
                           f"{session.options.device}:\n{record}\n  fix: name a backend (backend='xla', ...), "

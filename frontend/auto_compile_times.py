@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from .compiler import AUTO
+from .session import AUTO
 
 # (backend, device) -> [(IR nodes, seconds)]
 _COMPILE_TIMES: dict[tuple[str, str], list[tuple[int, float]]] = {}

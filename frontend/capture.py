@@ -2,7 +2,7 @@
 
 Capture goes through ``torch.export`` in strict mode (whole graph, no graph breaks: code that cannot
 be exported is an error here, unlike ``parity.compile``), then torch's core ATen
-decompositions (parity's table: attention stays fused, see ``compiler.decomposition_table``),
+decompositions (parity's table: attention stays fused, see ``aten_decompositions.decomposition_table``),
 then the frontend's aten → IR translation. The graph is for inspection and export:
 ``print(graph)`` shows every IR node with the user's source line as ``loc(file, line,
 function)``.
@@ -104,7 +104,7 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
     from torch.export.graph_signature import InputKind, OutputKind
 
     from ..ir.passes import dce
-    from .compiler import decomposition_table
+    from .aten_decompositions import decomposition_table
     from .translate import fx_to_ir
 
     fn = unwrap_compiled(fn)

@@ -34,6 +34,7 @@ import torch
 from ..ir.graph import SourceLoc
 from ..ir.precision import Precision
 from .graph_breaks import short_reason, take_skipped_frames, user_loc
+from .session import backend_line
 from .user_errors import quiet_tracing_logs
 from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
 
@@ -184,46 +185,6 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
                          _precision_notes(fn, loaded), backend_line(session) if session is not None else None)
 
 
-def backend_line(session) -> str:
-    """Which backend a ``parity.compile`` result runs, and why (its ``repr`` and ``explain``).
-
-    For ``backend="auto"``: before the first call, that auto chooses then; after it, per
-    graph, the pick and why (the race's medians, or where the pick was remembered).
-    """
-    options = session.options
-    device = f"device={options.device}"
-    if options.precision is not Precision.EXACT:
-        device += f", precision={options.precision.value}"
-    if options.backend != "auto":
-        forced = options.auto is not None and options.auto.forced == options.backend
-        why = " (forced over auto by $PARITY_BACKEND or AutoOptions.forced)" if forced else ""
-        return f"backend={options.backend}{why}, {device}"
-    picks = [_pick_text(choice) for choice in session.auto_choices]
-    if not picks:
-        return f"backend=auto (chooses the fastest conformant backend at the first call), {device}"
-    return f"backend=auto → {'; '.join(picks)}, {device}"
-
-
-def _pick_text(choice) -> str:
-    if choice.choice is None:
-        return f"({choice.source})" if choice.source else "(choosing at the first call)"
-    if choice.source == "measured":
-        raced = sorted((c for c in choice.candidates if c.median_s is not None), key=lambda c: c.median_s)
-        times = ", ".join(f"{c.name} {_seconds(c.median_s)}" for c in raced)
-        return f"{choice.choice} (fastest of {times} on the first call)"
-    return f"{choice.choice} ({choice.source})"
-
-
-def _seconds(s: float) -> str:
-    return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
-
-
-def compiled_repr(original, session) -> str:
-    """``<parity.compile of NAME: backend=..., device=...>``."""
-    name = getattr(original, "__qualname__", None) or type(original).__name__
-    return f"<parity.compile of {name}: {backend_line(session)}>"
-
-
 def _precision_notes(fn, backends: dict) -> dict[str, str]:
     """For what ``parity.compile(..., precision=...)`` made: each backend that runs another tier than asked."""
     from ..backends.base import precision_for
@@ -254,7 +215,7 @@ def _record_graph(captured: list, gm, example_inputs):
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.aot_autograd import make_boxed_func
 
-    from .compiler import decomposition_table
+    from .aten_decompositions import decomposition_table
 
     graphs: list = []
     captured.append(graphs)
@@ -272,7 +233,7 @@ def _record_graph(captured: list, gm, example_inputs):
 
 def _op_reports(gm, backends: dict) -> list[OpReport]:
     """One OpReport per distinct aten op of ``gm``, in order of first use."""
-    from .compiler import ClaimCheck
+    from .claims import ClaimCheck
     from .source import loc_from_stack_trace
     from .translate import aten_name
 

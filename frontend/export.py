@@ -155,7 +155,7 @@ def export_model(fn_or_module, args: Sequence[Any], *, format: str, path: Path,
 
 def size_facts(graph: Graph, dim_names: Mapping[str, str]) -> list[str]:
     """What ``graph`` relies on about its sizes, in the file's dim names (``seq must be <= 64``)."""
-    from ..ir.constraints import graph_constraints
+    from ..ir.shapes import graph_constraints
     from ..ir.dims import substitute
 
     renames = {old: Symbol(new) for old, new in dim_names.items() if new.isidentifier()}
@@ -235,7 +235,7 @@ def _trace(fn, args, arg_names):
 @functools.cache
 def _decompositions() -> dict:
     """The frontend's decomposition table, built once (building it is not free)."""
-    from .compiler import decomposition_table
+    from .aten_decompositions import decomposition_table
 
     return decomposition_table()
 

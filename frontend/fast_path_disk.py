@@ -99,7 +99,7 @@ def _versions(backend: str) -> dict:
 
 def qualifies(graph, kind: str, args: tuple, order: list[int], result, outputs: list) -> bool:
     """Whether ``graph`` (a CompiledGraph) called directly gives what the call through Dynamo gave."""
-    from .compiler import CompiledGraph
+    from .compiled_graph import CompiledGraph
 
     if type(graph) is not CompiledGraph or kind != "inference" or graph.translation.num_keys:
         return False
@@ -125,7 +125,7 @@ def load(fn_key: str, signature: tuple, options) -> Callable | None:
     """The entry stored for this call, or None (absent, other versions, unreadable)."""
     from ..backends.disk_cache import DiskCache
     from ..backends.registry import get_backend
-    from .compiler import STATS, CompiledGraph, compiled_executable
+    from .compiled_graph import STATS, CompiledGraph, compiled_executable
 
     payload = DiskCache(options.cache_dir).load(_disk_key(fn_key, signature, options))
     if payload is None:

@@ -64,7 +64,7 @@ def _parameter_name(fn, index: int) -> str:
 
 def checking_arguments(compiled, eager, session):
     """``compiled`` (Dynamo's path) behind the quantized-argument check; ``eager`` is the user's
-    own function or module, ``session`` the compile's (frontend/compiler.Session)."""
+    own function or module, ``session`` the compile's (frontend/session.Session)."""
     options = session.options
 
     def call(*args, **kwargs):

@@ -31,6 +31,10 @@ import torch
 import torch.fx
 
 from ..ir.graph import SourceLoc
+from .claims import ClaimCheck
+from .source import loc_from_stack_trace
+from .support import RUNS, classify, translate_alone
+from .translate import aten_name
 
 
 @dataclass
@@ -74,9 +78,6 @@ def is_compute(node: torch.fx.Node) -> bool:
 
 def rejected_nodes(gm: torch.fx.GraphModule, backend) -> dict[torch.fx.Node, str]:
     """Every aten node of ``gm`` that cannot run on ``backend``, with why (see :mod:`.support`)."""
-    from .compiler import ClaimCheck
-    from .support import RUNS, classify, translate_alone
-
     check = ClaimCheck(backend)
     rejected = {}
     for node in gm.graph.nodes:
@@ -123,9 +124,6 @@ def compile_partitioned(gm: torch.fx.GraphModule, backend, kind: str,
     out). Returns the split graph (call it like ``gm``) and its report.
     """
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
-
-    from .source import loc_from_stack_trace
-    from .translate import aten_name
 
     report = PartitionReport(kind, backend.name)
     for node, why in rejected.items():

@@ -10,7 +10,7 @@ Example::
     >>> import torch
     >>> from torch.fx.experimental.proxy_tensor import make_fx
     >>> from parity.backends.registry import get_backend
-    >>> from parity.frontend.compiler import ClaimCheck
+    >>> from parity.frontend.claims import ClaimCheck
     >>> gm = make_fx(lambda x: torch.tanh(x))(torch.ones(2))
     >>> node = [n for n in gm.graph.nodes if n.op == "call_function"][0]
     >>> backend = get_backend("reference")
@@ -26,6 +26,8 @@ import torch
 
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE
+from .errors import TranslationBug, UnsupportedAtenOp
+from .translate import fx_to_ir
 
 NATIVE, DECOMPOSED, UNSUPPORTED, UNTRANSLATABLE = "native", "decomposed", "unsupported", "untranslatable"
 #: The verdicts under which a node runs on the backend.
@@ -34,9 +36,6 @@ RUNS = (NATIVE, DECOMPOSED)
 
 def translate_alone(node: torch.fx.Node):
     """The IR graph of one aten node translated alone, or (a string) why it does not translate."""
-    from .errors import TranslationBug, UnsupportedAtenOp
-    from .translate import fx_to_ir
-
     try:
         return fx_to_ir(single_node_module(node)).graph
     except UnsupportedAtenOp as err:

@@ -4,20 +4,15 @@ A type rule that cannot decide a fact about dimension expressions (``B*4 == N*2`
 a reshape, ``B`` being 1 or ``S`` for a broadcast) does not guess: it calls
 :func:`require`, and the fact becomes a :class:`Constraint` of the graph. A graph also
 carries the facts its producer assumed (``graph.assumptions``: e.g. torch's guards, a
-user's ``S % 8 == 0``). :func:`graph_constraints` lists both; ``ShapeBindings``
-checks them once the inputs bind every symbol, so a violation is a clear error, never a
-wrong result.
+user's ``S % 8 == 0``). ``parity.ir.shapes.graph_constraints`` lists both;
+``ShapeBindings`` checks them once the inputs bind every symbol, so a violation is a
+clear error, never a wrong result.
 
 Example::
 
-    >>> from parity.ir import GraphBuilder, Symbol, f32
+    >>> from parity.ir import Symbol
     >>> N = Symbol("N")
-    >>> b = GraphBuilder("f")
-    >>> x = b.input(f32[N])
-    >>> g = b.build([b.reshape(x, shape=(N // 3, 3))])
-    >>> [str(c) for c in graph_constraints(g)]
-    ['N must be divisible by 3 (reshape)']
-    >>> graph_constraints(g)[0].violation({"N": 7})
+    >>> Constraint("divisible", N, 3, "reshape").violation({"N": 7})
     'reshape: N must be divisible by 3, but N = 7'
 """
 
@@ -27,12 +22,8 @@ import contextlib
 import contextvars
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .dims import Dim, DimExpr, evaluate, free_symbols
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .graph import Graph
 
 # kind -> (holds(lhs, rhs), how the fact reads)
 _KINDS = {
@@ -128,7 +119,7 @@ _COLLECTOR: contextvars.ContextVar[list | None] = contextvars.ContextVar("parity
 
 def require(kind: str, lhs: Dim, rhs: Dim) -> None:
     """Called by a type rule for a fact it relies on but cannot decide. Outside
-    :func:`collecting` (building a graph) it does nothing: :func:`graph_constraints`
+    :func:`collecting` (building a graph) it does nothing: ``shapes.graph_constraints``
     runs the type rules again to list the facts."""
     sink = _COLLECTOR.get()
     if sink is not None:
@@ -144,38 +135,6 @@ def collecting() -> Iterator[list[Constraint]]:
         yield sink
     finally:
         _COLLECTOR.reset(token)
-
-
-def graph_constraints(graph: Graph) -> list[Constraint]:
-    """Every fact ``graph`` relies on that its types do not decide: its assumptions, then
-    what its nodes' type rules require (origin: the op and its source line), and
-    ``>= 0`` for each dimension expression of a value (a size is never negative)."""
-    found: dict[tuple, Constraint] = {}
-
-    def add(c: Constraint) -> None:
-        if c.decided() is not True:
-            found.setdefault((c.kind, c.lhs, c.rhs), c)
-
-    for c in getattr(graph, "assumptions", ()):
-        add(c)
-    if all(v.type.is_static for v in graph.values()):
-        return list(found.values())
-    from .ops import OP_TABLE
-
-    for node in graph.nodes:
-        types = [v.type for v in node.inputs] + [v.type for v in node.outputs]
-        if all(t.is_static for t in types):
-            continue
-        origin = node.op + (f" at {node.loc}" if node.loc is not None else "")
-        with collecting() as required:
-            OP_TABLE[node.op].result_types([v.type for v in node.inputs], node.attrs)
-        for c in required:
-            add(Constraint(c.kind, c.lhs, c.rhs, origin))
-        for t in types:
-            for dim in t.shape:
-                if isinstance(dim, DimExpr) and not nonnegative(dim):
-                    add(Constraint(">=", dim, 0, origin))
-    return list(found.values())
 
 
 def nonnegative(dim: Dim) -> bool:

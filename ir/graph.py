@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .constraints import Constraint
+from .printer import print_graph
 from .sharding import GraphSharding
 from .types import TensorType
 
@@ -154,8 +155,6 @@ class Graph:
         return counts
 
     def to_text(self, *, locations: bool = True) -> str:
-        from .printer import print_graph
-
         return print_graph(self, locations=locations)
 
     def __str__(self) -> str:
@@ -176,8 +175,6 @@ class Graph:
 
     def content_hash(self) -> str:
         """Stable hex digest of the computation (name and source locations excluded)."""
-        from .printer import print_graph
-
         # Printed under a fixed name so that renaming a graph does not change its key.
         renamed = Graph("_", self.inputs, self.nodes, self.outputs, sharding=self.sharding,
                         assumptions=self.assumptions)

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from .dtypes import DType
-from .graph import Value
 from .opdef import AttrKind
+from .ops import OP_TABLE
 from .sharding import PartitionSpec
 from .types import DimExpr
 
@@ -53,8 +53,6 @@ def graph_lines(graph, *, locations: bool = True, tolerant: bool = False) -> lis
     the graph never defines prints as ``%?`` and an unprintable attribute as its repr,
     instead of raising.
     """
-    from .ops import OP_TABLE
-
     names: dict[int, str] = {}
     for value in graph.values():
         names.setdefault(id(value), f"%{len(names)}")
@@ -76,7 +74,8 @@ def graph_lines(graph, *, locations: bool = True, tolerant: bool = False) -> lis
             return f"<{value!r}>"
 
     def type_of(value) -> str:
-        return str(value.type) if isinstance(value, Value) or not tolerant else "?"
+        # a broken graph (tolerant) may hold an operand that is no Value: it has no type to print
+        return str(value.type) if hasattr(value, "type") or not tolerant else "?"
 
     sharding = graph.sharding
     in_specs = sharding.padded(len(graph.inputs), 0).inputs if sharding else ()

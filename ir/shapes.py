@@ -7,7 +7,8 @@ size, and resolves types and attributes (``reshape``'s ``shape`` may hold ``B``)
 concrete ones. Dimensions may be expressions (``B*4``, ``S//2``, ir/dims.py): they are
 evaluated, or solved when linear in one unbound symbol. The interpreter and every
 backend bind through it, and :meth:`ShapeBindings.bind_inputs` checks the graph's
-constraints (ir/constraints.py) there, so a size the graph cannot take is an error.
+constraints (:func:`graph_constraints`: what its type rules required, ir/constraints.py)
+there, so a size the graph cannot take is an error.
 
 Errors are :class:`ShapeError` (a :class:`ParityError`) unless the caller names its own
 error class, as the interpreter does with its InterpreterError.
@@ -26,6 +27,11 @@ Example::
     Traceback (most recent call last):
     ...
     parity.ir.shapes.ShapeError: input 1 of @f: dimension B is 4 here but 3 in an earlier input
+    >>> N = Symbol("N")
+    >>> b = GraphBuilder("g")
+    >>> g = b.build([b.reshape(b.input(f32[N]), shape=(N // 3, 3))])
+    >>> [str(c) for c in graph_constraints(g)]
+    ['N must be divisible by 3 (reshape)']
 """
 
 from __future__ import annotations
@@ -33,9 +39,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .constraints import Constraint, graph_constraints
+from .constraints import Constraint, collecting, nonnegative
 from .dims import DimExpr, Symbol, free_symbols, linear_in, substitute
 from .errors import ParityError
+from .ops import OP_TABLE
 from .types import TensorType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,7 +138,7 @@ class ShapeBindings:
 
     def bind_inputs(self, graph: Graph, shapes: Sequence[Sequence[int]]) -> list[TensorType]:
         """:meth:`bind` each graph input to its shape (``"input i of @name"`` in errors), then
-        check what the graph relies on (:func:`~parity.ir.constraints.graph_constraints`);
+        check what the graph relies on (:func:`graph_constraints`);
         return the inputs' concrete types. The caller checks the number of inputs."""
         types = [self.bind(value.type, shape, f"input {i} of @{graph.name}")
                  for i, (value, shape) in enumerate(zip(graph.inputs, shapes))]
@@ -197,3 +204,33 @@ def _cached_constraints(graph: Graph) -> list[Constraint]:
         cached = (key, graph_constraints(graph))
         graph.__dict__["_constraints"] = cached
     return cached[1]
+
+
+def graph_constraints(graph: Graph) -> list[Constraint]:
+    """Every fact ``graph`` relies on that its types do not decide: its assumptions, then
+    what its nodes' type rules require (origin: the op and its source line), and
+    ``>= 0`` for each dimension expression of a value (a size is never negative)."""
+    found: dict[tuple, Constraint] = {}
+
+    def add(c: Constraint) -> None:
+        if c.decided() is not True:
+            found.setdefault((c.kind, c.lhs, c.rhs), c)
+
+    for c in getattr(graph, "assumptions", ()):
+        add(c)
+    if all(v.type.is_static for v in graph.values()):
+        return list(found.values())
+    for node in graph.nodes:
+        types = [v.type for v in node.inputs] + [v.type for v in node.outputs]
+        if all(t.is_static for t in types):
+            continue
+        origin = node.op + (f" at {node.loc}" if node.loc is not None else "")
+        with collecting() as required:
+            OP_TABLE[node.op].result_types([v.type for v in node.inputs], node.attrs)
+        for c in required:
+            add(Constraint(c.kind, c.lhs, c.rhs, origin))
+        for t in types:
+            for dim in t.shape:
+                if isinstance(dim, DimExpr) and not nonnegative(dim):
+                    add(Constraint(">=", dim, 0, origin))
+    return list(found.values())

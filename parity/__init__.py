@@ -209,7 +209,7 @@ def fallbacks(compiled) -> list:
         >>> [(r.on_backend, r.in_eager, r.fallbacks[0].aten_op) for r in parity.fallbacks(f)]
         [(1, 1, 'aten.lgamma.default')]
     """
-    from .frontend.compiler import fallback_report
+    from .frontend.single_backend import fallback_report
 
     _compiled_object(compiled, "parity.fallbacks")
     return fallback_report(compiled)

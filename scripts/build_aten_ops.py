@@ -167,7 +167,7 @@ def traced_ops(info, samples: int = 1) -> dict[str, list[str]]:
     first one cannot, its error is raised."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from parity.frontend.compiler import decomposition_table
+    from parity.frontend.aten_decompositions import decomposition_table
 
     table = decomposition_table()
     found = {"forward": set(), "backward": set()}

@@ -7,7 +7,8 @@ Example::
     'xla'
 """
 
-from .backend import XlaBackend, XlaDeviceError, XlaExecutable, export_stablehlo
+from .backend import XlaBackend, XlaDeviceError, XlaExecutable
+from .stablehlo_export import export_stablehlo
 from .lowering import LOWERINGS
 from .sharding import collectives
 

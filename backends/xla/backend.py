@@ -6,22 +6,21 @@ threads race for it. **Symbolic shapes** (``parity.compile(..., dynamic=True)``,
 like ``B``, ``B*4``, ``S//2``): the graph is captured once, and XLA, which compiles
 static shapes only, gets one executable per concrete input shape, compiled on the first
 call with that shape and cached under the same key (the graph's constraints are checked
-then, before compiling). Chosen over bucketing (padding to a few sizes): no padding
-changes reductions or softmax over padded rows, and a new size costs one compile of
-0.2–0.4 s for an attention block while calls at a seen size cost what a static compile's
-calls cost (bench/results/dynamic_compile.md). Every trace and compile runs inside ``jax.enable_x64(True)`` (a
-thread-local context), and so does every call of a graph with 64-bit inputs, so
-int64/float64 stay 64-bit without touching the user's global JAX configuration; other
-calls skip it (entering it costs ~2 µs and slows JAX's dispatch).
+then, before compiling), rather than padded to a few bucket sizes: padding would change
+reductions and softmax over the padded rows. Every trace and compile runs inside
+``jax.enable_x64(True)`` (a thread-local context), and so does every call of a graph with
+64-bit inputs, so int64/float64 stay 64-bit without touching the user's global JAX
+configuration; other calls skip it (entering it slows JAX's dispatch).
 
 I/O: inputs are NumPy arrays, CPU torch tensors (viewed through ``tensor.numpy()``;
 bfloat16 as its raw bits) or JAX arrays. On CPU, NumPy arrays are handed to the
-executable as they are (~8 µs per call, while ``jax.device_put`` costs ~30 µs and DLPack
-~50 µs per small tensor). Outputs on CPU are NumPy arrays (``np.asarray`` of the result,
-a zero-copy but read-only view of the XLA buffer) up to :data:`DLPACK_MIN_BYTES`, and JAX
-arrays above it and on other devices (DLPack-capable: ``torch.from_dlpack(out)`` wraps the
-buffer without a copy; torch cannot wrap a read-only NumPy view, so a large NumPy output
-would cost a full copy, 10 ms for 64 MiB); ``run_device`` always returns JAX arrays.
+executable as they are (cheaper than ``jax.device_put`` or DLPack for small tensors).
+Outputs on CPU are NumPy arrays (``np.asarray`` of the result, a zero-copy but read-only
+view of the XLA buffer) up to :data:`DLPACK_MIN_BYTES`, and JAX arrays above it and on
+other devices (DLPack-capable: ``torch.from_dlpack(out)`` wraps the buffer without a
+copy; torch cannot wrap a read-only NumPy view, so a large NumPy output would cost a full
+copy); ``run_device`` always returns JAX arrays. The costs behind these choices:
+docs/backends/xla.md. Export (StableHLO, ``jax.export``): :mod:`.stablehlo_export`.
 
 Example::
 
@@ -35,7 +34,6 @@ Example::
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,14 +52,13 @@ from ..cache import BuildOnceCache
 from .lowering import LOWERINGS, graph_function, unlowered_nodes
 from .products import fuses_products
 from .sharding import collectives, compile_sharded, put_inputs, to_host
-from .symbolic_export import export_symbolic, symbolic_names
+from .stablehlo_export import write_serialized, write_stablehlo
 
 # parity device name -> JAX platform name.
 PLATFORMS = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
 
 # CPU outputs from this size up are returned as JAX arrays (for DLPack) instead of NumPy
-# views. torch.from_dlpack costs ~13 µs + ~45 µs/MiB here, a copy of the view ~4 µs +
-# ~220 µs/MiB: they cross near 256 KiB.
+# views: where torch.from_dlpack gets cheaper than a copy of the view (docs/backends/xla.md, I/O).
 DLPACK_MIN_BYTES = 1 << 18
 
 # Per-compilation XLA options (the user's XLA_FLAGS and JAX config stay as they are).
@@ -328,32 +325,16 @@ class XlaBackend(Backend):
 
     def export(self, graph: Graph, path, *, input_names: Sequence[str] | None = None,
                output_names: Sequence[str] | None = None, dim_names: dict[str, str] | None = None) -> str:
-        """Write ``graph`` to ``path`` as StableHLO text (``parity.export(format="stablehlo")``);
-        return the text. A header comment names each input (``%argN``) and output with its IR
-        type. Symbolic dims stay symbolic (``tensor<?x32xf32>``) through ``jax.export``'s shape
-        polymorphism, named by ``dim_names`` (:mod:`.symbolic_export`); the module asserts the
-        graph's size constraints when it runs."""
-        header = _header(graph, input_names, output_names)
-        if symbolic_names(graph):
-            dims = ", ".join(f"{(dim_names or {}).get(n, n)}" for n in symbolic_names(graph))
-            header += f"// dynamic dims: {dims} (jax.export shape polymorphism)\n"
-            text = header + export_symbolic(graph, dim_names).mlir_module()
-        else:
-            text = header + export_stablehlo(graph)
-        Path(path).write_text(text)
-        return text
+        """Write ``graph`` to ``path`` as StableHLO text (``parity.export(format="stablehlo")``)
+        and return the text: :func:`.stablehlo_export.write_stablehlo`."""
+        return write_stablehlo(graph, path, input_names=input_names, output_names=output_names, dim_names=dim_names)
 
     def export_serialized(self, graph: Graph, path, *, input_names: Sequence[str] | None = None,
                           output_names: Sequence[str] | None = None,
                           dim_names: dict[str, str] | None = None) -> jax.export.Exported:
-        """Write ``graph`` to ``path`` as ``jax.export``'s serialized form
-        (``parity.export(format="jax")``) and return the ``jax.export.Exported``. Another
-        process runs the file with ``jax.export.deserialize(data).call(*inputs)``, at any
-        size its dims allow: symbolic dims stay symbolic (:mod:`.symbolic_export`). The
-        inputs are positional in the graph's order (``input_names`` are not kept)."""
-        exported = export_symbolic(graph, dim_names)
-        Path(path).write_bytes(exported.serialize())
-        return exported
+        """Write ``graph`` to ``path`` in ``jax.export``'s serialized form (``parity.export(format="jax")``)
+        and return the ``jax.export.Exported``: :func:`.stablehlo_export.write_serialized`."""
+        return write_serialized(graph, path, dim_names=dim_names)
 
     def _compiled(self, graph: Graph, content_hash: str, device: str, in_types: Sequence[TensorType],
                   precision: Precision = Precision.EXACT):
@@ -387,38 +368,3 @@ class XlaBackend(Backend):
 def executable_key(content_hash: str, device: str, in_types: Sequence[TensorType], precision: Precision) -> tuple:
     """The in-process cache key of one compiled XLA executable (the disk cache's persister uses it too)."""
     return (content_hash, device, tuple(map(str, in_types)), precision.value)
-
-
-def export_stablehlo(graph: Graph, shapes: dict[str, int] | None = None) -> str:
-    """The StableHLO text (MLIR) of ``graph``, as XLA receives it.
-
-    Symbolic dimensions need sizes: ``shapes={"B": 8}``.
-
-    Example::
-
-        >>> from parity.ir import GraphBuilder, f64
-        >>> b = GraphBuilder(); x = b.input(f64[2])
-        >>> "stablehlo.exponential" in export_stablehlo(b.build([b.exp(x)]))
-        True
-    """
-    bindings = ShapeBindings(shapes)
-    types = []
-    for t in graph.input_types:
-        missing = bindings.unbound(t)
-        if missing:
-            raise ParityError(f"export_stablehlo: give sizes for the symbolic dims {missing} "
-                              f"(shapes={{'{missing[0]}': ...}}); StableHLO text here is static")
-        types.append(bindings.resolve(t))
-    with jax.enable_x64(True):
-        specs = [jax.ShapeDtypeStruct(t.shape, t.dtype.numpy) for t in types]
-        return jax.jit(graph_function(graph)).lower(*specs).as_text()
-
-
-def _header(graph: Graph, input_names: Sequence[str] | None, output_names: Sequence[str] | None) -> str:
-    """MLIR comment lines naming the inputs (%argN) and outputs of the exported function."""
-    lines = [f"// parity export of @{graph.name}: @main takes the inputs as %arg0.. in this order"]
-    for i, value in enumerate(graph.inputs):
-        lines.append(f"// input %arg{i}: {input_names[i] if input_names else f'in{i}'}: {value.type}")
-    for i, value in enumerate(graph.outputs):
-        lines.append(f"// output {i}: {output_names[i] if output_names else f'out{i}'}: {value.type}")
-    return "\n".join(lines) + "\n"

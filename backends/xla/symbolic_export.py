@@ -31,7 +31,8 @@ from collections.abc import Mapping
 import jax
 from jax import export as jax_export
 
-from ...ir.constraints import Constraint, graph_constraints
+from ...ir.constraints import Constraint
+from ...ir.shapes import graph_constraints
 from ...ir.dims import Symbol, substitute
 from ...ir.errors import ParityError
 from ...ir.graph import Graph

@@ -32,9 +32,9 @@ def recording(into: list, calls: set | None = None):
     Only compiles started inside the block are seen (the wrapped functions are looked up
     at ``parity.compile`` time and at translation time).
     """
-    from ...frontend import api, compiler
+    from ...frontend import api, single_backend
 
-    original, original_backend = compiler.fx_to_ir, api.make_dynamo_backend
+    original, original_backend = single_backend.fx_to_ir, api.make_dynamo_backend
 
     def fx_to_ir(gm, *args, **kwargs):
         translation = original(gm, *args, **kwargs)
@@ -51,11 +51,11 @@ def recording(into: list, calls: set | None = None):
 
         return parity
 
-    compiler.fx_to_ir, api.make_dynamo_backend = fx_to_ir, make_dynamo_backend
+    single_backend.fx_to_ir, api.make_dynamo_backend = fx_to_ir, make_dynamo_backend
     try:
         yield into
     finally:
-        compiler.fx_to_ir, api.make_dynamo_backend = original, original_backend
+        single_backend.fx_to_ir, api.make_dynamo_backend = original, original_backend
 
 def user_calls(gm: torch.fx.GraphModule) -> set[str]:
     """The calls of a Dynamo graph by name: ``module.function`` or ``Tensor.method``."""

@@ -251,7 +251,7 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
         result.step = Check(False, float("inf"), error="not run: the gradients stage failed")
     result.graphs = _translations() - before
     if compiler != "eager" and compiler not in TORCH_COMPILE and not strict:
-        from ...frontend.compiler import fallback_report
+        from ...frontend.single_backend import fallback_report
 
         result.fallback = [str(r) for r in fallback_report(compiled)]
     return result

@@ -10,7 +10,7 @@ Inductor — run the same entries in the same process and are reported beside th
 
 Example::
 
-    >>> from parity.conformance.runner import resolve_targets
+    >>> from parity.conformance.selection import resolve_targets
     >>> results, section = hf_rows(resolve_targets(["reference"], ["cpu"]), names=["bert"], anchors=())
     >>> sorted({(r.case, r.status) for r in results})
     [('hf:bert[f32]:forward', 'pass'), ('hf:bert[f32]:gradients', 'pass'), ('hf:bert[f32]:step', 'pass')]
@@ -111,7 +111,7 @@ def _finite(x: float) -> float | None:
 def hf_rows(targets, names: Sequence[str] | None = None, progress: Callable[[str], None] | None = None,
             anchors: Sequence[str] = ANCHORS) -> tuple[list, dict]:
     """(case results, section): every chosen architecture on every live CPU target, plus anchors."""
-    from ..runner import RECORDED, CaseResult
+    from ..results import RECORDED, CaseResult
 
     specs = [get_architecture(n) for n in names] if names else list(ARCHITECTURES)
     results, records, anchor_records = [], [], []

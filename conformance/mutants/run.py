@@ -28,7 +28,7 @@ import numpy as np
 
 from ...backends.base import Backend
 from ...ir.dtypes import DType
-from .. import regressions, runner
+from .. import regressions, selection
 from ..execute import NotClaimed, Prepared, lower_for, run_bundle
 from ..results import FAIL
 from ..verdicts import cells_for
@@ -94,7 +94,7 @@ def run_mutants(backends: Sequence[str | Backend], *, devices: Sequence[str] | N
     if unknown:
         raise ValueError(f"unknown fault class {', '.join(unknown)}; the classes are {', '.join(FAULTS)}")
     chosen = [FAULTS[f] for f in (faults or FAULTS)]
-    cases = [c for c in runner.select_cases(ops=ops, dtypes=dtypes, quick=True)
+    cases = [c for c in selection.select_cases(ops=ops, dtypes=dtypes, quick=True)
              if regressions.REGRESSION not in c.tags]
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for c in cases:
@@ -106,7 +106,7 @@ def run_mutants(backends: Sequence[str | Backend], *, devices: Sequence[str] | N
             prepared[key] = [Prepared(c) for c in groups[key]]
         return prepared[key]
 
-    targets = [t for t in runner.resolve_targets(backends, devices) if t.available]
+    targets = [t for t in selection.resolve_targets(backends, devices) if t.available]
     mutants: list[Mutant] = []
     for t in targets:
         claims = t.instance.claims()

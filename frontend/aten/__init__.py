@@ -2,7 +2,7 @@
 
 Keys are overload names without the ``aten.`` prefix (``"add.Tensor"``); values are
 translation functions ``fn(ctx, *args, **kwargs)`` (``ctx`` is a
-:class:`~parity.frontend.translate.TranslationContext`). The table is assembled here from
+:class:`~parity.frontend.context.TranslationContext`). The table is assembled here from
 one module per op family, and nothing else registers entries. A module named after an
 ``ir/ops`` family translates to that family's ops (``contraction``: matmuls and
 convolutions; ``normalization``, ``pooling``, ``reduction``, ``shape``, ``indexing``,

@@ -3,7 +3,7 @@
 On CPU, AOTAutograd records ``_scaled_dot_product_flash_attention_for_cpu`` in the
 forward and its fused backward, which reads the forward's ``logsumexp`` output. torch's
 core decomposition of that forward returns a logsumexp of the wrong shape, so the
-frontend keeps the fused forward (see ``compiler.decomposition_table``) and translates
+frontend keeps the fused forward (see ``aten_decompositions.decomposition_table``) and translates
 the pair here: the output through the IR ``scaled_dot_product_attention`` composite
 (backends may claim it), logsumexp and the gradients from the same scores.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ...ir.dtypes import DType
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 class _Scores:

@@ -19,7 +19,7 @@ Example::
 from __future__ import annotations
 
 from ...ir.graph import Value
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 def real(ctx: TranslationContext, z):

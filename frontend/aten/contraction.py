@@ -9,7 +9,7 @@ A convolution's backward follows the transposition rules of the forward (as in J
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 # -- matmuls ------------------------------------------------------------------------------

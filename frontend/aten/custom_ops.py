@@ -18,7 +18,7 @@ Example::
 
 from __future__ import annotations
 
-from ..translate import TranslationContext
+from ..context import TranslationContext
 from .contraction import _grouped_outer, _pick_group, grouped_mm
 
 

@@ -8,7 +8,7 @@ the IR's truncating ``div``/``rem`` (torch's own formulas, so edge cases agree).
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 # aten unary op -> IR op; the operand is converted to the (float) result dtype first.
 _FLOAT_UNARY = {

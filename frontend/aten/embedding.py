@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...ir.dtypes import DType
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 def embedding(ctx: TranslationContext, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):

@@ -18,7 +18,7 @@ Example::
 
 from __future__ import annotations
 
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 # aten normalization → norm, for a forward transform and for an inverse one.
 _FORWARD_NORM = {0: "backward", 1: "ortho", 2: "forward"}

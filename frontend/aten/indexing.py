@@ -15,7 +15,7 @@ import math
 from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
 from ...ir.graph import Value
-from ..translate import TranslationContext, broadcast_shapes, unsupported
+from ..context import TranslationContext, broadcast_shapes, unsupported
 from .shape import permute
 
 

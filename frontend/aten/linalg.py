@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 def p_norm(ctx: TranslationContext, x, p: float, axes: tuple[int, ...]):

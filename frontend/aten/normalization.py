@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 def _moments(ctx: TranslationContext, x, axes, dtype):

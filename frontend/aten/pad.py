@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 def source_positions(mode: str, size: int, low: int, high: int) -> np.ndarray:

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ...ir.dtypes import DType
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 from .contraction import conv_input_grad, expand_ints
 
 

@@ -9,7 +9,7 @@ the numbers differ from eager torch's, but are identical on every parity backend
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 def _uniform(ctx: TranslationContext, shape, dtype: DType, low: float = 0.0, high: float = 1.0):

@@ -10,7 +10,7 @@ import math
 
 from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 def _reduce(op: str):

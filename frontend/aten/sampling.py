@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...ir.dtypes import DType
-from ..translate import TranslationContext, unsupported
+from ..context import TranslationContext, unsupported
 
 
 def _upsample(mode: str):

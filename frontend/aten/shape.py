@@ -12,7 +12,8 @@ import numpy as np
 
 from ...ir.dtypes import DType
 from ...ir.types import DimExpr
-from ..translate import TranslationContext, dim_of, unsupported
+from ..context import TranslationContext, unsupported
+from ..sizes import dim_of
 
 
 def reshape(ctx: TranslationContext, x, *_args, **_kwargs):

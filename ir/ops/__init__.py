@@ -23,8 +23,9 @@ Example::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..dtypes import DType
-from ..graph import Node
 from ..opdef import Accuracy, Group, Kind, OpDef
 from . import (
     activations,
@@ -52,6 +53,9 @@ from . import (
     unary,
     window,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..graph import Node
 
 # family name -> its module; the table is collected from these, in this order.
 FAMILIES = {

@@ -111,7 +111,7 @@ def test_unreadable_entry_is_rebuilt(tmp_path, backend_name):
 _CHILD = textwrap.dedent("""
     import json, sys
     import torch, parity
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
     cache_dir, forbid = sys.argv[1], sys.argv[2] == "forbid"
     if forbid:  # the second process must not lower or compile anything
         from parity.backends.xla import backend as xla_backend
@@ -124,7 +124,7 @@ _CHILD = textwrap.dedent("""
     for name in ("xla", "onnx"):
         f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend=name, cache_dir=cache_dir)
         out[name] = f(torch.tensor([-2.0, -0.5, 0.0, 1.0])).tolist()
-    out["stats"] = dict(compiler.STATS)
+    out["stats"] = dict(compiled_graph.STATS)
     print(json.dumps(out))
 """)
 

@@ -9,7 +9,8 @@ import pytest
 
 from parity.backends.registry import backend_names, get_backend
 from parity.conformance import execute
-from parity.conformance.declared import Declared, probe_flush_to_zero
+from parity.conformance.declared import Declared
+from parity.conformance.execute import probe_flush_to_zero
 from parity.ir import GraphBuilder
 from parity.ir.dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, DType
 

@@ -147,3 +147,19 @@ def test_masked_elements_are_not_compared():
     oracle = evaluate(graph, arrays, oracle=True)
     assert measure(case, graph, arrays, oracle, [np.array([12345, 3], np.int32)]).passed
     assert not measure(case, graph, arrays, oracle, [np.array([-1, 4], np.int32)]).passed
+
+
+def test_a_local_bound_case_is_measured_node_by_node_and_never_against_a_whole_graph_oracle():
+    from parity.conformance.bounds import LOCAL
+    from parity.conformance.local import measure_case
+
+    x = np.array([0.0, 1.0, 2.0], np.float32)
+    case = Case("exp", f32, lambda rng: (x,), {}, "local", bound=LOCAL)
+    arrays = case.arrays()
+    graph = case.graph(arrays)
+    with pytest.raises(ValueError, match="LOCAL bound: it is measured node by node"):
+        measure(case, graph, arrays, evaluate(graph, arrays, oracle=True), evaluate(graph, arrays))
+    assert measure_case(case, graph, arrays, [], evaluate(graph, arrays)).passed  # no oracle needed
+    wrong = [evaluate(graph, arrays)[0] * np.float32(1.001)]
+    measured = measure_case(case, graph, arrays, [], wrong)
+    assert not measured.passed and [n["op"] for n in measured.worst["nodes"]] == ["exp"]

@@ -6,7 +6,7 @@ import pytest
 
 from parity.backends.base import ANY_OP, Backend, Deviation, OpClaim
 from parity.backends.registry import get_backend, register_backend, unregister_backend
-from parity.conformance import execute, regressions, runner, verdicts
+from parity.conformance import execute, regressions, runner, selection, verdicts
 from parity.conformance.results import PASS, Cell, Target
 from parity.conformance.opdb import all_cases
 from parity.ir import evaluate
@@ -113,8 +113,8 @@ def test_bundled_failure_is_isolated_to_its_case(wrong):
 
 
 def test_quick_keeps_edge_cases_and_drops_long_ones():
-    quick = runner.select_cases(quick=True)
-    full = runner.select_cases()
+    quick = selection.select_cases(quick=True)
+    full = selection.select_cases()
     assert len(quick) < len(full) // 2 + 1000
     assert not [c for c in quick if "long" in c.tags]
     assert {(c.op, c.dtype) for c in quick} == {(c.op, c.dtype) for c in full}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from parity.backends.registry import register_backend, unregister_backend
-from parity.conformance import html, models, reports, runner, verdicts, zoo
+from parity.conformance import html, models, reports, runner, selection, verdicts, zoo
 from parity.conformance.results import Target
 from parity.ir.dtypes import DType
 
@@ -29,7 +29,7 @@ def perturbed():
 
 
 def test_random_draws_are_bit_identical_or_named(perturbed):
-    results, records = zoo.random_results(runner.resolve_targets(["reference", "tanh_off", "bits_off"], ["cpu"]))
+    results, records = zoo.random_results(selection.resolve_targets(["reference", "tanh_off", "bits_off"], ["cpu"]))
     by = {(r.backend, r.op, r.dtype): r for r in results}
     ops = {("random:random_bits", "u32"), ("random:uniform", "f32"), ("random:uniform", "f16"),
            ("random:uniform", "bf16"), ("random:uniform", "f64"), ("random:dropout", "f32"),

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from parity.frontend import compiler
+from parity.frontend import aten_decompositions, compiled_graph, single_backend
 from parity.frontend.tensors import to_array, to_torch
 from parity.frontend.translate import fx_to_ir
 from parity.ir import evaluate
@@ -19,7 +19,7 @@ def trace_to_ir(fn, *args, functional=False):
     """
     if functional:
         fn = torch.func.functionalize(fn, remove="mutations_and_views")
-    gm = make_fx(fn, decomposition_table=compiler.decomposition_table())(*args)
+    gm = make_fx(fn, decomposition_table=aten_decompositions.decomposition_table())(*args)
     return fx_to_ir(gm)
 
 
@@ -44,7 +44,7 @@ def run_via_ir(fn, *args, functional=False):
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
     torch._dynamo.reset()
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     yield
     torch._dynamo.reset()
 
@@ -63,11 +63,11 @@ def to_ir():
 def compiled_graphs(monkeypatch):
     """The IR graphs parity.compile hands to backends during the test, in order."""
     graphs = []
-    real = compiler.compiled_executable
+    real = single_backend.compiled_executable
 
     def spy(graph, *rest, **kwargs):
         graphs.append(graph)
         return real(graph, *rest, **kwargs)
 
-    monkeypatch.setattr(compiler, "compiled_executable", spy)
+    monkeypatch.setattr(single_backend, "compiled_executable", spy)
     return graphs

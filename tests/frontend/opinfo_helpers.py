@@ -22,7 +22,7 @@ from parity.conformance.hf.opinfo import (
     grad_function,
     sample_function,
 )
-from parity.frontend import compiler
+from parity.frontend import compiled_graph
 
 DEFAULT_TOL = (1e-5, 1e-5)  # (rtol, atol) for float32 unless the OpInfo declares its own
 
@@ -104,11 +104,11 @@ def check_sample(info, sample, *, backward: bool = True, values: bool = True, op
     tensors = [t.detach().requires_grad_(t.requires_grad) for t in tensors]
     expected = fn(*tensors)
     torch._dynamo.reset()
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     counters.clear()
     compiled = parity.compile(fn, backend="reference")
     got = compiled(*tensors)
-    if compiler.STATS["translations"] < 1:
+    if compiled_graph.STATS["translations"] < 1:
         raise EagerFallback(f"no graph was translated: the sample ran in eager torch ({_why_eager()})")
     if _graph_breaks():
         raise EagerFallback(f"Dynamo graph breaks left part of the sample to eager: {dict(counters['graph_break'])}")
@@ -126,7 +126,7 @@ def check_sample(info, sample, *, backward: bool = True, values: bool = True, op
         return measured
     expected_grads = grad_function(fn, wrt, cotangents)(*tensors)
     got_grads = grad_function(compiled, wrt, cotangents)(*tensors)
-    if compiler.STATS["translations"] < 2:
+    if compiled_graph.STATS["translations"] < 2:
         # AOTAutograd compiles no backward when every differentiable output is a view of an
         # input: it replays the view in torch, whose backward is torch's (nothing computed)
         views = all(_aliases_input(o, tensors) for o in _tensors(got) if o.is_floating_point() and o.requires_grad)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import parity
-from parity.frontend import compiler
+from parity.frontend import compiled_graph
 from parity.frontend.errors import UnsupportedAtenOp
 
 # op_db imports torch's test utilities, which import expecttest (a torch test dependency not
@@ -59,7 +59,7 @@ def test_opinfo_sample_matches_eager(info, sample):
     args, kwargs = list(sample.args), dict(sample.kwargs)
     expected = info.op(sample.input, *args, **kwargs)
     torch._dynamo.reset()
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     compiled = parity.compile(lambda x, *a, **k: info.op(x, *a, **k), backend="reference")
     try:
         got = compiled(sample.input, *args, **kwargs)
@@ -67,5 +67,5 @@ def test_opinfo_sample_matches_eager(info, sample):
         reasons = UNSUPPORTED.get(info.name, ())
         assert any(reason in str(err) for reason in reasons), f"unexpected rejection: {err}"
         return
-    assert compiler.STATS["translations"] >= 1
+    assert compiled_graph.STATS["translations"] >= 1
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5, equal_nan=True)

@@ -17,7 +17,7 @@ import torch
 import parity
 from parity.backends.base import Backend, Deviation
 from parity.backends.registry import get_backend, register_backend, unregister_backend
-from parity.frontend import auto, auto_compile_times, compiler
+from parity.frontend import auto, auto_compile_times, compiled_graph
 from parity.frontend.auto_options import ENV_VAR
 from parity.ir.dtypes import DType
 from parity.ir.ops import OP_TABLE
@@ -169,7 +169,7 @@ def test_the_choice_is_remembered_in_process_and_on_disk(planted, tmp_path):
     again(X)
     assert _choice(again)[0].source == "cached in this process" and _choice(again)[0].choice == chosen
     auto._CHOICES.clear()  # a new process: only the disk remembers
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     later = parity.compile(_fn, backend="auto", auto=options, cache_dir=tmp_path)
     assert later(X).tolist() == [0.0, 0.0, 1.0, 3.0]
     assert _choice(later)[0].source == "cached on disk" and _choice(later)[0].choice == chosen
@@ -268,7 +268,7 @@ def test_a_spent_budget_races_no_more_and_keeps_that_pick_off_disk(planted, tmp_
                         r"planted_slow \(\d+\.\d\d s\)", by_name["onnx"].why)
     auto._CHOICES.clear()  # a new process: only the disk remembers
     auto_compile_times.reset()
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     later = parity.compile(_fn, auto=options, cache_dir=tmp_path)
     later(X)
     choice, by_name = _choice(later)
@@ -288,7 +288,7 @@ def test_candidates_are_warmed_up_before_they_are_timed(planted):
 _CANDIDATES = ("onnx", "reference")  # none imports JAX: the second process starts faster
 _SECOND_PROCESS = textwrap.dedent(f"""
     import json, sys, torch, parity
-    from parity.frontend import auto, compiler
+    from parity.frontend import auto, compiled_graph
     compiles = []
     real = auto.compiled_executable
     def counting(graph, backend, *rest, **options):
@@ -300,7 +300,7 @@ _SECOND_PROCESS = textwrap.dedent(f"""
     (choice,) = parity.auto_choices(f)
     print(json.dumps({{"compiles": compiles, "choice": choice.choice, "source": choice.source,
                       "timed": [c.name for c in choice.candidates if c.times_s],
-                      "backend_compiles": compiler.STATS["backend_compiles"]}}))
+                      "backend_compiles": compiled_graph.STATS["backend_compiles"]}}))
 """)
 
 

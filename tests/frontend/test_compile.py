@@ -245,7 +245,7 @@ def select_f32():
 
 
 def test_select_claims_are_checked_against_its_values_dtype_not_the_predicate(select_f32):
-    from parity.frontend.compiler import ClaimCheck
+    from parity.frontend.claims import ClaimCheck
     from parity.ir import GraphBuilder
 
     check = ClaimCheck(_SelectF32Only())

@@ -8,14 +8,14 @@ import torch.nn.functional as F
 import parity
 from parity.backends.reference import ReferenceBackend
 from parity.backends.registry import register_backend, unregister_backend
-from parity.frontend import STATS, aten, compiler
+from parity.frontend import STATS, aten, compiled_graph
 from parity.frontend.explain import ExplainReport
 
 
 @pytest.fixture(autouse=True)
 def _fresh():
     torch._dynamo.reset()
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     yield
     torch._dynamo.reset()
 

@@ -150,16 +150,16 @@ def _callers(monkeypatch, f, *args):
     (AOTAutograd's runtime wrapper) or frontend/fast_path.py (a direct entry)."""
     import inspect
 
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
 
     callers = []
-    real = compiler.CompiledGraph.__call__
+    real = compiled_graph.CompiledGraph.__call__
 
     def recording(self, boxed):
         callers.append(inspect.stack()[1].filename)
         return real(self, boxed)
 
-    monkeypatch.setattr(compiler.CompiledGraph, "__call__", recording)
+    monkeypatch.setattr(compiled_graph.CompiledGraph, "__call__", recording)
     f(*args)
     return callers
 

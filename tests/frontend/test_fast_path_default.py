@@ -180,19 +180,19 @@ def test_a_bare_compile_calls_autos_pick_directly(monkeypatch):
     graph through auto's object alone, without Dynamo or AOTAutograd's wrapper."""
     import inspect
 
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
 
     f = parity.compile(lambda x: torch.relu(x * 2 + 1))
     x = torch.randn(4, 4)
     _twice(f, x)
     callers = []
-    real = compiler.CompiledGraph.__call__
+    real = compiled_graph.CompiledGraph.__call__
 
     def recording(self, boxed):
         callers.append([frame.filename for frame in inspect.stack()[1:3]])
         return real(self, boxed)
 
-    monkeypatch.setattr(compiler.CompiledGraph, "__call__", recording)
+    monkeypatch.setattr(compiled_graph.CompiledGraph, "__call__", recording)
     torch.testing.assert_close(f(x), torch.relu(x * 2 + 1))
     ((auto_frame, entry_frame),) = callers
     assert auto_frame.endswith("frontend/auto.py") and entry_frame.endswith("frontend/fast_path.py")
@@ -223,33 +223,33 @@ def _ones_plus_sum(x):
 def test_a_disk_entry_is_only_for_the_default_dtype_it_was_made_under():
     """A second compile of the same function reads the first's fast-path entry from disk, as a
     new process would; under another default dtype that entry is not the right one."""
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
 
     x = torch.ones(3)
     _twice(parity.compile(_ones_plus_sum, backend="onnx"), x)
-    loads = compiler.STATS["fast_path_disk_loads"]
+    loads = compiled_graph.STATS["fast_path_disk_loads"]
     assert parity.compile(_ones_plus_sum, backend="onnx")(x).dtype == torch.float32
-    assert compiler.STATS["fast_path_disk_loads"] == loads + 1  # the control: same state, loaded
+    assert compiled_graph.STATS["fast_path_disk_loads"] == loads + 1  # the control: same state, loaded
     torch.set_default_dtype(torch.float64)
     try:
         want, got = _ones_plus_sum(x), parity.compile(_ones_plus_sum, backend="onnx")(x)
     finally:
         torch.set_default_dtype(torch.float32)
     assert want.dtype == got.dtype == torch.float64
-    assert compiler.STATS["fast_path_disk_loads"] == loads + 1
+    assert compiled_graph.STATS["fast_path_disk_loads"] == loads + 1
 
 
 def test_an_unchecked_disk_entry_never_serves_the_default():
     """fast_path=True stores an entry for a function that reads a global; a default compile of
     the same function (as in a new process) must not load it, and sees the global change."""
     global SCALE
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
 
     x = torch.ones(3)
     _twice(parity.compile(_scaled, backend="onnx", fast_path=True), x)
-    loads = compiler.STATS["fast_path_disk_loads"]
+    loads = compiled_graph.STATS["fast_path_disk_loads"]
     assert parity.compile(_scaled, backend="onnx", fast_path=True)(x).tolist() == [2.0] * 3
-    assert compiler.STATS["fast_path_disk_loads"] == loads + 1  # the control: the unchecked entry is there
+    assert compiled_graph.STATS["fast_path_disk_loads"] == loads + 1  # the control: the unchecked entry is there
     default = parity.compile(_scaled, backend="onnx")
     assert default(x).tolist() == [2.0] * 3
     SCALE = 5.0
@@ -257,4 +257,4 @@ def test_an_unchecked_disk_entry_never_serves_the_default():
         assert default(x).tolist() == [5.0] * 3
     finally:
         SCALE = 2.0
-    assert compiler.STATS["fast_path_disk_loads"] == loads + 1
+    assert compiled_graph.STATS["fast_path_disk_loads"] == loads + 1

@@ -64,7 +64,7 @@ def test_only_entries_that_change_nothing_are_stored(tmp_path):
 _CHILD = textwrap.dedent("""
     import json, sys
     import torch, parity
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph, pipeline
 
     def f(x, y):
         return torch.relu(x * 2 + y), x - y
@@ -72,14 +72,14 @@ _CHILD = textwrap.dedent("""
     if sys.argv[2] == "forbid":  # the second process must not capture, translate or compile
         def refuse(*args, **kwargs):
             raise AssertionError("captured although the disk holds the entry")
-        compiler.compile_fx_graph = refuse
+        pipeline.compile_fx_graph = refuse
     out = {}
     for name in ("xla", "onnx"):
         g = parity.compile(f, backend=name, fast_path=True, cache_dir=sys.argv[1])
         x, y = torch.arange(4.0) - 2, torch.ones(4)
         a, b = g(x, y)
         out[name] = [a.tolist(), b.tolist()]
-    out["stats"] = dict(compiler.STATS)
+    out["stats"] = dict(compiled_graph.STATS)
     print(json.dumps(out))
 """)
 

@@ -12,7 +12,7 @@ import torch
 import parity
 from parity.backends.base import Backend, OpClaim
 from parity.backends.registry import register_backend, unregister_backend
-from parity.frontend.compiler import reset_caches
+from parity.frontend.compiled_graph import reset_caches
 from parity.frontend.errors import InternalError, UnsupportedAtenOp
 from parity.ir import evaluate, primitives
 

@@ -9,7 +9,7 @@ from parity.backends.base import Backend, OpClaim
 from parity.backends.disk_cache import cache_key
 from parity.backends.registry import register_backend, unregister_backend
 from parity.backends.xla.backend import XlaBackend
-from parity.frontend import compiler
+from parity.frontend import compiled_graph
 from parity.ir import evaluate, primitives
 from parity.ir.errors import ParityError
 from parity.ir.precision import Precision
@@ -62,7 +62,7 @@ def test_fast_reaches_the_backend_and_exact_calls_it_as_before(monkeypatch):
     assert calls == [{}, {"precision": Precision.FAST}]  # exact: one compile, shared, without the keyword
     assert torch.equal(default, exact)
     torch.testing.assert_close(fast, exact, rtol=1e-6, atol=1e-6)
-    assert sorted(key[3] for key in compiler._EXECUTABLES) == ["exact", "fast"]
+    assert sorted(key[3] for key in compiled_graph._EXECUTABLES) == ["exact", "fast"]
 
 
 def test_an_unknown_tier_is_refused_before_capture():
@@ -96,8 +96,8 @@ def test_a_fast_executable_comes_back_from_disk_as_fast(tmp_path):
     exact = parity.compile(_fused, backend="onnx", cache_dir=str(tmp_path))(*args)
     entries = sorted(p.name for p in (tmp_path / "onnx").iterdir())
     assert len(entries) == 2  # one per tier
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     torch._dynamo.reset()
     again = parity.compile(_fused, backend="onnx", precision="fast", cache_dir=str(tmp_path))(*args)
-    assert compiler.STATS["disk_loads"] == 1 and compiler.STATS["backend_compiles"] == 0
+    assert compiled_graph.STATS["disk_loads"] == 1 and compiled_graph.STATS["backend_compiles"] == 0
     assert torch.equal(again, first) and not torch.equal(first, exact)

@@ -17,7 +17,7 @@ from torch._functorch.partitioners import default_partition
 from torch.utils.checkpoint import CheckpointPolicy
 
 import parity
-from parity.frontend import compiler, saved_tensors
+from parity.frontend import pipeline, saved_tensors
 
 BACKENDS = ["reference", "onnx", "xla"]
 
@@ -38,8 +38,8 @@ def _inputs():
 def _run(backend, partition):
     """(loss and gradients, {kind: IR graph}) of ``_two_layers`` compiled with ``partition``."""
     graphs = {}
-    original = compiler.PARTITION["fn"]
-    compiler.PARTITION["fn"] = partition
+    original = pipeline.PARTITION["fn"]
+    pipeline.PARTITION["fn"] = partition
     try:
         torch._dynamo.reset()
         compiled = parity.compile(_two_layers, backend=backend)
@@ -48,7 +48,7 @@ def _run(backend, partition):
         loss = compiled(*leaves)
         loss.backward()
     finally:
-        compiler.PARTITION["fn"] = original
+        pipeline.PARTITION["fn"] = original
     return [loss.detach()] + [t.grad for t in leaves if t.requires_grad], graphs
 
 

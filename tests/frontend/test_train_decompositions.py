@@ -1,4 +1,4 @@
-"""Decompositions frontend/compiler.py chooses for training graphs, checked to be exact.
+"""Decompositions frontend/aten_decompositions.py chooses for training graphs, checked to be exact.
 
 - ``x ** 2`` and ``x ** 1`` (a squared loss and its backward) reach the IR as x·x and x:
   ONNX Runtime ran Pow(x, 1) through the generic powf (4.2 ms of the encoder_train backward).
@@ -18,12 +18,12 @@ import torch
 from torch._decomp import core_aten_decompositions
 
 import parity
-from parity.frontend import compiler
+from parity.frontend import aten_decompositions, pipeline
 
 BACKENDS = ["reference", "onnx", "xla"]
 POW = torch.ops.aten.pow.Tensor_Scalar
 SELECT_BACKWARD = torch.ops.aten.select_backward.default
-PARITY_TABLE = compiler.decomposition_table
+PARITY_TABLE = aten_decompositions.decomposition_table
 
 
 def _torch_table():
@@ -40,9 +40,9 @@ def _torch_table():
 def _run(fn, inputs, backend, table=None):
     """(loss and input gradients, {kind: IR op counts}) of ``fn`` compiled on ``backend``."""
     graphs = {}
-    original = compiler.decomposition_table
+    original = pipeline.decomposition_table
     if table is not None:
-        compiler.decomposition_table = table
+        pipeline.decomposition_table = table
     try:
         torch._dynamo.reset()
         compiled = parity.compile(fn, backend=backend)
@@ -51,7 +51,7 @@ def _run(fn, inputs, backend, table=None):
         loss = compiled(*leaves)
         loss.backward()
     finally:
-        compiler.decomposition_table = original
+        pipeline.decomposition_table = original
     ops = {kind: collections.Counter(n.op for n in g.graph.nodes) for kind, g in graphs.items()}
     return [loss.detach()] + [t.grad for t in leaves if t.requires_grad], ops
 
@@ -122,10 +122,10 @@ def test_select_backward_with_symbolic_sizes_stays_whole_and_a_symbolic_index_ke
         pass
 
     grad = torch.zeros(2, 3)
-    assert compiler._select_backward_as_pad(grad, [Sym(), 2, 3], 0, 1, fallback=fallback) is NotImplemented
-    assert compiler._select_backward_as_pad(grad, [4, 2, 3], 0, Sym(), fallback=fallback) == "torch's"
+    assert aten_decompositions._select_backward_as_pad(grad, [Sym(), 2, 3], 0, 1, fallback=fallback) is NotImplemented
+    assert aten_decompositions._select_backward_as_pad(grad, [4, 2, 3], 0, Sym(), fallback=fallback) == "torch's"
     assert len(calls) == 1
-    padded = compiler._select_backward_as_pad(grad - 0.0 + 1, [4, 2, 3], 0, -1, fallback=fallback)
+    padded = aten_decompositions._select_backward_as_pad(grad - 0.0 + 1, [4, 2, 3], 0, -1, fallback=fallback)
     assert padded.shape == (4, 2, 3) and padded[3].eq(1).all() and padded[:3].eq(0).all()
 
 

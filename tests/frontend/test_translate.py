@@ -17,11 +17,11 @@ def _user_line(x):
 
 
 def test_every_node_carries_the_users_source_line(monkeypatch):
-    from parity.frontend import compiler
+    from parity.frontend import single_backend
 
     graphs = []
-    real = compiler.prepare
-    monkeypatch.setattr(compiler, "prepare", lambda graph, backend: graphs.append(graph) or real(graph, backend))
+    real = single_backend.prepare
+    monkeypatch.setattr(single_backend, "prepare", lambda graph, backend: graphs.append(graph) or real(graph, backend))
     x = torch.randn(3, requires_grad=True)
     parity.compile(_user_line, backend="reference")(x).sum().backward()
     line = _user_line.__code__.co_firstlineno + 1

@@ -5,13 +5,13 @@ of a rank-0 value / a gather whose empty index had another rank, and raised Tran
 import torch
 
 import parity
-from parity.frontend import compiler
+from parity.frontend import compiled_graph
 
 
 def _check(fn, *args):
     expected = fn(*args)
     got = parity.compile(fn, backend="reference")(*args)
-    assert compiler.STATS["translations"] >= 1
+    assert compiled_graph.STATS["translations"] >= 1
     for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
         torch.testing.assert_close(g, e, rtol=0, atol=0)
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from parity.ir import GraphBuilder, Symbol, TypeRuleError, evaluate, f32, f64, parse
-from parity.ir.constraints import Constraint, graph_constraints
+from parity.ir.constraints import Constraint
+from parity.ir.shapes import graph_constraints
 from parity.ir.interpreter import InterpreterError
 from parity.ir.shapes import ShapeBindings, ShapeError
 

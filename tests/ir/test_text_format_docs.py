@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 from parity.ir import Symbol, parse
-from parity.ir.constraints import graph_constraints
+from parity.ir.shapes import graph_constraints
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ir.md"
 

@@ -12,7 +12,7 @@ import torch
 
 from parity.conformance.hf import ARCHITECTURES, get_architecture
 from parity.conformance.hf.check import NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL, compare, run_entry
-from parity.frontend import compiler
+from parity.frontend import compiled_graph
 
 pytest.importorskip("transformers")
 
@@ -30,7 +30,7 @@ CI_SUBSET = (("llama", "xla"), ("llama", "onnx"), ("mixtral", "reference"), ("mi
 def _fresh(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # never the user's cache
     torch._dynamo.reset()
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     yield
     torch._dynamo.reset()
 

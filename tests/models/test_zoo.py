@@ -15,7 +15,7 @@ from parity.backends.registry import backend_names, get_backend
 from parity.conformance.models import MODELS, get_model
 from parity.conformance.models.check import compare
 from parity.conformance.models.gpt import GPTConfig, batch, train_step
-from parity.frontend import compiler
+from parity.frontend import compiled_graph
 from parity.frontend.errors import UnsupportedAtenOp
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -40,7 +40,7 @@ def _cases():
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
     torch._dynamo.reset()
-    compiler.reset_caches()
+    compiled_graph.reset_caches()
     yield
     torch._dynamo.reset()
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import parity
-from parity.backends.xla import backend as xla_backend
+from parity.backends.xla import stablehlo_export
 from parity.backends.xla.symbolic_export import export_symbolic
 from parity.frontend.export import EXPORTERS
 from parity.ir import GraphBuilder, Symbol, f32
@@ -73,14 +73,14 @@ def test_dynamic_batch_and_seq_stay_symbolic_in_the_text(tmp_path):
     names them in the header; jax.export's Exported that the text came from runs at every
     size and matches eager."""
     exported = []
-    original = xla_backend.export_symbolic
+    original = stablehlo_export.export_symbolic
 
     def keep(graph, dim_names=None):
         exported.append(original(graph, dim_names))
         return exported[-1]
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(xla_backend, "export_symbolic", keep)
+        patch.setattr(stablehlo_export, "export_symbolic", keep)
         text = parity.export(layer(), (torch.randn(2, 7, 32),), format="stablehlo", path=tmp_path / "l.mlir",
                              input_names=["x"], dynamic_dims={"x": {0: "batch", 1: "seq"}})
     assert signature(text) == ["tensor<?x?x32xf32>"]

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 import parity
-from parity.frontend.compiler import _EXECUTABLES
+from parity.frontend.compiled_graph import _EXECUTABLES
 
 P = parity.PartitionSpec
 DATA = ("data", None)

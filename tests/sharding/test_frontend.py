@@ -11,7 +11,7 @@ import torch
 import parity
 from parity.backends.xla.sharding import ShardedDeviceError
 from parity.frontend import reset_caches
-from parity.frontend.compiler import _EXECUTABLES
+from parity.frontend.compiled_graph import _EXECUTABLES
 from parity.frontend.sharding import ShardingUnsupported, strip_sharding, with_shardings
 from parity.ir import GraphBuilder, f32, verify
 from parity.ir.sharding import GraphSharding, Mesh, PartitionSpec, ShardingError

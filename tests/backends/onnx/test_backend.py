@@ -156,15 +156,15 @@ def test_a_compiled_module_binds_its_parameters_once():
     """Through parity.compile, the executable gets the parameter tensors themselves, so a
     second call with a new input binds only that input."""
     import parity
-    from parity.frontend import compiler
+    from parity.frontend import compiled_graph
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).eval()
-    before = set(map(id, compiler._EXECUTABLES.values()))
+    before = set(map(id, compiled_graph._EXECUTABLES.values()))
     f = parity.compile(model, backend="onnx")
     with torch.no_grad():
         f(torch.randn(2, 4))
-        (executable,) = [e for e in compiler._EXECUTABLES.values() if id(e) not in before]
+        (executable,) = [e for e in compiled_graph._EXECUTABLES.values() if id(e) not in before]
         local, bound = executable._local, []
         real = local.bind_input
         local.bind_input = lambda name, array: (bound.append(name), real(name, array))

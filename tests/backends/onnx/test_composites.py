@@ -12,7 +12,7 @@ import pytest
 from parity.backends.onnx import OnnxBackend, to_model
 from parity.backends.onnx.emitter import with_subgraphs
 from parity.conformance.case import Case
-from parity.conformance.runner import run_case
+from parity.conformance.execute import run_case
 from parity.ir import DType, GraphBuilder, bf16, f16, f32, f64, i32
 
 BACKEND = OnnxBackend()

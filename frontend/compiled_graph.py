@@ -1,0 +1,164 @@
+"""A compiled FX graph at run time: :class:`CompiledGraph` (torch tensors in, the backend's
+executable, torch tensors out), the executable cache it is built from, and the random
+keys drawn per call.
+
+Example::
+
+    >>> from parity.frontend.compiled_graph import STATS, reset_caches
+    >>> reset_caches()
+    >>> STATS["backend_compiles"]
+    0
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import threading
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..backends.base import precision_for
+from ..backends.disk_cache import compile_cached
+from ..ir.dims import evaluate as evaluate_dim
+from ..ir.dims import free_symbols
+from ..ir.graph import Graph
+from ..ir.precision import Precision
+from .tensors import array_converter, result_converter
+from .translate import Translation
+
+#: Counters of the work done: "translations" (FX graphs translated to IR),
+#: "backend_compiles" (calls of backend.compile), "cache_hits" (executables reused) and
+#: "disk_loads" (executables read from the disk cache instead of compiled).
+STATS: collections.Counter = collections.Counter()
+
+_EXECUTABLES: dict[tuple[str, str, str, str], Any] = {}
+_LOCK = threading.Lock()
+
+
+def reset_caches() -> None:
+    """Forget compiled executables and zero :data:`STATS` (tests, notebooks)."""
+    with _LOCK:
+        _EXECUTABLES.clear()
+        STATS.clear()
+
+
+def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | None = None, *,
+                        precision: Precision = Precision.EXACT):
+    """backend.compile(graph, device) at the tier the backend runs ``precision`` at
+    (backends.base.precision_for), cached by (content hash, backend, device, tier) in this
+    process and, with a ``cache_dir``, on disk across processes."""
+    precision = precision_for(backend, precision)
+    key = (graph.content_hash(), backend.name, device, precision.value)
+    with _LOCK:
+        cached = _EXECUTABLES.get(key)
+        if cached is not None:
+            STATS["cache_hits"] += 1
+            return cached
+    executable, loaded = compile_cached(graph, backend, device, cache_dir, precision)
+    STATS["disk_loads" if loaded else "backend_compiles"] += 1
+    with _LOCK:
+        _EXECUTABLES[key] = executable
+    return executable
+
+
+def draw_keys(n: int) -> list:
+    """``n`` u32[2] random keys from torch's default generator (reproducible with manual_seed)."""
+    bits = torch.randint(0, 2**32, (n, 2), dtype=torch.int64).numpy().astype(np.uint32)
+    return [bits[i] for i in range(n)]
+
+
+class CompiledGraph:
+    """A compiled FX graph in AOTAutograd's boxed calling convention (a list of args in).
+
+    Everything a call needs that does not depend on the argument values — which argument
+    feeds which IR input, how each crosses to NumPy (by its static IR dtype), where each
+    output comes from — is worked out here, once, so a call only converts and runs.
+    """
+
+    def __init__(self, translation: Translation, graph: Graph, executable):
+        # an instance attribute: torch's wrappers copy __dict__, not class attributes
+        self._boxed_call = True
+        self.translation = translation
+        self.graph = graph
+        self.executable = executable
+        t = translation
+        # An executable that takes torch tensors gets them as they are (it converts, and may
+        # keep a binding across calls: OnnxExecutable); its results never alias its inputs.
+        self._takes_tensors = getattr(executable, "takes_torch_tensors", False)
+        self._inputs = tuple((j, _as_is if self._takes_tensors else array_converter(v.type.dtype))
+                             for j, v in zip(t.inputs, graph.inputs))
+        self._num_keys = t.num_keys
+        # sizes only integer arguments give: an empty i8[0, *sizes] input carries them (translate.py)
+        self._carrier = tuple(t.symbols[name][0] for name in t.size_carrier)
+        convert = [result_converter(v.type.dtype) for v in graph.outputs]
+        plan = []
+        for kind, what in t.outputs:
+            if kind == "ir":
+                plan.append((OutputSource.IR, what, convert[what]))
+            elif kind == "input":
+                plan.append((OutputSource.INPUT, what, None))
+            elif kind == "sym" and isinstance(what, str):
+                plan.append((OutputSource.SYM, *t.symbols[what]))
+            elif kind == "sym":  # a size expression (s0*s1, saved for the backward)
+                plan.append((OutputSource.SYM_EXPR, what, {name: t.symbols[name] for name in free_symbols(what)}))
+            else:
+                plan.append((OutputSource.CONST, what, None))
+        self._outputs = tuple(plan)
+        # The common case: the FX outputs are the IR outputs, in order.
+        self._direct = tuple(convert) if [p[:2] for p in plan] == [(OutputSource.IR, k) for k in range(len(convert))] else None
+        self.recorder: list | None = None  # while fast_path records a call: the outputs returned
+
+    def __call__(self, args: list) -> list:
+        arrays = [convert(args[j]) for j, convert in self._inputs]
+        if self._carrier:
+            arrays.append(np.empty((0, *(int(args[i]) for i in self._carrier)), np.int8))
+        if self._num_keys:
+            arrays += draw_keys(self._num_keys)
+        results = self.executable(*arrays)
+        if self._takes_tensors:
+            arrays = ()  # nothing to check the results against: they never alias the inputs
+        if self._direct is not None:
+            outputs = [convert(r, arrays) for convert, r in zip(self._direct, results)]
+        else:
+            outputs = [self._output(spec, args, results, arrays) for spec in self._outputs]
+        args.clear()  # the boxed convention: the callee frees its inputs
+        if self.recorder is not None:
+            self.recorder.append(outputs)
+        return outputs
+
+    @property
+    def returns_ir_outputs(self) -> bool:
+        """Whether the FX graph's outputs are exactly the IR graph's, in order (no input
+        passed through, no size): what fast_path's direct entries need."""
+        return self._direct is not None
+
+    @staticmethod
+    def _output(spec: tuple, args: list, results, arrays: list):
+        kind, a, b = spec
+        if kind is OutputSource.IR:
+            return b(results[a], arrays)
+        if kind is OutputSource.INPUT:
+            return args[a]
+        if kind is OutputSource.SYM:  # a symbolic size, read off the argument that carries it
+            return int(args[a]) if b is None else int(args[a].shape[b])
+        if kind is OutputSource.SYM_EXPR:  # evaluated from its symbols' sizes, each read off its argument
+            return evaluate_dim(a, {name: int(args[i]) if d is None else int(args[i].shape[d])
+                                    for name, (i, d) in b.items()})
+        return a
+
+
+def _as_is(tensor):
+    return tensor
+
+
+class OutputSource(enum.Enum):
+    """Where a compiled graph's output comes from (one entry of CompiledGraph's plan)."""
+
+    IR = "an IR output"
+    INPUT = "an argument passed through"
+    SYM = "a symbolic size, read off an argument"
+    SYM_EXPR = "a size expression, evaluated from its symbols' sizes"
+    CONST = "a constant"

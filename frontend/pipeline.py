@@ -1,0 +1,100 @@
+"""The Dynamo backend behind ``parity.compile``: AOTAutograd graphs → IR → a parity backend.
+
+For every FX graph AOTAutograd hands over (forward, backward, or inference),
+:func:`compile_fx_graph` compiles it for the named backend (frontend/single_backend.py:
+translated, checked against the backend's claims, strict error or eager fallback,
+composites it does not claim expanded, compiled through the executable cache) or, with
+``backend="auto"``, for the fastest conformant one (frontend/auto.py), and returns a
+boxed callable that takes and returns torch tensors.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from ..backends.registry import get_backend
+from ..ir.errors import ParityError
+from .aten_decompositions import decomposition_table, mkldnn_off
+from .auto import compile_auto
+from .errors import InternalError, UnsupportedAtenOp
+from .saved_tensors import partition_recomputing_input_views
+from .session import AUTO, Session
+from .single_backend import compile_split, compile_whole
+from .source import in_user_code, loc_from_stack_trace
+from .status import slow_work
+
+
+# How AOTAutograd splits a training graph into forward and backward (frontend/saved_tensors.py);
+# a dict so that a benchmark can compare partitions in one process.
+PARTITION = {"fn": partition_recomputing_input_views}
+
+
+def make_dynamo_backend(session: Session):
+    """A ``torch.compile`` backend: AOTAutograd with parity's forward/backward compilers."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    compile_fw = functools.partial(compile_fx_graph, session=session, kind="forward")
+    compile_bw = functools.partial(compile_fx_graph, session=session, kind="backward")
+    compile_inference = functools.partial(compile_fx_graph, session=session, kind="inference")
+    aot = aot_autograd(fw_compiler=compile_fw, bw_compiler=compile_bw, inference_compiler=compile_inference,
+                       decompositions=decomposition_table(), partition_fn=PARTITION["fn"])
+
+    def parity(gm, example_inputs):
+        with mkldnn_off():
+            return aot(gm, example_inputs)
+
+    return parity
+
+
+def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Session, kind: str):
+    """AOTAutograd's compiler hook: one FX graph → a boxed callable on torch tensors.
+
+    AOTAutograd calls it with its fake-tensor mode still active; parity's work here is on
+    real tensors (constants the graph holds become IR constants), so that mode is lifted.
+    """
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily(), slow_work(_status_message(session, kind)):
+        try:
+            compiled = _compile_fx_graph(gm, session, kind)
+            if kind == "backward":  # compiled at the first backward(), after the call that flushes
+                session.flush_fallbacks()
+            if session.on_compiled is not None:
+                session.on_compiled(compiled, kind)
+            return compiled
+        except UnsupportedAtenOp as err:
+            loc = in_user_code(err.loc, session.options.site)
+            if loc is err.loc:
+                raise
+            raise UnsupportedAtenOp(err.aten_op, loc, err.why, backend=err.backend,
+                                    alternatives=err.alternatives) from None
+        except ParityError:
+            raise
+        except Exception as exc:  # not ours on purpose: a bug report, never Dynamo's opaque wrapper
+            raise InternalError(kind, session.options.backend, _user_locs(gm), exc) from exc
+
+
+def _status_message(session: Session, kind: str) -> str:
+    """The terminal's status line while a graph compiles (shown only when it takes a while)."""
+    backend = session.options.backend
+    why = " (auto: timing the candidate backends)" if backend == AUTO else f" for backend {backend!r}"
+    return f"parity: compiling the {kind} graph{why}"
+
+
+def _user_locs(gm: torch.fx.GraphModule) -> list:
+    locs = (loc_from_stack_trace(n.meta.get("stack_trace")) for n in gm.graph.nodes)
+    return [loc for loc in locs if loc is not None]
+
+
+def _compile_fx_graph(gm: torch.fx.GraphModule, session: Session, kind: str):
+    if session.options.backend == AUTO:
+        return compile_auto(gm, session, kind)
+    backend = get_backend(session.options.backend)
+    try:
+        return compile_whole(gm, session, backend, kind)
+    except UnsupportedAtenOp as err:
+        if session.options.strict:
+            raise
+        return compile_split(gm, session, backend, kind, err)
