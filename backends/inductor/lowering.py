@@ -35,11 +35,12 @@ from .composites import RULES as COMPOSITES
 from .context import U32_MASK, InductorNodeContext, carried
 from .contraction import RULES as CONTRACTION
 from .elementwise import RULES as ELEMENTWISE
+from .fft import RULES as FFT
 from .indexing import RULES as INDEXING
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
 
-LOWERINGS = {**ELEMENTWISE, **COMPLEX_NUMBERS, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
+LOWERINGS = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
 
 
 class LoweringError(ParityError):
