@@ -150,6 +150,25 @@ def _indexing_cases() -> list[Case]:
                             lambda rng, d=d, i=idx: (V.normal(rng, d, (4, 5)), _in_range(rng, (8, 5), 4, i),
                                                      V.normal(rng, d, (8, 5)))
                             , {"axis": 0, "reduce": "add"}))
+    return out + _scatter_reduce_cases()
+
+
+def _scatter_reduce_cases() -> list[Case]:
+    """Every reducing mode of scatter, with and without include_self, on duplicate indices
+    (6 updates per column into 4 slots) and special values (NaN, ±inf, -0.0: max/min must
+    propagate NaN, mul meets 0·inf)."""
+    out = []
+    for d in (d for d in ALL_DTYPES if not d.is_bool):
+        idx = _index_dtype(ALL_DTYPES.index(d) + 1)
+        for reduce in ("add", "mul", "max", "min"):
+            for include_self in (True, False):
+                if reduce == "add" and include_self:
+                    continue  # add_duplicates above
+                name = f"{reduce}_duplicates" + ("" if include_self else "_without_self")
+                out.append(case("scatter", d, name,
+                                lambda rng, d=d, i=idx: (mixed(rng, d, (4, 3)), _in_range(rng, (6, 3), 4, i),
+                                                         mixed(rng, d, (6, 3))),
+                                {"axis": 0, "reduce": reduce, "include_self": include_self}, tags=(EDGE,)))
     return out
 
 
@@ -199,8 +218,10 @@ ERRORS = (
     ErrorCase("gather", (_t(f32, 3, 2), _t(i32, 3)), {"axis": 0}, "must have the rank of x", "rank"),
     ErrorCase("scatter", (_t(f32, 3), _t(i32, 2), _t(f32, 3)), {"axis": 0, "reduce": "add"},
               "must have the shape of indices", "updates"),
-    ErrorCase("scatter", (_t(f32, 3), _t(i32, 2), _t(f32, 2)), {"axis": 0, "reduce": "max"},
+    ErrorCase("scatter", (_t(f32, 3), _t(i32, 2), _t(f32, 2)), {"axis": 0, "reduce": "mean"},
               "must be one of", "reduce"),
+    ErrorCase("scatter", (_t(f32, 3), _t(i32, 2), _t(f32, 2)), {"axis": 0, "reduce": "replace", "include_self": False},
+              "needs a reducing mode", "include_self"),
     ErrorCase("dynamic_slice", (_t(f32, 3, 3), _t(i32)), {"slice_sizes": (1, 1)},
               "takes one start index per dim", "starts"),
     ErrorCase("dynamic_slice", (_t(f32, 3), _t(f32)), {"slice_sizes": (1,)}, "expected a rank-0 integer", "float"),
