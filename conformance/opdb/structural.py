@@ -93,6 +93,12 @@ def _in_range(rng, shape, size: int, d: DType) -> np.ndarray:
     return rng.integers(0, size, size=shape).astype(d.numpy)
 
 
+def _with_negative_zeros(x: np.ndarray) -> np.ndarray:
+    """x with its first row set to -0.0."""
+    x[0] = -0.0
+    return x
+
+
 def _unique_rows(rng, rows: int, cols: int, size: int, d: DType) -> np.ndarray:
     """rows x cols indices into an axis of ``size``: distinct within each column."""
     return np.stack([rng.permutation(size)[:rows] for _ in range(cols)], axis=1).astype(d.numpy)
@@ -136,6 +142,12 @@ def _indexing_cases() -> list[Case]:
                  lambda rng, d=d: (mixed(rng, d, (2, 3)), mixed(rng, d, (2, 3)), np.int8(0), np.int8(0)),
                  tags=(LAYOUT,)),
         ]
+        if d.is_float:  # replace moves bits: -0.0 written and kept (the draws above may hold none)
+            out.append(case("scatter", d, "replace_negative_zero",
+                            lambda rng, d=d, i=idx: (_with_negative_zeros(mixed(rng, d, (5, 4))),
+                                                     _unique_rows(rng, 3, 4, 5, i),
+                                                     _with_negative_zeros(mixed(rng, d, (3, 4)))),
+                            {"axis": 0, "reduce": "replace"}, tags=(EDGE,)))
         if not d.is_bool:
             out.append(case("scatter", d, "add_duplicates",
                             lambda rng, d=d, i=idx: (mixed(rng, d, (4, 3)), _in_range(rng, (6, 3), 4, i),
