@@ -244,6 +244,9 @@ def _index_put_mask(ctx: TranslationContext, x, p: int, mask, values, accumulate
     shape, k = x.type.shape, mask.type.rank
     if not all(isinstance(d, int) for d in (*shape, *values.type.shape)):
         unsupported("index_put with a boolean mask and symbolic sizes")
+    if tuple(mask.type.shape) != tuple(shape[p:p + k]):
+        unsupported(f"a boolean mask of shape {list(mask.type.shape)} indexing dims {p}..{p + k - 1} of shape "
+                    f"{list(shape[p:p + k])}: torch requires them to match")
     mdims = list(range(p, p + k))
     rest = [d for d in range(len(shape)) if d not in mdims]
     rest_shape, count = tuple(shape[d] for d in rest), math.prod(shape[p:p + k])

@@ -123,3 +123,14 @@ def test_index_put_mask_beside_an_index_tensor_is_refused_with_why():
     x, values = torch.zeros(3, 5), torch.ones(())
     with pytest.raises(UnsupportedAtenOp, match="boolean mask beside other index tensors"):
         parity.compile(fn, backend="reference")(x, MASK, torch.tensor([0, 2, 1]), values)
+
+
+def test_index_put_mask_of_the_wrong_shape_names_both_shapes():
+    """torch's fake tensors let a mismatched mask through tracing; the translation says what is wrong."""
+    def fn(x, mask):
+        y = x.clone()
+        y[mask] = 0.0
+        return y
+
+    with pytest.raises(UnsupportedAtenOp, match=r"mask of shape \[4, 4\] indexing dims 0..1 of shape \[2, 4\]"):
+        parity.compile(fn, backend="reference")(torch.zeros(2, 4, 4), torch.ones(4, 4, dtype=torch.bool))
