@@ -6,7 +6,7 @@ tolerance or 1e-5).
 Dtypes: float32 (forward and gradients), int64 and float64 (forward). By default one float32
 sample per OpInfo entry runs, drawn with a fixed seed, on one backend (the entries take the
 backends in turn, so each backend runs two or three); the rest are marked ``slow`` and run
-only with ``-m slow`` (470 samples per backend, 2,350 in all; docs/ops/scatter.md has the
+only with ``-m slow`` (469 samples per backend, 2,345 in all; docs/ops/scatter.md has the
 counts). Samples
 parity declines on purpose are in :data:`REFUSED`, and must be declined.
 """
