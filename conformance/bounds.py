@@ -357,6 +357,8 @@ def bound_for(op: str, attrs: Mapping[str, Any], dtype: DType, precision: Precis
         return FAST_BOUNDS[op]
     if op == "reduce_window" and attrs.get("kind") == "max" or op == "scatter" and attrs.get("reduce") == "replace":
         bound = EXACT
+    elif op == "scatter" and attrs.get("reduce") in ("max", "min"):
+        bound = EXACT_ANY_ZERO  # which zero wins when -0.0 and 0.0 compete is implementation-defined
     elif opdef.kind is Kind.COMPOSITE and op in COMPOSITE_BOUNDS:
         rule = COMPOSITE_BOUNDS[op]
         bound = rule if isinstance(rule, Bound) else rule(attrs)
@@ -380,11 +382,11 @@ def compute_eps(op: str, dtype: DType) -> tuple[float, float, bool]:
 
 _CLASS_ROWS = (
     ("exact (shape ops, select, compare, integer math, bitwise, convert to int, gather, sort, "
-     "reduce max/min, scatter replace, every int/bool output)", "bit-exact"),
+     "reduce max/min, scatter replace/max/min, every int/bool output)", "bit-exact"),
     ("correctly rounded (add, sub, mul, div, sqrt, reciprocal, convert float→float)", "≤ 1 ULP of the output dtype"),
     ("transcendental in float32/float64", "≤ 4 ULP"),
     ("transcendental in float16/bfloat16 (computed wider, rounded once)", "≤ 1 ULP"),
-    ("accumulation (reduce_sum, cumsum, dot_general, convolution, reduce_window sum, scatter add)",
+    ("accumulation (reduce_sum, cumsum, dot_general, convolution, reduce_window sum, scatter add/mul)",
      f"abs error ≤ m·(ε·Σ\\|terms\\| + η), m = min(n, ⌈log₂ n⌉ + B), B = {CONTRACT_BLOCK} or the backend's "
      "declared block; "
      "f16/bf16 summed in f32 (ε, η of f32) + 1 ULP of the output"),

@@ -31,9 +31,14 @@ def scatter(ctx: InductorNodeContext, x, indices, updates):
     if size == 0 or updates.numel() == 0:
         return x.clone()
     index = _clamped(indices, size)
-    if ctx.attrs["reduce"] == "add":
-        return torch.scatter_add(x, axis, index, updates)
-    return torch.scatter(x, axis, index, updates)
+    reduce = ctx.attrs["reduce"]
+    if reduce == "replace":
+        return torch.scatter(x, axis, index, updates)
+    return torch.scatter_reduce(x, axis, index, updates, TORCH_REDUCE[reduce], include_self=ctx.attrs["include_self"])
+
+
+# the IR's reduce mode -> torch.scatter_reduce's (its amax/amin propagate NaN, as the IR's max/min do)
+TORCH_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
 
 
 def _window_index(x_shape, sizes, starts):

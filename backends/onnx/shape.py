@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...ir.dtypes import DType
+from ...ir.ops.indexing import scatter_identity
 from ...ir.types import Dim, DimExpr
 from .context import OnnxNodeContext
 from .emitter import ShapeEntry
@@ -158,8 +159,28 @@ def scatter(ctx, x, indices, updates):
     if x_t.shape[axis] == 0 or 0 in idx_t.shape:  # nowhere to write, or nothing to write
         return ctx.op("Identity", x)
     idx = _clamped_indices(ctx, indices, idx_t.dtype, x_t.shape[axis])
-    reduction = "add" if ctx.attrs["reduce"] == "add" else "none"
-    return ctx.op("ScatterElements", x, idx, updates, axis=axis, reduction=reduction)
+    reduce = ctx.attrs["reduce"]
+    if not ctx.attrs["include_self"]:  # written elements start from the identity: every write is equal
+        start = ctx.op("Expand", ctx.scalar(scatter_identity(reduce, ctx.in_types[0].dtype), ctx.in_types[0].dtype),
+                       ctx.op("Shape", updates))
+        x = ctx.op("ScatterElements", x, idx, start, axis=axis, reduction="none")
+    reduction = "none" if reduce == "replace" else reduce
+    out = ctx.op("ScatterElements", x, idx, updates, axis=axis, reduction=reduction)
+    if reduce in ("max", "min") and x_t.dtype.is_float:
+        out = _propagate_nan(ctx, out, x, idx, updates)
+    return out
+
+
+def _propagate_nan(ctx, out: str, x: str, idx: str, updates: str) -> str:
+    """ORT's ScatterElements max/min keep the old value against a NaN update (std::max); the IR
+    propagates NaN: poison each element a NaN update reaches (or, with include_self, a NaN x)."""
+    dtype = ctx.in_types[0].dtype
+    nan_updates = ctx.cast(ctx.op("IsNaN", updates), dtype)
+    flag = ctx.op("ScatterElements", ctx.full(0, ctx.in_types[0]), idx, nan_updates, axis=ctx.attrs["axis"],
+                  reduction="max")
+    if ctx.attrs["include_self"]:
+        flag = ctx.op("Max", flag, ctx.cast(ctx.op("IsNaN", x), dtype))
+    return ctx.poison(out, flag)
 
 
 def _clamped_starts(ctx: OnnxNodeContext, starts: Sequence[str], start_dtype: DType, x_shape, window) -> str:

@@ -90,18 +90,21 @@ cummin = _scan(_cumextreme(torch.cummin))
 
 
 @_dense
-def scatter(x, indices, updates, *, axis, reduce):
+def scatter(x, indices, updates, *, axis, reduce, include_self):
     out = _widen(x).clone()
     if x.shape[axis] == 0 or updates.numel() == 0:
         return (x.clone(),)
     # out-of-range indices are implementation-defined: clamp like the reference
     index = indices.to(torch.int64).clamp(0, x.shape[axis] - 1)
     src = _widen(updates)
-    if reduce == "add":
-        out.scatter_add_(axis, index, src)
-    else:
+    if reduce == "replace":
         out.scatter_(axis, index, src)
+    else:  # torch's amax/amin propagate NaN, as the IR's max/min do
+        out.scatter_reduce_(axis, index, src, _TORCH_REDUCE[reduce], include_self=include_self)
     return (out.to(x.dtype),)
+
+
+_TORCH_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
 
 
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}

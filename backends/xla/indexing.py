@@ -19,6 +19,7 @@ import numpy as np
 from jax import lax
 
 from ...ir.dtypes import DType
+from ...ir.ops.indexing import scatter_identity
 from .context import Rule, full, is_known, size_value
 
 
@@ -65,9 +66,19 @@ def _scatter(ctx, x, indices, updates):
     dnums = lax.ScatterDimensionNumbers(
         update_window_dims=(), inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),
         operand_batching_dims=batch, scatter_indices_batching_dims=batch)
-    scatter = lax.scatter_add if ctx.attrs["reduce"] == "add" else lax.scatter
-    part = scatter(part, idx, updates, dnums, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+    mode = lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    reduce = ctx.attrs["reduce"]
+    if not ctx.attrs["include_self"]:  # written elements start from the identity: every write is equal
+        start = lax.full_like(updates, scatter_identity(reduce, ctx.in_types[0].dtype))
+        part = lax.scatter(part, idx, start, dnums, mode=mode)
+    part = _SCATTERS[reduce](part, idx, updates, dnums, mode=mode)
     return lax.dynamic_update_slice(x, part, [0] * x.ndim, allow_negative_indices=False)
+
+
+# reduce mode -> lax's scatter (scatter_max/min propagate NaN, as the IR's max/min do)
+_SCATTERS = {"replace": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
+             "max": lax.scatter_max, "min": lax.scatter_min}
+
 
 
 def _starts(ctx, starts, first: int):

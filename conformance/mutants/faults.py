@@ -299,6 +299,33 @@ def _past_fast_bound(a, site):
     return round_float(np.where(np.isfinite(o) & np.isfinite(moved), moved, a.astype(np.float64)), site.dtype)
 
 
+def _scatter_recomputed(change: Callable[[Mapping], dict | None]) -> PlantFn:
+    """The scatter node's result computed by the oracle with its attributes changed: a backend
+    that lowers the mode wrong (accumulates instead of replacing, drops include_self)."""
+    def plant(a, site):
+        node = site.node
+        attrs = change(node.attrs) if node is not None and node.op == "scatter" else None
+        if attrs is None:
+            return None
+        out = evaluate_node("scatter", site.operands(), attrs, [v.type for v in node.inputs],
+                            [v.type for v in node.outputs], oracle=True)[0]
+        out = np.asarray(out)
+        return round_float(out.astype(np.float64), site.dtype) if site.dtype.is_float else out.astype(a.dtype)
+    return plant
+
+
+# scatter mode -> the mode a wrong lowering computes instead
+_WRONG_MODE = {"replace": "add", "add": "replace", "mul": "add", "max": "min", "min": "max"}
+
+
+def _wrong_mode(attrs):
+    return {**attrs, "reduce": _WRONG_MODE[attrs["reduce"]], "include_self": True}
+
+
+def _flipped_include_self(attrs):
+    return None if attrs["reduce"] == "replace" else {**attrs, "include_self": not attrs["include_self"]}
+
+
 _FLOATS = frozenset({FLOAT})
 _NOT_EXACT = frozenset({"ulp", "scaled"})
 _REDUCING = frozenset(_IDENTITY)
@@ -335,6 +362,10 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           _complex_fault(lambda re, im: (re, -im)), Rule(kinds=frozenset({COMPLEX}))),
     Fault("dropped_imaginary", "a complex result's imaginary part returned as 0",
           _complex_fault(lambda re, im: (re, np.zeros_like(im))), Rule(kinds=frozenset({COMPLEX}))),
+    Fault("scatter_wrong_mode", "a scatter combining in another mode (replace↔add, mul→add, max↔min)",
+          _scatter_recomputed(_wrong_mode), Rule(kinds=frozenset({FLOAT, INT}), ops=frozenset({"scatter"}))),
+    Fault("scatter_include_self_flipped", "a reducing scatter with include_self ignored or inverted",
+          _scatter_recomputed(_flipped_include_self), Rule(kinds=frozenset({FLOAT, INT}), ops=frozenset({"scatter"}))),
     Fault("exception", "the executable raises", None),
     Fault("wrong_dtype", "the output in another dtype (f32→f64, i32→i64, bool→u8, others→f32)", _wrong_dtype),
     Fault("wrong_shape", "the output with an extra axis of size 1", _wrong_shape),

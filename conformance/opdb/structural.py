@@ -93,6 +93,12 @@ def _in_range(rng, shape, size: int, d: DType) -> np.ndarray:
     return rng.integers(0, size, size=shape).astype(d.numpy)
 
 
+def _with_negative_zeros(x: np.ndarray) -> np.ndarray:
+    """x with its first row set to -0.0."""
+    x[0] = -0.0
+    return x
+
+
 def _unique_rows(rng, rows: int, cols: int, size: int, d: DType) -> np.ndarray:
     """rows x cols indices into an axis of ``size``: distinct within each column."""
     return np.stack([rng.permutation(size)[:rows] for _ in range(cols)], axis=1).astype(d.numpy)
@@ -136,6 +142,12 @@ def _indexing_cases() -> list[Case]:
                  lambda rng, d=d: (mixed(rng, d, (2, 3)), mixed(rng, d, (2, 3)), np.int8(0), np.int8(0)),
                  tags=(LAYOUT,)),
         ]
+        if d.is_float:  # replace moves bits: -0.0 written and kept (the draws above may hold none)
+            out.append(case("scatter", d, "replace_negative_zero",
+                            lambda rng, d=d, i=idx: (_with_negative_zeros(mixed(rng, d, (5, 4))),
+                                                     _unique_rows(rng, 3, 4, 5, i),
+                                                     _with_negative_zeros(mixed(rng, d, (3, 4)))),
+                            {"axis": 0, "reduce": "replace"}, tags=(EDGE,)))
         if not d.is_bool:
             out.append(case("scatter", d, "add_duplicates",
                             lambda rng, d=d, i=idx: (mixed(rng, d, (4, 3)), _in_range(rng, (6, 3), 4, i),
@@ -150,6 +162,25 @@ def _indexing_cases() -> list[Case]:
                             lambda rng, d=d, i=idx: (V.normal(rng, d, (4, 5)), _in_range(rng, (8, 5), 4, i),
                                                      V.normal(rng, d, (8, 5)))
                             , {"axis": 0, "reduce": "add"}))
+    return out + _scatter_reduce_cases()
+
+
+def _scatter_reduce_cases() -> list[Case]:
+    """Every reducing mode of scatter, with and without include_self, on duplicate indices
+    (6 updates per column into 4 slots) and special values (NaN, ±inf, -0.0: max/min must
+    propagate NaN, mul meets 0·inf)."""
+    out = []
+    for d in (d for d in ALL_DTYPES if not d.is_bool):
+        idx = _index_dtype(ALL_DTYPES.index(d) + 1)
+        for reduce in ("add", "mul", "max", "min"):
+            for include_self in (True, False):
+                if reduce == "add" and include_self:
+                    continue  # add_duplicates above
+                name = f"{reduce}_duplicates" + ("" if include_self else "_without_self")
+                out.append(case("scatter", d, name,
+                                lambda rng, d=d, i=idx: (mixed(rng, d, (4, 3)), _in_range(rng, (6, 3), 4, i),
+                                                         mixed(rng, d, (6, 3))),
+                                {"axis": 0, "reduce": reduce, "include_self": include_self}, tags=(EDGE,)))
     return out
 
 
@@ -199,8 +230,10 @@ ERRORS = (
     ErrorCase("gather", (_t(f32, 3, 2), _t(i32, 3)), {"axis": 0}, "must have the rank of x", "rank"),
     ErrorCase("scatter", (_t(f32, 3), _t(i32, 2), _t(f32, 3)), {"axis": 0, "reduce": "add"},
               "must have the shape of indices", "updates"),
-    ErrorCase("scatter", (_t(f32, 3), _t(i32, 2), _t(f32, 2)), {"axis": 0, "reduce": "max"},
+    ErrorCase("scatter", (_t(f32, 3), _t(i32, 2), _t(f32, 2)), {"axis": 0, "reduce": "mean"},
               "must be one of", "reduce"),
+    ErrorCase("scatter", (_t(f32, 3), _t(i32, 2), _t(f32, 2)), {"axis": 0, "reduce": "replace", "include_self": False},
+              "needs a reducing mode", "include_self"),
     ErrorCase("dynamic_slice", (_t(f32, 3, 3), _t(i32)), {"slice_sizes": (1, 1)},
               "takes one start index per dim", "starts"),
     ErrorCase("dynamic_slice", (_t(f32, 3), _t(f32)), {"slice_sizes": (1,)}, "expected a rank-0 integer", "float"),

@@ -16,6 +16,7 @@ from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
 from ...ir.graph import Value
 from ..context import TranslationContext, broadcast_shapes, unsupported
+from .elementwise import floor_divide_values
 from .shape import permute
 
 
@@ -40,20 +41,21 @@ def gather(ctx: TranslationContext, x, dim, index, sparse_grad=False):
     return ctx.b.gather(x, index, axis=ctx.axis(dim, x.type.rank))
 
 
-def _scatter(ctx: TranslationContext, x, dim, index, src, reduce: str):
+def _scatter(ctx: TranslationContext, x, dim, index, src, reduce: str, include_self: bool = True):
     if _empty(index):  # nothing is written
         return x
     if x.type.rank == 0:  # a 0-d tensor scatters as one element along axis 0 (index 0)
         flat = [ctx.reshape(v, (math.prod(v.type.shape),)) for v in (x, index, src)]
         flat[2] = ctx.b.slice(flat[2], start_indices=[0], limit_indices=[1], strides=[1])
         out = ctx.b.scatter(flat[0], ctx.reshape(flat[1], (1,)), ctx.convert(flat[2], x.type.dtype), axis=0,
-                            reduce=reduce)
+                            reduce=reduce, include_self=include_self or reduce == "replace")
         return ctx.reshape(out, ())
     axis = ctx.axis(dim, x.type.rank)
     if src.type.shape != index.type.shape:  # torch reads only the index-shaped corner of src
         src = ctx.b.slice(src, start_indices=[0] * src.type.rank, limit_indices=list(index.type.shape),
                           strides=[1] * src.type.rank)
-    return ctx.b.scatter(x, index, ctx.convert(src, x.type.dtype), axis=axis, reduce=reduce)
+    return ctx.b.scatter(x, index, ctx.convert(src, x.type.dtype), axis=axis, reduce=reduce,
+                         include_self=include_self or reduce == "replace")
 
 
 def scatter_value(ctx: TranslationContext, x, dim, index, value):
@@ -68,10 +70,33 @@ def scatter_add(ctx: TranslationContext, x, dim, index, src):
     return _scatter(ctx, x, dim, index, src, "add")
 
 
+# torch's reduce names (scatter_reduce's, and scatter's reduce= argument) -> the IR scatter's
+_TORCH_REDUCE = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "add": "add", "multiply": "mul"}
+
+
 def scatter_reduce(ctx: TranslationContext, x, dim, index, src, reduce, *, include_self=True):
-    if reduce != "sum" or not include_self:
-        unsupported(f"scatter_reduce with reduce={reduce!r}, include_self={include_self} (only 'sum' with self)")
-    return _scatter(ctx, x, dim, index, src, "add")
+    """Every mode onto the IR's scatter; ``mean`` is the scattered sum divided by the number
+    of terms each element received (1 for x itself with include_self; at least 1), floored
+    for integers as torch does.
+
+    Example: x = [1, 1], index = [0, 0], src = [4, 6], mean with self gives [11 / 3, 1].
+    """
+    if reduce != "mean":
+        return _scatter(ctx, x, dim, index, src, _TORCH_REDUCE[reduce], include_self)
+    total = _scatter(ctx, x, dim, index, src, "add", include_self)
+    shape, dtype = x.type.shape, x.type.dtype
+    start = ctx.full(1 if include_self else 0, dtype, shape)
+    count = _scatter(ctx, start, dim, index, ctx.full(1, dtype, index.type.shape), "add")
+    count = ctx.b.max(count, ctx.full(1, dtype, shape))  # untouched without self: x / 1
+    return ctx.b.div(total, count) if dtype.is_float else floor_divide_values(ctx, total, count)
+
+
+def scatter_value_reduce(ctx: TranslationContext, x, dim, index, value, *, reduce):
+    return _scatter(ctx, x, dim, index, ctx.full(value, x.type.dtype, index.type.shape), _TORCH_REDUCE[reduce])
+
+
+def scatter_src_reduce(ctx: TranslationContext, x, dim, index, src, *, reduce):
+    return _scatter(ctx, x, dim, index, src, _TORCH_REDUCE[reduce])
 
 
 def index_select(ctx: TranslationContext, x, dim, index):
@@ -126,6 +151,14 @@ def index(ctx: TranslationContext, x, indices):
 
 
 def index_put(ctx: TranslationContext, x, indices, values, accumulate=False):
+    """``x[indices] = values`` (or ``+=`` with accumulate): one scatter for integer indices
+    (accumulate adds every duplicate; without it, which duplicate wins is implementation-defined),
+    a masked select for one boolean mask (:func:`_index_put_mask`)."""
+    masks = [i for i, t in enumerate(indices) if t is not None and t.type.dtype.is_bool]
+    if masks:
+        if sum(t is not None for t in indices) > 1:
+            unsupported("index_put with a boolean mask beside other index tensors (its positions depend on the data)")
+        return _index_put_mask(ctx, x, masks[0], indices[masks[0]], values, accumulate)
     lin = _Linearized(ctx, x, indices)
     values = ctx.broadcast(ctx.convert(values, x.type.dtype), lin.torch_shape)
     inverse = [lin.to_torch.index(d) for d in range(len(lin.to_torch))]
@@ -201,6 +234,45 @@ def _mask_ranks(ctx: TranslationContext, mask, shape):
     return flat, ctx.b.sub(ranks, ctx.full(1, DType.int64, (n,)))
 
 
+def _index_put_mask(ctx: TranslationContext, x, p: int, mask, values, accumulate: bool):
+    """``x[..., mask, ...] = values`` with the mask over dims p .. p + k - 1: values broadcast to
+    ``x.shape[:p] + (L,) + x.shape[p + k:]``, and the mask's j-th True (row-major) takes row j
+    of the L (row 0 when L is 1, torch's broadcast). Static shapes; no data-dependent size.
+
+    Example: x = [0, 0, 0], mask = [True, False, True], values = [5, 6] gives [5, 0, 6].
+    """
+    shape, k = x.type.shape, mask.type.rank
+    if not all(isinstance(d, int) for d in (*shape, *values.type.shape)):
+        unsupported("index_put with a boolean mask and symbolic sizes")
+    if tuple(mask.type.shape) != tuple(shape[p:p + k]):
+        unsupported(f"a boolean mask of shape {list(mask.type.shape)} indexing dims {p}..{p + k - 1} of shape "
+                    f"{list(shape[p:p + k])}: torch requires them to match")
+    mdims = list(range(p, p + k))
+    rest = [d for d in range(len(shape)) if d not in mdims]
+    rest_shape, count = tuple(shape[d] for d in rest), math.prod(shape[p:p + k])
+    target_rank = 1 + len(rest)
+    if values.type.rank > target_rank:
+        unsupported(f"index_put values of rank {values.type.rank} for a mask leaving rank {target_rank}")
+    values = ctx.reshape(values, (1,) * (target_rank - values.type.rank) + tuple(values.type.shape))
+    rows = values.type.shape[p]
+    values = ctx.broadcast(ctx.convert(values, x.type.dtype), rest_shape[:p] + (rows,) + rest_shape[p:])
+    if rows == 0 or count == 0:
+        return x
+    values = permute(ctx, values, [p] + [d for d in range(target_rank) if d != p])  # [rows, *rest]
+    flat_x = ctx.reshape(permute(ctx, x, mdims + rest), (count, *rest_shape))
+    flat_mask, ranks = _mask_ranks(ctx, mask, mask.type.shape)
+    b, i64 = ctx.b, DType.int64
+    ranks = b.clamp(ctx.full(0, i64, (count,)), ranks, ctx.full(rows - 1, i64, (count,)))
+    full = (count, *rest_shape)
+    picked = b.gather(values, b.broadcast_in_dim(ranks, shape=full, broadcast_dimensions=(0,)), axis=0)
+    if accumulate:
+        picked = b.add(flat_x, picked)
+    out = b.select(b.broadcast_in_dim(flat_mask, shape=full, broadcast_dimensions=(0,)), picked, flat_x)
+    out = ctx.reshape(out, (*shape[p:p + k], *rest_shape))
+    order = mdims + rest
+    return permute(ctx, out, [order.index(d) for d in range(len(order))])
+
+
 def masked_scatter(ctx: TranslationContext, x, mask, source):
     """x where the mask is False; the mask's k-th True takes source.flatten()[k] (static shapes).
 
@@ -239,6 +311,8 @@ TABLE = {
     "scatter.src": scatter_src,
     "scatter_add.default": scatter_add,
     "scatter_reduce.two": scatter_reduce,
+    "scatter.reduce": scatter_src_reduce,
+    "scatter.value_reduce": scatter_value_reduce,
     "index_select.default": index_select,
     "index.Tensor": index,
     "_unsafe_index.Tensor": index,

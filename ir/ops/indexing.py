@@ -5,6 +5,15 @@ its inverse). Out-of-range gather/scatter indices are implementation-defined; th
 reference clamps them to ``[0, dim - 1]`` so that it is deterministic. Dynamic slice
 starts are fully defined: clamped to ``[0, dim - size]`` (docs/ir.md, "Indexing").
 
+Duplicate scatter indices: the reducing modes (``add``, ``mul``, ``max``, ``min``) combine
+every update written to one element, in an unspecified order (``add``/``mul`` on floats
+round accordingly; ints wrap); ``max``/``min`` propagate NaN. With ``include_self=False``
+an element that receives at least one update starts from the reduction's identity
+instead of its value in x. For ``replace`` the element takes one of its updates, and
+which one is implementation-defined (conformance writes each element at most once).
+The torch ops (``index_put``, ``scatter_reduce`` with ``mean``, ``index_copy``, ...) are
+translations onto this one op (frontend/aten/indexing.py).
+
 Example::
 
     >>> import numpy as np
@@ -26,6 +35,7 @@ from ..dtypes import ALL_DTYPES, INT_DTYPES
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from ..types import Dim, TensorType
+from .reduction import highest, lowest
 from .rules import check_axis, check_dtype, check_scalar_int, is_symbolic
 
 _OUT_OF_RANGE = "out-of-range indices (the reference clamps them to [0, dim - 1])"
@@ -78,22 +88,44 @@ def _scatter_infer(types, attrs):
         raise TypeRuleError("scatter", f"updates dtype {updates.dtype.short} differs from x's {x.dtype.short}", 2)
     if updates.shape != indices.shape:
         raise TypeRuleError("scatter", f"updates {updates} must have the shape of indices {indices}", 2)
-    if attrs["reduce"] == "add" and x.dtype.is_bool:
-        raise TypeRuleError("scatter", "reduce='add' does not take bool; use 'replace' or convert", "reduce")
+    reduce = attrs["reduce"]
+    if reduce != "replace" and x.dtype.is_bool:
+        raise TypeRuleError("scatter", f"reduce={reduce!r} does not take bool; use 'replace' or convert", "reduce")
+    if reduce == "replace" and not attrs["include_self"]:
+        raise TypeRuleError("scatter", "include_self=False needs a reducing mode (add, mul, max, min); "
+                            "'replace' overwrites x anyway", "include_self")
     return (x,)
 
 
+# reduce mode -> (NumPy ufunc, the identity a written element starts from without include_self)
+SCATTER_REDUCERS = {
+    "add": (np.add, lambda dtype: 0),
+    "mul": (np.multiply, lambda dtype: 1),
+    "max": (np.maximum, lowest),  # np.maximum/minimum propagate NaN, as the IR's max/min do
+    "min": (np.minimum, highest),
+}
+
+
+def scatter_identity(reduce: str, dtype):
+    """The value an element written by a ``reduce`` scatter starts from when include_self is False
+    (0, 1, the dtype's lowest for max, its highest for min). Backends build their rule from it."""
+    return SCATTER_REDUCERS[reduce][1](dtype)
+
+
 def _scatter_ref(ctx, x, indices, updates):
-    axis = ctx.attrs["axis"]
+    axis, reduce = ctx.attrs["axis"], ctx.attrs["reduce"]
     out = x.copy()
     if x.shape[axis] == 0 or updates.size == 0:  # nowhere to write, or nothing to write
         return out
     where = _full_index(x.shape, indices, axis)
-    if ctx.attrs["reduce"] == "add":
-        with np.errstate(all="ignore"):  # inf + -inf = nan by IEEE rules
-            np.add.at(out, where, updates)  # unbuffered: duplicate indices accumulate; ints wrap
-    else:
+    if reduce == "replace":
         out[where] = updates  # duplicates: NumPy keeps one (implementation-defined)
+        return out
+    ufunc = SCATTER_REDUCERS[reduce][0]
+    if not ctx.attrs["include_self"]:
+        out[where] = scatter_identity(reduce, ctx.in_types[0].dtype)  # every written element starts from the identity
+    with np.errstate(all="ignore"):  # inf + -inf, 0 * inf: NaN by IEEE rules
+        ufunc.at(out, where, updates)  # unbuffered: duplicate indices all combine; ints wrap
     return out
 
 
@@ -168,14 +200,19 @@ _SELECTS = (Accuracy.EXACT, frozenset({Group.INDEXING, Group.EXACT, Group.SELECT
 _INDEXING_OPS = {
     "gather": (("x", "indices"), (_AXIS,), _gather_infer, _gather_ref, _SELECTS, (_OUT_OF_RANGE,),
                "Take along `axis`: out[..i..] = x[..indices[..i..]..]; result has indices' shape."),
-    # 'add' on floats sums duplicates in some order (accumulation bound); integer 'add' and
-    # 'replace' are exact, which that bound also covers (zero error).
+    # 'add'/'mul' on floats combine duplicates in some order (accumulation bound); 'replace',
+    # 'max', 'min' and integer modes are exact (conformance/bounds.py holds them to bit-exact).
     "scatter": (("x", "indices", "updates"),
-                (_AXIS, AttrSpec("reduce", AttrKind.STR, choices=("add", "replace"),
-                                 doc="'add' accumulates duplicates; 'replace' overwrites")),
+                (_AXIS, AttrSpec("reduce", AttrKind.STR, choices=("replace", "add", "mul", "max", "min"),
+                                 doc="'replace' overwrites; the others combine every update (duplicates too)"),
+                 AttrSpec("include_self", AttrKind.BOOL, default=True,
+                          doc="False: a written element starts from the identity of `reduce`, not x")),
                 _scatter_infer, _scatter_ref, (Accuracy.ACCUMULATION, frozenset({Group.INDEXING})),
-                (_OUT_OF_RANGE, "which of several 'replace' updates to one element wins"),
-                "Inverse of gather: x with updates put (or added) at indices along `axis`."),
+                (_OUT_OF_RANGE, "which of several 'replace' updates to one element wins",
+                 "the order duplicate updates combine in ('add'/'mul' round accordingly)",
+                 "for 'max'/'min', which zero wins when -0.0 and 0.0 compete"),
+                "Inverse of gather: x with updates put (replace) or combined (add, mul, max, min) at indices "
+                "along `axis`."),
     "dynamic_slice": (("*operands",), (AttrSpec("slice_sizes", AttrKind.SHAPE, doc="the window size per dim"),),
                       _dynamic_slice_infer, _dynamic_slice_ref, _SELECTS, (),
                       "dynamic_slice(x, *starts): window of `slice_sizes`; starts clamped to [0, dim - size]."),

@@ -147,3 +147,12 @@ def test_a_plugin_author_gets_the_kill_rate_from_pytest(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:]
     assert "parity mutants: kill rate per fault class" in out.stdout
     assert "numpy/cpu  dropped_term           1/1 killed" in out.stdout
+
+
+@pytest.mark.parametrize("fault", ["scatter_wrong_mode", "scatter_include_self_flipped"])
+def test_scatter_semantic_faults_are_killed_in_every_dtype(fault):
+    """A scatter lowered in the wrong mode (accumulating instead of replacing, max for min) or
+    with include_self dropped is caught in every dtype the op sweeps (opdb: duplicate indices)."""
+    result = run_mutants(["reference"], ops="^scatter$", faults=[fault], sample=0)
+    statuses = {m.dtype: m.status for m in result.mutants}
+    assert len(statuses) == 10 and set(statuses.values()) == {KILLED}, statuses

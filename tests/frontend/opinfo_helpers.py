@@ -90,8 +90,9 @@ def _compare(got, expected, rtol, atol, what: str) -> None:
                                    msg=lambda m, i=i: f"{what} {i}: {m}")
 
 
-def check_sample(info, sample, *, backward: bool = True, values: bool = True, op=None) -> Measured:
-    """Compile ``sample`` of ``info`` with parity (reference, strict), compare with eager.
+def check_sample(info, sample, *, backward: bool = True, values: bool = True, op=None,
+                 backend: str = "reference") -> Measured:
+    """Compile ``sample`` of ``info`` with parity (``backend``, strict), compare with eager.
 
     Raises :class:`~parity.frontend.errors.UnsupportedAtenOp` (or another ParityError)
     where parity refuses a graph, :class:`EagerFallback` for an untranslated run or a
@@ -106,7 +107,7 @@ def check_sample(info, sample, *, backward: bool = True, values: bool = True, op
     torch._dynamo.reset()
     compiled_graph.reset_caches()
     counters.clear()
-    compiled = parity.compile(fn, backend="reference")
+    compiled = parity.compile(fn, backend=backend)
     got = compiled(*tensors)
     if compiled_graph.STATS["translations"] < 1:
         raise EagerFallback(f"no graph was translated: the sample ran in eager torch ({_why_eager()})")

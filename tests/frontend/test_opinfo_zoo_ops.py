@@ -56,7 +56,10 @@ def _reads_outside(sample) -> bool:
 REFUSED = {
     # A boolean mask is aten.nonzero: an output size that depends on the data. Dynamo does not
     # capture it (capture_dynamic_output_shape_ops is off) and runs it in eager torch.
-    "index_put": (_boolean_index, "a boolean mask gives a data-dependent shape (aten.nonzero), run by torch"),
+    # index_put's forward and x's gradient translate with a mask (test_scatter_family.py); the
+    # values' gradient, grad[mask], has the data-dependent size.
+    "index_put": (_boolean_index, "the values' gradient grad[mask] has a data-dependent shape (aten.nonzero), "
+                                  "run by torch"),
     "as_strided.partial_views": (_reads_outside, "a traced view has lost its storage offset and base"),
     "as_strided": (_reads_outside, "a traced view has lost its storage offset and base"),
     # tensor repeats: without output_size the size depends on the data (Dynamo runs it in torch);

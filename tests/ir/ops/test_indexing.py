@@ -108,11 +108,26 @@ def test_gather_from_empty_axis_gives_zeros():
 # -- scatter -----------------------------------------------------------------------------------
 
 
-def scatter_by_definition(x, indices, updates, axis, reduce):
-    """Loop over the positions of indices; 'add' sums in float64/Python ints, then rounds once."""
+_COMBINE = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "replace": lambda a, b: b,
+            # NaN wins either way round (Python's max/min would keep the first operand)
+            "max": lambda a, b: a if a != a or (b == b and a >= b) else b,
+            "min": lambda a, b: a if a != a or (b == b and a <= b) else b}
+
+
+def scatter_by_definition(x, indices, updates, axis, reduce, include_self=True):
+    """Loop over the positions of indices, combining in float64/Python ints, then round once
+    (ints wrap). Without include_self an element's first update replaces it."""
     acc = x.astype(np.float64 if x.dtype.kind == "f" else object)
+    written = set()
     for j, k in positions(indices, axis):
-        acc[k] = acc[k] + updates[j] if reduce == "add" else updates[j]
+        first = not include_self and k not in written
+        with np.errstate(all="ignore"):  # inf * 0, inf - inf: NaN by IEEE rules
+            acc[k] = updates[j] if first else _COMBINE[reduce](acc[k], updates[j])
+        written.add(k)
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        acc = np.array([(int(v) - info.min) % (info.max - info.min + 1) + info.min for v in acc.flat],
+                       dtype=object).reshape(acc.shape)
     return acc.astype(x.dtype)
 
 
@@ -121,7 +136,8 @@ SCATTER_SHAPES = [((3, 4), (3, 4), 1), ((3, 4), (2, 4), 0), ((2, 3, 2), (1, 3, 2
 
 
 # bool takes 'replace' only ('add' on bool is a type error, see ERRORS)
-SCATTER_KINDS = [(d, r) for d in ALL_DTYPES for r in ("replace", "add") if not (d.is_bool and r == "add")]
+SCATTER_KINDS = [(d, r) for d in ALL_DTYPES for r in ("replace", "add", "mul", "max", "min")
+                 if not (d.is_bool and r != "replace")]
 
 
 @pytest.mark.parametrize("dtype, reduce", SCATTER_KINDS, ids=lambda v: getattr(v, "short", v))
@@ -154,6 +170,37 @@ SCATTER_HAND = [
 def test_scatter_hand_checked(x, idx, updates, axis, reduce, want):
     got = run("scatter", x, np.array(idx, np.int32), updates, axis=axis, reduce=reduce)
     assert same_bits(got, np.array(want, x.dtype))
+
+
+# every reducing mode on duplicates (3 updates per column into 2 slots), with and without include_self
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["add", "mul", "max", "min"])
+@pytest.mark.parametrize("dtype", [f32, f64, i8, u8, i64], ids=lambda d: d.short)
+def test_scatter_reducing_duplicates_match_definition(dtype, reduce, include_self):
+    x, updates = values(dtype, (2, 3), seed=6), values(dtype, (3, 3), seed=7)
+    idx = np.array([[0, 1, 1], [0, 1, 1], [1, 1, 0]], np.int32)
+    want = scatter_by_definition(x, idx, updates, 0, reduce, include_self)
+    assert same_bits(run("scatter", x, idx, updates, axis=0, reduce=reduce, include_self=include_self), want)
+
+
+# Hand-checked reducing modes: (x, indices, updates, reduce, include_self, expected)
+SCATTER_REDUCE_HAND = [
+    ([1.0, 2.0, 3.0], [0, 0, 2], [5.0, 4.0, -7.0], "max", True, [5.0, 2.0, 3.0]),
+    ([1.0, 2.0, 3.0], [0, 0, 2], [5.0, 4.0, -7.0], "max", False, [5.0, 2.0, -7.0]),
+    ([1.0, 2.0, 3.0], [0, 0, 2], [5.0, 4.0, -7.0], "min", False, [4.0, 2.0, -7.0]),
+    ([1.0, 2.0, 3.0], [0, 0, 2], [5.0, 4.0, -7.0], "mul", True, [20.0, 2.0, -21.0]),
+    ([1.0, 2.0, 3.0], [0, 0, 2], [5.0, 4.0, -7.0], "add", False, [9.0, 2.0, -7.0]),
+    ([1.0, np.nan, 3.0], [1, 0, 0], [5.0, np.nan, 4.0], "max", True, [np.nan, np.nan, 3.0]),  # NaN propagates
+    ([1.0, np.nan, 3.0], [1, 0, 0], [5.0, 6.0, 4.0], "min", False, [4.0, 5.0, 3.0]),  # x's NaN not read
+]
+
+
+@pytest.mark.parametrize("x, idx, updates, reduce, include_self, want", SCATTER_REDUCE_HAND,
+                         ids=[f"hand-{k}" for k in range(len(SCATTER_REDUCE_HAND))])
+def test_scatter_reduce_hand_checked(x, idx, updates, reduce, include_self, want):
+    got = run("scatter", np.array(x, np.float32), np.array(idx, np.int64), np.array(updates, np.float32), axis=0,
+              reduce=reduce, include_self=include_self)
+    assert same_bits(got, np.array(want, np.float32))
 
 
 def test_scatter_add_float_duplicates_equal_np_add_at():
@@ -248,7 +295,10 @@ ERRORS = [
     ("scatter", [f32[3], i32[2], f32[3]], dict(axis=0, reduce="add"),
      ["scatter (operand 2)", "updates f32[3] must have the shape of indices i32[2]"]),
     ("scatter", [bool_[3], i32[2], bool_[2]], dict(axis=0, reduce="add"), ["scatter (attribute 'reduce')", "bool"]),
-    ("scatter", [f32[3], i32[2], f32[2]], dict(axis=0, reduce="max"), ["scatter (attribute 'reduce')", "'add', 'replace'"]),
+    ("scatter", [f32[3], i32[2], f32[2]], dict(axis=0, reduce="mean"), ["scatter (attribute 'reduce')", "'replace', 'add'"]),
+    ("scatter", [bool_[3], i32[2], bool_[2]], dict(axis=0, reduce="max"), ["scatter (attribute 'reduce')", "bool"]),
+    ("scatter", [f32[3], i32[2], f32[2]], dict(axis=0, reduce="replace", include_self=False),
+     ["scatter (attribute 'include_self')", "needs a reducing mode"]),
     ("scatter", [f32[3], f32[2], f32[2]], dict(axis=0, reduce="add"), ["scatter (operand 1)", "dtype f32 is not accepted"]),
     ("dynamic_slice", [f32[3, 3], i32[()]], dict(slice_sizes=(1, 1)),
      ["dynamic_slice (operand 1)", "one start index per dim of x (rank 2), got 1"]),
@@ -282,7 +332,7 @@ def test_type_rule_errors(op, types, attrs, needles):
 
 TABLE = [
     ("gather", Accuracy.EXACT, {Group.INDEXING, Group.EXACT, Group.SELECTS}, 1),
-    ("scatter", Accuracy.ACCUMULATION, {Group.INDEXING}, 2),
+    ("scatter", Accuracy.ACCUMULATION, {Group.INDEXING}, 4),
     ("dynamic_slice", Accuracy.EXACT, {Group.INDEXING, Group.EXACT, Group.SELECTS}, 0),
     ("dynamic_update_slice", Accuracy.EXACT, {Group.INDEXING, Group.EXACT}, 0),
 ]

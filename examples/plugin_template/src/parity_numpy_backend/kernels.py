@@ -212,19 +212,24 @@ def _gather(attrs, outs, x, idx):
     return x[_index_grid(idx, attrs["axis"], x.shape[attrs["axis"]])]
 
 
+# scatter's reducing modes: (ufunc, the identity a written element starts from without include_self)
+_SCATTER = {"add": (np.add, lambda x: 0), "mul": (np.multiply, lambda x: 1),
+            "max": (np.maximum, lambda x: -np.inf if _is_float(x) else np.iinfo(x.dtype).min),
+            "min": (np.minimum, lambda x: np.inf if _is_float(x) else np.iinfo(x.dtype).max)}
+
+
 def _scatter(attrs, outs, x, idx, updates):
     where = _index_grid(idx, attrs["axis"], x.shape[attrs["axis"]])
     if attrs["reduce"] == "replace":
         out = x.copy()
         out[where] = updates
         return out
-    if _is_float(x):
-        out = _f64(x)
-        np.add.at(out, where, _f64(updates))
-        return _out(out, outs[0])
-    out = x.copy()
-    np.add.at(out, where, updates)  # ints wrap
-    return out
+    ufunc, identity = _SCATTER[attrs["reduce"]]
+    out, updates = (_f64(x), _f64(updates)) if _is_float(x) else (x.copy(), updates)
+    if not attrs["include_self"]:
+        out[where] = identity(x)
+    ufunc.at(out, where, updates)  # duplicates all combine; ints wrap; max/min propagate NaN
+    return _out(out, outs[0])
 
 
 # -- reductions, scans, sorting --------------------------------------------------------------------
