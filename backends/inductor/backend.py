@@ -36,7 +36,7 @@ from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
-from ..base import Backend, OpClaim
+from ..base import Backend, CompilePrior, OpClaim
 from ..cache import BuildOnceCache
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
@@ -116,6 +116,9 @@ class InductorBackend(Backend):
     name = "inductor"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
+    # A cold compile generates and builds C++ (g++) and, first in a process, loads Inductor.
+    compile_priors = (CompilePrior("cpu", per_graph_s=10.0, per_node_s=0.1,
+                                   basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
 
     def __init__(self):
         self._graphs = BuildOnceCache()

@@ -40,7 +40,7 @@ from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.precision import Precision
 from ...ir.shapes import ShapeBindings
-from ..base import Backend, OpClaim
+from ..base import Backend, CompilePrior, OpClaim
 from ..cache import BuildOnceCache
 from .composites import NATIVE
 from .deviations import DEVIATIONS, SUMMATION
@@ -304,6 +304,8 @@ class OnnxBackend(Backend):
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
     summation = SUMMATION
+    compile_priors = (CompilePrior("cpu", per_graph_s=0.05, per_node_s=0.002,
+                                   basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
 
     def __init__(self):
         self._sessions = BuildOnceCache()
