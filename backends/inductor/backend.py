@@ -38,6 +38,7 @@ from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
 from ..base import Backend, CompilePrior, OpClaim
 from ..cache import BuildOnceCache
+from ..compiler_caches import use_private_inductor_cache
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
 from .lowering import LOWERINGS, as_tensor, to_fx
@@ -171,6 +172,7 @@ def _compile(graph: Graph, device: str, shapes: tuple):
     from torch._inductor import config
     from torch._inductor.compile_fx import compile_fx
 
+    use_private_inductor_cache()  # under parity's checked cache root, unless the user chose one
     fx = to_fx(graph, shapes, device)
     with config.patch(INDUCTOR_CONFIG):
         run = compile_fx(fx.module, [*fx.examples, *fx.constants])
