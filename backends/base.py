@@ -98,6 +98,30 @@ class Summation:
     device: str | None = None
 
 
+@dataclass(frozen=True)
+class CompilePrior:
+    """What a backend declares one cold compile costs on ``device``, before any is measured:
+    ``per_graph_s + per_node_s × (IR nodes)`` seconds. ``backend="auto"`` leaves out a
+    candidate whose prior exceeds what is left of its budget; once a compile of the
+    backend is measured (in this process or in the disk cache), the measurement replaces
+    the prior (frontend/auto_compile_times.py). ``basis`` says where the numbers come from
+    (docs/frontend.md has the measurements).
+
+    Example::
+
+        >>> CompilePrior("cpu", per_graph_s=2.0, per_node_s=0.5, basis="example").seconds(4)
+        4.0
+    """
+
+    device: str
+    per_graph_s: float
+    per_node_s: float
+    basis: str
+
+    def seconds(self, nodes: int) -> float:
+        return self.per_graph_s + self.per_node_s * nodes
+
+
 class Backend(abc.ABC):
     """Subclass this (or duck-type it) to add a backend; register it by entry point."""
 
@@ -113,6 +137,8 @@ class Backend(abc.ABC):
     declined: Mapping[str, str] = {}
     # Dtypes no op of the backend takes, each with why (its claims leave them out).
     declined_dtypes: Mapping[DType, str] = {}
+    # Declared cold-compile cost per device (CompilePrior); a device with none is of unknown cost.
+    compile_priors: tuple[CompilePrior, ...] = ()
 
     @abc.abstractmethod
     def claims(self) -> Mapping[str, OpClaim]:
@@ -144,6 +170,11 @@ class Backend(abc.ABC):
     def supports(self, op: str, dtype: DType | None = None) -> bool:
         claim = self.claims().get(op)
         return claim is not None and (dtype is None or dtype in claim.dtypes)
+
+
+def compile_prior(backend, device: str) -> CompilePrior | None:
+    """``backend``'s declared :class:`CompilePrior` on ``device`` (None: it declares none)."""
+    return next((p for p in getattr(backend, "compile_priors", ()) if p.device == device), None)
 
 
 def precision_for(backend, requested: Precision) -> Precision:

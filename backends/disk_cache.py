@@ -223,21 +223,8 @@ def _check(fd: int, path: Path, kind: str) -> None:
 def _read_safely(root: Path, parts: tuple[str, ...]) -> bytes:
     """The bytes of ``root/parts...``, each component opened relative to the one before
     (below the root without following symlinks) and checked on its open descriptor."""
-    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]  # the root itself may be a symlink; its target is checked
+    fds = _open_checked(root, parts, "file")
     try:
-        _check(fds[0], root, "directory")
-        path = root
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            flags = os.O_RDONLY | os.O_NOFOLLOW | (0 if last else os.O_DIRECTORY)
-            try:
-                fds.append(os.open(part, flags, dir_fd=fds[-1]))
-            except OSError as err:
-                if os.path.islink(path / part):
-                    raise UnsafeEntry(f"{path / part} is a symbolic link") from err
-                raise
-            path = path / part
-            _check(fds[-1], path, "file" if last else "directory")
         with os.fdopen(fds.pop(), "rb") as f:
             return f.read()
     finally:
@@ -245,14 +232,49 @@ def _read_safely(root: Path, parts: tuple[str, ...]) -> bytes:
             os.close(fd)
 
 
-def _warn_once(root: str, why: str) -> None:
+def check_private_directory(root: Path, parts: tuple[str, ...] = ()) -> None:
+    """Raise :class:`UnsafeEntry` unless ``root`` and each directory ``root/parts...`` below it
+    (not followed through symlinks) is one this user owns that neither group nor others can write."""
+    for fd in _open_checked(root, parts, "directory"):
+        os.close(fd)
+
+
+def _open_checked(root: Path, parts: tuple[str, ...], last_kind: str) -> list[int]:
+    """Open descriptors of ``root`` and of each of ``parts`` in turn (the last one a ``last_kind``),
+    each checked by :func:`_check`; the caller closes them."""
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]  # the root itself may be a symlink; its target is checked
+    try:
+        _check(fds[0], root, "directory")
+        path = root
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            kind = last_kind if last else "directory"
+            flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_DIRECTORY if kind == "directory" else 0)
+            try:
+                fds.append(os.open(part, flags, dir_fd=fds[-1]))
+            except OSError as err:
+                if os.path.islink(path / part):
+                    raise UnsafeEntry(f"{path / part} is a symbolic link") from err
+                raise
+            path = path / part
+            _check(fds[-1], path, kind)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
+
+
+_FIX = ("pass cache_dir= a directory only you can write, or cache_dir=False to turn the cache off")
+
+
+def _warn_once(root: str, why: str, what: str = "parity's disk cache", fix: str = _FIX) -> None:
     if root in _WARNED:
         return
     _WARNED.add(root)
-    warnings.warn(f"parity's disk cache at {root} is not read: {why}. Anyone who can write there could run "
+    warnings.warn(f"{what} at {root} is not read: {why}. Anyone who can write there could run "
                   f"code in this process through a cache entry.\n  fix: let only you write it "
-                  f"(chown $USER and chmod 700 the directory), pass cache_dir= a directory only you can write, "
-                  f"or cache_dir=False to turn the cache off", UnsafeCacheWarning, stacklevel=2)
+                  f"(chown $USER and chmod 700 the directory), {fix}", UnsafeCacheWarning, stacklevel=2)
 
 
 def _unpack(data: bytes, header: bytes) -> bytes | None:

@@ -15,11 +15,13 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
 3. **Compile, within the budget**: ``AutoOptions.budget_s`` is what auto may spend on one
    graph: compiling its candidates, checking, warming up and timing them. The candidate
    expected to compile fastest is compiled first, whatever it costs (something must run
-   the graph); another is not raced when the budget is already spent, or when this backend
-   has already taken longer than what is left of it to compile a graph no larger than this
-   one (a lower bound: compile times are kept per backend and device, in this process and in
-   the disk cache). A pick made while a candidate of unknown cost was left out is kept in
-   this process only: the next one, knowing the times, orders the candidates better.
+   the graph); another is not raced when the budget is already spent, or when its expected
+   cost exceeds what is left of it: the longest compile this backend took on a graph no larger
+   than this one (a lower bound: compile times are kept per backend and device, in this
+   process and in the disk cache) or, before any is measured, the cold-compile prior the
+   backend declares (``Backend.compile_priors``). A pick made while the spent budget left a
+   candidate out is kept in this process only: the next one, knowing the times, orders the
+   candidates better.
 4. **Check**: every compiled candidate is run on the first call's inputs; one whose
    outputs differ from eager torch running the same FX graph (rtol per dtype:
    :data:`RTOL`; graphs that draw random numbers are compared with the first candidate's
@@ -56,7 +58,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from ..backends.base import ANY_OP
+from ..backends.base import ANY_OP, compile_prior
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
 from ..ir.ops import node_dtype
@@ -234,32 +236,46 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
                      budget_s - spent)
 
 
+def expected_compile_s(name: str, backend, options, nodes: int) -> tuple[float | None, str]:
+    """What compiling a graph of ``nodes`` IR nodes on ``name`` is expected to cost, and how it is
+    known: ``"measured"`` (the longest compile measured on a graph no larger), ``"prior"`` (the
+    backend's declared :class:`~parity.backends.base.CompilePrior`), or ``""`` (None: unknown)."""
+    floor = compile_floor(name, options, nodes)
+    if floor is not None:
+        return floor, "measured"
+    prior = compile_prior(backend, options.device)
+    return (prior.seconds(nodes), "prior") if prior is not None else (None, "")
+
+
 def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: float) -> tuple[dict, float, bool]:
     """{name: CompiledGraph} of the candidates compiled within ``budget_s``, the seconds spent,
-    and whether a candidate of unknown cost was left out because the budget was spent."""
-    def known_floor(entry) -> float:
-        return compile_floor(entry[0], options, len(entry[3].nodes)) or 0.0
-
+    and whether a candidate was left out because the budget was spent."""
+    expected = {name: expected_compile_s(name, backend, options, len(graph.nodes))
+                for name, backend, _, graph in ready}
     compiled, spent, exhausted = {}, 0.0, False
-    for name, backend, translation, graph in sorted(ready, key=known_floor):  # stable: registry order on ties
-        floor = compile_floor(name, options, len(graph.nodes))
+    # cheapest expected first (unknown costs count as 0); stable: registry order on ties
+    for name, backend, translation, graph in sorted(ready, key=lambda entry: expected[entry[0]][0] or 0.0):
+        seconds, source = expected[name]
+        left = max(budget_s - spent, 0.0)
         if compiled and spent >= budget_s:
             _drop(record, name, f"not raced: auto's budget (AutoOptions(budget_s={budget_s:g})) was spent compiling "
                                 f"{', '.join(compiled)} ({spent:.2f} s)")
             exhausted = True
             continue
-        if compiled and floor is not None and floor > budget_s - spent:
-            _drop(record, name, f"not raced: it took {floor:.2f} s to compile a graph no larger than this one, "
-                                f"more than the {max(budget_s - spent, 0.0):.2f} s left of auto's budget "
+        if compiled and seconds is not None and seconds > left:
+            known = (f"it took {seconds:.2f} s to compile a graph no larger than this one" if source == "measured"
+                     else f"its declared cold-compile prior is {seconds:.2f} s for a graph of {len(graph.nodes)} "
+                          f"nodes (no compile of it measured yet)")
+            _drop(record, name, f"not raced: {known}, more than the {left:.2f} s left of auto's budget "
                                 f"(AutoOptions(budget_s={budget_s:g}))")
             continue
         before, t0 = STATS["backend_compiles"], time.perf_counter()
         executable = compiled_executable(graph, backend, options.device, options.cache_dir,
                                          precision=options.precision)
-        seconds = time.perf_counter() - t0
-        spent += seconds
+        took = time.perf_counter() - t0
+        spent += took
         if STATS["backend_compiles"] > before:  # a real compile, not one from a cache
-            record_compile(name, options, len(graph.nodes), seconds)
+            record_compile(name, options, len(graph.nodes), took)
         compiled[name] = CompiledGraph(translation, graph, executable)
     return compiled, spent, exhausted
 

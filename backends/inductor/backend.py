@@ -36,8 +36,9 @@ from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
-from ..base import Backend, OpClaim, check_not_declined
+from ..base import Backend, CompilePrior, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
+from ..compiler_caches import use_private_inductor_cache
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
 from .lowering import LOWERINGS, as_tensor, to_fx
@@ -116,6 +117,9 @@ class InductorBackend(Backend):
     name = "inductor"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
+    # A cold compile generates and builds C++ (g++) and, first in a process, loads Inductor.
+    compile_priors = (CompilePrior("cpu", per_graph_s=10.0, per_node_s=0.1,
+                                   basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
 
     def __init__(self):
         self._graphs = BuildOnceCache()
@@ -170,6 +174,7 @@ def _compile(graph: Graph, device: str, shapes: tuple):
     from torch._inductor import config
     from torch._inductor.compile_fx import compile_fx
 
+    use_private_inductor_cache()  # under parity's checked cache root, unless the user chose one
     fx = to_fx(graph, shapes, device)
     with config.patch(INDUCTOR_CONFIG):
         run = compile_fx(fx.module, [*fx.examples, *fx.constants])

@@ -40,7 +40,7 @@ from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.precision import Precision
 from ...ir.shapes import ShapeBindings
-from ..base import Backend, OpClaim, check_not_declined, declining_complex
+from ..base import Backend, CompilePrior, OpClaim, check_not_declined, declining_complex
 from ..cache import BuildOnceCache
 from .composites import NATIVE
 from .deviations import DEVIATIONS, SUMMATION
@@ -308,6 +308,8 @@ class OnnxBackend(Backend):
         "complex numbers are not lowered to ONNX yet (they would travel as a trailing (real, imaginary) "
         "pair of floats; issue 28)")
     summation = SUMMATION
+    compile_priors = (CompilePrior("cpu", per_graph_s=0.05, per_node_s=0.002,
+                                   basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
 
     def __init__(self):
         self._sessions = BuildOnceCache()

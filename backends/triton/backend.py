@@ -37,7 +37,7 @@ import functools
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from ...ir.passes import PASSES, decompose, run_pipeline
 from ...ir.shapes import ShapeBindings
 from ...ir.types import TensorType
 from ..base import Backend, Deviation, OpClaim, check_not_declined, declining_complex
+from ..compiler_caches import compiler_cache_dir
 from .lowerings import lowered_ops
 from .schedule import KernelStep, Options, Plan, Scheduler
 from .symbolic import fallback_reason
@@ -63,17 +64,14 @@ class TritonModeError(ParityError):
     """The device asked for does not match how Triton runs in this process."""
 
 
-def _default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "parity" / "triton"
-
-
 @dataclass(frozen=True)
 class TritonOptions:
     """Everything the backend reads from its environment, read once, passed down."""
 
     interpret: bool = False
-    cache_dir: Path = field(default_factory=_default_cache_dir)
+    # where generated modules are written and imported from (None: parity's per-user cache
+    # root's triton/, created 0700 and checked when the first kernel is generated)
+    cache_dir: Path | None = None
     schedule: Options = Options()
 
     @classmethod
@@ -153,7 +151,7 @@ class TritonBackend(Backend):
                 cuda = device == "cuda"
                 plan = Scheduler(graph, self.options.schedule, cuda).plan()
                 source = module_source(plan, cuda=cuda)
-                entry = (plan, source, load_module(source, self.options.cache_dir))
+                entry = (plan, source, load_module(source, self.options.cache_dir or compiler_cache_dir("triton")))
                 self._modules[key] = entry
                 self.generations += 1
             return entry

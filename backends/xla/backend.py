@@ -47,7 +47,7 @@ from ...ir.ops import OP_TABLE
 from ...ir.precision import Precision
 from ...ir.shapes import ShapeBindings
 from ...ir.types import TensorType
-from ..base import ANY_OP, Backend, Deviation, OpClaim, Summation
+from ..base import ANY_OP, Backend, CompilePrior, Deviation, OpClaim, Summation
 from ..cache import BuildOnceCache
 from .lowering import LOWERINGS, graph_function, unlowered_nodes
 from .products import fuses_products
@@ -288,6 +288,8 @@ class XlaBackend(Backend):
     devices = ("cpu", "cuda", "tpu")
     deviations: tuple[Deviation, ...] = FTZ_DEVIATIONS + COMPLEX_DEVIATIONS
     summation = SUMMATION
+    compile_priors = (CompilePrior("cpu", per_graph_s=0.6, per_node_s=0.01,
+                                   basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
 
     def __init__(self):
         self._executables = BuildOnceCache()

@@ -9,13 +9,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 import parity
-from parity.backends.base import Backend, Deviation
+from parity.backends.base import Backend, CompilePrior, Deviation
 from parity.backends.registry import get_backend, register_backend, unregister_backend
 from parity.frontend import auto, auto_compile_times, compiled_graph
 from parity.frontend.auto_options import ENV_VAR
@@ -252,6 +253,39 @@ def test_a_candidate_known_to_compile_slowly_is_not_raced(planted):
                        r"the 0\.\d\d s left of auto's budget \(AutoOptions\(budget_s=0\.2\)\)",
                        by_name["planted_slow"].why)
     assert why and float(why.group(1)) >= 0.3
+
+
+def test_a_candidate_whose_declared_prior_exceeds_the_budget_is_not_compiled(planted, tmp_path):
+    """Nothing measured yet: a backend's declared cold-compile prior orders the candidates and
+    leaves out one that would not fit what is left of the budget; explain says why."""
+    costly = planted("planted_costly")
+    costly.compile_priors = (CompilePrior("cpu", per_graph_s=1000.0, per_node_s=1.0, basis="planted"),)
+    options = parity.AutoOptions(budget_s=60, candidates=("planted_costly", "onnx"))  # costly listed first
+    f = parity.compile(_fn, auto=options, cache_dir=tmp_path)
+    assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    choice, by_name = _choice(f)
+    assert costly.compiles == 0 and (choice.choice, choice.source) == ("onnx", "the only one compiled within the budget")
+    why = re.fullmatch(r"not raced: its declared cold-compile prior is (\d+\.\d\d) s for a graph of (\d+) nodes "
+                       r"\(no compile of it measured yet\), more than the (\d+\.\d\d) s left of auto's budget "
+                       r"\(AutoOptions\(budget_s=60\)\)", by_name["planted_costly"].why)
+    assert why, by_name["planted_costly"].why
+    assert float(why.group(1)) == pytest.approx(1000.0 + int(why.group(2)))
+    assert re.search(r"planted_costly +dropped .*declared cold-compile prior", str(parity.explain(f, X)))
+
+
+def test_a_measured_compile_time_replaces_the_prior(planted, tmp_path):
+    """Once a compile of the backend is measured (here: found in the disk cache, as a new
+    process would), the measurement decides, not the prior."""
+    costly = planted("planted_costly")
+    costly.compile_priors = (CompilePrior("cpu", per_graph_s=1000.0, per_node_s=1.0, basis="planted"),)
+    auto_compile_times.record_compile("planted_costly", SimpleNamespace(device="cpu", cache_dir=tmp_path), 1, 0.01)
+    auto_compile_times.reset()  # a new process: only the disk knows the time
+    f = parity.compile(_fn, auto=parity.AutoOptions(budget_s=60, candidates=("planted_costly", "onnx")),
+                       cache_dir=tmp_path)
+    f(X)
+    choice, by_name = _choice(f)
+    assert costly.compiles == 1 and by_name["planted_costly"].status != "dropped"
+    assert choice.source == "measured"
 
 
 def test_a_spent_budget_races_no_more_and_keeps_that_pick_off_disk(planted, tmp_path):
