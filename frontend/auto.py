@@ -23,9 +23,10 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    candidate out is kept in this process only: the next one, knowing the times, orders the
    candidates better.
 4. **Check**: every compiled candidate is run on the first call's inputs; one whose
-   outputs differ from eager torch running the same FX graph (rtol per dtype:
-   :data:`RTOL`; graphs that draw random numbers are compared with the first candidate's
-   outputs instead, every candidate drawing the same keys) is dropped.
+   outputs differ from eager torch running the same FX graph (frontend/auto_check.py: rtol
+   per dtype, :data:`RTOL`; the indices of a sort or top-k may order equal keys either way;
+   graphs that draw random numbers are compared with the first candidate's outputs instead,
+   every candidate drawing the same keys) is dropped.
 5. **Warm-up and timing**: the rest run :data:`WARMUP_RUNS` more times untimed (XLA's first
    runs are slow), then in interleaved rounds until the budget is spent (at least one
    round, at most :data:`MAX_ROUNDS`; a candidate over :data:`PRUNE` × the fastest leaves
@@ -55,13 +56,13 @@ import statistics
 import time
 from dataclasses import dataclass, field, replace
 
-import numpy as np
 import torch
 
 from ..backends.base import ANY_OP, compile_prior
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
 from ..ir.ops import node_dtype
+from .auto_check import RTOL, eager_outputs, mismatch, stable_outputs  # noqa: F401 - RTOL re-exported
 from .auto_compile_times import compile_floor, record_compile
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
 from .compiled_graph import STATS, CompiledGraph, compiled_executable
@@ -79,9 +80,6 @@ NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
 MAX_ROUNDS = 20
 WARMUP_RUNS = 2  # untimed runs of each candidate after the check run, before timing
 PRUNE = 3.0  # after a round, candidates slower than this × the fastest stop being timed
-# How close a candidate's outputs must be to eager torch's on the first inputs, per output
-# dtype (|got − want| ≤ rtol·|want| + rtol·max|want|); integers and booleans are exact.
-RTOL = {torch.float64: 1e-9, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
 
 # Choices made in this process: choice key -> backend name.
 _CHOICES: dict[str, str] = {}
@@ -398,13 +396,16 @@ class AutoGraph:
         if random:
             want = next(iter(results.values()), None)
             arbiter = f"{next(iter(results), '?')} (the graph draws random numbers)"
+            ties = {}
         else:
             torch.random.set_rng_state(start)
-            with torch.no_grad():
-                want = self.gm(*inputs)
+            want, ties = eager_outputs(self.gm, inputs)
+            stable = stable_outputs(self.gm, inputs)  # None without a sort free to order ties
             arbiter = "eager torch"
         for name, got in list(results.items()):
-            why = _mismatch(got, want) if want is not None else None
+            why = mismatch(got, want, ties) if want is not None else None
+            if why is not None and not random and stable is not None and mismatch(got, stable) is None:
+                why = None  # the same answer with ties kept in input order, as the IR's sort keeps them
             if why is not None:
                 self._drop(name, f"differs from {arbiter} on the first inputs: {why}")
                 del results[name]
@@ -455,35 +456,3 @@ class AutoGraph:
 
     def _drop(self, name: str, why: str) -> None:
         _drop(self.record, name, why)
-
-
-def _mismatch(got, want) -> str | None:
-    """Why outputs ``got`` are not ``want`` (None when they agree), output by output."""
-    got = list(got) if isinstance(got, (list, tuple)) else [got]
-    want = list(want) if isinstance(want, (list, tuple)) else [want]
-    if len(got) != len(want):
-        return f"{len(got)} outputs, expected {len(want)}"
-    for i, (g, w) in enumerate(zip(got, want)):
-        if not isinstance(w, torch.Tensor):
-            if g != w:
-                return f"output {i} is {g}, expected {w}"
-            continue
-        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
-            return f"output {i} is {_describe(g)}, expected {_describe(w)}"
-        rtol = RTOL.get(w.dtype)
-        g64, w64 = g.detach().double().numpy(), w.detach().double().numpy()
-        if rtol is None:
-            bad = ~((g64 == w64) | (np.isnan(g64) & np.isnan(w64)))
-        else:
-            scale = float(np.max(np.abs(w64), initial=0.0, where=np.isfinite(w64)))
-            bad = ~np.isclose(g64, w64, rtol=rtol, atol=rtol * scale, equal_nan=True)
-        if bad.any():
-            return f"output {i}: {int(bad.sum())} of {bad.size} elements off (max abs error " \
-                   f"{float(np.nanmax(np.abs(g64 - w64))):.3g})"
-    return None
-
-
-def _describe(value) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
-    return type(value).__name__

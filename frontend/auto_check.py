@@ -1,0 +1,170 @@
+"""``backend="auto"``'s check: are a candidate's outputs on the first inputs eager torch's?
+
+Each output is compared with what eager torch gives running the same FX graph: floats
+within :data:`RTOL` of their dtype (``|got - want| <= rtol·|want| + rtol·max|want|``),
+integers and booleans exactly. One exception is implementation-defined and compared as
+such: the indices of a sort that is not asked to be stable, or of a top-k, may order
+equal keys either way (torch's CPU sort does not keep ties in input order from 64 elements
+on; the IR's sort does). Such an output passes when it is a permutation along its dimension
+that picks the same keys, position by position, as eager's (:func:`eager_outputs` records
+the keys). Where the indices feed further ops, the outputs pass when they match eager
+torch's with every sort made stable (:func:`stable_outputs`).
+
+Example::
+
+    >>> import torch
+    >>> gm = torch.fx.symbolic_trace(lambda x: torch.ops.aten.sort.default(x, 0)[1])
+    >>> want, ties = eager_outputs(gm, [torch.tensor([2.0, 1.0, 1.0])])
+    >>> mismatch([torch.tensor([2, 1, 0])], [want], ties) is None  # ties 1 and 2 swapped
+    True
+    >>> mismatch([torch.tensor([1, 0, 2])], [want], ties)
+    'output 0: indices pick other keys than eager torch sorted (2 of 3 positions)'
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import torch
+
+# How close a candidate's outputs must be to eager torch's on the first inputs, per output
+# dtype (|got − want| ≤ rtol·|want| + rtol·max|want|); integers and booleans are exact.
+RTOL = {torch.float64: 1e-9, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+
+_aten = torch.ops.aten
+_TIES_UNORDERED = (_aten.sort.default, _aten.sort.stable, _aten.topk.default)
+
+
+class _KeyRecorder(torch.fx.Interpreter):
+    """Runs the graph as eager torch does, keeping the keys of every sort and top-k."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.keys: dict[torch.fx.Node, torch.Tensor] = {}
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        if node.op == "call_function" and node.target in _TIES_UNORDERED:
+            self.keys[node] = self.env[node.args[0]]
+        return result
+
+
+def _tie_dim(node) -> int | None:
+    """The dimension along which ``node`` (a sort or top-k) may order equal keys either way, or
+    None when it may not (a sort asked to be stable)."""
+    if node.target is _aten.sort.stable:
+        return None if node.kwargs.get("stable") else node.kwargs.get("dim", -1)
+    if node.target is _aten.topk.default:
+        return node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", -1)
+    return node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", -1)
+
+
+def eager_outputs(gm, inputs: list) -> tuple[list, dict[int, tuple[torch.Tensor, int]]]:
+    """``gm``'s outputs on ``inputs`` (eager torch) and, for each output that is the indices of a
+    sort or top-k free to order ties: ``{output index: (keys, dim)}``."""
+    recorder = _KeyRecorder(gm)
+    with torch.no_grad():
+        outputs = recorder.run(*inputs)
+    (returned,) = [n.args[0] for n in gm.graph.nodes if n.op == "output"]
+    ties = {}
+    for i, node in enumerate(returned if isinstance(returned, (list, tuple)) else [returned]):
+        source = node.args[0] if isinstance(node, torch.fx.Node) and node.target is operator.getitem else None
+        if isinstance(source, torch.fx.Node) and source in recorder.keys and node.args[1] == 1:
+            dim = _tie_dim(source)
+            if dim is not None:
+                ties[i] = (recorder.keys[source], dim)
+    return outputs, ties
+
+
+class _StableSorts(torch.fx.Interpreter):
+    """Runs the graph as eager torch does, but with every sort and top-k keeping equal keys in
+    input order (the order the IR's sort defines)."""
+
+    def call_function(self, target, args, kwargs):
+        if target in (_aten.sort.default, _aten.sort.stable):
+            x, dim, descending = _sort_arguments(target, args, kwargs)
+            return _aten.sort.stable(x, stable=True, dim=dim, descending=descending)
+        if target is _aten.topk.default:
+            x, k = args[0], args[1]
+            dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
+            largest = args[3] if len(args) > 3 else kwargs.get("largest", True)
+            values, indices = _aten.sort.stable(x, stable=True, dim=dim, descending=largest)
+            return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
+        return super().call_function(target, args, kwargs)
+
+
+def _sort_arguments(target, args, kwargs):
+    if target is _aten.sort.stable:
+        return args[0], kwargs.get("dim", -1), kwargs.get("descending", False)
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", -1)
+    descending = args[2] if len(args) > 2 else kwargs.get("descending", False)
+    return args[0], dim, descending
+
+
+def stable_outputs(gm, inputs: list):
+    """``gm``'s outputs on ``inputs`` with its sorts and top-ks made stable, or None when it has
+    none free to order ties: the second answer a candidate may give when the sort's indices
+    feed further ops (a gather, arithmetic), where :func:`eager_outputs`' ties cannot follow."""
+    free = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _TIES_UNORDERED
+            and _tie_dim(n) is not None]
+    if not free:
+        return None
+    with torch.no_grad():
+        return _StableSorts(gm).run(*inputs)
+
+
+def mismatch(got, want, ties: dict | None = None) -> str | None:
+    """Why outputs ``got`` are not ``want`` (None when they agree), output by output; ``ties``
+    from :func:`eager_outputs`."""
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    want = list(want) if isinstance(want, (list, tuple)) else [want]
+    if len(got) != len(want):
+        return f"{len(got)} outputs, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not isinstance(w, torch.Tensor):
+            if g != w:
+                return f"output {i} is {g}, expected {w}"
+            continue
+        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+            return f"output {i} is {_describe(g)}, expected {_describe(w)}"
+        why = _index_mismatch(g, w, *ties[i]) if ties and i in ties else _value_mismatch(g, w)
+        if why is not None:
+            return f"output {i}: {why}"
+    return None
+
+
+def _index_mismatch(got: torch.Tensor, want: torch.Tensor, keys: torch.Tensor, dim: int) -> str | None:
+    """Indices that may order equal keys either way: distinct along ``dim``, in range, and
+    picking the same key as ``want`` at every position."""
+    size = keys.shape[dim] if keys.dim() else 1
+    if got.numel() and (int(got.min()) < 0 or int(got.max()) >= size):
+        return f"indices outside [0, {size})"
+    ordered, n = got.sort(dim).values, got.shape[dim] if got.dim() else 1
+    if n > 1 and bool((ordered.narrow(dim, 1, n - 1) == ordered.narrow(dim, 0, n - 1)).any()):
+        return "an index repeats along the sorted dimension"
+    picked, expected = keys.gather(dim, got), keys.gather(dim, want)
+    same = (picked == expected) | (picked.isnan() & expected.isnan()) if picked.is_floating_point() \
+        else picked == expected
+    if not bool(same.all()):
+        return f"indices pick other keys than eager torch sorted ({int((~same).sum())} of {same.numel()} positions)"
+    return None
+
+
+def _value_mismatch(g: torch.Tensor, w: torch.Tensor) -> str | None:
+    rtol = RTOL.get(w.dtype)
+    g64, w64 = g.detach().double().numpy(), w.detach().double().numpy()
+    if rtol is None:
+        bad = ~((g64 == w64) | (np.isnan(g64) & np.isnan(w64)))
+    else:
+        scale = float(np.max(np.abs(w64), initial=0.0, where=np.isfinite(w64)))
+        bad = ~np.isclose(g64, w64, rtol=rtol, atol=rtol * scale, equal_nan=True)
+    if bad.any():
+        return f"{int(bad.sum())} of {bad.size} elements off (max abs error {float(np.nanmax(np.abs(g64 - w64))):.3g})"
+    return None
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+    return type(value).__name__

@@ -1,0 +1,97 @@
+"""auto's check of a candidate's first outputs against eager torch: values within the dtype's
+rtol, integers exactly, and the indices of an unstable sort or a top-k up to the order of
+equal keys (torch's CPU sort does not keep ties in input order; the IR's sort does)."""
+
+import pytest
+import torch
+
+from parity.frontend.auto_check import eager_outputs, mismatch, stable_outputs
+
+aten = torch.ops.aten
+KEYS = torch.tensor([[3.0, 1.0, 3.0, 1.0, 2.0]])
+
+
+def _graph(fn):
+    return torch.fx.symbolic_trace(fn)
+
+
+def _both(op):
+    """A graph returning both results of ``op`` (values, indices), each through a getitem as
+    AOTAutograd's graphs return them."""
+    def fn(x):
+        result = op(x)
+        return result[0], result[1]
+    return _graph(fn)
+
+
+def _swap_ties(indices: torch.Tensor) -> torch.Tensor:
+    """Reverse the order within every run of equal keys: another valid unstable sort."""
+    out = indices.clone()
+    keys = KEYS.gather(1, indices)[0]
+    start = 0
+    for end in range(1, len(keys) + 1):
+        if end == len(keys) or keys[end] != keys[start]:
+            out[0, start:end] = indices[0, start:end].flip(0)
+            start = end
+    return out
+
+
+@pytest.mark.parametrize("fn", [lambda x: aten.sort.default(x, 1), lambda x: aten.sort.stable(x, stable=False, dim=1),
+                                lambda x: aten.topk.default(x, 4, 1)])
+def test_indices_that_order_ties_otherwise_match(fn):
+    (values, indices), ties = eager_outputs(_both(fn), [KEYS])
+    assert set(ties) == {1}
+    swapped = _swap_ties(indices)
+    assert not torch.equal(swapped, indices)  # the case really reorders ties
+    assert mismatch([values, swapped], [values, indices], ties) is None
+
+
+def test_indices_that_pick_other_keys_or_repeat_do_not_match():
+    (values, indices), ties = eager_outputs(_both(lambda x: aten.sort.default(x, 1)), [KEYS])
+    wrong = indices.flip(1)
+    assert mismatch([values, wrong], [values, indices], ties) == \
+        "output 1: indices pick other keys than eager torch sorted (4 of 5 positions)"
+    repeated = indices.clone()
+    repeated[0, 1] = repeated[0, 0]  # keys 1.0 and 1.0: the same keys picked, one index twice
+    assert mismatch([values, repeated], [values, indices], ties) == \
+        "output 1: an index repeats along the sorted dimension"
+    outside = indices.clone()
+    outside[0, 0] = 5
+    assert mismatch([values, outside], [values, indices], ties) == "output 1: indices outside [0, 5)"
+
+
+def test_a_stable_sort_s_indices_are_exact():
+    (values, indices), ties = eager_outputs(_both(lambda x: aten.sort.stable(x, stable=True, dim=1)), [KEYS])
+    assert ties == {}
+    assert mismatch([values, _swap_ties(indices)], [values, indices], ties).startswith("output 1: ")
+
+
+def test_values_and_integers_are_compared_as_before():
+    (out,), ties = eager_outputs(_graph(lambda x: (x * 2,)), [KEYS])
+    assert ties == {} and mismatch([out * (1 + 1e-6)], [out], ties) is None
+    assert mismatch([out * (1 + 1e-3)], [out], ties).startswith("output 0: 5 of 5 elements off")
+    assert mismatch([torch.tensor([1, 2])], [torch.tensor([1, 3])]) == "output 0: 1 of 2 elements off (max abs error 1)"
+
+
+def test_sorted_indices_that_feed_further_ops_match_eager_with_stable_sorts():
+    # from 64 elements on torch's CPU sort orders ties otherwise than input order
+    keys = torch.arange(64).remainder(3).float()
+    gm = _graph(lambda x: aten.sort.default(x, 0)[1] * 2)
+    eager, _ = eager_outputs(gm, [keys])
+    stable = stable_outputs(gm, [keys])
+    in_input_order = torch.sort(keys, stable=True).indices * 2
+    assert torch.equal(stable, in_input_order) and not torch.equal(eager, in_input_order)
+    assert stable_outputs(_graph(lambda x: aten.sort.stable(x, stable=True, dim=0)[1] * 2), [keys]) is None
+
+
+def test_auto_keeps_backends_whose_sort_orders_ties_in_input_order():
+    import parity
+
+    torch._dynamo.reset()
+    keys = torch.arange(64).remainder(3).float()
+    for fn in (lambda x: torch.sort(x), lambda x: torch.sort(x).indices * 2 + 1):
+        compiled = parity.compile(fn, backend="auto", auto=parity.AutoOptions(budget_s=2))
+        compiled(keys)
+        (choice,) = parity.auto_choices(compiled)
+        dropped = [line for line in str(choice).splitlines() if "differs from eager torch" in line]
+        assert dropped == [] and choice.choice is not None, str(choice)
