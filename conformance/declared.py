@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 from ..backends.base import ANY_OP, Summation
 from ..ir.dtypes import DType
 from ..ir.precision import Precision

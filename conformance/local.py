@@ -40,6 +40,7 @@ from .compare import measure
 from .declared import NOTHING, Declared
 from .metrics import Measurement
 
+
 def undefined_mask(op: str, attrs, operands: Sequence[np.ndarray], n_outputs: int) -> list[np.ndarray | None]:
     """Per output, the elements whose value the op defines (None: all of them)."""
     none = [None] * n_outputs

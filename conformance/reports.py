@@ -25,9 +25,8 @@ import numpy as np
 
 from ..ir.ops import OP_TABLE
 from .opdb import family_of
+from .results import CRASHED, DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, TIMED_OUT, UNSUPPORTED, Cell, ConformanceRun
 from .selection import suite_digest
-from .results import (CRASHED, DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, TIMED_OUT, UNSUPPORTED, Cell,
-                      ConformanceRun)
 
 SCHEMA = "parity.conformance"
 SCHEMA_VERSION = 1

@@ -34,8 +34,8 @@ from . import opdb
 from .arguments import check_run_arguments
 from .case import Case
 from .controller import Group, WorkerOptions, run_groups, worker_spec
-from .plugins import load_plugins
 from .execute import Prepared, run_bundle
+from .plugins import load_plugins
 from .results import CaseResult, ConformanceRun, ProgressFn, Target
 from .selection import resolve_targets, select_cases
 from .verdicts import cells_for, cells_of_cases, check_deviations

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .reports import KIND_MARK, family_kind, cell_text, matrix, target_names
+from .reports import KIND_MARK, cell_text, family_kind, matrix, target_names
 from .results import CRASHED, DEVIATION, FAIL, NOT_RUN, PASS, TIMED_OUT, UNSUPPORTED, ConformanceRun, ProgressFn
 
 _STYLE = {CRASHED: "bold magenta", TIMED_OUT: "bold magenta", PASS: "green", DEVIATION: "yellow", FAIL: "bold red", UNSUPPORTED: "dim", NOT_RUN: "dim italic"}

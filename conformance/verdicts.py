@@ -30,8 +30,8 @@ from .case import Case
 from .results import (
     CRASHED,
     DEVIATION,
-    NEVER_EXCUSED,
     FAIL,
+    NEVER_EXCUSED,
     NOT_RUN,
     PASS,
     RECORDED,

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from ..frontend import recording_backend
-
 from ..ir.graph import Graph
 
 

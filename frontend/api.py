@@ -23,14 +23,14 @@ from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
-from .pipeline import make_dynamo_backend
-from .session import AUTO, CompileOptions, Session, compiled_repr
 from .errors import UnsupportedAtenOp
 from .fast_path import FastPath, call_arguments
 from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error
 from .graph_breaks import BreakWatch, graph_break_error, skipped_frame_error
+from .pipeline import make_dynamo_backend
 from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
+from .session import AUTO, CompileOptions, Session, compiled_repr
 from .sharding import caller_site, configure
 from .user_errors import eager_error, from_user_frame, quiet_tracing_logs
 

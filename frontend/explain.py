@@ -35,8 +35,8 @@ from ..ir.graph import SourceLoc
 from ..ir.precision import Precision
 from .graph_breaks import short_reason, take_skipped_frames, user_loc
 from .session import backend_line
-from .user_errors import quiet_tracing_logs
 from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
+from .user_errors import quiet_tracing_logs
 
 
 @dataclass

@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .export_capture import keywords_as_positional, quiet_torch_logs, without_wrapper_prefix
 from ..ir.graph import Graph, Node
 from ..ir.types import Symbol
 from ..ir.usage import UsageError
+from .export_capture import keywords_as_positional, quiet_torch_logs, without_wrapper_prefix
 
 # format -> (the registry name of the backend, its method that writes the format)
 EXPORTERS: dict[str, tuple[str, str]] = {"onnx": ("onnx", "export"), "stablehlo": ("xla", "export"),
@@ -155,8 +155,8 @@ def export_model(fn_or_module, args: Sequence[Any], *, format: str, path: Path,
 
 def size_facts(graph: Graph, dim_names: Mapping[str, str]) -> list[str]:
     """What ``graph`` relies on about its sizes, in the file's dim names (``seq must be <= 64``)."""
-    from ..ir.shapes import graph_constraints
     from ..ir.dims import substitute
+    from ..ir.shapes import graph_constraints
 
     renames = {old: Symbol(new) for old, new in dim_names.items() if new.isidentifier()}
     facts = []
@@ -292,8 +292,8 @@ def _named_inputs(program, rename: Mapping[str, str], params: str) -> tuple[Grap
 
     A user input is named by its parameter (``x``; ``xs[1]`` inside a list; a keyword
     argument's key), with ``rename`` (parameter name → the caller's ``input_names``) applied."""
-    from .tensors import to_array
     from ..ir.passes import dce, fold_constants
+    from .tensors import to_array
 
     names, bound = [], {}
     for i, label in enumerate(program.input_names):

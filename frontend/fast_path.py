@@ -175,7 +175,6 @@ def _whole_pure_frame(code) -> bool:
     not a resume function) and Dynamo recorded no Python side effects to replay after it."""
     try:
         from torch._dynamo.symbolic_convert import InstructionTranslator
-
         from torch._dynamo.variables.base import AttributeMutationExisting, ValueMutationExisting
 
         tx = InstructionTranslator.current_tx()

@@ -25,7 +25,6 @@ from .single_backend import compile_split, compile_whole
 from .source import in_user_code, loc_from_stack_trace
 from .status import slow_work
 
-
 # How AOTAutograd splits a training graph into forward and backward (frontend/saved_tensors.py);
 # a dict so that a benchmark can compare partitions in one process.
 PARTITION = {"fn": partition_recomputing_input_views}

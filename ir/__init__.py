@@ -13,6 +13,7 @@ Example::
 
 from .builder import GraphBuilder
 from .context import NodeContext, ReferenceContext
+from .dims import DimExpr, parse_dim
 from .dtypes import DType, bf16, bool_, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u32
 from .errors import ParityError, ParseError, TypeRuleError, UnsupportedOpError, VerifyError
 from .expand import DecompositionError, decomposition
@@ -22,7 +23,6 @@ from .opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from .ops import OP_TABLE, composites, primitives
 from .parser import parse
 from .shapes import ShapeBindings, ShapeError
-from .dims import DimExpr, parse_dim
 from .types import Symbol, TensorType
 from .verifier import verify
 

@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 
 from .builder import GraphBuilder
+from .dims import Dim, parse_dim
 from .dtypes import DType
 from .errors import ParseError, TypeRuleError
 from .graph import Graph, SourceLoc, Value
 from .lexer import Source, Token, tokenize
 from .opdef import AttrKind, AttrSpec
 from .sharding import GraphSharding, Mesh, PartitionSpec, ShardingError
-from .dims import Dim, parse_dim
 from .types import TensorType
 
 __all__ = ["parse"]

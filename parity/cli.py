@@ -23,7 +23,6 @@ from collections.abc import Sequence
 
 from .validate import UsageError
 
-
 # subcommands whose first step is importing torch (seconds on a cold start)
 NEEDS_TORCH = ("aten", "conform", "fuzz", "bench", "diff")
 

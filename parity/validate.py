@@ -24,7 +24,6 @@ from pathlib import Path
 
 from .ir.usage import UsageError, did_you_mean, of_type, one_of, regex  # noqa: F401 - re-exported
 
-
 # Who takes which option: a keyword given to the wrong function is named with its owner.
 OPTIONS: dict[str, tuple[str, ...]] = {
     "parity.compile": ("backend", "device", "strict", "dynamic", "mesh", "in_shardings", "out_shardings",

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 import parity
+from parity.conformance.models.attention import Attention
 from parity.frontend.export import ExportWarning
 from parity.frontend.specialize import GuardedDimension
-from parity.conformance.models.attention import Attention
 
 SIZES = [(1, 1), (2, 7), (7, 33), (33, 2)]
 DYNAMIC = {"x": {0: "batch", 1: "seq"}}

@@ -28,9 +28,9 @@ import numpy as np
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from ...ir.dims import free_symbols, linear_in
-from ...ir.precision import Precision
 from ...ir.dtypes import DType
 from ...ir.errors import ParityError
+from ...ir.precision import Precision
 from ...ir.types import Dim, DimExpr, Symbol, TensorType
 
 ONNX_DTYPES: dict[DType, int] = {

@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ...ir.dtypes import DType

@@ -13,10 +13,10 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
 from ...ir.graph import Node, Value
 from . import elementwise as ew
-from ...ir.dims import DimExpr
 from .index import Index, delinearize, dim_text, linearize, static_int
 
 if TYPE_CHECKING:

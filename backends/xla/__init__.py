@@ -8,8 +8,8 @@ Example::
 """
 
 from .backend import XlaBackend, XlaDeviceError, XlaExecutable
-from .stablehlo_export import export_stablehlo
 from .lowering import LOWERINGS
 from .sharding import collectives
+from .stablehlo_export import export_stablehlo
 
 __all__ = ["LOWERINGS", "XlaBackend", "XlaDeviceError", "XlaExecutable", "collectives", "export_stablehlo"]

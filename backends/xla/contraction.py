@@ -19,6 +19,7 @@ from jax import lax
 from ...ir.dtypes import DType
 from .context import Rule, full, np_dtype
 
+
 def _dot_general(ctx, lhs, rhs):
     a = ctx.attrs
     dims = ((a["lhs_contracting_dims"], a["rhs_contracting_dims"]), (a["lhs_batch_dims"], a["rhs_batch_dims"]))

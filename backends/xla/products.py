@@ -25,7 +25,6 @@ from ...ir.graph import Graph
 from ...ir.opdef import Group
 from ...ir.ops import ops_in_group
 
-
 # XLA:CPU computes a·b ± c as one fused multiply-add whenever the product and the sum share a
 # fused loop (its CPU compiler hard-codes LLVM's AllowFPOpFusion = Fast; no compile option
 # turns it off: measured with xla_cpu_enable_fast_math=false, xla_cpu_use_fusion_emitters=

@@ -32,10 +32,10 @@ import jax
 from jax import export as jax_export
 
 from ...ir.constraints import Constraint
-from ...ir.shapes import graph_constraints
 from ...ir.dims import Symbol, substitute
 from ...ir.errors import ParityError
 from ...ir.graph import Graph
+from ...ir.shapes import graph_constraints
 from .lowering import run_graph
 from .traced_sizes import TracedSizes
 

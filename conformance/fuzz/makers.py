@@ -26,7 +26,6 @@ from ..opdb.elementwise import domain
 from .builder import FuzzBuilder, Rejected
 from .draws import distinct, indices, key_bits, positive, shifts
 
-
 # The op table's elementwise families, in table order (a new op there is fuzzed with no edit
 # here). One-operand ops: every unary op and activation. Two-operand ops: comparisons,
 # arithmetic (the float-accepting rest, drawn 3x as often) and logic/bits/shifts (no floats).

@@ -19,6 +19,7 @@ import unittest
 
 import torch
 
+
 def op_db() -> list:
     """torch's OpInfo database. Its module imports ``expecttest`` (a torch test dependency
     not installed here) only for a TestCase base class; unittest's serves the samples."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.dtypes import DType, FLOAT_DTYPES, ALL_DTYPES, INT_DTYPES
+from ...ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, DType
 from ...ir.ops import OP_TABLE
 from ...ir.types import tensor as _t
 from .. import values as V

@@ -11,7 +11,6 @@ from __future__ import annotations
 from ...ir.dtypes import DType
 from ..context import TranslationContext, unsupported
 
-
 # -- matmuls ------------------------------------------------------------------------------
 
 

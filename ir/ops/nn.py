@@ -22,7 +22,7 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..dtypes import FLOAT_DTYPES, INT_DTYPES, ALL_DTYPES, DType
+from ..dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, DType
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
 from ..types import Dim, TensorType

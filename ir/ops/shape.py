@@ -25,10 +25,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..constraints import require
 from ..dtypes import ALL_DTYPES, COMPLEX_DTYPES
 from ..errors import TypeRuleError
 from ..opdef import Accuracy, AttrKind, AttrSpec, Group, Kind, OpDef
-from ..constraints import require
 from ..types import Dim, TensorType
 from .rules import check_axes, dims_differ, is_symbolic
 

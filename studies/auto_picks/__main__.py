@@ -19,7 +19,6 @@ def picks(workloads, quick: bool, budget_s: float) -> list[str]:
     import torch
 
     import parity
-
     from parity.bench.workloads import WORKLOADS
 
     lines = []

@@ -24,6 +24,7 @@ import torch
 
 from parity.conformance.hf.batch_export import BATCHES, EXPORTERS, check, models
 
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(models()))

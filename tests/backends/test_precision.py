@@ -13,8 +13,8 @@ from parity.backends.onnx.backend import OnnxBackend
 from parity.backends.onnx.lowering import to_model
 from parity.backends.xla.backend import XlaBackend
 from parity.ir import GraphBuilder, evaluate, f32, f64, primitives
-from parity.ir.precision import Precision
 from parity.ir.errors import ParityError
+from parity.ir.precision import Precision
 
 EXACT, FAST = Precision.EXACT, Precision.FAST
 

@@ -1,7 +1,15 @@
 import numpy as np
 import pytest
 
-from parity.backends import Backend, BackendNotFound, OpClaim, backend_names, get_backend, register_backend, unregister_backend
+from parity.backends import (
+    Backend,
+    BackendNotFound,
+    OpClaim,
+    backend_names,
+    get_backend,
+    register_backend,
+    unregister_backend,
+)
 from parity.ir import GraphBuilder, evaluate, f32, primitives
 
 

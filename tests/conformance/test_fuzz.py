@@ -9,9 +9,9 @@ import pytest
 from parity.backends.base import Deviation
 from parity.backends.registry import get_backend
 from parity.conformance import execute, fuzz, regressions, runner
+from parity.conformance.declared import Declared
 from parity.conformance.fuzz.generate import generate
 from parity.conformance.fuzz.shrink import drop_node, shrink
-from parity.conformance.declared import Declared
 from parity.conformance.local import measure_local, undefined_mask
 from parity.ir import GraphBuilder, evaluate, f16, f32, i32, parse, verify
 from parity.ir.dtypes import DType

@@ -7,11 +7,11 @@ import pytest
 from parity.backends.base import ANY_OP, Backend, Deviation, OpClaim
 from parity.backends.registry import get_backend, register_backend, unregister_backend
 from parity.conformance import execute, regressions, runner, selection, verdicts
-from parity.conformance.results import PASS, Cell, Target
 from parity.conformance.opdb import all_cases
+from parity.conformance.results import PASS, Cell, Target
 from parity.ir import evaluate
-from parity.ir.interpreter import evaluate_node
 from parity.ir.dtypes import DType
+from parity.ir.interpreter import evaluate_node
 from parity.ir.ops import primitives
 from parity.ir.ops.conversion import round_float
 

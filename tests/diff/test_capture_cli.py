@@ -5,8 +5,8 @@ import json
 
 import torch
 
-from parity.cli import main
 from parity import diff
+from parity.cli import main
 from parity.debugger import diff_graphs
 from parity.debugger.capture import capture_graphs
 from parity.debugger.planted import planted_runner

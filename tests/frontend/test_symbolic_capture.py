@@ -7,8 +7,8 @@ import torch
 from torch.utils._sympy.functions import CleanDiv, FloorDiv, Mod, ModularIndexing, PythonMod
 
 import parity
-from parity.frontend.specialize import SpecializedDimension
 from parity.frontend.sizes import UntranslatedCase, sympy_dim
+from parity.frontend.specialize import SpecializedDimension
 from parity.ir import Symbol
 
 s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)

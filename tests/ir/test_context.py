@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from parity.ir import GraphBuilder, NodeContext, OP_TABLE, ReferenceContext, Symbol, evaluate, f32
+from parity.ir import OP_TABLE, GraphBuilder, NodeContext, ReferenceContext, Symbol, evaluate, f32
 
 
 def test_reference_context_is_a_node_context_with_the_oracle_flag():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from parity.ir import GraphBuilder, Kind, OP_TABLE, SourceLoc, evaluate, f32, f64
+from parity.ir import OP_TABLE, GraphBuilder, Kind, SourceLoc, evaluate, f32, f64
 from parity.ir.expand import DecompositionError, decomposition
 from parity.ir.opdef import Accuracy, OpDef
 from parity.ir.ops.rules import unary

@@ -10,8 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parity.ir import (
-    OP_TABLE, DType, Graph, GraphBuilder, Group, Kind, OpDef, ParityError, SourceLoc, VerifyError, evaluate,
-    f32, i32, u32, verify,
+    OP_TABLE,
+    DType,
+    Graph,
+    GraphBuilder,
+    Group,
+    Kind,
+    OpDef,
+    ParityError,
+    SourceLoc,
+    VerifyError,
+    evaluate,
+    f32,
+    i32,
+    u32,
+    verify,
 )
 from parity.ir.opdef import Accuracy
 from parity.ir.passes import PASSES, DecompositionError, cse, dce, decompose, fold_constants, run_pipeline

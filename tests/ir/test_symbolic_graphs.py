@@ -6,9 +6,8 @@ import pytest
 
 from parity.ir import GraphBuilder, Symbol, TypeRuleError, evaluate, f32, f64, parse
 from parity.ir.constraints import Constraint
-from parity.ir.shapes import graph_constraints
 from parity.ir.interpreter import InterpreterError
-from parity.ir.shapes import ShapeBindings, ShapeError
+from parity.ir.shapes import ShapeBindings, ShapeError, graph_constraints
 
 B, S, N, C = Symbol("B"), Symbol("S"), Symbol("N"), Symbol("C")
 HEADS, DIM = 4, 8

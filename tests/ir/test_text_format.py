@@ -13,8 +13,22 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from parity.ir import (
-    OP_TABLE, AttrKind, AttrSpec, DType, GraphBuilder, Kind, OpDef, ParseError, SourceLoc, Symbol,
-    TensorType, TypeRuleError, f32, i32, parse, verify,
+    OP_TABLE,
+    AttrKind,
+    AttrSpec,
+    DType,
+    GraphBuilder,
+    Kind,
+    OpDef,
+    ParseError,
+    SourceLoc,
+    Symbol,
+    TensorType,
+    TypeRuleError,
+    f32,
+    i32,
+    parse,
+    verify,
 )
 from parity.ir.opdef import Accuracy
 

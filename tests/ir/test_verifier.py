@@ -6,8 +6,22 @@ import numpy as np
 import pytest
 
 from parity.ir import (
-    OP_TABLE, AttrKind, AttrSpec, DType, Graph, GraphBuilder, Kind, Node, OpDef, SourceLoc, Value, VerifyError,
-    f16, f32, i32, verify,
+    OP_TABLE,
+    AttrKind,
+    AttrSpec,
+    DType,
+    Graph,
+    GraphBuilder,
+    Kind,
+    Node,
+    OpDef,
+    SourceLoc,
+    Value,
+    VerifyError,
+    f16,
+    f32,
+    i32,
+    verify,
 )
 from parity.ir.opdef import Accuracy
 

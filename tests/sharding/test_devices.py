@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from .conftest import finish, report_of, start
-from .simulated import D, F, HEADS
+from .simulated import HEADS, D, F
 
 EPS32 = float(np.finfo(np.float32).eps)
 

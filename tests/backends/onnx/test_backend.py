@@ -10,10 +10,22 @@ import pytest
 import torch
 
 from parity.backends import get_backend
-from parity.backends.onnx import OnnxBackend
-from parity.backends.onnx import to_model
+from parity.backends.onnx import OnnxBackend, to_model
 from parity.backends.onnx.backend import OnnxDeviceError, make_session
-from parity.ir import OP_TABLE, DType, GraphBuilder, ParityError, SourceLoc, Symbol, UnsupportedOpError, bf16, evaluate, f32, f64, i32
+from parity.ir import (
+    OP_TABLE,
+    DType,
+    GraphBuilder,
+    ParityError,
+    SourceLoc,
+    Symbol,
+    UnsupportedOpError,
+    bf16,
+    evaluate,
+    f32,
+    f64,
+    i32,
+)
 
 
 def _double(name: str = "double", t=f32[3]):
@@ -255,8 +267,9 @@ def test_large_output_arrays_are_recycled_only_once_the_caller_lets_go():
 
 
 def test_sessions_use_the_cpus_this_process_may_run_on():
-    from parity.backends.onnx.backend import _session_options
     import os
+
+    from parity.backends.onnx.backend import _session_options
 
     assert _session_options().intra_op_num_threads == len(os.sched_getaffinity(0))
 

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import pytest
 import onnxruntime.capi._pybind_state as ort_state
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from probe_kernels import gaps  # noqa: E402
 
 from parity.backends.onnx import OPSET, to_model  # noqa: E402
-from parity.backends.registry import get_backend  # noqa: E402
 from parity.backends.onnx.legalize import COMPUTE_IN_WIDER, GAPS, PRECISION, UNSUPPORTED  # noqa: E402
+from parity.backends.registry import get_backend  # noqa: E402
 from parity.ir import DType, GraphBuilder, bf16, f16, f32  # noqa: E402
 
 

@@ -9,8 +9,16 @@ import pytest
 import torch
 
 from parity.backends import get_backend
-from parity.backends.triton import DEVIATIONS, TritonBackend, TritonModeError, TritonOptions
-from parity.backends.triton import elementwise, extern, index_rules, kernels
+from parity.backends.triton import (
+    DEVIATIONS,
+    TritonBackend,
+    TritonModeError,
+    TritonOptions,
+    elementwise,
+    extern,
+    index_rules,
+    kernels,
+)
 from parity.backends.triton.lowerings import EXTERN_OPS, lowered_ops
 from parity.ir import DType, GraphBuilder, Symbol, evaluate
 from parity.ir.errors import ParityError

@@ -12,8 +12,8 @@ from parity.backends.xla import LOWERINGS, XlaBackend, XlaDeviceError, export_st
 from parity.backends.xla.backend import _as_array, installed_platforms
 from parity.backends.xla.lowering import graph_function
 from parity.ir import DType, GraphBuilder, Symbol, UnsupportedOpError, bf16, evaluate, f32, f64, i64, primitives
-from parity.ir.ops import OP_TABLE
 from parity.ir.opdef import Kind
+from parity.ir.ops import OP_TABLE
 
 
 def _square_graph(dtype=f32, shape=(4,)):

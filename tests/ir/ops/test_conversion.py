@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from parity.ir import OP_TABLE, Accuracy, DType, GraphBuilder, Group, TensorType, TypeRuleError, evaluate
-from parity.ir.ops.conversion import round_float
 from parity.ir.dtypes import ALL_DTYPES
+from parity.ir.ops.conversion import round_float
 
 NAN, INF = float("nan"), float("inf")
 ALL = list(ALL_DTYPES)  # complex conversions: tests/ir/ops/test_complex_numbers.py

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from composite_check import check_composite, fully_expanded  # noqa: E402
 from torch_reference import assert_ulp, non_primitives, run_ir, to_torch  # noqa: E402
 
-from parity.ir import DType, Group, OP_TABLE, Symbol, TensorType, TypeRuleError, f32  # noqa: E402
+from parity.ir import OP_TABLE, DType, Group, Symbol, TensorType, TypeRuleError, f32  # noqa: E402
 
 ULPS = 8
 DTYPES = [np.float32, np.float64]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from parity.ir.dtypes import ALL_DTYPES
 from parity.ir import OP_TABLE, Accuracy, DType, GraphBuilder, Group, Symbol, TensorType, TypeRuleError, evaluate
+from parity.ir.dtypes import ALL_DTYPES
 
 NAN, INF = float("nan"), float("inf")
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from parity.ir.dtypes import ALL_DTYPES
 from parity.ir import OP_TABLE, Accuracy, DType, GraphBuilder, Symbol, TensorType, TypeRuleError, evaluate
+from parity.ir.dtypes import ALL_DTYPES
 
 NAN, INF = float("nan"), float("inf")
 

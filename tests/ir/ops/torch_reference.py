@@ -20,7 +20,7 @@ import ml_dtypes
 import numpy as np
 import torch
 
-from parity.ir import Graph, GraphBuilder, OP_TABLE, Kind, evaluate
+from parity.ir import OP_TABLE, Graph, GraphBuilder, Kind, evaluate
 from parity.ir.dtypes import DType
 from parity.ir.types import TensorType
 
