@@ -1,6 +1,6 @@
 """The FFT error table (issue 28): each backend's fft/ifft/rfft/irfft against the float64 oracle.
 
-    .venv/bin/python -m bench.fft_error [--markdown bench/results/fft_error.md]
+    .venv/bin/python -m studies.fft_error [--markdown studies/fft_error/results.md]
 
 For every op × transform size (1-d, 2 signals of standard normal values, norm="backward") ×
 dtype × backend that claims the op, the largest error of any part of any output element,
@@ -78,7 +78,7 @@ def main(argv=None) -> None:
     print(text)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write("# FFT error against the float64 oracle\n\n`python -m bench.fft_error`; see bench/fft_error.py "
+            f.write("# FFT error against the float64 oracle\n\n`python -m studies.fft_error`; see studies/fft_error/__main__.py "
                     "for the units.\nonnx, triton and inductor do not claim the FFT ops (Backend.declined).\n\n"
                     + text + "\n")
 

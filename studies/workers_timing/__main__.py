@@ -1,6 +1,6 @@
 """Wall time of ``parity conform`` serial and on 1/2/4 workers, local and Monarch engines.
 
-``python -m parity.bench.workers_timing quick|zoo [--out bench/results/workers.md]`` runs
+``python -m studies.workers_timing quick|zoo [--out studies/workers_timing/results.md]`` runs
 each configuration once, back to back, as a ``parity conform`` subprocess writing its
 JSON report, and prints a Markdown table: wall time, the ratio to the serial run, the
 1-minute load average before and after, and whether every cell (status, max ULP, max
