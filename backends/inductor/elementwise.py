@@ -141,6 +141,8 @@ def _int_divisor(ctx: InductorNodeContext, y):
 
 
 def div(ctx: InductorNodeContext, x, y):
+    if x.dtype == torch.complex64:  # torch's complex64 division gives NaN for some finite/inf quotients
+        return torch.div(x.to(torch.complex128), y.to(torch.complex128)).to(torch.complex64)
     if ctx.dtype.is_float or ctx.dtype.is_complex:
         return torch.div(x, y)
     q = torch.div(x, _int_divisor(ctx, y), rounding_mode="trunc")

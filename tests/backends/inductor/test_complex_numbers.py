@@ -3,7 +3,7 @@
 Special parts (±inf, NaN, -0.0) go through the ops whose rules fix torch's behaviour
 (neg's signed zeros, complex64 exp/log computed in complex128, |z| with an infinite
 part), and must match the interpreter bit for bit (NaNs as NaNs). ``div`` and ``angle``
-are measured against their bounds by ``parity conform`` (deviations.py has div's).
+are measured against their bounds by ``parity conform``.
 """
 
 from __future__ import annotations
@@ -46,3 +46,17 @@ def test_complex_ops_match_the_interpreter(backend, dtype):
     want = evaluate(graph, [z, w])
     bad = [name for name, g, e in zip(names, got, want) if not _same(g, e)]
     assert bad == []
+
+
+def test_complex64_division_of_zero_and_by_infinity_matches_the_interpreter(backend):
+    # torch's complex64 division gives NaN + NaN·i for 0 / 1e-45i and for 1 / (inf + 0i); the
+    # rule runs it in complex128, where both come out as the IR's signed zeros
+    x = np.array([0, -0.0, 0, 1 + 2j, -3 + 0.5j, 2j], np.complex64)
+    y = np.array([1e-45j, 1e-45 + 0j, 1e-45 + 1e-45j, INF + 0j, complex(0, -INF), -1e-38 + 1e-45j], np.complex64)
+    b = GraphBuilder("complex_div")
+    p, q = b.input(c64[6]), b.input(c64[6])
+    graph = b.build([b.div(p, q)])
+    (got,) = backend.compile(graph, "cpu")(x, y)
+    (want,) = evaluate(graph, [x, y])
+    assert not np.isnan(want).any()
+    assert _same(got, want)
