@@ -122,8 +122,14 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
         cell.message = (f"the deviation covering it records no number in ULPs ({numeric[0].max_error!r}), "
                         "so it explains nothing. " + cell.message)
     elif numeric:
-        cell.message = (f"max error {cell.max_ulp:.3g} ULP exceeds the recorded deviation "
-                        f"({numeric[0].max_error}). " + cell.message)
+        error = unexplained.max_ulp if unexplained.flushed_passed is None else unexplained.flushed_ulp
+        if error is None or not np.isfinite(error):  # NaN or inf where the reference is finite
+            cell.message = (f"{unexplained.case} has a non-finite error (a NaN or infinity where the reference "
+                            f"differs), which no recorded ULP figure ({numeric[0].max_error}) excuses. "
+                            + cell.message)
+        else:
+            cell.message = (f"max error {error:.3g} ULP exceeds the recorded deviation "
+                            f"({numeric[0].max_error}). " + cell.message)
 
 
 def _covers(d: Deviation, op: str, dtype: str, device: str) -> bool:

@@ -97,6 +97,32 @@ def test_recorded_deviations_alone_exit_zero(wrong):
     assert result.exit_code == 0
 
 
+def test_a_nan_where_the_reference_is_finite_is_named_not_hidden_behind_the_finite_maximum():
+    # a small scaling (within the deviation) plus one NaN: the cell's finite maximum is under the
+    # recorded figure, so the message must name the non-finite error instead of "exceeds"
+    planted = []
+
+    def one_nan(op, dtype, r):  # in the first case that runs only
+        r = np.array(r, copy=True)
+        if op == "exp" and r.size > 1 and not planted:
+            planted.append(r.flat[1])
+            r.flat[1] = np.nan
+        return r
+
+    backend = Perturbed("nan_exp", {"exp": 1 + 2**-22}, dtypes=[DType.float32], change=one_nan,
+                        deviations=(Deviation("exp", "scaled a little on purpose", "1000 ulp", DType.float32),))
+    register_backend(backend)
+    try:
+        result = runner.run(["nan_exp"], ops="^exp$", dtypes=[DType.float32], quick=True)
+    finally:
+        unregister_backend(backend.name)
+    (cell,) = [c for c in result.cells if c.backend == "nan_exp" and c.device == "cpu"]
+    assert planted and not np.isnan(planted[0]) and cell.cases > 1
+    assert cell.status == "fail" and cell.max_ulp is not None and cell.max_ulp < 1000
+    assert "has a non-finite error" in cell.message and "(1000 ulp) excuses" in cell.message
+    assert "exceeds the recorded deviation" not in cell.message
+
+
 def test_run_case_api_for_one_case(wrong):
     case = next(c for c in all_cases() if c.op == "exp" and c.dtype is DType.float32 and c.name == "random")
     bad = execute.run_case(wrong, "cpu", case)
