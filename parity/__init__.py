@@ -82,7 +82,9 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
     if backend != "auto":
         validate.device(device, [validate.backend(backend, also=("auto",))])
     if backend == "auto" or auto is not None:
-        validate.auto_options(auto)
+        options = validate.auto_options(auto)
+        if backend == "auto" and options.forced is None:  # a forced backend is checked by make_compiled
+            validate.auto_device(device, options)
     return make_compiled(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
                     auto=auto, fast_path=fast_path, precision=precision, fullgraph=fullgraph)

@@ -61,6 +61,15 @@ def backend(name: str, *, also: Iterable[str] = ()) -> str:
     return one_of(name, known, "backend", " (a plugin registers an entry point in the group 'parity.backends')")
 
 
+# what users type for a device parity names otherwise (torch says "cuda" for NVIDIA and AMD GPUs)
+_DEVICE_ALIASES = {"gpu": "cuda", "nvidia": "cuda", "rocm": "cuda", "hip": "cuda"}
+
+
+def _device_hint(name: str, devices: list[str]) -> str:
+    alias = _DEVICE_ALIASES.get(name.lower())
+    return f" did you mean {alias!r}?" if alias in devices else did_you_mean(name, devices)
+
+
 def device(name: str, backends: Iterable[str]) -> str:
     """A device that at least one of ``backends`` runs on (``cpu``, ``cuda``, ``tpu``...)."""
     from .backends.registry import get_backend
@@ -70,8 +79,30 @@ def device(name: str, backends: Iterable[str]) -> str:
     if name in devices:
         return name
     runs = f"backend {backends[0]!r} runs" if len(backends) == 1 else "the backends run"
-    raise UsageError(f"{runs} on {', '.join(devices)}, not {name!r};{did_you_mean(name, devices)} "
+    raise UsageError(f"{runs} on {', '.join(devices)}, not {name!r};{_device_hint(name, devices)} "
                      f"choose one of those devices{' or another backend' if len(backends) == 1 else ''}")
+
+
+def auto_device(name: str, auto) -> str:
+    """A device that at least one of ``auto``'s candidates runs on (every backend when it names
+    none). ``cpu`` is checked without loading a backend: the reference interpreter runs there."""
+    from .backends.registry import backend_names, get_backend
+
+    if name == "cpu":
+        return name
+    candidates = list(auto.candidates or backend_names())
+    loadable = []
+    for b in candidates:
+        try:
+            get_backend(b)
+            loadable.append(b)
+        except Exception:  # a plugin that fails to load is auto's to report, not a device error
+            continue
+    devices = list(dict.fromkeys(d for b in loadable for d in get_backend(b).devices))
+    if name in devices:
+        return name
+    raise UsageError(f"backend='auto' chooses among backends that run on {', '.join(devices)}, not {name!r};"
+                     f"{_device_hint(name, devices)} choose one of those devices")
 
 
 def existing_file(path: str | os.PathLike, what: str) -> Path:
@@ -126,7 +157,7 @@ def auto_options(auto):
     return auto
 
 
-__all__ = ["auto_options", "OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
+__all__ = ["auto_device", "auto_options", "OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
            "export_arguments", "options", "output_path", "regex"]
 
 

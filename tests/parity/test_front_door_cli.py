@@ -132,6 +132,10 @@ def test_did_you_mean_only_for_near_misses():
      "backend"),
     (dict(backend="reference", device="cuda"), "backend 'reference' runs on cpu, not 'cuda'; choose one of those devices or another "
                           "backend"),
+    (dict(device="gpu"), "backend='auto' chooses among backends that run on cpu, cuda, tpu, not 'gpu'; did you mean "
+                         "'cuda'? choose one of those devices"),
+    (dict(backend="onnx", device="gpu"),
+     "backend 'onnx' runs on cpu, cuda, not 'gpu'; did you mean 'cuda'? choose one of those devices or another backend"),
     (dict(strict="yes"), "strict should be bool, got str 'yes'"),
     (dict(fullgraph="yes"), "fullgraph should be bool, got str 'yes'"),
     (dict(dynamic="yes"), "dynamic should be bool or NoneType, got str 'yes'"),
@@ -143,6 +147,9 @@ def test_did_you_mean_only_for_near_misses():
                        "precision, fullgraph"),
     (dict(auto=dict(candidates=("xla", "onx"))),
      f"unknown backend 'onx'; did you mean 'onnx'? choose from: {BACKENDS} {PLUGIN_HINT}"),
+    (dict(auto=dict(candidates=("onnx", "reference")), device="tpu"),
+     "backend='auto' chooses among backends that run on cpu, cuda, not 'tpu'; did you mean 'cpu'? choose one of those "
+     "devices"),
     (dict(auto=dict(budget_s=0)), "AutoOptions.budget_s should be a positive number of seconds, got 0"),
     (dict(auto=dict(matrix="no-such-report.json")),
      "no such conformance report (AutoOptions.matrix): 'no-such-report.json'"),
