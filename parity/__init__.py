@@ -191,6 +191,7 @@ def explain(fn, *args, backends=None, **kwargs):
                                   f"backends=[{backends!r}]")
     for name in backends or ():
         validate.backend(name)
+    validate.call_keywords("parity.explain", fn, kwargs)
     return explain_(fn, *args, backends=backends, **kwargs)
 
 

@@ -44,6 +44,30 @@ def options(function: str, given: Mapping[str, object]) -> None:
         raise UsageError(f"{function} takes no option {name!r}{why}")
 
 
+def call_keywords(function: str, fn, given: Mapping[str, object]) -> None:
+    """Reject keywords that ``function`` would pass on to ``fn`` but ``fn`` does not take: a
+    misspelt option of ``function`` (``backend=`` for ``backends=``) would otherwise reach the
+    user's code and fail there. Nothing is checked when ``fn``'s signature is unknown or takes
+    ``**kwargs``."""
+    import inspect
+
+    target = fn.forward if hasattr(fn, "forward") and not inspect.isfunction(fn) else fn
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    takes = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    for name in given:
+        if name in takes:
+            continue
+        near = did_you_mean(name, OPTIONS[function])
+        raise UsageError(f"{function} passes the keyword {name!r} to {getattr(target, '__qualname__', 'the function')}, "
+                         f"which takes no such parameter;{near} {function}'s own options are "
+                         f"{', '.join(OPTIONS[function])}")
+
+
 def backend(name: str, *, also: Iterable[str] = ()) -> str:
     """A backend name the registry knows (a built-in, a plugin, a registered instance), or one of ``also``."""
     from .backends.registry import BackendNotFound, backend_names, get_backend
@@ -157,7 +181,7 @@ def auto_options(auto):
     return auto
 
 
-__all__ = ["auto_device", "auto_options", "OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
+__all__ = ["auto_device", "auto_options", "call_keywords", "OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
            "export_arguments", "options", "output_path", "regex"]
 
 

@@ -411,3 +411,19 @@ def test_python_dash_m_parity_bench_exits_2_on_a_bad_name():
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith("parity bench: unknown name(s) ['mpl']; workloads: ['tiny', 'mlp'")
+
+
+def test_explain_refuses_a_keyword_the_function_does_not_take_and_passes_those_it_does():
+    def scaled(x, scale=2.0):
+        return torch.relu(x) * scale
+
+    with pytest.raises(validate.UsageError) as caught:
+        parity.explain(scaled, torch.ones(3), backend="xla")
+    assert str(caught.value) == ("parity.explain passes the keyword 'backend' to "
+                                 "test_explain_refuses_a_keyword_the_function_does_not_take_and_passes_those_it_does."
+                                 "<locals>.scaled, which takes no such parameter; did you mean 'backends'? "
+                                 "parity.explain's own options are backends")
+    with pytest.raises(validate.UsageError, match="to Linear.forward, which takes no such parameter"):
+        parity.explain(torch.nn.Linear(3, 3), torch.ones(3), backend="onnx")
+    report = parity.explain(scaled, torch.ones(3), scale=3.0, backends=["reference"])  # fn's own keyword
+    assert report.graphs
