@@ -270,3 +270,25 @@ def test_bad_arguments_are_refused_before_anything_runs(arguments, message):
     with pytest.raises(UsageError) as caught:
         runner.run(**arguments)
     assert str(caught.value).startswith(message)
+
+
+def test_a_case_reaching_a_declined_dtype_through_another_operand_is_unsupported_not_failed():
+    # convert's claim names its input dtype; converting f32 to c64 reaches the declined c64
+    backend = Perturbed("no_complex")
+    backend.declined_dtypes = {DType.complex64: "no complex here", DType.complex128: "no complex here"}
+    original = backend.compile
+
+    def compile_refusing_complex(graph, device):
+        if any(v.type.dtype.is_complex for n in graph.nodes for v in (*n.inputs, *n.outputs)):
+            raise RuntimeError("complex reached the backend")
+        return original(graph, device)
+
+    backend.compile = compile_refusing_complex
+    register_backend(backend)
+    try:
+        result = runner.run(["no_complex"], ops="^convert$", dtypes=[DType.float32], quick=True)
+    finally:
+        unregister_backend(backend.name)
+    (cell,) = [c for c in result.cells if c.backend == "no_complex" and c.device == "cpu"]
+    assert cell.status == "pass" and cell.unsupported > 0 and cell.passed == cell.cases - cell.unsupported
+    assert result.exit_code == 0
