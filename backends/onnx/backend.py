@@ -157,11 +157,11 @@ class OnnxExecutable:
             name, t = self._in[i]
             complex_dtype = self._complex_in[i]
             array = _as_array(value, complex_dtype or t.dtype, i, self.graph.name)
+            if self._static and array.shape != self.graph.inputs[i].type.shape:
+                raise ParityError(f"input {i} of @{self.graph.name} has shape {list(array.shape)}, "
+                                  f"expected {self.graph.inputs[i].type}")
             if complex_dtype is not None:
                 array = _carrier(array, complex_dtype)
-            if self._static and array.shape != t.shape:
-                raise ParityError(f"input {i} of @{self.graph.name} has shape {list(array.shape[:-1] if complex_dtype else array.shape)}, "
-                                  f"expected {self.graph.inputs[i].type}")
             keep.append(array)
             if t.dtype is DType.bfloat16:  # no NumPy buffer format ORT knows: its raw bits, typed
                 raw = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), ONNX_DTYPES[t.dtype])

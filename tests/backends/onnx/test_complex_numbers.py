@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from parity.backends.onnx.backend import OnnxBackend
-from parity.ir import GraphBuilder, c64, c128, evaluate, f32
+from parity.ir import GraphBuilder, ParityError, c64, c128, evaluate, f32
 
 NAN, INF = np.nan, np.inf
 RE = np.array([INF, -INF, 0.0, -0.0, 1.0000001, -1e-45, NAN, 3.0, 0.9999999, -2.0, 1e30, -0.0], np.float32)
@@ -115,8 +115,10 @@ def test_complex_graph_boundary_takes_numpy_and_torch_and_returns_complex_arrays
     t = torch.complex(torch.tensor(r), torch.tensor(i))
     (from_torch,) = run(t.conj())  # a lazily conjugated tensor: its values, not its memory
     assert from_torch.dtype == np.complex64 and _same(from_torch, -np.conj(r + 1j * i).astype(np.complex64))
-    with pytest.raises(Exception, match="expected c64"):
+    with pytest.raises(ParityError, match=r"input 0 of @neg has dtype complex128, expected c64; convert it"):
         run(np.zeros((2, 3), np.complex128))
+    with pytest.raises(ParityError, match=r"input 0 of @neg has shape \[3, 2\], expected c64\[2,3\]"):
+        run(np.zeros((3, 2), np.complex64))
 
 
 @pytest.mark.parametrize("op, n", [("fft", 8), ("fft", 7), ("ifft", 100), ("fft", 4099), ("ifft", 1)])
