@@ -40,13 +40,14 @@ from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.precision import Precision
 from ...ir.shapes import ShapeBindings
-from ..base import Backend, CompilePrior, OpClaim, check_not_declined, declining_complex
+from ..base import Backend, CompilePrior, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
+from .complex_numbers import carrier_type
 from .composites import NATIVE
 from .deviations import DEVIATIONS, SUMMATION
 from .emitter import ONNX_DTYPES, with_subgraphs
 from .legalize import UNSUPPORTED
-from .lowering import LOWERINGS, to_model
+from .lowering import COMPLEX_LOWERINGS, LOWERINGS, to_model
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 _NUMPY = {dtype: dtype.numpy for dtype in DType}
@@ -106,8 +107,11 @@ class OnnxExecutable:
         self.graph = graph
         self.device = device
         self.session = session
-        self._in = [(f"in{i}", v.type) for i, v in enumerate(graph.inputs)]
-        self._out = [(f"out{i}", v.type) for i, v in enumerate(graph.outputs)]
+        # ONNX types: a complex value travels as its float carrier [..., 2] (complex_numbers.py)
+        self._in = [(f"in{i}", carrier_type(v.type)) for i, v in enumerate(graph.inputs)]
+        self._out = [(f"out{i}", carrier_type(v.type)) for i, v in enumerate(graph.outputs)]
+        self._complex_in = [v.type.dtype if v.type.dtype.is_complex else None for v in graph.inputs]
+        self._complex_out = [v.type.dtype if v.type.dtype.is_complex else None for v in graph.outputs]
         self._static = all(t.is_static for _, t in self._in)
         # Outputs ORT allocates (and we copy out): bound once per thread when shapes are static.
         self._copied = [self._static and not _bind_buffer(t.dtype, t.shape) for _, t in self._out]
@@ -151,9 +155,13 @@ class OnnxExecutable:
             if last is not None and last[0] is value and value.shape == last[1] and _same_buffer(value, last[2]):
                 continue  # the same array or tensor as last call, still over the bound buffer
             name, t = self._in[i]
-            array = _as_array(value, t.dtype, i, self.graph.name)
-            if self._static and array.shape != t.shape:
-                raise ParityError(f"input {i} of @{self.graph.name} has shape {list(array.shape)}, expected {t}")
+            complex_dtype = self._complex_in[i]
+            array = _as_array(value, complex_dtype or t.dtype, i, self.graph.name)
+            if self._static and array.shape != self.graph.inputs[i].type.shape:
+                raise ParityError(f"input {i} of @{self.graph.name} has shape {list(array.shape)}, "
+                                  f"expected {self.graph.inputs[i].type}")
+            if complex_dtype is not None:
+                array = _carrier(array, complex_dtype)
             keep.append(array)
             if t.dtype is DType.bfloat16:  # no NumPy buffer format ORT knows: its raw bits, typed
                 raw = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), ONNX_DTYPES[t.dtype])
@@ -161,13 +169,21 @@ class OnnxExecutable:
                 local.bind_ortvalue(name, raw)
             else:
                 local.bind_input(name, array)  # zero-copy: ORT reads the array's buffer
-            bound[i] = (value, value.shape, _buffer(value)) if _is_view_of(array, value, t.dtype) else None
+            # a complex input's carrier is a view the caller does not hold: bound again each call
+            bound[i] = (value, value.shape, _buffer(value)) if (
+                complex_dtype is None and _is_view_of(array, value, t.dtype)) else None
         if self._static:
             if all(self._copied):  # small outputs: bound once, copied out
                 local.run()
-                return local.copy_out()
-            return self._run_recycled(local)
-        return self._run_general(local, inputs)
+                return self._complex(local.copy_out())
+            return self._complex(self._run_recycled(local))
+        return self._complex(self._run_general(local, inputs))
+
+    def _complex(self, outs: list[np.ndarray]) -> list[np.ndarray]:
+        """Complex outputs as complex arrays: views of their carriers [..., 2] (no copy)."""
+        if not any(self._complex_out):
+            return outs
+        return [out if dtype is None else _from_carrier(out, dtype) for out, dtype in zip(outs, self._complex_out)]
 
     def _run_recycled(self, local) -> list[np.ndarray]:
         """Static shapes with large outputs: ORT writes them into arrays of ours, and an array
@@ -202,8 +218,8 @@ class OnnxExecutable:
         """Outputs of symbolic shape or bound to fresh arrays of ours."""
         binding = local.binding
         bindings = ShapeBindings(error=ParityError)
-        for i, ((_, t), value) in enumerate(zip(self._in, inputs)):
-            bindings.bind(t, np.shape(value) if not hasattr(value, "shape") else tuple(value.shape),
+        for i, (v, value) in enumerate(zip(self.graph.inputs, inputs)):
+            bindings.bind(v.type, np.shape(value) if not hasattr(value, "shape") else tuple(value.shape),
                           f"input {i} of @{self.graph.name}")
         bindings.check_graph(self.graph)  # sizes the graph cannot take (N//3 of N=7) are an error, not ORT's
         fresh: list[np.ndarray | None] = []
@@ -245,6 +261,16 @@ def _renamed_dim(text: str, dim_names: dict[str, str]) -> str:
     return str(substitute(parse_dim(text), renames))
 
 
+def _carrier(array: np.ndarray, dtype: DType) -> np.ndarray:
+    """A C-contiguous complex array as its float carrier [..., 2] (a view: real, imaginary)."""
+    return array.reshape(-1).view(dtype.real_dtype.numpy).reshape(*array.shape, 2)
+
+
+def _from_carrier(carrier: np.ndarray, dtype: DType) -> np.ndarray:
+    """A float carrier [..., 2] as the complex array it holds (a view)."""
+    return carrier.reshape(-1).view(dtype.numpy).reshape(carrier.shape[:-1])
+
+
 def _bind_buffer(dtype: DType, shape) -> bool:
     """Whether an output is bound to a fresh array of ours (else ORT allocates and we copy)."""
     return dtype is DType.bfloat16 or math.prod(shape) * dtype.numpy.itemsize >= _BIND_OUTPUT_BYTES
@@ -283,7 +309,7 @@ def _as_array(value: Any, dtype: DType, i: int, graph: str) -> np.ndarray:
         if tensor.device.type != "cpu":
             raise ParityError(f"input {i} of @{graph} is on {tensor.device}; the onnx backend's "
                               f"executables take CPU tensors (move it with .cpu())")
-        tensor = tensor.contiguous()
+        tensor = tensor.resolve_conj().contiguous()  # (a lazily conjugated complex tensor has no NumPy view)
         if dtype is DType.bfloat16:
             import torch
 
@@ -304,9 +330,6 @@ class OnnxBackend(Backend):
     name = "onnx"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
-    declined, declined_dtypes = declining_complex(
-        "complex numbers are not lowered to ONNX yet (they would travel as a trailing (real, imaginary) "
-        "pair of floats; issue 28)")
     summation = SUMMATION
     compile_priors = (CompilePrior("cpu", per_graph_s=0.05, per_node_s=0.002,
                                    basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
@@ -321,13 +344,19 @@ class OnnxBackend(Backend):
 
     def claims(self):
         out = {}
-        for name in LOWERINGS:
+        for name in {**LOWERINGS, **COMPLEX_LOWERINGS}:
             opdef = OP_TABLE.get(name)
-            if opdef is not None:
-                native = NATIVE.get(name)  # a composite: only the dtypes its ONNX op was measured in
-                dtypes = frozenset(d for d in opdef.dtypes if (name, d) not in UNSUPPORTED
-                                   and d not in self.declined_dtypes and (native is None or d in native.dtypes))
-                out[name] = OpClaim(dtypes)
+            if opdef is None:
+                continue
+            native = NATIVE.get(name)  # a composite: only the dtypes its ONNX op was measured in
+            real = name in LOWERINGS and frozenset(
+                d for d in opdef.dtypes if not d.is_complex and (name, d) not in UNSUPPORTED
+                and d not in self.declined_dtypes and (native is None or d in native.dtypes))
+            # complex rules (complex_numbers.py): the complex dtypes, and every dtype of the ops
+            # that have no real rule (complex, rfft take real parts)
+            cplx = name in COMPLEX_LOWERINGS and frozenset(
+                d for d in opdef.dtypes if (d.is_complex or name not in LOWERINGS) and d not in self.declined_dtypes)
+            out[name] = OpClaim((real or frozenset()) | (cplx or frozenset()))
         return out
 
     def export(self, graph: Graph, path, *, input_names: Sequence[str] | None = None,

@@ -33,11 +33,15 @@ from ...ir.graph import Graph, Node
 from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
 from ...ir.precision import Precision
+from .complex_math import RULES as COMPLEX_MATH
+from .complex_numbers import RULES as COMPLEX_STRUCTURAL
+from .complex_numbers import Parts, carrier_type, empty_parts, is_complex_node, split, stack
 from .composites import NATIVE
 from .composites import RULES as COMPOSITES
 from .context import OnnxNodeContext
 from .elementwise import RULES as ELEMENTWISE
 from .emitter import Emitter, value_info, with_subgraphs
+from .fft import RULES as FFT
 from .legalize import COMPUTE_IN_WIDER, UNSUPPORTED
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
@@ -47,6 +51,10 @@ from .shape import reshape_to
 OPSET = 28
 
 LOWERINGS = {**ELEMENTWISE, **SHAPE, **REDUCTION, **COMPOSITES}
+
+# Rules for nodes with a complex operand or result (complex values travel as Parts:
+# complex_numbers.py); the complex and fft families have no real rule at all.
+COMPLEX_LOWERINGS = {**COMPLEX_STRUCTURAL, **COMPLEX_MATH, **FFT}
 
 
 def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] | None = None,
@@ -64,9 +72,12 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
                          f"got {len(input_names)} input and {len(output_names)} output names")
     if len(set(input_names + output_names)) != len(input_names) + len(output_names):
         raise ValueError(f"input and output names must be distinct: {input_names + output_names}")
-    graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
+    graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS or op in COMPLEX_LOWERINGS)
     em = Emitter(reserved=input_names + output_names, precision=precision)
-    env = {value: em.input(name, value.type) for name, value in zip(input_names, graph.inputs)}
+    env = {}
+    for name, value in zip(input_names, graph.inputs):  # a complex input arrives as its carrier [..., 2]
+        carrier = em.input(name, carrier_type(value.type))
+        env[value] = split(em, carrier) if value.type.dtype.is_complex else carrier
     views = _Views(em, legalize)
     biased = _conv_bias_adds(graph, legalize)
     deferred = {conv for conv, _ in biased.values()}
@@ -94,10 +105,11 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
         else:
             outputs = lower_node(em, node, [views.full(v, env[v]) for v in node.inputs], legalize=legalize)
             env.update(zip(node.outputs, outputs))
-    _name_outputs(em, [views.full(v, env[v]) for v in graph.outputs], output_names)
+    outputs = [views.full(v, env[v]) for v in graph.outputs]
+    _name_outputs(em, [stack(em, out) if isinstance(out, Parts) else out for out in outputs], output_names)
     proto = helper.make_graph(
         em.nodes, graph.name, em.inputs,
-        [value_info(name, v.type) for name, v in zip(output_names, graph.outputs)],
+        [value_info(name, carrier_type(v.type)) for name, v in zip(output_names, graph.outputs)],
         initializer=em.initializers,
     )
     opsets = [helper.make_opsetid("", OPSET)]
@@ -153,7 +165,8 @@ class _Views:
 
     @staticmethod
     def may_stay_compact(node: Node) -> bool:
-        return all(v.type.is_static and 0 not in v.type.shape for v in (*node.inputs, *node.outputs))
+        return all(v.type.is_static and 0 not in v.type.shape and not v.type.dtype.is_complex
+                   for v in (*node.inputs, *node.outputs))
 
     def full(self, value, name: str) -> str:
         """``name`` at the IR value's full shape."""
@@ -194,13 +207,15 @@ class _Views:
 
 def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bool = True) -> list[str]:
     """Emit ``node``; return the ONNX names of its results."""
-    rule = LOWERINGS.get(node.op)
     where = f" (at {node.loc})" if node.loc else ""
+    in_types = tuple(v.type for v in node.inputs)
+    out_types = tuple(v.type for v in node.outputs)
+    if is_complex_node(in_types, out_types):
+        return _lower_complex(em, node, operands, where)
+    rule = LOWERINGS.get(node.op)
     if rule is None:
         raise UnsupportedOpError(f"the onnx backend has no rule for {node.op!r}{where} "
                                  f"(backends/onnx/lowering.py); use backend='reference' or 'xla'")
-    in_types = tuple(v.type for v in node.inputs)
-    out_types = tuple(v.type for v in node.outputs)
     if all(t.is_static and 0 in t.shape for t in out_types):
         # Every result is empty: several ORT kernels reject empty inputs (LayerNormalization,
         # RMSNormalization, Trilu's Reshape), and there is nothing to compute.
@@ -235,6 +250,21 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
     if wide is not None:
         results = [_narrow(em, r, wide, v.type) if v.type.dtype is dtype else r for r, v in zip(results, node.outputs)]
     return results
+
+
+def _lower_complex(em: Emitter, node: Node, operands: Sequence, where: str) -> list:
+    """Emit a node with a complex operand or result (complex_numbers.py): complex values are Parts."""
+    rule = COMPLEX_LOWERINGS.get(node.op)
+    if rule is None:
+        raise UnsupportedOpError(f"the onnx backend has no complex rule for {node.op!r}{where} "
+                                 f"(backends/onnx/complex_numbers.py); use backend='reference' or 'xla'")
+    out_types = tuple(v.type for v in node.outputs)
+    if all(t.is_static and 0 in t.shape for t in out_types):  # nothing to compute (as lower_node)
+        return [empty_parts(em, t) if t.dtype.is_complex else em.const(np.zeros(t.shape, t.dtype.numpy))
+                for t in out_types]
+    ctx = OnnxNodeContext(node.attrs, tuple(v.type for v in node.inputs), out_types, em=em, op_name=node.op,
+                          loc=where)
+    return [rule(ctx, *operands)]
 
 
 def _lower_decomposition(em: Emitter, node: Node, operands: Sequence[str], legalize: bool) -> list[str]:

@@ -35,6 +35,14 @@ from ..types import TensorType
 from .rules import check_dtype, is_symbolic
 
 NORMS = ("backward", "ortho", "forward")
+# Which results of a real inverse transform are NaN, ±inf or finite once its half-spectrum
+# holds a NaN or an infinity depends on the algorithm: pocketfft's real-data butterflies
+# never multiply by a twiddle that is exactly 0 (a quarter turn is a swap), so NaN + 0i in
+# bin 3 of 16 leaves x[4] and x[12] finite, while a complex inverse of the whole Hermitian
+# spectrum, or a different factorisation, computes NaN·0 there (and inf - inf elsewhere).
+# (The complex results of fft/ifft/rfft only have to be non-finite where the reference's
+# are, which every algorithm meets: docs/conformance.md.)
+NONFINITE_SPECTRUM = "which results are NaN, infinite or finite when a signal's half-spectrum holds a NaN or inf"
 _REAL = (DType.float32, DType.float64)
 
 _NDIMS = AttrSpec("ndims", AttrKind.INT, doc="how many trailing axes are transformed (>= 1)")
@@ -105,6 +113,7 @@ def _fft_op(name: str) -> OpDef:
         accuracy=Accuracy.ACCUMULATION,  # its bound grows with log n (conformance/bounds.py)
         reference=_reference(name),
         doc=_DOCS[name],
+        implementation_defined=(NONFINITE_SPECTRUM,) if name == "irfft" else (),
     )
 
 
