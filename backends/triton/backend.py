@@ -51,9 +51,10 @@ from ...ir.ops import OP_TABLE
 from ...ir.passes import PASSES, decompose, run_pipeline
 from ...ir.shapes import ShapeBindings
 from ...ir.types import TensorType
-from ..base import Backend, Deviation, OpClaim, check_not_declined, declining_complex
+from ..base import Backend, Deviation, OpClaim, check_not_declined
 from ..compiler_caches import compiler_cache_dir
-from .lowerings import lowered_ops
+from .complex_pairs import has_complex, to_pairs
+from .lowerings import complex_ops, lowered_ops
 from .schedule import KernelStep, Options, Plan, Scheduler
 from .symbolic import fallback_reason
 
@@ -91,15 +92,14 @@ class TritonBackend(Backend):
     name = "triton"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
-    declined, declined_dtypes = declining_complex(
-        "Triton has no complex type, and complex numbers are not lowered to pairs of floats yet "
-        "(docs/backends/triton.md, \"Complex numbers and FFTs\")")
 
     def __init__(self, options: TritonOptions | None = None):
         self.options = options or TritonOptions.from_environment()
-        # Exactly the ops the rule tables lower (lowerings.py), in op-table order.
-        parts = lowered_ops()
-        self._claims = {name: OpClaim(frozenset(d for d in op.dtypes if d not in self.declined_dtypes),
+        # Exactly the ops the rule tables lower (lowerings.py), in op-table order; complex dtypes
+        # only for the ops with a float-pair rule or extern call (complex_pairs.py).
+        parts, pairs = lowered_ops(), complex_ops()
+        self._claims = {name: OpClaim(frozenset(d for d in op.dtypes if d not in self.declined_dtypes
+                                                and (not d.is_complex or name in pairs)),
                                       extern=parts[name] == "extern")
                         for name, op in OP_TABLE.items() if name in parts}
         self._modules: dict[tuple, Any] = {}
@@ -149,6 +149,8 @@ class TritonBackend(Backend):
                 from .program import load_module, module_source
 
                 cuda = device == "cuda"
+                if has_complex(graph):  # complex values as float pairs (complex_pairs.py)
+                    graph = to_pairs(graph)
                 plan = Scheduler(graph, self.options.schedule, cuda).plan()
                 source = module_source(plan, cuda=cuda)
                 entry = (plan, source, load_module(source, self.options.cache_dir or compiler_cache_dir("triton")))
@@ -162,6 +164,10 @@ def _cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+_COMPLEX_FALLBACK = ("its complex values are rewritten to float pairs (complex_pairs.py), which is done per "
+                     "concrete shape")
 
 
 class TritonExecutable:
@@ -180,7 +186,8 @@ class TritonExecutable:
         self._hash = graph.content_hash()
         self._last = None
         static = all(t.is_static for t in graph.input_types)
-        self.fallback = None if static else fallback_reason(graph)
+        self._complex = [v.type.dtype.is_complex for v in graph.inputs], [v.type.dtype.is_complex for v in graph.outputs]
+        self.fallback = None if static else _COMPLEX_FALLBACK if has_complex(graph) else fallback_reason(graph)
         self.generic = not static and self.fallback is None  # one kernel set, sizes as arguments
         if static or self.generic:
             self._specialize(graph.input_types)
@@ -207,12 +214,16 @@ class TritonExecutable:
         if not self.generic and (last is None or last[0][2] != tuple(str(t) for t in types)):
             last = self._specialize(types)
         _, plan, _, module = last
+        # complex tensors cross as their float pairs, without copies (complex_pairs.py)
+        tensors = [torch.view_as_real(t) if c else t for t, c in zip(tensors, self._complex[0])]
         args = (tensors, self._constants(plan, dev), dev) + ((bindings.sizes,) if self.generic else ())
         if self.backend.options.interpret:
             # the interpreter computes masked-off lanes too (e.g. x / 0 there): IEEE results, no warnings
             with np.errstate(all="ignore"):
-                return module.run(*args)
-        return module.run(*args)
+                outputs = module.run(*args)
+        else:
+            outputs = module.run(*args)
+        return [torch.view_as_complex(r) if c else r for r, c in zip(outputs, self._complex[1])]
 
     def _constants(self, plan: Plan, dev):
         cached = getattr(plan, "_device_constants", None)

@@ -1,0 +1,195 @@
+"""Complex numbers on the Triton backend, against the reference interpreter.
+
+Complex values run as float pairs (complex_pairs.py): the exact ops must match the
+interpreter bit for bit on special parts (±inf, NaN, -0.0), the rounded ones within their
+bound in ULPs of |o| (conformance/metrics.py), with their special values exact. exp, log,
+sqrt and the FFTs are extern torch calls on the pair. Graphs are small: the interpreter
+runs every kernel with NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from parity.conformance.metrics import ulp_error
+from parity.ir import DType, GraphBuilder, Symbol, c64, c128, evaluate
+
+from .conftest import assert_exact
+
+NAN, INF = np.nan, np.inf
+# parts: every pairing of a special and an ordinary part, with -0.0 on each side
+_RE = [INF, -INF, NAN, 0.0, -0.0, 1.5, -2.0, 0.0, -0.0, 3.0, INF, NAN]
+_IM = [0.0, -0.0, 1.0, INF, -INF, NAN, -0.0, -0.0, 0.0, -4.0, NAN, NAN]
+DTYPES = pytest.mark.parametrize("dtype", [c64, c128], ids=["c64", "c128"])
+
+
+def _z(dtype, re, im) -> np.ndarray:
+    z = np.zeros(len(re), dtype.numpy)
+    z.real, z.imag = re, im  # (not re + 1j*im: 1j*inf makes the real part NaN)
+    return z
+
+
+SPECIALS = _RE, _IM
+ORDINARY = [2.0, 0.5, -1.25, 3.0, 1e-3, -2.0, 1.0, 4.0, -0.5, 7.0, 0.25, -3.0], \
+           [-1.0, 3.0, 0.75, 0.0, 1.0, -2.0, 1.0, -0.5, 1e-3, 2.0, -8.0, 0.5]
+
+
+def _check_exact(got, want, names, inputs=()):
+    for name, g, w in zip(names, got, want):
+        g = g.numpy()
+        if np.iscomplexobj(w):
+            assert_exact(g.real, w.real, f"{name} (real part)", inputs=inputs)
+            assert_exact(g.imag, w.imag, f"{name} (imaginary part)", inputs=inputs)
+        else:
+            assert_exact(g, w, name, inputs=inputs)
+
+
+@DTYPES
+def test_exact_ops_keep_special_parts(backend, dtype):
+    part = dtype.real_dtype
+    b = GraphBuilder("complex_exact")
+    z, w = b.input(dtype[12]), b.input(dtype[12])
+    re, im = b.input(part[12]), b.input(part[12])
+    pred = b.input(DType.bool[12])
+    zero = b.constant(np.zeros((), dtype.numpy))
+    outs = {
+        "complex": b.complex(re, im), "real": b.real(z), "imag": b.imag(z), "conj": b.conj(z), "neg": b.neg(z),
+        "add": b.add(z, w), "sub": b.sub(z, w), "select": b.select(pred, z, w), "eq": b.eq(z, w), "ne": b.ne(z, z),
+        "convert": b.convert(z, dtype=c128 if dtype is c64 else c64), "convert_real": b.convert(re, dtype=dtype),
+        "transpose_reverse": b.reverse(b.transpose(b.reshape(z, shape=[3, 4]), permutation=[1, 0]), dimensions=[0]),
+        "pad": b.pad(z, zero, edge_padding_low=[1], edge_padding_high=[2], interior_padding=[1]),
+        "concatenate_slice": b.concatenate(b.slice(z, start_indices=[1], limit_indices=[9], strides=[3]), w,
+                                           dimension=0),
+        "broadcast": b.broadcast_in_dim(z, shape=[2, 12], broadcast_dimensions=[1]),
+    }
+    graph = b.build(list(outs.values()))
+    inputs = [_z(dtype, *SPECIALS), _z(dtype, *reversed(SPECIALS)), np.array(_IM, part.numpy),
+              np.array(_RE, part.numpy), np.arange(12) % 3 == 0]
+    got = backend.compile(graph, "cpu")(*inputs)
+    _check_exact(got, evaluate(graph, inputs), list(outs), inputs)
+
+
+@DTYPES
+def test_rounded_ops_within_their_bounds_and_specials_as_the_interpreter(backend, dtype):
+    b = GraphBuilder("complex_rounded")
+    z, w = b.input(dtype[12]), b.input(dtype[12])
+    outs = {"mul": b.mul(z, w), "div": b.div(z, w), "complex_abs": b.complex_abs(z), "angle": b.angle(z)}
+    graph = b.build(list(outs.values()))
+    run = backend.compile(graph, "cpu")
+    # float formulas, fused: one pointwise kernel per output shape (the pairs [12,2], the parts [12])
+    assert run.externs_per_call == 0 and run.kernels_per_call == 2
+    # bounds (conformance/bounds.py): mul 2, div 5 ULP of |o|; complex_abs, angle 4 (transcendental)
+    bounds = {"mul": 2, "div": 5, "complex_abs": 4, "angle": 4}
+    rng = np.random.default_rng(0)
+    wide = (rng.standard_normal(12) * 10.0 ** rng.integers(-30, 30, 12), rng.standard_normal(12))
+    for x, y in [(_z(dtype, *ORDINARY), _z(dtype, *wide)), (_z(dtype, *wide), _z(dtype, *ORDINARY))]:
+        got, want = run(x, y), evaluate(graph, [x, y], oracle=True)
+        for name, g, o in zip(outs, got, want):
+            worst = float(np.max(ulp_error(dtype if name in ("mul", "div") else dtype.real_dtype, o, g.numpy())))
+            assert worst <= bounds[name], (name, worst)
+    # special parts: |z| is inf beside a NaN, angle(-1 - 0i) = -π, signed zeros; a zero divisor
+    # gives the interpreter's (NumPy's) infinities and NaNs
+    x = _z(dtype, *SPECIALS)
+    y = _z(dtype, [0.0, -0.0, 2.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1e-30, -0.0, 1.0, 1.0],
+           [0.0, 0.0, 0.0, -0.0, 0.0, 0.0, 1.0, -3.0, 0.0, -0.0, 0.0, 0.0])
+    _check_exact(run(x, y), evaluate(graph, [x, y]), list(outs), [x, y])
+
+
+def test_angle_and_abs_of_axes_are_exact(backend):
+    b = GraphBuilder("complex_axes")
+    z = b.input(c64[6])
+    graph = b.build([b.angle(z), b.complex_abs(z)])
+    x = _z(c64, [-1.0, -1.0, 0.0, 0.0, 3.0, -0.0], [-0.0, 0.0, 2.0, -2.0, 4.0, -0.0])
+    angle, magnitude = (t.numpy() for t in backend.compile(graph, "cpu")(x))
+    assert angle.tolist() == [np.float32(-math.pi), np.float32(math.pi), np.float32(math.pi / 2),
+                              np.float32(-math.pi / 2), np.float32(math.atan2(4, 3)), np.float32(-math.pi)]
+    assert magnitude.tolist() == [1.0, 1.0, 2.0, 2.0, 5.0, 0.0]
+
+
+@DTYPES
+def test_exp_log_sqrt_are_extern_calls_within_their_bounds(backend, dtype):
+    b = GraphBuilder("complex_transcendental")
+    z = b.input(dtype[12])
+    outs = {"exp": b.exp(z), "log": b.log(z), "sqrt": b.sqrt(z)}
+    graph = b.build(list(outs.values()))
+    run = backend.compile(graph, "cpu")
+    assert run.externs_per_call == 3
+    bounds = {"exp": 4, "log": 4, "sqrt": 4}  # transcendental 4; sqrt's complex bound 4 (bounds.py)
+    # log(1.0000001 + 0i): torch's complex64 log loses its real part (the inductor backend's finding)
+    x = _z(dtype, [1.0000001, -2.0, 0.0, -0.0, 3.0, 1e-3, -1.0, 80.0, 0.5, -1e-45, 1.0, 7.0],
+           [0.0, -0.0, 1.0, 0.0, -4.0, 2.0, 0.0, 1.0, -0.5, 1.0, 1e-7, -7.0])
+    got, want = run(x), evaluate(graph, [x], oracle=True)
+    for name, g, o in zip(outs, got, want):
+        worst = float(np.max(ulp_error(dtype, o, g.numpy())))
+        assert worst <= bounds[name], (name, worst)
+    # the branch cut's signed zeros and the zeros: as the interpreter
+    _check_exact(run(x), evaluate(graph, [x]), list(outs), [x])
+
+
+def _fft_bound(dtype, o: np.ndarray, n: int, axes) -> np.ndarray:
+    # (1 + ⌈log₂ n⌉)·ε·‖o‖₂ over the transformed axes (conformance/bounds.py, FFT_BOUND)
+    norm = np.sqrt(np.sum(np.abs(o) ** 2, axis=axes, keepdims=True))
+    return (1 + math.ceil(math.log2(max(n, 1)))) * float(dtype.real_dtype.finfo.eps) * norm
+
+
+@DTYPES
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_ffts_are_extern_calls_within_their_bound(backend, dtype, norm):
+    part = dtype.real_dtype
+    b = GraphBuilder("ffts")
+    z, x = b.input(dtype[3, 6, 5]), b.input(part[3, 6, 5])
+    spectrum = b.rfft(x, ndims=2, norm=norm)
+    outs = [b.fft(z, ndims=1, norm=norm), b.ifft(z, ndims=2, norm=norm), spectrum,
+            b.irfft(spectrum, ndims=2, length=5, norm=norm), b.mul(b.fft(z, ndims=1, norm=norm), z)]
+    graph = b.build(outs)
+    run = backend.compile(graph, "cpu")
+    assert "extern fft (torch)" in run.explain() and "extern irfft (torch)" in run.explain()
+    rng = np.random.default_rng(1)
+    zs = _z(dtype, *rng.standard_normal((2, 90))).reshape(3, 6, 5)
+    xs = rng.standard_normal((3, 6, 5)).astype(part.numpy)
+    got, want = run(zs, xs), evaluate(graph, [zs, xs], oracle=True)
+    for i, (g, o, n, axes) in enumerate(zip(got, want, [5, 30, 30, 30, 5], [(-1,), (-2, -1), (-2, -1), (-2, -1), (-1,)])):
+        g = g.numpy()
+        assert g.shape == o.shape and g.dtype == (part.numpy if i == 3 else dtype.numpy)
+        if i == 4:  # fft then mul: fft's bound times |z|, plus mul's rounding
+            continue
+        err = np.abs(g.astype(np.complex128) - o)
+        assert (err <= _fft_bound(dtype, o, n, axes)).all(), (i, float(np.max(err)))
+
+
+def test_fft_of_an_empty_batch(backend):
+    b = GraphBuilder("fft_empty")
+    z = b.input(c64[0, 4])
+    graph = b.build([b.fft(z, ndims=1, norm="backward"), b.rfft(b.real(z), ndims=1, norm="backward")])
+    got = backend.compile(graph, "cpu")(np.zeros((0, 4), np.complex64))
+    assert [tuple(g.shape) for g in got] == [(0, 4), (0, 3)]
+
+
+def test_complex_graph_with_symbolic_dims_specializes_per_shape(backend):
+    B = Symbol("B")
+    b = GraphBuilder("complex_symbolic")
+    z = b.input(c64[B, 3])
+    graph = b.build([b.mul(z, b.conj(z))])
+    run = backend.compile(graph, "cpu")
+    assert "float pairs" in run.fallback
+    for rows in (2, 5):
+        x = _z(c64, np.arange(rows * 3.0), -np.arange(rows * 3.0)).reshape(rows, 3)
+        (got,) = run(x)
+        _check_exact([got], evaluate(graph, [x]), ["mul"])
+
+
+def test_complex_inputs_and_outputs_cross_without_conversion_errors(backend):
+    import torch
+
+    b = GraphBuilder("complex_io")
+    z = b.input(c128[2])
+    graph = b.build([z, b.real(z)])
+    run = backend.compile(graph, "cpu")
+    t = torch.tensor([1 + 2j, -3j], dtype=torch.complex128)
+    out, re = run(t)
+    assert out.dtype == torch.complex128 and out.tolist() == t.tolist() and re.tolist() == [1.0, -0.0]
+    with pytest.raises(Exception, match="expected c128"):
+        run(t.to(torch.complex64))
