@@ -20,7 +20,7 @@ result back as a pair.
 Example::
 
     >>> import torch
-    >>> fft(torch.tensor([[1.0, 0.0], [2.0, 0.0]]), ndims=1, norm="backward").tolist()
+    >>> fft(torch.tensor([[1.0, 0.0], [2.0, 0.0]]), ndims=1, norm="backward")[0].tolist()  # 1 + 2 → (3, -1)
     [[3.0, 0.0], [-1.0, 0.0]]
 """
 

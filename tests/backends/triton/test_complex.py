@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from parity.conformance.metrics import ulp_error
-from parity.ir import DType, GraphBuilder, Symbol, c64, c128, evaluate
+from parity.ir import DType, GraphBuilder, Symbol, c64, c128, evaluate, f64
 
 from .conftest import assert_exact
 
@@ -90,6 +90,8 @@ def test_rounded_ops_within_their_bounds_and_specials_as_the_interpreter(backend
         for name, g, o in zip(outs, got, want):
             worst = float(np.max(ulp_error(dtype if name in ("mul", "div") else dtype.real_dtype, o, g.numpy())))
             assert worst <= bounds[name], (name, worst)
+        if dtype is c64:  # in float64, rounded once: NumPy's complex128 formulas, the interpreter's bits
+            _check_exact(got[:2], evaluate(graph, [x, y])[:2], ["mul", "div"], [x, y])
     # special parts: |z| is inf beside a NaN, angle(-1 - 0i) = -π, signed zeros; a zero divisor
     # gives the interpreter's (NumPy's) infinities and NaNs
     x = _z(dtype, *SPECIALS)
@@ -193,3 +195,14 @@ def test_complex_inputs_and_outputs_cross_without_conversion_errors(backend):
     assert out.dtype == torch.complex128 and out.tolist() == t.tolist() and re.tolist() == [1.0, -0.0]
     with pytest.raises(Exception, match="expected c128"):
         run(t.to(torch.complex64))
+
+
+def test_complex128_abs_neither_overflows_nor_underflows(backend):
+    b = GraphBuilder("complex_abs_range")
+    z = b.input(c128[4])
+    graph = b.build([b.complex_abs(z)])
+    x = _z(c128, [1e300, -3e-300, 1e-320, 1.7e308], [1e300, 4e-300, 0.0, -1.0])
+    (got,) = backend.compile(graph, "cpu")(x)
+    want = evaluate(graph, [x], oracle=True)[0]
+    assert np.isfinite(got.numpy()).all() and (got.numpy() > 0).all()
+    assert float(np.max(ulp_error(f64, want, got.numpy()))) <= 4
