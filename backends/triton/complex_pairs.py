@@ -6,9 +6,10 @@ stores a complex tensor (``torch.view_as_real``), so inputs and outputs cross wi
 copy. Every complex op becomes float ops of the IR on that pair, which the scheduler
 fuses like any other: ``real``/``imag`` are a slice of the trailing axis, ``complex`` a
 concatenation, ``add``/``sub``/``neg`` and the shape ops act on the pair as it is, ``mul``,
-``div``, ``dot_general`` and ``complex_abs`` are formulas over the parts (c64 ones computed
-in float64 and rounded once per part, as the reference does). ``exp``, ``log``, ``sqrt``
-and the FFTs stay one node each, an extern torch call (extern_complex.py) on the pair.
+``div`` and ``complex_abs`` are formulas over the parts (c64 ones computed in float64 and
+rounded once per part, as the reference does), ``dot_general`` two real contractions.
+``exp``, ``log``, ``sqrt`` and the FFTs stay one node each, an extern torch call
+(extern_complex.py) on the pair.
 
 Example::
 
@@ -286,14 +287,20 @@ def _reduce_sum(rw, node, ins):
 
 
 def _dot_general(rw, node, ins):
-    # (a + bi)(c + di) summed: Σac - Σbd and Σad + Σbc, four real contractions in float64
+    # Σ(a + bi)(c + di) as two real contractions over twice the length: [a, b]·[c, -d] and
+    # [a, b]·[d, c], concatenated along the last contracted axis (index rewrites: no copies), in
+    # the parts' own dtype: one dot kernel per part, each part one sum, as a real dot of 2K terms
     b, attrs = rw.b, node.attrs
-    (a, bi), (c, d) = rw.wide_parts(ins[0]), rw.wide_parts(ins[1])
-
-    def dot(x, y):
-        return b.dot_general(x, y, **attrs)
-
-    return rw.narrow_pair(b.sub(dot(a, c), dot(bi, d)), b.add(dot(a, d), dot(bi, c)), node)
+    (a, bi), (c, d) = rw.parts(ins[0]), rw.parts(ins[1])
+    if not attrs["lhs_contracting_dims"]:  # an outer product: no axis to stack the parts on
+        return rw.pair(b.sub(b.dot_general(a, c, **attrs), b.dot_general(bi, d, **attrs)),
+                       b.add(b.dot_general(a, d, **attrs), b.dot_general(bi, c, **attrs)))
+    lhs_axis = _axis(attrs["lhs_contracting_dims"][-1], a.type.rank)
+    rhs_axis = _axis(attrs["rhs_contracting_dims"][-1], c.type.rank)
+    lhs = b.concatenate(a, bi, dimension=lhs_axis)
+    re = b.dot_general(lhs, b.concatenate(c, b.neg(d), dimension=rhs_axis), **attrs)
+    im = b.dot_general(lhs, b.concatenate(d, c, dimension=rhs_axis), **attrs)
+    return rw.pair(re, im)
 
 
 Rule = Callable[[_Rewriter, Node, list], Value]

@@ -206,3 +206,29 @@ def test_complex128_abs_neither_overflows_nor_underflows(backend):
     want = evaluate(graph, [x], oracle=True)[0]
     assert np.isfinite(got.numpy()).all() and (got.numpy() > 0).all()
     assert float(np.max(ulp_error(f64, want, got.numpy()))) <= 4
+
+
+@DTYPES
+def test_dot_general_is_two_real_contractions_within_the_accumulation_bound(backend, dtype):
+    # [a, b]·[c, -d] and [a, b]·[d, c] over the parts stacked on the last contracted axis: two dot
+    # kernels; an outer product (nothing contracted) takes four products per part
+    b = GraphBuilder("complex_dot")
+    x, y = b.input(dtype[2, 3, 4, 5]), b.input(dtype[2, 5, 4, 6])
+    batched = b.dot_general(x, y, lhs_contracting_dims=[2, 3], rhs_contracting_dims=[2, 1], lhs_batch_dims=[0],
+                            rhs_batch_dims=[0])
+    outer = b.dot_general(b.slice(x, start_indices=[0, 0, 0, 0], limit_indices=[1, 3, 1, 1], strides=[1, 1, 1, 1]),
+                          b.slice(y, start_indices=[0, 0, 0, 0], limit_indices=[1, 1, 1, 6], strides=[1, 1, 1, 1]),
+                          lhs_contracting_dims=[], rhs_contracting_dims=[], lhs_batch_dims=[], rhs_batch_dims=[])
+    graph = b.build([batched, outer])
+    rng = np.random.default_rng(2)
+    xs = _z(dtype, *rng.standard_normal((2, 120))).reshape(2, 3, 4, 5)
+    ys = _z(dtype, *rng.standard_normal((2, 240))).reshape(2, 5, 4, 6)
+    run = backend.compile(graph, "cpu")
+    assert run.explain().count(": dot grid=") == 2 + 4
+    got = [g.numpy() for g in run(xs, ys)]
+    want = evaluate(graph, [xs, ys], oracle=True)
+    terms = evaluate(graph, [np.abs(xs).astype(dtype.numpy), np.abs(ys).astype(dtype.numpy)], oracle=True)
+    eps = float(dtype.real_dtype.finfo.eps)
+    for g, o, s, n in zip(got, want, terms, [2 * 20, 2]):  # n: real terms per part
+        err = np.maximum(np.abs(g.real - o.real), np.abs(g.imag - o.imag))
+        assert (err <= n * eps * s.real).all(), float(np.max(err / (n * eps * s.real)))
