@@ -7,9 +7,9 @@ copy. Every complex op becomes float ops of the IR on that pair, which the sched
 fuses like any other: ``real``/``imag`` are a slice of the trailing axis, ``complex`` a
 concatenation, ``add``/``sub``/``neg`` and the shape ops act on the pair as it is, ``mul``,
 ``div`` and ``complex_abs`` are formulas over the parts (c64 ones computed in float64 and
-rounded once per part, as the reference does), ``dot_general`` two real contractions.
-``exp``, ``log``, ``sqrt`` and the FFTs stay one node each, an extern torch call
-(extern_complex.py) on the pair.
+rounded once per part, as the reference does), ``dot_general`` two real contractions,
+``exp``, ``log``, ``sqrt`` of c64 formulas in float64. The FFTs, and ``exp``, ``log``,
+``sqrt`` of c128, stay one node each, an extern torch call (extern_complex.py) on the pair.
 
 Example::
 
@@ -33,9 +33,9 @@ from ...ir.graph import Graph, Node, Value
 from ...ir.types import TensorType
 
 # Ops whose complex form is an extern call on the pair (extern_complex.TABLE has each): the
-# pair node keeps the IR op's attributes, under this name.
-EXTERN_NAMES = {"exp": "complex_exp", "log": "complex_log", "sqrt": "complex_sqrt",
-                "fft": "fft", "ifft": "ifft", "rfft": "rfft", "irfft": "irfft"}
+# pair node keeps the IR op's attributes, under this name. (exp, log and sqrt of c128 too:
+# their rules below call extern().)
+EXTERN_NAMES = {"fft": "fft", "ifft": "ifft", "rfft": "rfft", "irfft": "irfft"}
 
 
 def has_complex(graph: Graph) -> bool:
@@ -76,15 +76,20 @@ class _Rewriter:
         if not complex_node:
             return self.b.op(node.op, *ins, **node.attrs)
         if node.op in EXTERN_NAMES:
-            types = [pair_type(v.type) for v in node.outputs]
-            extern = Node(EXTERN_NAMES[node.op], ins, node.attrs, types, self.b.loc)
-            self.b.nodes.append(extern)
-            return extern.outputs[0]
+            return self.extern(EXTERN_NAMES[node.op], node, ins)
         rule = RULES.get(node.op)
         if rule is None:  # a complex op added to the op table without a pair rule here
             raise NotImplementedError(f"the triton backend has no float-pair rule for complex {node.op!r} "
                                       f"(backends/triton/complex_pairs.py)")
         return rule(self, node, ins)
+
+    def extern(self, name: str, node: Node, ins: list[Value]) -> Value:
+        """``node`` as one extern call ``name`` on the pairs (a node of no op-table op: the
+        scheduler runs it through extern.TABLE)."""
+        types = [pair_type(v.type) for v in node.outputs]
+        extern = Node(name, ins, node.attrs, types, self.b.loc)
+        self.b.nodes.append(extern)
+        return extern.outputs[0]
 
     # -- parts ----------------------------------------------------------------------------
 
@@ -207,6 +212,49 @@ def _complex_abs(rw, node, ins):
     return rw.to(b.select(infinite, inf, r), node.outputs[0].type.dtype)
 
 
+def _c64_kernel(formula):
+    """exp, log, sqrt: c64 as ``formula`` over the float64 parts, each part rounded once (float32
+    parts neither overflow nor underflow there, and float64 carries the cancellations of
+    log near |z| = 1); c128 has no wider type, so it is the extern call ``complex_<op>``
+    (torch in complex128: scaled overflow and log1p forms would be needed by hand)."""
+    def rule(rw, node, ins):
+        if node.inputs[0].type.dtype is not DType.complex64:
+            return rw.extern(f"complex_{node.op}", node, ins)
+        re, im = formula(rw, *rw.wide_parts(ins[0]))
+        return rw.narrow_pair(re, im, node)
+
+    return rule
+
+
+def _exp(rw, a, bi):
+    # e^a·(cos b + i sin b); a zero imaginary part stays as it is (inf·sin 0 would be NaN)
+    b = rw.b
+    ea = b.exp(a)
+    im = b.select(b.eq(bi, rw.scalar(0.0, bi)), bi, b.mul(ea, b.sin(bi)))
+    return b.mul(ea, b.cos(bi)), im
+
+
+def _log(rw, a, bi):
+    # log|z| + i·atan2(b, a); |z|² of float32 parts is exact enough in float64 (no log1p needed)
+    b = rw.b
+    return b.mul(rw.scalar(0.5, a), b.log(b.add(b.mul(a, a), b.mul(bi, bi)))), b.atan2(bi, a)
+
+
+def _sqrt(rw, a, bi):
+    # C99's csqrt: t = √((|a| + |z|)/2); a >= 0: (t, b/2t), else (|b|/2t, t with b's sign);
+    # 0 → (0, b). The sign of b, -0.0 included, is 1/b < 0.
+    b = rw.b
+    zero, half = rw.scalar(0.0, a), rw.scalar(0.5, a)
+    t = b.sqrt(b.mul(b.add(b.abs(a), b.sqrt(b.add(b.mul(a, a), b.mul(bi, bi)))), half))
+    two_t = b.add(t, t)
+    negative_b = b.lt(b.div(rw.scalar(1.0, bi), bi), zero)
+    right = b.ge(a, zero)
+    re = b.select(right, t, b.div(b.abs(bi), two_t))
+    im = b.select(right, b.div(bi, two_t), b.select(negative_b, b.neg(t), t))
+    origin = b.logical_and(b.eq(a, zero), b.eq(bi, zero))
+    return b.select(origin, zero, re), b.select(origin, bi, im)
+
+
 def _angle(rw, node, ins):
     re, im = rw.parts(ins[0])
     return rw.b.atan2(im, re)
@@ -306,6 +354,7 @@ def _dot_general(rw, node, ins):
 Rule = Callable[[_Rewriter, Node, list], Value]
 RULES: dict[str, Rule] = {
     "complex": _complex, "real": _real, "imag": _imag, "conj": _conj, "complex_abs": _complex_abs, "angle": _angle,
+    "exp": _c64_kernel(_exp), "log": _c64_kernel(_log), "sqrt": _c64_kernel(_sqrt),
     "neg": _same("neg"), "add": _same("add"), "sub": _same("sub"), "mul": _mul, "div": _div,
     "eq": _compare("eq", "logical_and"), "ne": _compare("ne", "logical_or"), "select": _select, "convert": _convert,
     "constant": _constant, "reshape": _reshape, "broadcast_in_dim": _broadcast, "transpose": _transpose,

@@ -8,14 +8,15 @@ result back as a pair.
 * ``fft``, ``ifft``, ``rfft``, ``irfft``: ``torch.fft`` (pocketfft on the CPU, cuFFT on
   CUDA), within the IR's bound (1 + ⌈log₂ N⌉)·ε·‖o‖₂. An FFT's butterflies exchange
   elements across the block at every stage, which Triton can only do through memory, and
-  sizes that are not powers of two need Bluestein or mixed radices: a library call is
-  both faster and as accurate on every size (docs/backends/triton.md).
-* ``complex_exp``, ``complex_log``, ``complex_sqrt`` (the IR's ``exp``, ``log``, ``sqrt``
-  on complex operands): computed in complex128 and each part rounded once. torch's
-  complex64 kernels miss the contract (exp by 1.33 ULP of |exp z|, log near |z| = 1,
-  measured on the inductor backend, which runs the same ATen kernels: backends/inductor/
-  elementwise.py, ``IN_COMPLEX128``), and a float-pair kernel would need complex branch
-  cuts and scaled overflow handling written out by hand.
+  sizes that are not powers of two need Bluestein or mixed radices: a library call has
+  the accuracy of pocketfft / cuFFT on every size (docs/backends/triton.md).
+* ``complex_exp``, ``complex_log``, ``complex_sqrt``: the IR's ``exp``, ``log``, ``sqrt`` of
+  c128 operands (c64 ones are float64 formulas in a kernel, complex_pairs.py). In float64
+  parts a kernel has no wider type to hide overflow and cancellation in: ``exp`` needs a
+  scaled form past e^709, ``log`` a log1p form near |z| = 1 (½·log(a² + b²) in float64 is
+  3.9e5 ULPs of |o| off at 1 + 3e-13 + 1e-10i), ``sqrt`` a scaled hypot. torch computes
+  them in complex128 (on complex64 it would miss the contract: exp by 1.33 ULP of |exp z|,
+  log near |z| = 1, measured on the inductor backend, ``IN_COMPLEX128``).
 
 Example::
 
