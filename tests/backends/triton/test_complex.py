@@ -243,3 +243,22 @@ def test_dot_general_is_two_real_contractions_within_the_accumulation_bound(back
     for g, o, s, n in zip(got, want, terms, [2 * 20, 2]):  # n: real terms per part
         err = np.maximum(np.abs(g.real - o.real), np.abs(g.imag - o.imag))
         assert (err <= n * eps * s.real).all(), float(np.max(err / (n * eps * s.real)))
+
+
+def test_cuda_source_of_a_complex_graph_is_valid_python():
+    # no GPU here: the CUDA module of the pair graph parses, computes c64's formulas with
+    # libdevice in float64 and calls torch for the FFT and c128's exp
+    import ast
+
+    from parity.backends.triton.complex_pairs import to_pairs
+    from parity.backends.triton.program import module_source
+    from parity.backends.triton.schedule import Options, Scheduler
+
+    b = GraphBuilder("complex_cuda")
+    z, w = b.input(c64[8]), b.input(c128[8])
+    graph = b.build([b.log(b.exp(b.mul(z, b.conj(z)))), b.fft(b.sqrt(z), ndims=1, norm="ortho"), b.exp(w)])
+    source = module_source(Scheduler(to_pairs(graph), Options(), cuda=True).plan(), cuda=True)
+    ast.parse(source)
+    assert "from triton.language.extra import libdevice" in source
+    assert all(f"libdevice.{fn}(" in source for fn in ("exp", "log", "sin", "cos", "atan2"))
+    assert "X.fft(" in source and "X.complex_exp(" in source and "X.complex_log(" not in source
