@@ -217,8 +217,9 @@ class TritonExecutable:
         if not self.generic and (last is None or last[0][2] != tuple(str(t) for t in types)):
             last = self._specialize(types)
         _, plan, _, module = last
-        # complex tensors cross as their float pairs, without copies (complex_pairs.py)
-        tensors = [torch.view_as_real(t) if c else t for t, c in zip(tensors, self._complex[0])]
+        # complex tensors cross as their float pairs, without copies (complex_pairs.py); a lazily
+        # conjugated one (torch's conj bit: z.conj()) is conjugated first, as view_as_real requires
+        tensors = [torch.view_as_real(t.resolve_conj()) if c else t for t, c in zip(tensors, self._complex[0])]
         args = (tensors, self._constants(plan, dev), dev) + ((bindings.sizes,) if self.generic else ())
         if self.backend.options.interpret:
             # the interpreter computes masked-off lanes too (e.g. x / 0 there): IEEE results, no warnings

@@ -206,6 +206,9 @@ def test_complex_inputs_and_outputs_cross_without_conversion_errors(backend):
     assert out.dtype == torch.complex128 and out.tolist() == t.tolist() and re.tolist() == [1.0, -0.0]
     with pytest.raises(Exception, match="expected c128"):
         run(t.to(torch.complex64))
+    # torch's lazy conjugate (a conj bit, no copy) is an input like any other
+    out, re = run(t.conj())
+    assert out.tolist() == t.conj().tolist() and re.tolist() == [1.0, -0.0]
 
 
 def test_complex128_abs_neither_overflows_nor_underflows(backend):
