@@ -169,8 +169,6 @@ def _cuda_available() -> bool:
 
 
 _COMPLEX_FAMILIES = frozenset(ops_in_family("complex") + ops_in_family("fft"))
-_COMPLEX_FALLBACK = ("its complex values are rewritten to float pairs (complex_pairs.py), which is done per "
-                     "concrete shape")
 
 
 class TritonExecutable:
@@ -190,7 +188,8 @@ class TritonExecutable:
         self._last = None
         static = all(t.is_static for t in graph.input_types)
         self._complex = [v.type.dtype.is_complex for v in graph.inputs], [v.type.dtype.is_complex for v in graph.outputs]
-        self.fallback = None if static else _COMPLEX_FALLBACK if has_complex(graph) else fallback_reason(graph)
+        # (a complex graph: its float-pair graph's ops decide, complex_pairs.py)
+        self.fallback = None if static else fallback_reason(to_pairs(graph) if has_complex(graph) else graph)
         self.generic = not static and self.fallback is None  # one kernel set, sizes as arguments
         if static or self.generic:
             self._specialize(graph.input_types)
