@@ -33,7 +33,7 @@ def test_reference_interpreter_matches_eager(dtype):
     torch.testing.assert_close(run_via_ir(view_round_trip, pairs)[0], view_round_trip(pairs))
 
 
-@pytest.mark.parametrize("backend", ["reference", "xla"])
+@pytest.mark.parametrize("backend", ["reference", "xla", "triton"])
 def test_compiled_complex_code_matches_eager(backend):
     x, y = torch.randn(6), torch.randn(6)
     for got, expected in zip(parity.compile(parts_and_views, backend=backend)(x, y), parts_and_views(x, y)):
@@ -55,7 +55,7 @@ def test_a_backend_without_complex_numbers_refuses_them_with_the_reason(backend,
         parity.compile(lambda x, y: torch.complex(x, y).abs(), backend=backend)(x, y)
     message = str(info.value)
     assert f"backend {backend!r} does not claim the IR op 'complex': {why}" in message
-    assert message.endswith("use a backend that runs it: reference, xla, inductor")
+    assert message.endswith("use a backend that runs it: reference, xla, triton, inductor")
 
 
 def test_inductor_runs_complex_elementwise_code_and_ffts_as_eager_does():

@@ -9,7 +9,7 @@ import torch
 import parity
 from parity.frontend.errors import UnsupportedAtenOp
 
-BACKENDS = ["reference", "xla"]
+BACKENDS = ["reference", "xla", "triton"]  # (triton: torch.fft as extern calls)
 
 
 def spectra(x):
