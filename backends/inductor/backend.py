@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -49,6 +50,12 @@ from .lowering import LOWERINGS, as_tensor, to_fx
 # - emulate_precision_casts: a float16/bfloat16 value is rounded after every IR op, as the
 #   IR rounds each op's result, even where Inductor fuses ops into one kernel.
 INDUCTOR_CONFIG = {"compile_threads": 1, "emulate_precision_casts": True}
+
+# Inductor warns "does not support code generation for complex operators" on every compile of
+# complex code (once per process: the warning function is cached). parity already runs complex
+# ops as eager ATen kernels by design (docs/backends/inductor.md), so the warning tells the user
+# nothing they can act on; exactly this message is ignored around parity's compile.
+COMPLEX_CODEGEN_WARNING = r"Torchinductor does not support code generation for complex operators"
 
 # The torch dtype a caller's tensor has for each IR dtype (u32 is torch.uint32 outside).
 _USER_DTYPES = {**TORCH_DTYPES, DType.uint32: torch.uint32}
@@ -176,7 +183,10 @@ def _compile(graph: Graph, device: str, shapes: tuple):
 
     use_private_inductor_cache()  # under parity's checked cache root, unless the user chose one
     fx = to_fx(graph, shapes, device)
-    with config.patch(INDUCTOR_CONFIG):
+    # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
+    # thread's function, while the calling thread waits on the result (_in_fresh_thread).
+    with config.patch(INDUCTOR_CONFIG), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
         run = compile_fx(fx.module, [*fx.examples, *fx.constants])
     constants = list(fx.constants)
     lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe

@@ -16,6 +16,9 @@ import functools
 import torch
 import torch.nn.functional as F
 
+from .extern_complex import TABLE as COMPLEX_TABLE
+from .extern_complex import complex_exp, complex_log, complex_sqrt, fft, ifft, irfft, rfft  # noqa: F401 (X.fft, ...)
+
 # torch lacks most operations on uint32; int64 holds every uint32 exactly.
 _WIDE_INT = {torch.uint32: torch.int64}
 
@@ -136,5 +139,5 @@ def convolution(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation
 
 TABLE = {
     "sort": sort, "top_k": top_k, "cumsum": cumsum, "cumprod": cumprod, "cummax": cummax, "cummin": cummin,
-    "scatter": scatter, "convolution": convolution,
+    "scatter": scatter, "convolution": convolution, **COMPLEX_TABLE,
 }

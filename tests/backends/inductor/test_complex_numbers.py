@@ -8,6 +8,8 @@ are measured against their bounds by ``parity conform``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,21 @@ def test_complex64_division_of_zero_and_by_infinity_matches_the_interpreter(back
     (want,) = evaluate(graph, [x, y])
     assert not np.isnan(want).any()
     assert _same(got, want)
+
+
+def test_compiling_complex_code_emits_no_inductor_warning(backend):
+    # Inductor warns "does not support code generation for complex operators" once per process
+    # (a functools.cache'd function); clear it so this compile would warn if parity let it through.
+    from torch._inductor import lowering
+
+    lowering._warn_complex_not_supported.cache_clear()
+    b = GraphBuilder("complex_warning")
+    z = b.input(c64[3])
+    graph = b.build([b.mul(b.conj(z), z)])  # its own graph: compiled here, not taken from the cache
+    x = np.array([1 + 2j, -0.0 - 3j, 0.5], np.complex64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = backend.compile(graph, "cpu")
+        got = run(x)[0]  # nor when it runs
+    assert _same(got, evaluate(graph, [x])[0])
+    assert [str(w.message) for w in caught if issubclass(w.category, UserWarning)] == []

@@ -14,12 +14,13 @@ from parity.backends.triton import (
     TritonBackend,
     TritonModeError,
     TritonOptions,
+    complex_pairs,
     elementwise,
     extern,
     index_rules,
     kernels,
 )
-from parity.backends.triton.lowerings import EXTERN_OPS, lowered_ops
+from parity.backends.triton.lowerings import COMPLEX_OPS, EXTERN_OPS, lowered_ops
 from parity.ir import DType, GraphBuilder, Symbol, evaluate
 from parity.ir.errors import ParityError
 from parity.ir.ops import primitives
@@ -37,10 +38,11 @@ def test_registered_by_name_with_generated_and_extern_claims():
     backend = get_backend("triton")
     assert isinstance(backend, TritonBackend) and backend.name == "triton"
     claims = backend.claims()
-    # every primitive but those it declines with a reason (complex numbers), no composite
-    assert set(claims) == {op.name for op in primitives()} - set(backend.declined) and all(backend.declined.values())
-    for op in (op for op in primitives() if op.name in claims):
-        assert claims[op.name].dtypes == frozenset(d for d in op.dtypes if not d.is_complex)
+    # every primitive on every dtype (complex ones as float pairs, complex_pairs.py), no composite;
+    # nothing declined
+    assert set(claims) == {op.name for op in primitives()} and not backend.declined and not backend.declined_dtypes
+    for op in primitives():
+        assert claims[op.name].dtypes == frozenset(op.dtypes)
         assert claims[op.name].extern == (op.name in EXTERN_OPS)
     assert backend.claim_status("dot_general") == "native"
     assert backend.claim_status("convolution") == "extern"
@@ -147,16 +149,24 @@ def test_symbolic_rows_share_one_kernel(backend):
 
 
 def test_every_primitive_has_a_lowering():
-    tables = [elementwise.RULES, elementwise.CONVERSIONS, index_rules.INDEX_RULES, kernels.REDUCTIONS, extern.TABLE]
+    # (extern.TABLE holds the pair graphs' extern calls complex_exp/log/sqrt too: not IR op names)
+    tables = [elementwise.RULES, elementwise.CONVERSIONS, index_rules.INDEX_RULES, kernels.REDUCTIONS,
+              {op: f for op, f in extern.TABLE.items() if not op.startswith("complex_")}]
     lowered = lowered_ops()
-    assert sum(len(t) for t in tables) + len({"dot_general", "constant"}) == len(lowered)  # no op in two tables
-    assert {op.name for op in primitives()} - set(TritonBackend.declined) == set(lowered)  # declined: complex
+    pair_externs = {"complex_exp", "complex_log", "complex_sqrt"}
+    family = {"complex", "real", "imag", "conj", "complex_abs", "angle"}  # complex_pairs.RULES alone
+    assert sum(len(t) for t in tables) + len({"dot_general", "constant"}) + len(family) + len(pair_externs) == len(
+        lowered)  # no op in two tables
+    assert {op.name for op in primitives()} == set(lowered) - pair_externs
+    # every op with a complex dtype has a float-pair rule or an extern call on the pair
+    assert {op.name for op in primitives() if any(d.is_complex for d in op.dtypes)} | {"complex", "rfft"} == (
+        COMPLEX_OPS)
 
 
 @pytest.mark.parametrize("module, table, name", [
     (elementwise, "RULES", "exp"), (elementwise, "CONVERSIONS", "convert"), (index_rules, "INDEX_RULES", "transpose"),
-    (kernels, "REDUCTIONS", "argmax"), (extern, "TABLE", "sort"),
-], ids=["elementwise", "conversion", "index", "reduction", "extern"])
+    (kernels, "REDUCTIONS", "argmax"), (extern, "TABLE", "sort"), (complex_pairs, "RULES", "conj"),
+], ids=["elementwise", "conversion", "index", "reduction", "extern", "complex"])
 def test_claims_follow_the_rule_tables(monkeypatch, module, table, name):
     # Plant a primitive without a rule: taking it out of its table takes it out of the claims.
     assert name in TritonBackend(TritonOptions(interpret=True)).claims()
@@ -164,6 +174,20 @@ def test_claims_follow_the_rule_tables(monkeypatch, module, table, name):
     backend = TritonBackend(TritonOptions(interpret=True))
     assert backend.claim_status(name) == "unsupported"
     assert set(backend.claims()) == {op.name for op in primitives()} - {name} - set(backend.declined)
+
+
+@pytest.mark.parametrize("module, table, name, left", [
+    (complex_pairs, "RULES", "mul", {DType.float32}), (complex_pairs, "RULES", "exp", {DType.float32}),
+    (complex_pairs, "EXTERN_NAMES", "fft", set()), (complex_pairs, "EXTERN_NAMES", "rfft", set()),
+], ids=["pair-rule", "pair-rule-or-extern", "pair-extern", "real-operand"])
+def test_complex_dtypes_follow_the_pair_tables(monkeypatch, module, table, name, left):
+    # Plant an op without its complex form: it keeps its real dtypes (if it has any: fft does not,
+    # and rfft's real operand makes a complex result) and loses the complex ones.
+    assert name in TritonBackend(TritonOptions(interpret=True)).claims()
+    monkeypatch.delitem(getattr(module, table), name)
+    claim = TritonBackend(TritonOptions(interpret=True)).claims().get(name)
+    dtypes = claim.dtypes if claim is not None else frozenset()
+    assert not dtypes & {DType.complex64, DType.complex128} and left <= dtypes and (claim is not None) == bool(left)
 
 
 def test_conformance_runner_reads_bfloat16_and_uint32_outputs(backend):

@@ -65,7 +65,7 @@ def _bound(op: str, dtype: DType) -> float:
     return 1.0 if dtype in (DType.float16, DType.bfloat16) else 4.0
 
 
-COMPLEX_OPS = ops_in_family("complex")  # declined by the triton backend (Backend.declined)
+COMPLEX_OPS = ops_in_family("complex")  # complex operands: test_complex.py (float pairs)
 
 
 def _unary_cases():

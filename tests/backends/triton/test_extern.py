@@ -117,7 +117,9 @@ def test_convolution(backend, case, dtype):
 
 
 def test_extern_ops_are_exactly_the_library_ones():
-    assert EXTERN_OPS == {"sort", "top_k", "convolution", "scatter", "cumsum", "cumprod", "cummax", "cummin"}
+    assert EXTERN_OPS == {"sort", "top_k", "convolution", "scatter", "cumsum", "cumprod", "cummax", "cummin",
+                          # complex values' float pairs (complex_pairs.py): the FFTs, and exp/log/sqrt
+                          "fft", "ifft", "rfft", "irfft", "complex_exp", "complex_log", "complex_sqrt"}
 
 
 def test_top_k_results_read_by_a_kernel_are_dense(backend):
