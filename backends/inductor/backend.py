@@ -56,6 +56,8 @@ INDUCTOR_CONFIG = {"compile_threads": 1, "emulate_precision_casts": True}
 # ops as eager ATen kernels by design (docs/backends/inductor.md), so the warning tells the user
 # nothing they can act on; exactly this message is ignored around parity's compile.
 COMPLEX_CODEGEN_WARNING = r"Torchinductor does not support code generation for complex operators"
+# Importing Inductor's compile_fx imports torch.jit code that warns of its own deprecation (torch 2.13)
+SCRIPT_METHOD_WARNING = r"`torch\.jit\.script_method` is deprecated"
 
 # The torch dtype a caller's tensor has for each IR dtype (u32 is torch.uint32 outside).
 _USER_DTYPES = {**TORCH_DTYPES, DType.uint32: torch.uint32}
@@ -179,7 +181,10 @@ def _in_fresh_thread(fn, *args):
 
 def _compile(graph: Graph, device: str, shapes: tuple):
     from torch._inductor import config
-    from torch._inductor.compile_fx import compile_fx
+
+    with warnings.catch_warnings():  # torch's own import of torch.jit.script_method, not the user's code
+        warnings.filterwarnings("ignore", message=SCRIPT_METHOD_WARNING, category=DeprecationWarning)
+        from torch._inductor.compile_fx import compile_fx
 
     use_private_inductor_cache()  # under parity's checked cache root, unless the user chose one
     fx = to_fx(graph, shapes, device)
