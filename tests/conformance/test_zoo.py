@@ -95,4 +95,3 @@ def test_a_model_with_an_op_the_backend_declines_is_unsupported_with_the_backend
         assert r.message.startswith("UnsupportedAtenOp: aten._fft_r2c.default at ")
         assert "spectrogram.py" in r.message and "cannot run on backend 'no_fft'" in r.message
         assert r.message.endswith("; why: backend 'no_fft' does not claim the IR op 'rfft': this test backend has no FFTs")
-
