@@ -27,6 +27,20 @@ STATUS_ORDER = (CRASHED, TIMED_OUT, FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
 #: CaseResult statuses that no declared deviation ever excuses.
 NEVER_EXCUSED = ("error", CRASHED, TIMED_OUT)
 
+def error_summary(text: str, limit: int = 600) -> str:
+    """An error's first line, joined by its ``why:`` line where it has one (the reason a backend
+    gave for not running an op), as one line for a case's message.
+
+    Example::
+
+        >>> error_summary("UnsupportedAtenOp: aten.x at m.py:3 cannot run on backend 'b'\\n  why: no x\\n  fix: y")
+        "UnsupportedAtenOp: aten.x at m.py:3 cannot run on backend 'b'; why: no x"
+    """
+    lines = text.splitlines() or [""]
+    why = next((line.strip() for line in lines[1:] if line.strip().startswith("why:")), None)
+    return (f"{lines[0]}; {why}" if why else lines[0])[:limit]
+
+
 @dataclass
 class CaseResult:
     """One case on one (backend, device)."""

@@ -93,7 +93,7 @@ def model_results(op: str, backend: str, device: str = "cpu") -> list:
     """The two cases (forward, training) of the model row ``op`` on one target; each carries
     the compiled tensors it compared in ``attachments["tensors"]`` (for :func:`agreement`)."""
     from .models import get_model
-    from .results import CaseResult
+    from .results import CaseResult, error_summary
 
     name, _, mode = op.removeprefix(MODEL_PREFIX).partition("/")
     ids = dict(op=op, dtype="f32", backend=backend, device=device)
@@ -101,7 +101,7 @@ def model_results(op: str, backend: str, device: str = "cpu") -> list:
         comparison = _compare(get_model(name), backend, mode)
     except Exception as exc:  # noqa: BLE001 - a model that fails is a result
         status = "unsupported" if type(exc).__name__ == "UnsupportedAtenOp" else "error"
-        text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:600]
+        text = error_summary(f"{type(exc).__name__}: {exc}")  # an unsupported op's line and the backend's why
         return [CaseResult(case=f"{op}[f32]:{part}", status=status, message=text,
                            max_ratio=0.0 if status == "unsupported" else np.inf, **ids)
                 for part in ("forward", "training")]

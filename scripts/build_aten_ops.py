@@ -138,8 +138,12 @@ def dumps(usage: dict) -> str:
 
 def merge(doc: dict, update: dict) -> dict:
     """``doc`` with the architectures of ``update`` replaced by what ``update`` recorded."""
+    from parity.conformance.hf.architectures import ARCHITECTURES
+
     names = set(update["architectures"])
-    merged = {"regenerate": doc["regenerate"], "torch": update["torch"], "architectures": doc["architectures"]}
+    known = names | set(doc["architectures"])  # an architecture new to the file joins the list, in the zoo's order
+    merged = {"regenerate": doc["regenerate"], "torch": update["torch"],
+              "architectures": [spec.name for spec in ARCHITECTURES if spec.name in known]}
     merged["errors"] = {k: v for k, v in doc["errors"].items() if k not in names} | update["errors"]
     ops: dict = {}
     for source in (doc["ops"], update["ops"]):

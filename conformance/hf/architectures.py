@@ -4,7 +4,8 @@ One explicit tuple, :data:`ARCHITECTURES`; the order is the matrix's. Configs ar
 small (width 32, two layers, a 96-token vocabulary, 32×32 images) so a forward and
 backward of each takes well under a second on CPU, but each keeps what makes its
 architecture distinct: grouped-query attention, the RoPE variant, a sliding window,
-mixture-of-experts routing, relative position buckets, shifted windows, and so on.
+mixture-of-experts routing, relative position buckets, shifted windows, Fourier mixing,
+and so on.
 
 Example::
 
@@ -94,6 +95,9 @@ ARCHITECTURES: tuple[HFSpec, ...] = (
            dict(_BERT, relative_attention=True, position_buckets=8, pos_att_type=["p2c", "c2p"]),
            "disentangled relative attention"),
     HFSpec("mpnet", "MPNetForMaskedLM", "MPNetConfig", "masked-lm", "encoder", _BERT, "relative position buckets"),
+    HFSpec("fnet", "FNetForSequenceClassification", "FNetConfig", "text-cls-unmasked", "encoder",
+           dict(vocab_size=96, hidden_size=32, num_hidden_layers=2, intermediate_size=64, max_position_embeddings=64),
+           "Fourier token mixing: the real part of a 2-d FFT (torch.fft.fftn), complex64"),
     # -- encoder-decoders ---------------------------------------------------------------
     HFSpec("t5", "T5ForConditionalGeneration", "T5Config", "seq2seq", "encoder-decoder",
            dict(vocab_size=96, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, relative_attention_num_buckets=8,

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..results import error_summary
 from .architectures import ARCHITECTURES, get_architecture
 from .check import RTOL, TORCH_COMPILE, EntryResult, run_entry
 
@@ -91,7 +92,7 @@ def _status(entry: EntryResult, stage: str) -> tuple[str, str]:
                              f"(recorded up to {deviation.ratio64}x: {deviation.reason})")
     if check.error:
         unsupported = check.error.startswith("UnsupportedAtenOp")
-        return ("unsupported" if unsupported else "error"), check.error.splitlines()[0][:600]
+        return ("unsupported" if unsupported else "error"), error_summary(check.error)  # with the backend's why
     return "fail", (f"{check.tensor}: max |compiled - eager| = {check.worst:.3g} × max|eager|, over {RTOL:g} "
                     f"and farther from float64 than eager's float32")
 

@@ -86,6 +86,11 @@ def _text_cls(g, s):
             "labels": torch.randint(0, 2, (BATCH,), generator=g)}
 
 
+def _text_cls_unmasked(g, s):
+    # FNet's Fourier mixing has no attention mask to pass (its forward would swallow one unused)
+    return {"input_ids": _ids(g, s.get("vocab_size", VOCAB)), "labels": torch.randint(0, 2, (BATCH,), generator=g)}
+
+
 def _seq2seq(g, s):
     vocab = s.get("vocab_size", VOCAB)
     return {"input_ids": _ids(g, vocab), "attention_mask": _mask(), "labels": _ids(g, vocab, (BATCH, SEQ - 2))}
@@ -132,6 +137,7 @@ INPUT_KINDS: dict[str, Callable[[torch.Generator, Mapping], dict]] = {
     "causal-lm": _causal_lm,
     "masked-lm": _masked_lm,
     "text-cls": _text_cls,
+    "text-cls-unmasked": _text_cls_unmasked,
     "seq2seq": _seq2seq,
     "image-cls": _image_cls,
     "image-seg": _image_seg,

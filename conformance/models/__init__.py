@@ -10,7 +10,7 @@ Example::
 
     >>> from parity.conformance.models import MODELS, get_model
     >>> [spec.name for spec in MODELS]
-    ['mlp', 'cnn', 'resnet_block', 'gpt', 'lstm', 'vit']
+    ['mlp', 'cnn', 'resnet_block', 'gpt', 'lstm', 'vit', 'spectrogram']
     >>> model, inputs = get_model("mlp").instantiate(seed=0)
     >>> tuple(model(*inputs).shape)
     (4, 5)
@@ -18,11 +18,12 @@ Example::
 
 from __future__ import annotations
 
-from . import cnn, gpt, lstm, mlp, resnet, vit
+from . import cnn, gpt, lstm, mlp, resnet, spectrogram, vit
 from .spec import ModelSpec
 
 #: Every zoo model, in a fixed order (tests and reports are parametrized over it).
-MODELS: tuple[ModelSpec, ...] = (mlp.SPEC, cnn.SPEC, resnet.SPEC, gpt.SPEC, lstm.SPEC, vit.SPEC)
+MODELS: tuple[ModelSpec, ...] = (mlp.SPEC, cnn.SPEC, resnet.SPEC, gpt.SPEC, lstm.SPEC, vit.SPEC,
+                               spectrogram.SPEC)
 
 
 def get_model(name: str) -> ModelSpec:

@@ -75,3 +75,23 @@ def test_models_are_not_run_on_other_devices():
     cells = verdicts.cells_for([("model:mlp/train", "f32")], [Target("x", "cuda", True, None)], [],
                               cpu_only=zoo.is_model_row)
     assert cells[0].status == "not run" and cells[0].message == "models run on cpu targets"
+
+
+def test_a_model_with_an_op_the_backend_declines_is_unsupported_with_the_backends_reason():
+    # A backend without FFTs (the reference interpreter minus the fft family, declined with a
+    # reason): the spectrogram model's rows are unsupported, not errors or passes, and say why.
+    from parity.ir.ops import ops_in_family
+
+    no_fft = Perturbed("no_fft", unclaimed=ops_in_family("fft"))
+    no_fft.declined = dict.fromkeys(ops_in_family("fft"), "this test backend has no FFTs")
+    register_backend(no_fft)
+    try:
+        results = zoo.model_results("model:spectrogram/train", "no_fft")
+    finally:
+        unregister_backend("no_fft")
+    assert [(r.case, r.status) for r in results] == [("model:spectrogram/train[f32]:forward", "unsupported"),
+                                                     ("model:spectrogram/train[f32]:training", "unsupported")]
+    for r in results:
+        assert r.message.startswith("UnsupportedAtenOp: aten._fft_r2c.default at ")
+        assert "spectrogram.py" in r.message and "cannot run on backend 'no_fft'" in r.message
+        assert r.message.endswith("; why: backend 'no_fft' does not claim the IR op 'rfft': this test backend has no FFTs")

@@ -3,7 +3,7 @@
 backward, against eager torch.
 
 Which OpInfos: ``conformance/hf/aten_ops.json`` lists the zoo's aten ops (recorded from
-every translated graph of its 47 architectures by ``scripts/build_aten_ops.py``), and
+every translated graph of its 48 architectures by ``scripts/build_aten_ops.py``), and
 maps them to OpInfo entries (by the user-level
 call, by name, or by tracing its samples). Every float32 sample of every mapped entry is a
 case. By default one sample per entry, drawn with a fixed seed, runs (about a minute on

@@ -2,8 +2,11 @@
 gradient and every buffer (BatchNorm running statistics) match eager torch in float32.
 
 Backends come from the backend registry (reference and xla, plus any plugin found);
-a backend that fails a model fails here. Known gaps are listed as data below with the
-exact reason, as strict xfails: they turn into failures the moment they are fixed.
+a backend that fails a model fails here. A backend that does not claim an op of the
+model's captured graphs (tests/models/claimed.py: ONNX and Triton lower no FFT yet) must
+refuse it with that reason, an xfail; the day it claims them, the model must pass there.
+Other known gaps are listed as data below with the exact reason, as strict xfails: they
+turn into failures the moment they are fixed.
 """
 
 import copy
@@ -12,11 +15,14 @@ import pytest
 import torch
 
 from parity.backends.registry import backend_names, get_backend
+from parity.conformance import zoo
 from parity.conformance.models import MODELS, get_model
 from parity.conformance.models.check import compare
 from parity.conformance.models.gpt import GPTConfig, batch, train_step
 from parity.frontend import compiled_graph
 from parity.frontend.errors import UnsupportedAtenOp
+
+from .claimed import why_declined, zoo_graphs
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -57,6 +63,14 @@ def test_forward_and_gradients_match_eager(model, mode, backend):
         with pytest.raises(UnsupportedAtenOp, match=error):  # fixed? move it out of KNOWN_FAILURES
             compare(get_model(model), backend, mode)
         pytest.xfail(reason)
+    why = None if backend == "reference" else why_declined(zoo_graphs(model, mode), backend)
+    if why is not None:  # derived from the backend's claims, so it lapses when the backend gains the op
+        with pytest.raises(UnsupportedAtenOp) as info:
+            compare(get_model(model), backend, mode)
+        assert f"cannot run on backend {backend!r}" in str(info.value) and f"why: {why}" in str(info.value)
+        for row in zoo.model_results(f"model:{model}/{mode}", backend):  # the matrix's cells say the same
+            assert row.status == "unsupported" and row.message.endswith(f"; why: {why}"), row.message
+        pytest.xfail(f"{backend} declines {model}: {why}")
     result = compare(get_model(model), backend, mode)
     assert result.translations == 2  # captured whole: one forward and one backward graph
     grads = [label for label in result.pairs if label.startswith("grad ")]
@@ -110,7 +124,7 @@ def test_gpt_training_steps_follow_eager():
 
 
 def test_zoo_registry_is_complete_and_small():
-    assert [s.name for s in MODELS] == ["mlp", "cnn", "resnet_block", "gpt", "lstm", "vit"]
+    assert [s.name for s in MODELS] == ["mlp", "cnn", "resnet_block", "gpt", "lstm", "vit", "spectrogram"]
     assert get_model("cnn").modes == ("train", "eval")
     with pytest.raises(KeyError, match="the zoo has mlp, cnn"):
         get_model("alexnet")
