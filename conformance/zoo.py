@@ -210,7 +210,7 @@ def random_result(op: str, dtype: str, backend, name: str, device: str):
     """The random row ``op`` in ``dtype`` (short name) on one target (``backend``, the
     instance of the column called ``name``); unless it could not run, its bit-identity
     record is in ``attachments["record"]``."""
-    from .execute import NotClaimed, lower_for
+    from .execute import NotClaimed, as_array, lower_for
     from .results import CaseResult
 
     _, d, graph, arrays = next(g for g in random_graphs() if g[0] == op and g[1].short == dtype)
@@ -219,7 +219,7 @@ def random_result(op: str, dtype: str, backend, name: str, device: str):
     ids = dict(case=f"{op}[{dtype}]:key", op=op, dtype=dtype, backend=name, device=device)
     try:
         lowered, paths = lower_for(backend, graph)
-        got = np.asarray(backend.compile(lowered, device)(*arrays)[0])
+        got = as_array(backend.compile(lowered, device)(*arrays)[0])  # torch's bfloat16 too
     except NotClaimed as exc:
         return CaseResult(**ids, status="unsupported", message=str(exc))
     except Exception as exc:  # noqa: BLE001

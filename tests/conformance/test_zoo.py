@@ -95,3 +95,13 @@ def test_a_model_with_an_op_the_backend_declines_is_unsupported_with_the_backend
         assert r.message.startswith("UnsupportedAtenOp: aten._fft_r2c.default at ")
         assert "spectrogram.py" in r.message and "cannot run on backend 'no_fft'" in r.message
         assert r.message.endswith("; why: backend 'no_fft' does not claim the IR op 'rfft': this test backend has no FFTs")
+
+
+def test_a_random_row_in_bfloat16_from_a_backend_returning_torch_tensors_is_compared_bit_for_bit():
+    # triton returns torch tensors; np.asarray of a torch bfloat16 tensor raises (the row was an error)
+    from parity.backends.registry import get_backend
+
+    for op in ("random:uniform", "random:dropout"):
+        result = zoo.random_result(op, "bf16", get_backend("triton"), "triton", "cpu")
+        assert result.status == "pass", result.message
+        assert result.attachments["record"]["bit_identical"] is True
