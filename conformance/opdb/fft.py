@@ -3,7 +3,8 @@
 Sizes run from 1 to 2¹⁶, powers of two and not (primes among them: a prime size takes a
 different algorithm from a power of two); ``--quick`` keeps one of them (8 points) with the edge cases. The ``specials`` cases put a NaN, an infinity or a huge value into one signal
 and leave the others plain: the transform of the poisoned signal is not finite (for irfft,
-which of its results are is implementation-defined and the signal is masked), and its
+which of its results are is implementation-defined but for a NaN at bin 0, which poisons
+every result in any algorithm: the inf signal is masked, the NaN one compared), and its
 neighbours must stay exact-ish. ``irfft``'s half-spectra have arbitrary imaginary parts at
 bin 0 (and n/2), which the op ignores.
 """
@@ -51,21 +52,35 @@ def _attrs(op: str, sizes, norm: str = "backward") -> dict:
 
 
 def _poisoned(op: str, d: DType):
-    """Four signals of 16 points; the first three hold a NaN, an inf and 1e30 (f32: 1e30 squared overflows)."""
+    """Four signals of 16 points; the first three hold a NaN, an inf and 1e30 (f32: 1e30 squared
+    overflows). irfft's NaN sits in bin 0, which reaches every result with weight 1: every
+    algorithm gives NaN throughout, so that signal is compared (a lost NaN fails)."""
+    nan_at = 0 if _implementation_defined(op) else 3
+
     def inputs(rng):
         (x,) = _signal(op, d, (4,), (16,))(rng)
         x = x.copy()
-        x[0, 3], x[1, 5], x[2, 0] = np.nan, np.inf, 1e30
+        x[0, nan_at], x[1, 5], x[2, 0] = np.nan, np.inf, 1e30
         return (x,)
     return inputs
 
 
+def _implementation_defined(op: str) -> bool:
+    return NONFINITE_SPECTRUM in OP_TABLE[op].implementation_defined
+
+
 def _mask(op: str):
-    """irfft: a signal whose half-spectrum is not finite is implementation-defined
-    (ir/ops/fft.py, NONFINITE_SPECTRUM) and masked whole; its finite neighbours are compared."""
-    if NONFINITE_SPECTRUM not in OP_TABLE[op].implementation_defined:
+    """irfft: a signal whose half-spectrum holds a NaN or inf elsewhere than a NaN in bin 0 is
+    implementation-defined (ir/ops/fft.py, NONFINITE_SPECTRUM) and masked whole; the NaN-at-DC
+    signal and the finite ones are compared."""
+    if not _implementation_defined(op):
         return None
-    return mask_where(lambda x: np.isfinite(x).all(axis=-1, keepdims=True))
+
+    def compared(x):
+        finite = np.isfinite(x)
+        nan_at_dc = np.isnan(x[..., :1]).all(axis=-1, keepdims=True) & finite[..., 1:].all(axis=-1, keepdims=True)
+        return finite.all(axis=-1, keepdims=True) | nan_at_dc
+    return mask_where(compared)
 
 
 def _op_cases(op: str) -> list[Case]:
