@@ -8,6 +8,7 @@ import torch
 
 import parity
 from parity.frontend import recording_backend
+from parity.frontend.errors import UnsupportedAtenOp
 from parity.frontend.spectral import _ops
 
 from .test_fft import istft_variants, spectrogram, stft_istft, stft_variants
@@ -85,6 +86,16 @@ def test_calls_the_composite_cannot_express_stay_decomposed_and_still_match(fn):
     # strict=False: a complex signal's framing gathers complex values, which no backend claims (as before)
     torch.testing.assert_close(parity.compile(fn, backend="reference", strict=False)(x), expected, rtol=1e-5,
                                atol=1e-5)
+
+
+def test_symbolic_sizes_stay_decomposed_with_the_same_refusal_as_before():
+    """Under dynamic=True the signal's length is symbolic: the call is left to torch's
+    decomposition, which parity refuses as it always did (no new failure mode)."""
+    torch._dynamo.reset()
+    with pytest.raises(UnsupportedAtenOp, match="cannot run on backend 'reference'") as info:
+        parity.compile(spectrogram, backend="reference", dynamic=True)(torch.randn(2, 64))
+    assert "parity." not in str(info.value) and "symbolic size" in str(info.value)
+    torch._dynamo.reset()
 
 
 @pytest.mark.parametrize("center", [True, False])
