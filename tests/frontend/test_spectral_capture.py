@@ -124,3 +124,26 @@ def test_the_custom_ops_gradients_are_torchs():
         torch.autograd.gradcheck(
             lambda s, w: ops["istft"](s, w, n_fft, hop, win, center, normalized, onesided, 0),
             (spec.requires_grad_(), w.detach().requires_grad_()))
+
+
+def test_a_backend_without_its_primitives_names_the_composite_and_strict_false_runs_torchs_kernel():
+    """The numpy template has no complex kernels: the refusal names the user's stft and the
+    primitive its decomposition needs; with strict=False the custom op runs torch.stft eagerly,
+    gradients included."""
+    torch._dynamo.reset()
+    with pytest.raises(UnsupportedAtenOp) as info:
+        parity.compile(spectrogram, backend="numpy")(torch.randn(2, 64))
+    message = str(info.value)
+    assert "parity.stft.default at " in message and "in spectrogram cannot run on backend 'numpy'" in message
+    assert "does not claim the IR op 'rfft'" in message and "(needed by the decomposition of 'stft')" in message
+    torch._dynamo.reset()
+    x = torch.randn(2, 64, requires_grad=True)
+    eager = x.detach().clone().requires_grad_(True)
+    with pytest.warns(UserWarning):  # the one-line notes of what ran eagerly
+        got = parity.compile(spectrogram, backend="numpy", strict=False)(x)
+    expected = spectrogram(eager)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    got.sum().backward()
+    expected.sum().backward()
+    torch.testing.assert_close(x.grad, eager.grad, rtol=1e-4, atol=1e-4)
+    torch._dynamo.reset()
