@@ -147,3 +147,17 @@ def test_a_backend_without_its_primitives_names_the_composite_and_strict_false_r
     expected.sum().backward()
     torch.testing.assert_close(x.grad, eager.grad, rtol=1e-4, atol=1e-4)
     torch._dynamo.reset()
+
+
+def _methods(x):
+    window = torch.hann_window(16)
+    return x.stft(16, 4, window=window, return_complex=True).istft(16, 4, window=window, length=x.shape[-1])
+
+
+def test_tensor_methods_are_kept_whole_too():
+    x = torch.randn(64)
+    (counts,) = _ir_op_counts(_methods, x)
+    assert (counts.get("stft"), counts.get("istft")) == (1, 1), counts
+    torch._dynamo.reset()
+    torch.testing.assert_close(parity.compile(_methods, backend="reference")(x), _methods(x), rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()
