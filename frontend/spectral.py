@@ -137,7 +137,8 @@ def _real_of(dtype: torch.dtype) -> torch.dtype:
 
 def _stft_settings(args) -> tuple | None:
     x = _example(args["input"])
-    if x is None or x.dim() not in (1, 2) or args["return_complex"] is not True or args["align_to_window"] is not None:
+    if (x is None or x.dim() not in (1, 2) or x.numel() == 0 or args["return_complex"] is not True
+            or args["align_to_window"] is not None):
         return None
     common = _common(args, x, _REAL)
     onesided = True if args["onesided"] is None else args["onesided"]
@@ -165,6 +166,9 @@ def _istft_settings(args) -> tuple | None:
         return None
     if length == 0 and args["center"] and n_fft == 1:
         return None  # torch slices [0:-0] there: it returns nothing and fails
+    _, start, end = _istft_span(n_fft, hop, spec.shape[-1], args["center"], length)
+    if end <= start or spec.numel() == 0:
+        return None  # nothing to compute: the IR's type rule refuses an empty result
     return n_fft, hop, win, args["center"], args["normalized"], onesided, length
 
 

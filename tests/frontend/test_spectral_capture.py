@@ -161,3 +161,18 @@ def test_tensor_methods_are_kept_whole_too():
     torch._dynamo.reset()
     torch.testing.assert_close(parity.compile(_methods, backend="reference")(x), _methods(x), rtol=1e-5, atol=1e-5)
     torch._dynamo.reset()
+
+
+def _one_centred_frame(s):
+    return torch.istft(s, 16, 4, window=torch.hann_window(16))
+
+
+def test_an_istft_with_nothing_left_once_centred_keeps_todays_path():
+    """One frame of 16, centred: nothing remains (eager torch fails on the empty envelope; the
+    decomposed graph returns an empty signal). The IR's type rule refuses an empty result,
+    so the call is not rewritten and compiles as before."""
+    s = torch.stft(torch.randn(2, 16), 16, 4, window=torch.hann_window(16), center=False, return_complex=True)
+    assert "parity.istft" not in _explained(_one_centred_frame, s)
+    torch._dynamo.reset()
+    assert parity.compile(_one_centred_frame, backend="reference")(s).shape == (2, 0)
+    torch._dynamo.reset()
