@@ -100,12 +100,14 @@ def sum_chain(n: int, block: int | None) -> int:
 
 # Fourier transforms: n inputs reach each output through ⌈log₂ n⌉ butterfly stages.
 FFT_OPS = frozenset(ops_in_family("fft"))
+# Short-time transforms: each frame is one transform of n_fft points (their terms are n_fft).
+SPECTRAL_OPS = frozenset(ops_in_family("spectral"))
 
 
 def chain(op: str, n: int, block: int | None) -> int:
     """``m`` of the scaled bound for ``op`` with ``n`` terms and the backend's ``block``
     (a Fourier transform of n points: ⌈log₂ n⌉, whatever the block)."""
-    if op in FFT_OPS:
+    if op in FFT_OPS or op in SPECTRAL_OPS:
         return math.ceil(math.log2(n)) if n > 1 else 0
     return n if op in PRODUCTS else sum_chain(n, block)
 
@@ -189,6 +191,7 @@ TERMS: dict[str, Callable[[Sequence[TensorType], Mapping], int]] = {
     "scaled_dot_product_attention": lambda t, a: int(t[1].shape[-2]) + int(t[0].shape[-1]),
     "cross_entropy": lambda t, a: int(t[0].shape[1 if t[0].rank >= 2 else 0]) + _reduced_count(t, a),
     **dict.fromkeys(FFT_OPS, _fft_points),
+    **dict.fromkeys(SPECTRAL_OPS, lambda t, a: a["n_fft"]),
     "nll_loss": _reduced_count, "mse_loss": lambda t, a: 1 if a["reduction"] == "none" else _prod(t[0].shape),
 }
 
@@ -213,6 +216,9 @@ def _in_out(op: str) -> str:
 # -- the composite table --------------------------------------------------------------------------
 
 BoundRule = Bound | Callable[[Mapping[str, Any]], Bound]
+
+_ISTFT_SCALE = ("S = Σ over the frames covering a sample of |window|·‖frame's irfft‖₂, divided by the "
+                "envelope there; m = ⌈log₂ n_fft⌉, K = ⌈n_fft/hop⌉")
 
 # c0 counts the roundings on the longest path of the decomposition, a transcendental
 # counting 4; c1 multiplies the terms of its reductions. Scales as in the module docstring.
@@ -256,6 +262,13 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
     "uniform": _scaled(3, 0, Scale.CUSTOM, "S = max(|low|, |high|)"),
     "normal": _scaled(14, 0, Scale.CUSTOM, "S = 8.5 (the Box–Muller radius never exceeds it)"),
     "dropout": _scaled(1),
+    # The window multiply (1), rfft's normwise (1 + m)·ε·‖spectrum‖₂ and the normalized scaling
+    # (the constant and the product: 2). The product's error ε|x·w| reaches the spectrum through
+    # the transform as ε·‖full spectrum‖₂ (Parseval); a half spectrum's norm is ≥ 1/√2 of it.
+    "stft": _scaled(4, 1, Scale.CUSTOM, "S = √2·‖o‖₂ over each frame's frequencies, m = ⌈log₂ n_fft⌉"),
+    # irfft's (1 + m)·ε·‖frame‖₂, the window multiply (1), the overlap-add of K = ⌈n_fft/hop⌉
+    # frames (K), the envelope's K squares and sum (K + 1, relative) and the division (1).
+    "istft": lambda a: _scaled(4 + 2 * -(-a["n_fft"] // a["hop_length"]), 1, Scale.CUSTOM, _ISTFT_SCALE),
 }
 
 
@@ -399,6 +412,7 @@ _RULE_VARIANTS = {
     "gelu": [("approximate=none", {"approximate": "none"}), ("tanh", {"approximate": "tanh"})],
     "interpolate": [("nearest", {"mode": "nearest", "size": (1,)}),
                     ("linear modes, per spatial dim", {"mode": "linear", "size": (1,)})],
+    "istft": [("K = 1 (+2 per further overlapping frame)", {"n_fft": 4, "hop_length": 4})],
 }
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.interpreter import evaluate
+from ..ir.ops.spectral import frame_indices, istft_span
 from .bounds import FFT_OPS, IN_OUT_CAP, Scale
 
 _BOX_MULLER_RADIUS = 8.5  # sqrt(-2 log(2**-53)) < 8.6; float32 draws stay below 5.7
@@ -185,8 +186,43 @@ def _transform_norm(ctx: ScaleContext) -> np.ndarray:
         return np.sqrt(np.sum(o * o, axis=axes, keepdims=True))
 
 
+def _stft(ctx: ScaleContext) -> np.ndarray:
+    """√2·‖o‖₂ over each frame's frequencies (axis -2): the full spectrum's norm bounds
+    the transform's and the window product's error, and a half spectrum holds ≥ half its energy."""
+    o = np.abs(np.asarray(ctx.oracle[ctx.output])).astype(np.float64)
+    with np.errstate(all="ignore"):
+        return np.sqrt(2.0 * np.sum(o * o, axis=-2, keepdims=True))
+
+
+def _istft(ctx: ScaleContext) -> np.ndarray:
+    """Σ over the frames covering each sample of |window|·‖frame‖₂ (the frame's irfft in
+    float64), divided by the envelope there: what bounds every error term of the overlap-add."""
+    spec, window = (np.asarray(a) for a in ctx.operands)
+    a, frames = ctx.attrs, spec.shape[-1]
+    n_fft, half = a["n_fft"], a["n_fft"] // 2 + 1
+    cols = np.swapaxes(spec, -1, -2)[..., :half].astype(np.complex128)
+    with np.errstate(all="ignore"):
+        z = np.fft.irfft(cols, n=n_fft, axis=-1, norm="ortho" if a["normalized"] else "backward")
+        norms = np.sqrt(np.sum(z * z, axis=-1, keepdims=True))  # [..., frames, 1]
+        left = (n_fft - window.shape[0]) // 2
+        w = np.zeros(n_fft)
+        w[left:left + window.shape[0]] = np.asarray(window, np.float64)
+        full, start, end = istft_span(a, frames)
+        index = frame_indices(full, n_fft, a["hop_length"], frames)
+        terms = (np.abs(w) * norms).reshape(*spec.shape[:-2], -1)
+        summed = np.zeros((*spec.shape[:-2], full))
+        np.add.at(summed, (..., index), terms)
+        envelope = np.zeros(full)
+        np.add.at(envelope, index, np.tile(w * w, frames))
+        stop = min(end, full)
+        s = summed[..., start:stop] / envelope[start:stop]
+    return np.concatenate([s, np.zeros((*s.shape[:-1], end - stop))], axis=-1)
+
+
 CUSTOM: dict[str, Callable[[ScaleContext], np.ndarray]] = {
     **dict.fromkeys(FFT_OPS, _transform_norm),
+    "stft": _stft,
+    "istft": _istft,
     "logsumexp": lambda ctx: np.maximum(np.abs(_f(ctx.oracle[0])), 1.0),
     "var": _var,
     "std": _std,

@@ -66,6 +66,7 @@ def recording_backend(wrap, backend: str = "reference"):
     from .aten_decompositions import decomposition_table, mkldnn_off
     from .pipeline import compile_fx_graph
     from .session import CompileOptions, Session
+    from .spectral import keep_whole
 
     session = Session(CompileOptions(backend=backend, strict=True))
 
@@ -77,6 +78,7 @@ def recording_backend(wrap, backend: str = "reference"):
                        inference_compiler=compiler("inference"), decompositions=decomposition_table())
 
     def parity_backend(gm, example_inputs):
+        keep_whole(gm)  # as parity.compile: torch.stft / istft whole
         with mkldnn_off():  # as parity.compile: plain matmuls for LSTM layers
             return aot(gm, example_inputs)
 

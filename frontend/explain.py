@@ -216,7 +216,9 @@ def _record_graph(captured: list, gm, example_inputs):
     from torch._functorch.aot_autograd import make_boxed_func
 
     from .aten_decompositions import decomposition_table
+    from .spectral import keep_whole
 
+    keep_whole(gm)  # as parity.compile: torch.stft / istft whole
     graphs: list = []
     captured.append(graphs)
 

@@ -23,6 +23,7 @@ from .saved_tensors import partition_recomputing_input_views
 from .session import AUTO, Session
 from .single_backend import compile_split, compile_whole
 from .source import in_user_code, loc_from_stack_trace
+from .spectral import keep_whole
 from .status import slow_work
 
 # How AOTAutograd splits a training graph into forward and backward (frontend/saved_tensors.py);
@@ -41,6 +42,7 @@ def make_dynamo_backend(session: Session):
                        decompositions=decomposition_table(), partition_fn=PARTITION["fn"])
 
     def parity(gm, example_inputs):
+        keep_whole(gm)  # torch.stft / istft as one op each (frontend/spectral.py)
         with mkldnn_off():
             return aot(gm, example_inputs)
 

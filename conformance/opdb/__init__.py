@@ -21,12 +21,13 @@ import re
 from collections import Counter
 
 from ..case import Case, ErrorCase
-from . import complex_numbers, composites, contraction, elementwise, fft, reductions, structural
+from . import complex_numbers, composites, contraction, elementwise, fft, reductions, spectral, structural
 
 FAMILIES = {
     "elementwise": elementwise,
     "complex_numbers": complex_numbers,
     "fft": fft,
+    "spectral": spectral,
     "structural": structural,
     "reductions": reductions,
     "contraction": contraction,

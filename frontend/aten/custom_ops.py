@@ -9,11 +9,14 @@ ops' qualified names (``transformers.grouped_mm_fallback.default``), as for aten
   op ``transformers::grouped_mm_fallback`` (a loop of ``torch.mm`` over each expert's
   rows; rows past the last offset stay zero) and its backward op. Both are exactly
   ``_grouped_mm``'s layouts, so they reuse :mod:`.contraction`'s translation.
+- **parity's own spectral ops.** ``parity::stft`` / ``parity::istft`` are torch.stft /
+  torch.istft kept whole by frontend/spectral.py; they become the IR composites.
 
 Example::
 
-    >>> sorted(TABLE)
-    ['transformers.grouped_mm_fallback.default', 'transformers.grouped_mm_fallback_backward.default']
+    >>> sorted(TABLE)  # doctest: +NORMALIZE_WHITESPACE
+    ['parity.istft.default', 'parity.stft.default', 'transformers.grouped_mm_fallback.default',
+     'transformers.grouped_mm_fallback_backward.default']
 """
 
 from __future__ import annotations
@@ -39,7 +42,27 @@ def grouped_mm_fallback_backward(ctx: TranslationContext, input, weight, offs, g
     return grad_input, grad_weight
 
 
+def _window(ctx: TranslationContext, window, win_length: int, dtype):
+    """torch's window=None is a window of ones."""
+    return ctx.full(1, dtype, (win_length,)) if window is None else window
+
+
+def stft(ctx: TranslationContext, x, window, n_fft, hop_length, win_length, center, pad_mode, normalized, onesided):
+    """``parity::stft`` (frontend/spectral.py keeps torch.stft whole as it): the IR composite."""
+    return ctx.b.stft(x, _window(ctx, window, win_length, x.type.dtype), n_fft=n_fft, hop_length=hop_length,
+                      center=center, pad_mode=pad_mode, normalized=normalized, onesided=onesided)
+
+
+def istft(ctx: TranslationContext, spec, window, n_fft, hop_length, win_length, center, normalized, onesided,
+          length):
+    """``parity::istft``: the IR composite (length 0: torch's None)."""
+    return ctx.b.istft(spec, _window(ctx, window, win_length, spec.type.dtype.real_dtype), n_fft=n_fft,
+                       hop_length=hop_length, center=center, normalized=normalized, onesided=onesided, length=length)
+
+
 TABLE = {
+    "parity.stft.default": stft,
+    "parity.istft.default": istft,
     "transformers.grouped_mm_fallback.default": grouped_mm_fallback,
     "transformers.grouped_mm_fallback_backward.default": grouped_mm_fallback_backward,
 }

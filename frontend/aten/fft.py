@@ -3,8 +3,8 @@
 The IR transforms the last ``ndims`` axes; aten names any set of dims. The dims are moved
 to the end (in the order given: ``_fft_r2c`` halves the last one, ``_fft_c2r`` restores
 it), transformed, and moved back. aten's ``normalization`` (0: none, 1: 1/√N, 2: 1/N) and
-direction give the IR's ``norm``. torch.stft reaches here already decomposed by torch
-into framing (``as_strided``), a window multiply and ``_fft_r2c``.
+direction give the IR's ``norm``. torch.stft reaches here decomposed by torch (framing,
+a window multiply, ``_fft_r2c``) only when frontend/spectral.py could not keep it whole.
 
 Example::
 

@@ -39,6 +39,35 @@ def stft_istft(x):
     return torch.istft(s * (1 + 0.5j), n_fft=16, hop_length=4, window=window, length=x.shape[-1]).tanh()
 
 
+def stft_variants(x):
+    """torch.stft's settings, each kept whole as the IR's stft (frontend/spectral.py): zero
+    padding and normalized, two-sided, no centring with a 10-sample window of ones, a 1-d signal."""
+    def mag(s):
+        return (s.abs() + 0.1).log().flatten()
+    hann = torch.hann_window(15) + 0.1
+    return torch.cat([
+        mag(torch.stft(x, 16, 4, window=torch.hann_window(16), pad_mode="constant", normalized=True,
+                       return_complex=True)),
+        mag(torch.stft(x, 15, 5, window=hann, onesided=False, return_complex=True)),
+        mag(torch.stft(x, 16, 3, win_length=10, center=False, return_complex=True)),
+        mag(torch.stft(x[0], 8, 2, window=torch.hann_window(8), return_complex=True)),
+    ])
+
+
+def istft_variants(x):
+    """torch.istft's settings kept whole: normalized with a shorter window, a two-sided
+    spectrum, no centring and a longer result (zero-filled), a window of ones."""
+    window = torch.hann_window(16) + 0.2
+    s = torch.stft(x, 16, 4, window=window, normalized=True, return_complex=True) * (1 + 0.5j)
+    two = torch.stft(x, 16, 4, window=window, onesided=False, return_complex=True)
+    plain = torch.stft(x, 16, 4, center=False, return_complex=True)
+    return torch.cat([
+        torch.istft(s, 16, 4, window=window, normalized=True).flatten(),
+        torch.istft(two, 16, 4, window=window, onesided=False, length=x.shape[-1] - 5).flatten(),
+        torch.istft(plain, 16, 4, center=False, length=x.shape[-1] + 3)[..., 8:-8].flatten(),
+    ]).tanh()
+
+
 def phase_roundtrip(x):
     return torch.fft.irfft(torch.fft.rfft(x, norm="ortho") * 2j, n=x.shape[-1], norm="ortho").sin()
 
@@ -63,7 +92,8 @@ def _no_worse_than_eager(got, eager, oracle, what):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn, shape", [(rfft_magnitude, (3, 8)), (fnet_mixer, (2, 5, 6)), (spectrogram, (2, 64)),
-                                       (phase_roundtrip, (3, 7)), (stft_istft, (2, 64))],
+                                       (phase_roundtrip, (3, 7)), (stft_istft, (2, 64)),
+                                       (stft_variants, (2, 50)), (istft_variants, (2, 48))],
                          ids=lambda v: getattr(v, "__name__", ""))
 def test_gradients_match_eager(backend, fn, shape):
     torch.manual_seed(sum(shape))
