@@ -179,7 +179,7 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
               for r in dynamo.break_reasons if r.graph_break]
     skipped = take_skipped_frames()
     if not breaks:  # a frame Dynamo gave up on (a quantized tensor): the whole call is an eager island
-        breaks = [GraphBreak(why, loc) for why, loc in skipped]
+        breaks = [GraphBreak(frame.why, frame.loc) for frame in skipped]
     session = getattr(fn, "session", None)
     return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn),
                          _precision_notes(fn, loaded), backend_line(session) if session is not None else None)

@@ -20,6 +20,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..ir.graph import SourceLoc
 from .errors import FrontendError
 from .source import definition_loc, function_name, in_user_code, is_user_file, warn_at
@@ -95,10 +97,10 @@ class BreakWatch:
             return
         skipped = take_skipped_frames()
         if end == start:  # with a graph break recorded, a fake-tensor failure is that break's cause
-            for why, loc in skipped:
-                if (str(loc), why) not in self.seen:
-                    self.seen.add((str(loc), why))
-                    warn_at(loc, skipped_message(why, loc, self.backend_name), GraphBreakWarning)
+            for frame in skipped:
+                if (str(frame.loc), frame.why) not in self.seen:
+                    self.seen.add((str(frame.loc), frame.why))
+                    warn_at(frame.loc, skipped_message(frame, self.backend_name), GraphBreakWarning)
             return
         for reason in self.reasons[start if end > start else 0:end]:  # a reset inside the call: from 0
             loc = user_loc(reason.user_stack, self.site)
@@ -127,35 +129,65 @@ def break_message(reason: str, loc: SourceLoc | None, backend_name: str) -> str:
             "break")
 
 
-#: (why, loc) of each frame Dynamo gave up on while a parity-compiled call traced it, because
-#: it could not make a fake tensor of a value there (a quantized buffer): Dynamo runs the whole
-#: function in eager torch and records no graph break. user_errors.py's log filter adds them
-#: (from Dynamo's "Encountered exception ... during fake tensor propagation" line, which it
-#: keeps off stderr); :meth:`BreakWatch.report` warns, :func:`skipped_frame_error` raises.
-SKIPPED_FRAMES: list = []
+class SkippedFrame(NamedTuple):
+    """A frame Dynamo gave up on (it runs the whole function in eager torch): why, where, and
+    what the user can do about it."""
+
+    why: str
+    loc: SourceLoc | None
+    fix: str
 
 
-def take_skipped_frames() -> list:
-    """The (why, loc) of the frames skipped since the last take, forgotten here."""
+_QUANTIZED_FIX = ("keep such values out of the compiled function (dequantize a quantized weight once, outside "
+                  "it); fullgraph=True makes this an error")
+_DATA_DEPENDENT_FIX = ("give that value a static size (e.g. torch.where(mask, values, x) instead of boolean "
+                       "indexing), or compute it outside the compiled function; fullgraph=True makes this an error")
+
+#: Each frame Dynamo gave up on while a parity-compiled call traced it. Two causes reach here:
+#: it could not make a fake tensor of a value there (a quantized buffer), which user_errors.py's
+#: log filter notes from Dynamo's "Encountered exception ... during fake tensor propagation"
+#: line; or AOTAutograd met an op whose output size depends on the data while tracing the
+#: forward and gradient graphs, which the pipeline notes (Dynamo then logs "Backend compiler
+#: exception" and runs the frame eagerly, recording no graph break). :meth:`BreakWatch.report`
+#: warns, :func:`skipped_frame_error` raises.
+SKIPPED_FRAMES: list[SkippedFrame] = []
+
+
+def take_skipped_frames() -> list[SkippedFrame]:
+    """The frames skipped since the last take, forgotten here."""
     skipped = SKIPPED_FRAMES[:]
     SKIPPED_FRAMES.clear()
     return skipped
 
 
-def note_skipped_frame(torch_reason: str) -> None:
-    """Record the frame Dynamo is tracing now as skipped for ``torch_reason`` (fake tensor's words)."""
-    loc, values = None, ""
+def _traced_frame():
+    """(loc, locals) of the frame Dynamo is tracing now, or (None, {})."""
     try:
         from torch._dynamo.symbolic_convert import InstructionTranslator
 
         tx = InstructionTranslator.current_tx()
-        loc = SourceLoc(tx.f_code.co_filename, tx.lineno, function_name(tx.f_code.co_name))
-        values = _quantized_values(tx.f_locals)
+        return SourceLoc(tx.f_code.co_filename, tx.lineno, function_name(tx.f_code.co_name)), tx.f_locals
     except Exception:  # no frame being traced, or Dynamo's internals moved: the reason alone
-        pass
+        return None, {}
+
+
+def note_skipped_frame(torch_reason: str) -> None:
+    """Record the frame Dynamo is tracing now as skipped for ``torch_reason`` (fake tensor's words)."""
+    loc, local_values = _traced_frame()
+    values = _quantized_values(local_values) if local_values else ""
     what = f"a fake tensor of {values}" if values else "a fake tensor of a value there"
-    SKIPPED_FRAMES.append((f"Dynamo cannot make {what} (torch: {torch_reason}), so it runs the whole function "
-                           "in eager torch", loc))
+    SKIPPED_FRAMES.append(SkippedFrame(f"Dynamo cannot make {what} (torch: {torch_reason}), so it runs the whole "
+                                       "function in eager torch", loc, _QUANTIZED_FIX))
+
+
+def note_data_dependent(op: str) -> None:
+    """Record the frame Dynamo is tracing now as skipped: AOTAutograd met ``op``, whose output
+    size depends on the data, while tracing its forward and gradient graphs."""
+    loc, _ = _traced_frame()
+    SKIPPED_FRAMES.append(SkippedFrame(
+        f"{op} has an output whose size depends on the data, met while the forward and gradient graphs were "
+        "traced (a gradient can need one where the forward does not: grad[mask] for an index_put with a boolean "
+        "mask), so Dynamo runs the whole function in eager torch", loc, _DATA_DEPENDENT_FIX))
 
 
 def _quantized_values(local_values: dict) -> str:
@@ -174,11 +206,10 @@ def _quantized_values(local_values: dict) -> str:
     return ", ".join(found[:3])
 
 
-def skipped_message(why: str, loc: SourceLoc | None, backend_name: str) -> str:
-    where = f"at {loc}" if loc else "(Dynamo names no line)"
-    return (f"parity.compile: the function {where} runs in eager torch, not on {backend_name!r}\n  why: {why}\n"
-            "  fix: keep such values out of the compiled function (dequantize a quantized weight once, outside "
-            "it); fullgraph=True makes this an error")
+def skipped_message(frame: SkippedFrame, backend_name: str) -> str:
+    where = f"at {frame.loc}" if frame.loc else "(Dynamo names no line)"
+    return (f"parity.compile: the function {where} runs in eager torch, not on {backend_name!r}\n"
+            f"  why: {frame.why}\n  fix: {frame.fix}")
 
 
 def skipped_frame_error(err: BaseException, fn, backend_name: str) -> GraphBreakError | None:
@@ -186,11 +217,11 @@ def skipped_frame_error(err: BaseException, fn, backend_name: str) -> GraphBreak
     ``fn``'s frame (:data:`SKIPPED_FRAMES`), else None. Forgets the skipped frames either way."""
     skipped = take_skipped_frames()
     text = str(err)
-    if skipped and ("no compiled frames" in text or "during fake tensor propagation" in text):
-        why, loc = skipped[0]
-        return GraphBreakError(why, loc, backend_name)
+    if skipped and ("no compiled frames" in text or "during fake tensor propagation" in text
+                    or "Backend compiler exception" in text):
+        return GraphBreakError(skipped[0].why, skipped[0].loc, backend_name)
     if "found no compiled frames" in text:  # Dynamo gave up on the frame at an earlier call
         return GraphBreakError("Dynamo gave up on this function at an earlier call in this process (a value it "
-                               "cannot make a fake tensor of, such as a quantized tensor), and does not try again",
-                               definition_loc(fn), backend_name)
+                               "cannot make a fake tensor of, such as a quantized tensor, or an op whose output "
+                               "size depends on the data), and does not try again", definition_loc(fn), backend_name)
     return None

@@ -11,14 +11,17 @@ boxed callable that takes and returns torch tensors.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import torch
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
 from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from .aten_decompositions import decomposition_table, mkldnn_off
 from .auto import compile_auto
 from .errors import InternalError, UnsupportedAtenOp
+from .graph_breaks import note_data_dependent
 from .saved_tensors import partition_recomputing_input_views
 from .session import AUTO, Session
 from .single_backend import compile_split, compile_whole
@@ -26,9 +29,15 @@ from .source import in_user_code, loc_from_stack_trace
 from .spectral import keep_whole
 from .status import slow_work
 
+# autograd's anomaly-mode report of a failed gradient trace (torch/autograd/graph.py)
+ANOMALY_WARNING = r"Error detected in \w+Backward"
+
 # How AOTAutograd splits a training graph into forward and backward (frontend/saved_tensors.py);
 # a dict so that a benchmark can compare partitions in one process.
 PARTITION = {"fn": partition_recomputing_input_views}
+# fake tensor's errors for an op whose output size depends on the data, which Dynamo answers by
+# running the frame in eager torch (torch._dynamo.exc.exceptions_allowed_to_be_fallback)
+DATA_DEPENDENT = (DynamicOutputShapeException, DataDependentOutputException)
 
 
 def make_dynamo_backend(session: Session):
@@ -43,8 +52,15 @@ def make_dynamo_backend(session: Session):
 
     def parity(gm, example_inputs):
         keep_whole(gm)  # torch.stft / istft as one op each (frontend/spectral.py)
-        with mkldnn_off():
-            return aot(gm, example_inputs)
+        with mkldnn_off(), warnings.catch_warnings():
+            # AOTAutograd traces the gradient under autograd's anomaly mode, which warns "Error detected
+            # in ...Backward0" when that trace fails; the failure is reported below, as parity's warning
+            warnings.filterwarnings("ignore", message=ANOMALY_WARNING, category=UserWarning)
+            try:
+                return aot(gm, example_inputs)
+            except DATA_DEPENDENT as exc:  # Dynamo runs the frame eagerly: say so at the user's line
+                note_data_dependent(str(getattr(exc, "func", "") or exc))
+                raise
 
     return parity
 

@@ -36,6 +36,10 @@ RECOMPILE_LOGGER = "torch._dynamo.convert_frame"
 #: or breaks the graph there): parity reports it (graph_breaks.SKIPPED_FRAMES)
 FAKE_FAILURE_LOGGER = "torch._dynamo.utils"
 _FAKE_FAILURE = re.compile(r"Encountered exception \((?P<reason>.*)\) during fake tensor propagation")
+#: the logger whose "Backend compiler exception" warning says Dynamo runs a frame eagerly because
+#: parity's backend met a data-dependent size (frontend/pipeline.py notes it, graph_breaks.py warns)
+BACKEND_FALLBACK_LOGGER = "torch._dynamo.exc"
+_BACKEND_FALLBACK = "Backend compiler exception"
 
 
 def eager_error(fn, args: tuple, kwargs: dict) -> BaseException | None:
@@ -69,13 +73,18 @@ class _WhileParityTraces(logging.Filter):
         self.codes = codes
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name not in TRACING_LOGGERS and record.name not in (RECOMPILE_LOGGER, FAKE_FAILURE_LOGGER):
+        if record.name not in TRACING_LOGGERS and record.name not in (RECOMPILE_LOGGER, FAKE_FAILURE_LOGGER,
+                                                                      BACKEND_FALLBACK_LOGGER):
+            return True
+        if record.name == BACKEND_FALLBACK_LOGGER and not record.getMessage().startswith(_BACKEND_FALLBACK):
             return True
         frame = sys._getframe(1)  # only walked when such a record is emitted, never per call
         while frame is not None and frame.f_code not in self.codes:
             frame = frame.f_back
         if frame is None:
             return True
+        if record.name == BACKEND_FALLBACK_LOGGER:  # parity noted the cause and warns at the user's line
+            return False
         if record.name == FAKE_FAILURE_LOGGER:
             failure = _FAKE_FAILURE.search(record.getMessage())
             if failure is None:
@@ -104,7 +113,7 @@ def quiet_tracing_logs(entry_codes) -> None:
     ``entry_codes`` are the code objects of parity's call entry points (``__call__``,
     ``forward``): a record emitted below one of them is parity tracing."""
     codes = frozenset(entry_codes)
-    for name in (*TRACING_LOGGERS, RECOMPILE_LOGGER, FAKE_FAILURE_LOGGER):
+    for name in (*TRACING_LOGGERS, RECOMPILE_LOGGER, FAKE_FAILURE_LOGGER, BACKEND_FALLBACK_LOGGER):
         logger = logging.getLogger(name)
         while logger is not None:
             for handler in logger.handlers:

@@ -42,3 +42,36 @@ def test_no_warning_without_a_break():
 def test_strict_false_warns_about_a_break_too():
     with pytest.warns(GraphBreakWarning, match="Dynamo split the function at .*test_graph_breaks.py:16"):
         parity.compile(positives, backend="reference", strict=False)(torch.ones(3))
+
+
+GRADIENT_NEEDS_NONZERO = '''
+import torch, parity
+def scatter_rows(x, v, mask):
+    return torch.index_put(x, (mask,), v).sin()
+x, v = torch.randn(5, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+mask = torch.tensor([True, False, True, False, False])
+parity.compile(scatter_rows, backend="reference")(x, v, mask).sum().backward()
+xe, ve = x.detach().clone().requires_grad_(), v.detach().clone().requires_grad_()
+scatter_rows(xe, ve, mask).sum().backward()
+print(torch.equal(v.grad, ve.grad) and torch.equal(x.grad, xe.grad))
+'''
+
+
+def test_a_data_dependent_size_in_the_gradient_trace_is_one_warning_at_the_users_line_and_nothing_else(tmp_path):
+    # index_put's gradient with a boolean mask is grad[mask] (nonzero): AOTAutograd's trace fails,
+    # Dynamo runs the frame eagerly and logs its own warning plus autograd's anomaly report
+    import subprocess
+    import sys
+
+    script = tmp_path / "model.py"
+    script.write_text(GRADIENT_NEEDS_NONZERO)
+    run = subprocess.run([sys.executable, "-W", "default", str(script)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "True"  # eager's gradients
+    lines = run.stderr.strip().splitlines()
+    assert lines[0] == (f"{script}:4: GraphBreakWarning: parity.compile: the function at {script}:4 in scatter_rows "
+                        "runs in eager torch, not on 'reference'")
+    assert lines[1].startswith("  why: aten.nonzero.default has an output whose size depends on the data")
+    assert lines[2].startswith("  fix: give that value a static size")
+    assert lines[3].strip() == "return torch.index_put(x, (mask,), v).sin()"  # Python shows the warned line
+    assert len(lines) == 4, run.stderr  # no Dynamo log lines, no anomaly-mode report
