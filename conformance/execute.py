@@ -18,9 +18,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..backends.base import Backend
+from ..backends.base import Backend, check_not_declined
 from ..ir.builder import GraphBuilder
 from ..ir.dtypes import DType
+from ..ir.errors import UnsupportedOpError
 from ..ir.graph import Graph
 from ..ir.interpreter import evaluate
 from ..ir.ops import node_dtype
@@ -55,13 +56,12 @@ def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[
             via = "" if n.op in graph.op_counts() else " (reached through a decomposition)"
             why = getattr(backend, "declined", {}).get(n.op) or getattr(backend, "declined_dtypes", {}).get(dtype)
             raise NotClaimed(f"{backend.name} does not claim {what}{via}" + (f": declined, {why}" if why else ""))
-        # claims name the node's dtype (convert's input); a dtype the backend declines may be
-        # another operand's or the result's (convert f32 -> c64): declined is declared, not a failure
-        declined = getattr(backend, "declined_dtypes", {})
-        other = next((v.type.dtype for v in (*n.inputs, *n.outputs) if v.type.dtype in declined), None)
-        if other is not None:
-            raise NotClaimed(f"{backend.name} does not claim {n.op} with a {other.short} operand or result: "
-                             f"declined, {declined[other]}")
+    # claims name a node's dtype (convert's input); a dtype the backend declines may be another
+    # operand's or the result's (convert f32 -> c64): declined is declared, not a failure
+    try:
+        check_not_declined(backend, lowered)
+    except UnsupportedOpError as exc:
+        raise NotClaimed(str(exc)) from None
     paths = {}
     for n in graph.nodes:
         if n.op in native:

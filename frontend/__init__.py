@@ -63,10 +63,9 @@ def recording_backend(wrap, backend: str = "reference"):
 
     from torch._dynamo.backends.common import aot_autograd
 
-    from .aten_decompositions import decomposition_table, mkldnn_off
-    from .pipeline import compile_fx_graph
+    from .aten_decompositions import decomposition_table
+    from .pipeline import compile_fx_graph, run_aot
     from .session import CompileOptions, Session
-    from .spectral import keep_whole
 
     session = Session(CompileOptions(backend=backend, strict=True))
 
@@ -77,12 +76,7 @@ def recording_backend(wrap, backend: str = "reference"):
     aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                        inference_compiler=compiler("inference"), decompositions=decomposition_table())
 
-    def parity_backend(gm, example_inputs):
-        keep_whole(gm)  # as parity.compile: torch.stft / istft whole
-        with mkldnn_off():  # as parity.compile: plain matmuls for LSTM layers
-            return aot(gm, example_inputs)
-
-    return parity_backend
+    return functools.partial(run_aot, aot)  # prepared as parity.compile prepares its graphs
 
 
 def reset_caches() -> None:

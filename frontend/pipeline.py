@@ -50,19 +50,23 @@ def make_dynamo_backend(session: Session):
     aot = aot_autograd(fw_compiler=compile_fw, bw_compiler=compile_bw, inference_compiler=compile_inference,
                        decompositions=decomposition_table(), partition_fn=PARTITION["fn"])
 
-    def parity(gm, example_inputs):
-        keep_whole(gm)  # torch.stft / istft as one op each (frontend/spectral.py)
-        with mkldnn_off(), warnings.catch_warnings():
-            # AOTAutograd traces the gradient under autograd's anomaly mode, which warns "Error detected
-            # in ...Backward0" when that trace fails; the failure is reported below, as parity's warning
-            warnings.filterwarnings("ignore", message=ANOMALY_WARNING, category=UserWarning)
-            try:
-                return aot(gm, example_inputs)
-            except DATA_DEPENDENT as exc:  # Dynamo runs the frame eagerly: say so at the user's line
-                note_data_dependent(str(getattr(exc, "func", "") or exc))
-                raise
+    return functools.partial(run_aot, aot)
 
-    return parity
+
+def run_aot(aot, gm: torch.fx.GraphModule, example_inputs):
+    """``aot`` (an AOTAutograd backend) on one Dynamo graph, as every parity capture runs it:
+    torch.stft / istft kept whole (frontend/spectral.py), plain matmuls for LSTM layers, and a
+    data-dependent size met in the forward or gradient trace noted for the user's warning."""
+    keep_whole(gm)
+    with mkldnn_off(), warnings.catch_warnings():
+        # AOTAutograd traces the gradient under autograd's anomaly mode, which warns "Error detected
+        # in ...Backward0" when that trace fails; the failure is reported below, as parity's warning
+        warnings.filterwarnings("ignore", message=ANOMALY_WARNING, category=UserWarning)
+        try:
+            return aot(gm, example_inputs)
+        except DATA_DEPENDENT as exc:  # Dynamo runs the frame eagerly: say so at the user's line
+            note_data_dependent(str(getattr(exc, "func", "") or exc))
+            raise
 
 
 def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Session, kind: str):

@@ -112,6 +112,8 @@ class OnnxExecutable:
         self._out = [(f"out{i}", carrier_type(v.type)) for i, v in enumerate(graph.outputs)]
         self._complex_in = [v.type.dtype if v.type.dtype.is_complex else None for v in graph.inputs]
         self._complex_out = [v.type.dtype if v.type.dtype.is_complex else None for v in graph.outputs]
+        self._any_complex_out = any(self._complex_out)  # read per call: computed once
+        self._ir_in = [v.type for v in graph.inputs]  # the caller's types (a complex input: before its carrier)
         self._static = all(t.is_static for _, t in self._in)
         # Outputs ORT allocates (and we copy out): bound once per thread when shapes are static.
         self._copied = [self._static and not _bind_buffer(t.dtype, t.shape) for _, t in self._out]
@@ -157,9 +159,9 @@ class OnnxExecutable:
             name, t = self._in[i]
             complex_dtype = self._complex_in[i]
             array = _as_array(value, complex_dtype or t.dtype, i, self.graph.name)
-            if self._static and array.shape != self.graph.inputs[i].type.shape:
+            if self._static and array.shape != self._ir_in[i].shape:
                 raise ParityError(f"input {i} of @{self.graph.name} has shape {list(array.shape)}, "
-                                  f"expected {self.graph.inputs[i].type}")
+                                  f"expected {self._ir_in[i]}")
             if complex_dtype is not None:
                 array = _carrier(array, complex_dtype)
             keep.append(array)
@@ -181,7 +183,7 @@ class OnnxExecutable:
 
     def _complex(self, outs: list[np.ndarray]) -> list[np.ndarray]:
         """Complex outputs as complex arrays: views of their carriers [..., 2] (no copy)."""
-        if not any(self._complex_out):
+        if not self._any_complex_out:
             return outs
         return [out if dtype is None else _from_carrier(out, dtype) for out, dtype in zip(outs, self._complex_out)]
 
@@ -349,14 +351,16 @@ class OnnxBackend(Backend):
             if opdef is None:
                 continue
             native = NATIVE.get(name)  # a composite: only the dtypes its ONNX op was measured in
-            real = name in LOWERINGS and frozenset(
+            real = frozenset(
                 d for d in opdef.dtypes if not d.is_complex and (name, d) not in UNSUPPORTED
-                and d not in self.declined_dtypes and (native is None or d in native.dtypes))
+                and d not in self.declined_dtypes and (native is None or d in native.dtypes)
+            ) if name in LOWERINGS else frozenset()
             # complex rules (complex_numbers.py): the complex dtypes, and every dtype of the ops
             # that have no real rule (complex, rfft take real parts)
-            cplx = name in COMPLEX_LOWERINGS and frozenset(
-                d for d in opdef.dtypes if (d.is_complex or name not in LOWERINGS) and d not in self.declined_dtypes)
-            out[name] = OpClaim((real or frozenset()) | (cplx or frozenset()))
+            cplx = frozenset(
+                d for d in opdef.dtypes if (d.is_complex or name not in LOWERINGS) and d not in self.declined_dtypes
+            ) if name in COMPLEX_LOWERINGS else frozenset()
+            out[name] = OpClaim(real | cplx)
         return out
 
     def export(self, graph: Graph, path, *, input_names: Sequence[str] | None = None,

@@ -188,6 +188,7 @@ class TritonExecutable:
         self._last = None
         static = all(t.is_static for t in graph.input_types)
         self._complex = [v.type.dtype.is_complex for v in graph.inputs], [v.type.dtype.is_complex for v in graph.outputs]
+        self._any_complex = any(self._complex[0]) or any(self._complex[1])  # a real graph skips the pair views
         # (a complex graph: its float-pair graph's ops decide, complex_pairs.py)
         self.fallback = None if static else fallback_reason(to_pairs(graph) if has_complex(graph) else graph)
         self.generic = not static and self.fallback is None  # one kernel set, sizes as arguments
@@ -218,7 +219,8 @@ class TritonExecutable:
         _, plan, _, module = last
         # complex tensors cross as their float pairs, without copies (complex_pairs.py); a lazily
         # conjugated one (torch's conj bit: z.conj()) is conjugated first, as view_as_real requires
-        tensors = [torch.view_as_real(t.resolve_conj()) if c else t for t, c in zip(tensors, self._complex[0])]
+        if self._any_complex:
+            tensors = [torch.view_as_real(t.resolve_conj()) if c else t for t, c in zip(tensors, self._complex[0])]
         args = (tensors, self._constants(plan, dev), dev) + ((bindings.sizes,) if self.generic else ())
         if self.backend.options.interpret:
             # the interpreter computes masked-off lanes too (e.g. x / 0 there): IEEE results, no warnings
@@ -226,6 +228,8 @@ class TritonExecutable:
                 outputs = module.run(*args)
         else:
             outputs = module.run(*args)
+        if not self._any_complex:
+            return outputs
         return [torch.view_as_complex(r) if c else r for r, c in zip(outputs, self._complex[1])]
 
     def _constants(self, plan: Plan, dev):

@@ -97,6 +97,15 @@ def test_recorded_deviations_alone_exit_zero(wrong):
     assert result.exit_code == 0
 
 
+def _run_registered(backend, **options):
+    """``runner.run`` on ``backend`` alone, registered for the run only."""
+    register_backend(backend)
+    try:
+        return runner.run([backend.name], **options)
+    finally:
+        unregister_backend(backend.name)
+
+
 def test_a_nan_where_the_reference_is_finite_is_named_not_hidden_behind_the_finite_maximum():
     # a small scaling (within the deviation) plus one NaN: the cell's finite maximum is under the
     # recorded figure, so the message must name the non-finite error instead of "exceeds"
@@ -111,11 +120,7 @@ def test_a_nan_where_the_reference_is_finite_is_named_not_hidden_behind_the_fini
 
     backend = Perturbed("nan_exp", {"exp": 1 + 2**-22}, dtypes=[DType.float32], change=one_nan,
                         deviations=(Deviation("exp", "scaled a little on purpose", "1000 ulp", DType.float32),))
-    register_backend(backend)
-    try:
-        result = runner.run(["nan_exp"], ops="^exp$", dtypes=[DType.float32], quick=True)
-    finally:
-        unregister_backend(backend.name)
+    result = _run_registered(backend, ops="^exp$", dtypes=[DType.float32], quick=True)
     (cell,) = [c for c in result.cells if c.backend == "nan_exp" and c.device == "cpu"]
     assert planted and not np.isnan(planted[0]) and cell.cases > 1
     assert cell.status == "fail" and cell.max_ulp is not None and cell.max_ulp < 1000
@@ -284,11 +289,7 @@ def test_a_case_reaching_a_declined_dtype_through_another_operand_is_unsupported
         return original(graph, device)
 
     backend.compile = compile_refusing_complex
-    register_backend(backend)
-    try:
-        result = runner.run(["no_complex"], ops="^convert$", dtypes=[DType.float32], quick=True)
-    finally:
-        unregister_backend(backend.name)
+    result = _run_registered(backend, ops="^convert$", dtypes=[DType.float32], quick=True)
     (cell,) = [c for c in result.cells if c.backend == "no_complex" and c.device == "cpu"]
     assert cell.status == "pass" and cell.unsupported > 0 and cell.passed == cell.cases - cell.unsupported
     assert result.exit_code == 0

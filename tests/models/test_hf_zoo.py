@@ -69,8 +69,8 @@ def test_triton_runs_an_encoder_through_its_interpreter():
 @pytest.mark.parametrize("backend", backend_names())
 def test_fnet_passes_where_its_ffts_are_claimed_and_is_unsupported_with_the_reason_elsewhere(backend):
     # Expectations from claims (tests/models/claimed.py): a backend that claims every node of
-    # FNet's captured graphs must pass all three stages; today onnx and triton decline the fft
-    # family, so FNet must be unsupported there, saying why. No hand list to update either way.
+    # FNet's captured graphs must pass all three stages (every built-in does); one that declines the
+    # fft family (the numpy plugin template) must report FNet unsupported, saying why. No hand list.
     if "cpu" not in get_backend(backend).available_devices():
         pytest.skip(f"backend {backend!r} has no CPU device available in this process (TRITON_INTERPRET=1)")
     result = run_entry(get_architecture("fnet"), backend)
