@@ -30,6 +30,7 @@ from __future__ import annotations
 import pathlib
 import queue
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -93,8 +94,8 @@ class _Unit:
 class Group:
     """What the serial runner runs as one step: cases compiled together (one op × dtype of the
     op database, one zoo row, a chunk of fuzzer graphs), on each of ``targets`` in turn.
-    ``kind``: "cases" (op database), "zoo" (a model or random row, :func:`.zoo.row_results`)
-    or "fuzz" (graphs ``s{seed}-{index}`` of the fuzzer's stream)."""
+    ``kind``: "cases" (op database), "zoo" (a model or random row, :func:`.zoo.row_results`),
+    "hf" / "hf-anchor" (a Hugging Face architecture, :mod:`.hf.matrix`) or "fuzz" (graphs ``s{seed}-{index}`` of the fuzzer's stream)."""
 
     case_ids: tuple
     targets: tuple[tuple[str, str], ...]
@@ -139,7 +140,9 @@ def _routed(units: list[_Unit], hosts) -> list[_Unit]:
     for u in units:
         by_host: dict[str, list] = {}
         for t in u.targets:
-            host = next((name for name, offered in hosts if t[0] in offered), None)
+            # torch.compile's anchors come with torch, which every host has: the first runs them
+            host = hosts[0][0] if u.kind == "hf-anchor" else next(
+                (name for name, offered in hosts if t[0] in offered), None)
             if host is None:
                 raise ValueError(f"no host offers backend {t[0]!r} (--hosts {_hosts_text(hosts)}): add it to a "
                                  "host, or leave it out with --backend")
@@ -177,13 +180,20 @@ class _Scheduler:
         self.idle: list = []
         self.starting: set = set()
         self.host_of: dict = {}  # worker → the host it runs on ("" without --hosts)
+        self.slot_of: dict = {}  # worker → its slice of the CPUs (worker.cpu_slice)
+        self.slots = 0
         self.next_id = 0
 
     def run(self, units: list[_Unit]) -> None:
         self.pending.extend(units)
-        for host in dict.fromkeys(u.host for u in units):
-            for _ in range(min(self.options.workers, sum(u.host == host for u in units))):
-                self._spawn(host)
+        hosts = list(dict.fromkeys(u.host for u in units))
+        # Workers split the CPUs of the machine they share (worker.pin_to_slice): all of them
+        # on this machine (local workers, Monarch's LocalJob), each host's own on a real job.
+        together = self.engine.shares_one_machine
+        self.slots = self.options.workers * (len(hosts) if together else 1)
+        for h, host in enumerate(hosts):
+            for k in range(min(self.options.workers, sum(u.host == host for u in units))):
+                self._spawn(host, (h * self.options.workers if together else 0) + k)
         try:
             while self.pending or self.busy:
                 self._assign()
@@ -194,14 +204,29 @@ class _Scheduler:
                     continue
                 self._handle(worker, message)
         finally:
-            for w in list(self.idle) + list(self.busy) + list(self.starting):
-                w.kill() if w in self.busy or w in self.starting else w.close()
+            self._end_workers()
 
-    def _spawn(self, host: str) -> None:
+    def _end_workers(self) -> None:
+        """Every worker ended at once (an idle one closed, a busy one killed): a worker's
+        interpreter takes seconds to exit with the runtimes loaded, and ending them one
+        after another added those seconds up at the end of each run."""
+        enders = [threading.Thread(target=w.kill if w in self.busy or w in self.starting else w.close)
+                  for w in list(self.idle) + list(self.busy) + list(self.starting)]
+        for t in enders:
+            t.start()
+        for t in enders:
+            t.join()
+
+    def _spawn(self, host: str, slot: int) -> None:
         offered = dict(self.options.hosts).get(host, ())
-        worker = self.engine.spawn(replace(self.spec, host=host, backends=offered), self.events)
-        self.host_of[worker] = host
+        spec = replace(self.spec, host=host, backends=offered, slot=slot, slots=self.slots)
+        worker = self.engine.spawn(spec, self.events)
+        self.host_of[worker], self.slot_of[worker] = host, slot
         self.starting.add(worker)
+
+    def _respawn(self, dead) -> None:
+        """A fresh worker in the dead one's place: its host and its CPUs."""
+        self._spawn(self.host_of[dead], self.slot_of[dead])
 
     def _assign(self) -> None:
         for worker in list(self.idle):
@@ -253,7 +278,7 @@ class _Scheduler:
                                  f"Its last stderr lines:\n{tail}")
         if worker in self.idle:  # died between tasks: nothing lost, but the run needs its place
             self.idle.remove(worker)
-            self._spawn(self.host_of[worker])
+            self._respawn(worker)
             return
         if worker not in self.busy:
             return  # killed at the end
@@ -262,7 +287,7 @@ class _Scheduler:
         what = (f"ran past --case-timeout {self.options.case_timeout:g} s and was killed" if timed_out
                 else f"{worker.describe_exit(status)}")
         state = TIMED_OUT if timed_out else CRASHED
-        self._spawn(self.host_of[worker])  # a fresh worker replaces the dead one
+        self._respawn(worker)  # a fresh worker replaces the dead one
         if index >= len(unit.targets):  # it died after its last answer: nothing lost
             return
         target, rest = unit.targets[index], unit.targets[index + 1:]

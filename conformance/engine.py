@@ -7,6 +7,9 @@ worker says arrives on the shared ``events`` queue as ``(handle, message)``; its
 arrives as ``(handle, ("exit", status))``. So the controller's scheduling, retries and
 timeouts are one code path whatever runs the workers.
 
+An engine's ``shares_one_machine`` says whether all its workers run on one machine (whose
+CPUs they then split) or each host's on its own.
+
 ``local`` (the default) runs each worker as a ``python -m parity.conformance.worker``
 subprocess in its own session, stderr to a temporary file; ``monarch``
 (:mod:`.monarch_engine`) runs each as a Monarch actor on the host meshes of a Monarch job.
@@ -98,6 +101,7 @@ class LocalEngine:
     """Workers as subprocesses of this machine (needs nothing beyond the core install)."""
 
     name = "local"
+    shares_one_machine = True  # its workers split this machine's CPUs
 
     def spawn(self, spec: WorkerSpec, events: queue.Queue) -> LocalWorker:
         return LocalWorker(spec, events)

@@ -142,6 +142,8 @@ class MonarchEngine:
 
         monarch.actor.unhandled_fault_hook = _ignore_unhandled
         names = tuple(hosts) or (LOCAL_MESH,)
+        # a LocalJob's host meshes are all this machine; a loaded job's are its own machines
+        self.shares_one_machine = job_path is None
         job = job_load(job_path) if job_path else LocalJob(hosts=names)
         job_log = logging.getLogger(type(job).state.__module__)  # it narrates each step on stderr at INFO
         level = job_log.level

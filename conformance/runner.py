@@ -80,8 +80,8 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         results = _run_serial(list(groups.values()), live, progress)
         zoo_results: list[CaseResult] = []
     else:
-        results, zoo_results = _run_on_workers(list(groups.values()), live, workers, ops, dtypes, quick, len(chosen),
-                                               which, architectures, progress)
+        results, zoo_results, hf = _run_on_workers(list(groups.values()), live, workers, ops, dtypes, quick,
+                                                   len(chosen), which, architectures, anchors, progress)
     cells = cells_of_cases(chosen, targets, results)
     section: dict = {}
     chosen_count = len(chosen)
@@ -93,9 +93,11 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         if workers is None:
             extra, section = zoo.rows(targets, progress=zoo_progress, which=which, architectures=architectures,
                                       anchors=anchors)
-        else:  # the zoo's rows came from the workers; a Hugging Face zoo runs here, after them
+        else:  # every row came from the workers
             extra = zoo_results
-            section = zoo.hf_section(extra, targets, which, architectures, zoo_progress, anchors)
+            section = zoo.section_of([r for r in extra if not zoo.is_hf_row(r.op)])
+            if hf is not None:
+                section["hf"] = hf
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
         cells += cells_for(keys, targets, extra, cpu_only=zoo.is_whole_model_row)
         chosen_count = len(chosen) + len({r.case for r in extra})  # model and random-draw cases too
@@ -109,24 +111,41 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
 
 
 def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: WorkerOptions, ops, dtypes, quick: bool,
-                    count: int, which: str | None, architectures, progress: ProgressFn | None):
-    """(op results, zoo results) of a run on workers: the op database's groups, then, with
-    ``which`` "zoo" or "all", the zoo's random and model rows, through one controller and one
-    journal."""
+                    count: int, which: str | None, architectures, anchors: bool, progress: ProgressFn | None):
+    """(op results, zoo results, ``hf`` section or None) of a run on workers: the op database's
+    groups, then, as ``which`` asks, the zoo's random and model rows and the Hugging Face
+    zoo's architectures (each on every parity backend, then on torch.compile's anchors),
+    through one controller and one journal."""
     spec = worker_spec(workers.plugins, workers.memory_mb, ops, [d.short for d in dtypes], quick)
     header = {"ops": ops, "dtypes": sorted(d.short for d in dtypes), "quick": quick,
               "targets": [[t.backend, t.device] for t in live], "cases": count}
     plan = [Group(tuple(c.id for c in g), tuple((t.backend, t.device) for t in live)) for g in groups]
-    zoo_groups = []
+    zoo_groups, hf_groups = [], []
     if which in ("zoo", "all"):
         from . import zoo
 
         names = architectures if which == "zoo" else None
         zoo_groups = [Group(ids, tuple(ts), "zoo") for ids, ts in zoo.row_groups(live, names)]
         header["zoo"] = [list(g.case_ids) for g in zoo_groups]
-    results = run_groups(plan + zoo_groups, workers, spec, header, progress)
-    split = sum(len(g.case_ids) * len(g.targets) for g in plan)
-    return results[:split], results[split:]
+    if which in ("hf", "all"):
+        from .hf import matrix
+
+        for name, backends in matrix.row_groups(live, architectures):
+            hf_groups.append(Group(matrix.case_ids(name), tuple((b, "cpu") for b in backends), "hf"))
+            if anchors:
+                hf_groups.append(Group((matrix.anchor_case_id(name),), tuple((a, "cpu") for a in matrix.ANCHORS),
+                                       "hf-anchor"))
+        header["hf"] = [[*g.case_ids, *map(list, g.targets)] for g in hf_groups]
+    results = run_groups(plan + zoo_groups + hf_groups, workers, spec, header, progress)
+    ends = [sum(len(g.case_ids) * len(g.targets) for g in part) for part in (plan, zoo_groups)]
+    op_results, zoo_results = results[:ends[0]], results[ends[0]:ends[0] + ends[1]]
+    if not hf_groups:
+        return op_results, zoo_results, None
+    from .hf import matrix
+
+    hf_results = results[ends[0] + ends[1]:]
+    rows = [r for r in hf_results if r.path != "anchor"]
+    return op_results, zoo_results + rows, matrix.section_of(rows, [r for r in hf_results if r.path == "anchor"])
 
 
 def _run_serial(groups: list[list[Case]], live: list[Target], progress: ProgressFn | None) -> list[CaseResult]:

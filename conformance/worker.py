@@ -22,7 +22,7 @@ import signal
 import struct
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 #: A worker's exit status when a case ran out of memory under the worker's cap.
@@ -43,13 +43,19 @@ class WorkerSpec:
     quick: bool = False
     host: str = ""  # the (simulated) host this worker runs on, and the backends it offers (empty: all)
     backends: tuple[str, ...] = ()
+    # This worker's share of its machine's CPUs: the ``slot``-th of ``slots`` equal slices
+    # (0 slots: every CPU). See :func:`cpu_slice`.
+    slot: int = 0
+    slots: int = 0
 
 
 @dataclass(frozen=True)
 class Task:
     """Run ``case_ids`` (one op × dtype, bundled as the serial runner bundles them) on each
     of ``targets`` in order. ``kind`` "zoo": the cases of one zoo row (conformance/zoo.py);
-    "fuzz": graphs of fuzzer stream ``seed`` (their ids end in ``s{seed}-{index}``)."""
+    "hf" / "hf-anchor": one Hugging Face architecture's stages on parity backends / its
+    anchor case on torch.compile anchors (conformance/hf/matrix.py); "fuzz": graphs of
+    fuzzer stream ``seed`` (their ids end in ``s{seed}-{index}``)."""
 
     id: int
     case_ids: tuple
@@ -88,6 +94,40 @@ def describe_exit(status: int, memory_mb: int | None) -> str:
     return f"exited with status {status}{cap}"
 
 
+def cpu_slice(cpus: Sequence[int], slot: int, slots: int) -> list[int]:
+    """The CPUs of worker ``slot`` when ``slots`` workers share ``cpus``: contiguous, nearly
+    equal slices, or one CPU each, round robin, when workers outnumber CPUs.
+
+    Example::
+
+        >>> cpu_slice(range(8), 1, 3), cpu_slice(range(2), 3, 4), cpu_slice(range(4), 0, 0)
+        ([2, 3, 4], [1], [0, 1, 2, 3])
+    """
+    cpus = sorted(cpus)
+    if slots <= 0:
+        return cpus
+    if slots >= len(cpus):
+        return [cpus[slot % len(cpus)]]
+    return cpus[slot * len(cpus) // slots:(slot + 1) * len(cpus) // slots]
+
+
+def pin_to_slice(slot: int, slots: int) -> None:
+    """Run this process (every thread it has now, and so every one they start) on its slice of
+    the CPUs it may use. The runtimes size their thread pools by this mask (onnxruntime's
+    pool as parity sizes it, XLA's, OpenMP's), so N workers on C CPUs run C threads, not
+    N·C threads on the same cores. A runtime whose results depend on its thread count
+    (XLA's, Inductor's and the Triton interpreter's FFTs, Inductor's scatter) gives the
+    numbers of a serial run on one such slice (docs/conformance.md, "Workers")."""
+    if slots <= 0 or not hasattr(os, "sched_setaffinity"):
+        return
+    mine = cpu_slice(os.sched_getaffinity(0), slot, slots)
+    for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ["0"]:
+        try:
+            os.sched_setaffinity(int(tid), mine)
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
 def cap_memory(megabytes: int | None) -> None:
     """Limit this process's address space, so a runaway allocation ends it, not the machine."""
     if megabytes:
@@ -117,6 +157,9 @@ class Session:
         from .tiers import column_backend
         from .zoo import row_results
 
+        if task.kind in ("hf", "hf-anchor"):
+            yield from self._hugging_face(task)
+            return
         bundle = []
         if task.kind == "fuzz":
             from .fuzz.generate import fuzz_case, generate
@@ -126,8 +169,7 @@ class Session:
         elif task.kind == "cases":
             bundle = [Prepared(self.cases[i]) for i in task.case_ids]
         for name, device in task.targets:
-            if self.spec.backends and name not in self.spec.backends:  # routing is the controller's promise
-                raise RuntimeError(f"host {self.spec.host!r} offers {', '.join(self.spec.backends)}, not {name!r}")
+            self._check_offered(name)
             backend = column_backend(name)
             if task.kind == "zoo":
                 yield row_results(task.case_ids, backend, name, device)
@@ -135,9 +177,27 @@ class Session:
             claims = self.claims.setdefault(name, backend.claims())
             yield run_bundle(backend, device, bundle, claims)
 
+    def _hugging_face(self, task: Task) -> Iterator[list]:
+        """One architecture of the Hugging Face zoo ("hf": its stages on each parity backend;
+        "hf-anchor": its anchor case through each torch.compile anchor, which every host has)."""
+        from .hf.matrix import anchor_result, entry_results
+
+        name = task.case_ids[0].partition(":")[2].partition("[")[0]  # "hf:bert[f32]:forward" → "bert"
+        for backend, _device in task.targets:  # cpu only: whole models run on cpu targets
+            if task.kind == "hf-anchor":
+                yield [anchor_result(name, backend)]
+            else:
+                self._check_offered(backend)
+                yield entry_results(name, backend)
+
+    def _check_offered(self, name: str) -> None:
+        if self.spec.backends and name not in self.spec.backends:  # routing is the controller's promise
+            raise RuntimeError(f"host {self.spec.host!r} offers {', '.join(self.spec.backends)}, not {name!r}")
+
 
 def start_session(spec: WorkerSpec) -> Session:
     """This process made a worker: the controller's import path, the memory cap, the plugins."""
+    pin_to_slice(spec.slot, spec.slots)  # first: before a runtime sizes a thread pool
     sys.path[:0] = [p for p in spec.sys_path if p not in sys.path]
     cap_memory(spec.memory_mb)
     return Session(spec)

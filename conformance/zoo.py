@@ -252,10 +252,15 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(_bitwise_equal(a, b).all())
 
 
+def is_hf_row(op: str) -> bool:
+    """A row of the Hugging Face zoo (``hf:NAME``)."""
+    from .hf.matrix import is_hf_row as hf_row
+
+    return hf_row(op)
+
+
 def is_whole_model_row(op: str) -> bool:
     """A row of parity's zoo or of the Hugging Face zoo (both run on cpu targets only)."""
-    from .hf.matrix import is_hf_row
-
     return is_model_row(op) or is_hf_row(op)
 
 
@@ -314,5 +319,5 @@ def row_results(case_ids, backend, name: str, device: str) -> list:
     return [by_case[i] for i in case_ids]
 
 
-__all__ = ["ATOL", "KEY", "RTOL", "agreement", "is_whole_model_row", "model_results", "model_rows", "random_graphs",
+__all__ = ["ATOL", "KEY", "RTOL", "agreement", "is_hf_row", "is_whole_model_row", "model_results", "model_rows", "random_graphs",
            "random_result", "random_results", "row_groups", "row_results", "rows", "section_of"]

@@ -112,35 +112,74 @@ def _finite(x: float) -> float | None:
 def hf_rows(targets, names: Sequence[str] | None = None, progress: Callable[[str], None] | None = None,
             anchors: Sequence[str] = ANCHORS) -> tuple[list, dict]:
     """(case results, section): every chosen architecture on every live CPU target, plus anchors."""
-    from ..results import RECORDED, CaseResult
-
-    specs = [get_architecture(n) for n in names] if names else list(ARCHITECTURES)
-    results, records, anchor_records = [], [], []
-    for spec in specs:
-        op = f"{HF_PREFIX}{spec.name}"
-        for t in targets:
-            if not t.available or t.device != "cpu":
-                continue
+    results, anchor_results = [], []
+    for name, cpu_targets in row_groups(targets, names):
+        op = f"{HF_PREFIX}{name}"
+        for backend in cpu_targets:
             if progress:
-                progress(f"{op} on {t.backend}")
-            entry = run_entry(spec, t.backend)
-            records.append(_record(entry))
-            for stage in STAGES:
-                status, message = _status(entry, stage)
-                worst = getattr(entry, stage).worst
-                path = "compiled"
-                if status == "deviation":  # a failure within its recorded, measured deviation
-                    status, path = "fail", RECORDED
-                results.append(CaseResult(case=f"{op}[f32]:{stage}", op=op, dtype="f32", backend=t.backend,
-                                          device=t.device, status=status, path=path,
-                                          max_ratio=worst / RTOL if math.isfinite(worst) else math.inf,
-                                          mismatches=0 if status == "pass" else 1, message=message,
-                                          worst={"tensor": getattr(entry, stage).tensor, "max_rel_error": worst}))
+                progress(f"{op} on {backend}")
+            results += entry_results(name, backend)
         for anchor in anchors:
             if progress:
                 progress(f"{op} on torch.compile({anchor})")
-            anchor_records.append(_record(run_entry(spec, anchor)))
-    return results, {"entries": records, "anchors": anchor_records, "rtol": RTOL}
+            anchor_results.append(anchor_result(name, anchor))
+    return results, section_of(results, anchor_results)
+
+
+def row_groups(targets, names: Sequence[str] | None = None) -> list[tuple[str, list[str]]]:
+    """Per chosen architecture, in the serial order: its name and the live CPU backends it runs on."""
+    specs = [get_architecture(n) for n in names] if names else list(ARCHITECTURES)
+    cpu = [t.backend for t in targets if t.available and t.device == "cpu"]
+    return [(spec.name, cpu) for spec in specs]
+
+
+def case_ids(name: str) -> tuple[str, ...]:
+    """The cases of one architecture's row: ``hf:NAME[f32]:forward`` and its other stages."""
+    return tuple(f"{HF_PREFIX}{name}[f32]:{stage}" for stage in STAGES)
+
+
+def anchor_case_id(name: str) -> str:
+    """The one case an anchor runs for an architecture (its result is not a cell)."""
+    return f"{HF_PREFIX}{name}[f32]:anchor"
+
+
+def entry_results(name: str, backend: str) -> list:
+    """One architecture on one parity backend (cpu): a case result per stage, the first carrying
+    the entry's record for the ``hf`` section (``attachments["hf_entry"]``), so a run on
+    workers builds the serial run's section from its results alone."""
+    from ..results import RECORDED, CaseResult
+
+    entry = run_entry(get_architecture(name), backend)
+    out = []
+    for stage, case in zip(STAGES, case_ids(name)):
+        status, message = _status(entry, stage)
+        worst = getattr(entry, stage).worst
+        path = "compiled"
+        if status == "deviation":  # a failure within its recorded, measured deviation
+            status, path = "fail", RECORDED
+        out.append(CaseResult(case=case, op=f"{HF_PREFIX}{name}", dtype="f32", backend=backend, device="cpu",
+                              status=status, path=path, max_ratio=worst / RTOL if math.isfinite(worst) else math.inf,
+                              mismatches=0 if status == "pass" else 1, message=message,
+                              worst={"tensor": getattr(entry, stage).tensor, "max_rel_error": worst}))
+    out[0].attachments["hf_entry"] = _record(entry)
+    return out
+
+
+def anchor_result(name: str, anchor: str):
+    """One architecture through ``torch.compile(backend=anchor)``: a result that carries the
+    anchor's record (``attachments["hf_anchor"]``) and is not a cell of the matrix."""
+    from ..results import CaseResult
+
+    record = _record(run_entry(get_architecture(name), anchor))
+    passed = all(record[stage]["status"] in ("pass", "deviation") for stage in STAGES)
+    return CaseResult(case=anchor_case_id(name), op=f"{HF_PREFIX}{name}", dtype="f32", backend=anchor, device="cpu",
+                      status="pass" if passed else "fail", path="anchor", attachments={"hf_anchor": record})
+
+
+def section_of(results, anchor_results) -> dict:
+    """The ``hf`` section (entries, anchors, rtol) from the records the results carry."""
+    return {"entries": [r.attachments["hf_entry"] for r in results if "hf_entry" in r.attachments],
+            "anchors": [r.attachments["hf_anchor"] for r in anchor_results], "rtol": RTOL}
 
 
 def markdown_table(section: dict) -> str:

@@ -66,3 +66,36 @@ def test_a_zoo_row_that_kills_its_worker_is_a_crashed_cell_and_the_rest_arrive(p
 def test_an_unknown_zoo_model_is_refused_with_the_zoo_named():
     with pytest.raises(ValueError, match="no zoo model named 'mpl'; the zoo has mlp, cnn"):
         runner.run(["reference"], ops="^neg$", models=True, architectures=["mpl"], workers=WorkerOptions(workers=1))
+
+
+HF = dict(ops="^neg$", dtypes=F32, quick=True, models="hf", architectures=["distilbert"])
+
+
+def _timeless(section):
+    """The ``hf`` section without its compile seconds, which are measurements of the run."""
+    return {k: [{f: v for f, v in rec.items() if f != "compile_seconds"} for rec in recs] if k != "rtol" else recs
+            for k, recs in section["hf"].items()}
+
+
+def test_hugging_face_rows_and_anchors_on_workers_equal_the_serial_run():
+    serial = runner.run(["reference"], **HF)
+    parallel = runner.run(["reference"], **HF, workers=WorkerOptions(workers=2))
+    hf_cells = [(c.op, c.backend, c.status, c.cases) for c in serial.cells if c.op.startswith("hf:")]
+    assert hf_cells == [("hf:distilbert", "reference", PASS, 3)]
+    assert _cells(parallel) == _cells(serial)
+    assert [a["compiler"] for a in parallel.models["hf"]["anchors"]] == ["aot_eager", "torch-inductor"]
+    assert _timeless(parallel.models) == _timeless(serial.models)
+    assert all(r["compile_seconds"] > 0 for r in parallel.models["hf"]["entries"] + parallel.models["hf"]["anchors"])
+
+
+def test_a_hugging_face_row_that_kills_its_worker_is_a_crashed_cell(plugins_importable):  # noqa: F811
+    options = WorkerOptions(workers=1, plugins=("faulty_backend:segfaults_on_matmul",))
+    result = runner.run(["reference", "segfaults_on_matmul"], **HF, anchors=False, workers=options)
+    by = {(c.op, c.backend): c for c in result.cells}
+    crashed = by[("hf:distilbert", "segfaults_on_matmul")]
+    assert crashed.status == CRASHED and crashed.cases == 3
+    assert "hf:distilbert[f32]:" in crashed.message and "signal 11 (SIGSEGV)" in crashed.message
+    assert by[("hf:distilbert", "reference")].status == PASS
+    assert [e["compiler"] for e in result.models["hf"]["entries"]] == ["reference"]  # the dead one gave no record
+    assert result.models["hf"]["anchors"] == []
+    assert result.exit_code == 1
