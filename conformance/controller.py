@@ -235,6 +235,12 @@ class _Scheduler:
                 continue
             self.idle.remove(worker)
             self.pending.remove(unit)
+            if len(unit.targets) > 1 and len(self.pending) < 2 * (len(self.busy) + len(self.idle) + 1):
+                # The end of the run: one target at a time, so that no worker sits idle while
+                # another works through a whole unit's targets (the run's tail was one unit).
+                self.pending.extendleft(_Unit(unit.case_ids, [t], unit.retry, unit.kind, unit.seed, unit.host)
+                                        for t in reversed(unit.targets[1:]))
+                unit = _Unit(unit.case_ids, unit.targets[:1], unit.retry, unit.kind, unit.seed, unit.host)
             self.next_id += 1
             worker.send(Task(self.next_id, unit.case_ids, tuple(unit.targets), unit.kind, unit.seed))
             self.busy[worker] = [unit, 0, self._deadline(), False]
