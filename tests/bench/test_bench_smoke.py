@@ -80,3 +80,16 @@ def test_check_outputs_uses_rtol_with_an_output_scaled_floor():
     assert check_outputs([np.zeros(3, np.float32)], want) == "output 0 has shape [3], expected [2]"
     assert check_outputs([np.zeros(2, np.float64)], want) == "output 0 is float64, expected float32"
     assert check_outputs([torch.ones(1).numpy()] * 2, want) == "2 outputs, expected 1"
+
+
+def test_the_workloads_help_names_every_workload_in_order():
+    import argparse
+
+    from parity.bench.cli import add_arguments
+    from parity.bench.workloads import WORKLOADS
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    (action,) = [a for a in parser._actions if a.dest == "workloads"]
+    named = action.help.partition("from: ")[2].partition(" (default")[0].split(", ")
+    assert named == list(WORKLOADS)
