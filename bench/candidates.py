@@ -194,6 +194,9 @@ def bound_ort_call(model: bytes, arrays: Mapping[str, np.ndarray], threads: int,
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.log_severity_level = 4
+    # Pool threads wait asleep, as parity's own sessions do (backends/onnx/backend.py): on a
+    # few cores a spinning pool takes the core the next candidate in the round needs.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"],
                                    disabled_optimizers=list(disabled_optimizers))
     # one plain run gives the output shapes; then everything is bound once, by pointer

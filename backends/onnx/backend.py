@@ -62,32 +62,19 @@ def _session_options() -> ort.SessionOptions:
     # ORT's own log lines repeat what the raised exception says (or are warnings about
     # our models' unused initializers): not the user's business.
     options.log_severity_level = 4
-    # Every session shares one process-wide intra-op pool. ORT's default gives each session
-    # a pool of its own whose threads spin after each run, and a process holds many sessions
-    # (forward and backward graphs, auto's candidates, the conformance suite's thousands):
-    # their idle pools spun on the cores the next run needed. Measured on 2 cores, the
-    # onnx column of `parity conform --quick`: 16.4 s with a pool per session, 2.8 s shared.
-    _share_one_thread_pool()
-    options.use_per_session_threads = False
+    # ORT sizes its intra-op pool by the machine's physical cores, not by the CPUs this
+    # process may run on: under a CPU mask (taskset, containers, `parity bench --threads`)
+    # its extra threads spin on the same CPUs as the caller. Measured with one allowed CPU
+    # (8192×1024 softmax + layer norm): 66 ms a run with ORT's default, 6.2 ms with this.
+    options.intra_op_num_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+    # Pool threads wait for work asleep, not spinning. Each session has its own pool, and a
+    # process holds many (forward and backward graphs, auto's candidates, the conformance
+    # suite's thousands): after each run the idle pools spun on the cores the next run
+    # needed. The onnx column of `parity conform --quick` on 2 cores: 16.4 s spinning, 2.8 s
+    # not. (One process-wide pool did as well, but then onnxruntime refuses every other
+    # session in the process that keeps its own pool: the user's own sessions.)
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return options
-
-
-_POOL_LOCK = threading.Lock()
-_pool_sized = False
-
-
-def _share_one_thread_pool() -> None:
-    """Size ORT's process-wide pool once, before parity's first session: one intra-op thread
-    per CPU this process may run on. ORT sizes by the machine's physical cores instead, so
-    under a CPU mask (taskset, containers, `parity bench --threads`) its extra threads would
-    spin on the caller's CPUs (8192×1024 softmax + layer norm on one allowed CPU: 66 ms a
-    run with ORT's count, 6.2 ms with this)."""
-    global _pool_sized
-    with _POOL_LOCK:
-        if not _pool_sized:
-            cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-            ort.capi._pybind_state.set_global_thread_pool_sizes(cpus, 1)
-            _pool_sized = True
 
 
 def make_session(model, device: str = "cpu") -> ort.InferenceSession:
