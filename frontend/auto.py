@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -323,7 +324,31 @@ def _disk_key(key: str, options, ready: list) -> dict:
     versions = {}
     for name, *_ in ready:
         versions.update(stack_versions(name))
-    return cache_key(key, AUTO, options.device, [], versions, precision=options.precision)
+    disk_key = cache_key(key, AUTO, options.device, [], versions, precision=options.precision)
+    disk_key["machine"] = machine()  # a pick is a timing: it holds for the machine that timed it
+    return disk_key
+
+
+def machine() -> dict:
+    """What a race's timings depend on besides the graphs: the CPU model, the CPUs this process
+    may run on, and torch's thread count (the same host gives other winners at 1 thread and at
+    all of them; a cache directory on a disk that moved to other hardware sees another CPU).
+
+    Example::
+
+        >>> sorted(machine())
+        ['cpu', 'cpus', 'torch_threads']
+    """
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next((line.partition(":")[2].strip() for line in info if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": cpu, "cpus": cpus, "torch_threads": torch.get_num_threads()}
 
 
 def _known_choice(key: str, options, ready: list) -> tuple[str | None, str]:

@@ -351,3 +351,26 @@ def test_a_second_process_reuses_the_pick_without_racing(planted, tmp_path, monk
     second = json.loads(proc.stdout.splitlines()[-1])
     assert second == {"compiles": [first["choice"]], "choice": first["choice"], "source": "cached on disk",
                       "timed": [], "backend_compiles": 0 if first["choice"] == "onnx" else 1}  # onnx persists
+
+
+def test_a_pick_timed_at_another_thread_count_is_not_reused(planted, tmp_path):
+    """A race's winner depends on the machine it ran on: a pick stored at one torch thread count
+    (or on another CPU) is raced again, not read back."""
+    options = parity.AutoOptions(budget_s=60, candidates=("onnx", "reference"))
+    first = parity.compile(_fn, backend="auto", auto=options, cache_dir=tmp_path)
+    first(X)
+    threads = torch.get_num_threads()
+    auto._CHOICES.clear()  # a new process: only the disk remembers
+    compiled_graph.reset_caches()
+    try:
+        torch.set_num_threads(threads + 1)
+        other = parity.compile(_fn, backend="auto", auto=options, cache_dir=tmp_path)
+        assert other(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+        assert _choice(other)[0].source == "measured"
+    finally:
+        torch.set_num_threads(threads)
+    auto._CHOICES.clear()
+    compiled_graph.reset_caches()
+    same = parity.compile(_fn, backend="auto", auto=options, cache_dir=tmp_path)
+    same(X)
+    assert _choice(same)[0].source == "cached on disk"
