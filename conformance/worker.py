@@ -116,8 +116,9 @@ def pin_to_slice(slot: int, slots: int) -> None:
     the CPUs it may use. The runtimes size their thread pools by this mask (onnxruntime's
     pool as parity sizes it, XLA's, OpenMP's), so N workers on C CPUs run C threads, not
     N·C threads on the same cores. A runtime whose results depend on its thread count
-    (XLA's, Inductor's and the Triton interpreter's FFTs, Inductor's scatter) gives the
-    numbers of a serial run on one such slice (docs/conformance.md, "Workers")."""
+    (Inductor's and the Triton interpreter's FFTs, Inductor's pow and scatter, XLA's complex
+    division on special values) gives the numbers of a serial run on one such slice
+    (docs/conformance.md, "Workers")."""
     if slots <= 0 or not hasattr(os, "sched_setaffinity"):
         return
     mine = cpu_slice(os.sched_getaffinity(0), slot, slots)
