@@ -95,7 +95,8 @@ class Group:
     """What the serial runner runs as one step: cases compiled together (one op × dtype of the
     op database, one zoo row, a chunk of fuzzer graphs), on each of ``targets`` in turn.
     ``kind``: "cases" (op database), "zoo" (a model or random row, :func:`.zoo.row_results`),
-    "hf" / "hf-anchor" (a Hugging Face architecture, :mod:`.hf.matrix`) or "fuzz" (graphs ``s{seed}-{index}`` of the fuzzer's stream)."""
+    "hf" / "hf-anchor" (a Hugging Face architecture, :mod:`.hf.matrix`) or "fuzz" (graphs
+    ``s{seed}-{index}`` of the fuzzer's stream)."""
 
     case_ids: tuple
     targets: tuple[tuple[str, str], ...]

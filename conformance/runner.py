@@ -127,25 +127,23 @@ def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: Worke
         names = architectures if which == "zoo" else None
         zoo_groups = [Group(ids, tuple(ts), "zoo") for ids, ts in zoo.row_groups(live, names)]
         header["zoo"] = [list(g.case_ids) for g in zoo_groups]
+    hf = None
     if which in ("hf", "all"):
-        from .hf import matrix
+        from .hf import matrix as hf  # the Hugging Face zoo loads only when asked for
 
-        for name, backends in matrix.row_groups(live, architectures):
-            hf_groups.append(Group(matrix.case_ids(name), tuple((b, "cpu") for b in backends), "hf"))
+        for name, backends in hf.row_groups(live, architectures):
+            hf_groups.append(Group(hf.case_ids(name), tuple((b, "cpu") for b in backends), "hf"))
             if anchors:
-                hf_groups.append(Group((matrix.anchor_case_id(name),), tuple((a, "cpu") for a in matrix.ANCHORS),
+                hf_groups.append(Group((hf.anchor_case_id(name),), tuple((a, "cpu") for a in hf.ANCHORS),
                                        "hf-anchor"))
         header["hf"] = [[*g.case_ids, *map(list, g.targets)] for g in hf_groups]
     results = run_groups(plan + zoo_groups + hf_groups, workers, spec, header, progress)
-    ends = [sum(len(g.case_ids) * len(g.targets) for g in part) for part in (plan, zoo_groups)]
-    op_results, zoo_results = results[:ends[0]], results[ends[0]:ends[0] + ends[1]]
-    if not hf_groups:
-        return op_results, zoo_results, None
-    from .hf import matrix
-
-    hf_results = results[ends[0] + ends[1]:]
-    rows = [r for r in hf_results if r.path != "anchor"]
-    return op_results, zoo_results + rows, matrix.section_of(rows, [r for r in hf_results if r.path == "anchor"])
+    ops_end = sum(len(g.case_ids) * len(g.targets) for g in plan)
+    zoo_end = ops_end + sum(len(g.case_ids) * len(g.targets) for g in zoo_groups)
+    if hf is None:
+        return results[:ops_end], results[ops_end:zoo_end], None
+    rows, anchor_results = hf.split_anchors(results[zoo_end:])
+    return results[:ops_end], results[ops_end:zoo_end] + rows, hf.section_of(rows, anchor_results)
 
 
 def _run_serial(groups: list[list[Case]], live: list[Target], progress: ProgressFn | None) -> list[CaseResult]:

@@ -53,6 +53,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import platform
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -339,16 +340,21 @@ def machine() -> dict:
         >>> sorted(machine())
         ['cpu', 'cpus', 'torch_threads']
     """
-    import platform
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": _cpu_model(), "cpus": cpus, "torch_threads": torch.get_num_threads()}
 
-    cpu = platform.processor() or platform.machine()
+
+@functools.cache
+def _cpu_model() -> str:
+    """The CPU's model name (read once: it does not change while the process runs)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next((line.partition(":")[2].strip() for line in info if line.startswith("model name")), cpu)
+            for line in info:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
     except OSError:
         pass
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": cpu, "cpus": cpus, "torch_threads": torch.get_num_threads()}
+    return platform.processor() or platform.machine()
 
 
 def _known_choice(key: str, options, ready: list) -> tuple[str | None, str]:

@@ -28,6 +28,8 @@ from .check import RTOL, TORCH_COMPILE, EntryResult, run_entry
 
 HF_PREFIX = "hf:"
 STAGES = ("forward", "gradients", "step")
+#: The ``path`` of an anchor's result: it carries the anchor's record and is never a cell.
+ANCHOR_PATH = "anchor"
 #: torch.compile backends run beside parity's as anchors ("torch-inductor": torch.compile's
 #: Inductor, not parity's inductor backend)
 ANCHORS = tuple(TORCH_COMPILE)
@@ -173,7 +175,12 @@ def anchor_result(name: str, anchor: str):
     record = _record(run_entry(get_architecture(name), anchor))
     passed = all(record[stage]["status"] in ("pass", "deviation") for stage in STAGES)
     return CaseResult(case=anchor_case_id(name), op=f"{HF_PREFIX}{name}", dtype="f32", backend=anchor, device="cpu",
-                      status="pass" if passed else "fail", path="anchor", attachments={"hf_anchor": record})
+                      status="pass" if passed else "fail", path=ANCHOR_PATH, attachments={"hf_anchor": record})
+
+
+def split_anchors(results) -> tuple[list, list]:
+    """(the rows' results, the anchors' results) of a Hugging Face run's results."""
+    return [r for r in results if r.path != ANCHOR_PATH], [r for r in results if r.path == ANCHOR_PATH]
 
 
 def section_of(results, anchor_results) -> dict:
