@@ -2,7 +2,8 @@
 
 An entry is keyed by the IR graph's content hash, the backend, the device, the input
 types and the versions of parity, Python, torch and the backend's own stack (jax/jaxlib,
-onnx/onnxruntime, triton). The key's fields are hashed into the file name
+onnx/onnxruntime, triton), and, where the payload is native code (XLA's executables), by
+the host it was compiled for: its CPU model and CPU count. The key's fields are hashed into the file name
 (content-addressed), and written again into the file's header, which :meth:`DiskCache.load`
 checks field by field, with a checksum of the payload: an entry written by other versions,
 or a truncated or corrupted file, is a miss (the caller compiles again and overwrites it),
@@ -53,6 +54,7 @@ from typing import Any, Protocol
 
 from ..ir.precision import Precision
 from .base import compile_at, precision_for
+from .host import host
 
 #: What the disk cache did in this process: "loads" (entries used), "stores" (entries
 #: written), "misses" (no usable entry: absent, other versions, or damaged) and "rejected"
@@ -86,6 +88,9 @@ class Persister(Protocol):
 
     def load(self, backend, graph, device: str, payload: bytes, precision: Precision) -> Any:
         """The executable ``payload`` holds, without compiling; raises if it cannot."""
+
+    #: Whether a payload is native code for this host (its CPU model and CPU count join the key).
+    native_code: bool
 
 
 class UnsafeCacheWarning(UserWarning):
@@ -298,6 +303,15 @@ def persister(backend_name: str) -> Persister | None:
     return getattr(importlib.import_module(module), attr)()
 
 
+def entry_key(graph, backend_name: str, device: str, precision: Precision, handler: Persister) -> dict:
+    """The key of ``graph``'s entry: :func:`cache_key`, plus the host where the payload is
+    native code (compiled for this CPU, and sized for its CPU count: backends/host.py)."""
+    key = cache_key(graph.content_hash(), backend_name, device, graph.input_types, precision=precision)
+    if handler.native_code:
+        key["host"] = host()
+    return key
+
+
 def compile_cached(graph, backend, device: str, cache_dir: str | None, precision: Precision = Precision.EXACT):
     """``backend.compile(graph, device)`` at the tier ``precision_for(backend, precision)``
     gives (base.compile_at), through the disk cache at ``cache_dir`` (None: off).
@@ -309,7 +323,7 @@ def compile_cached(graph, backend, device: str, cache_dir: str | None, precision
     if handler is None:
         return compile_at(backend, graph, device, precision), False
     cache = DiskCache(cache_dir)
-    key = cache_key(graph.content_hash(), backend.name, device, graph.input_types, precision=precision)
+    key = entry_key(graph, backend.name, device, precision, handler)
     payload = cache.load(key)
     if payload is not None:
         try:

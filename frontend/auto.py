@@ -52,8 +52,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import platform
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -61,6 +59,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from ..backends.base import ANY_OP, compile_prior
+from ..backends.host import host
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
 from ..ir.ops import node_dtype
@@ -340,21 +339,7 @@ def machine() -> dict:
         >>> sorted(machine())
         ['cpu', 'cpus', 'torch_threads']
     """
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": _cpu_model(), "cpus": cpus, "torch_threads": torch.get_num_threads()}
-
-
-@functools.cache
-def _cpu_model() -> str:
-    """The CPU's model name (read once: it does not change while the process runs)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return {**host(), "torch_threads": torch.get_num_threads()}
 
 
 def _known_choice(key: str, options, ready: list) -> tuple[str | None, str]:

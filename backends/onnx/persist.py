@@ -25,6 +25,8 @@ class _Serialized:
 
 
 class OnnxPersister:
+    native_code = False  # a model: onnxruntime compiles it when the session opens
+
     def build(self, backend, graph, device: str, precision: Precision = Precision.EXACT):
         model = to_model(graph, precision=precision)
         backend._sessions.get_or_build(session_key(graph, device, precision), lambda: make_session(model, device))

@@ -20,6 +20,8 @@ from .backend import XlaExecutable, executable_key, jax_device
 
 
 class XlaPersister:
+    native_code = True  # machine code for this CPU, its loops split for this CPU count
+
     def build(self, backend, graph, device: str, precision: Precision = Precision.EXACT):
         executable: XlaExecutable = compile_at(backend, graph, device, precision)
         if graph.sharding is not None or executable._last is None:

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from parity.backends import disk_cache
-from parity.backends.disk_cache import DiskCache, cache_key, compile_cached, resolve_cache_dir
+from parity.backends.disk_cache import DiskCache, cache_key, compile_cached, entry_key, resolve_cache_dir
 from parity.ir import GraphBuilder, f32
+from parity.ir.precision import Precision
 
 
 def _graph():
@@ -97,7 +98,7 @@ def test_unreadable_entry_is_rebuilt(tmp_path, backend_name):
     from parity.backends.registry import get_backend
 
     backend, graph = get_backend(backend_name), _graph()
-    key = cache_key(graph.content_hash(), backend_name, "cpu", graph.input_types)
+    key = entry_key(graph, backend_name, "cpu", Precision.EXACT, disk_cache.persister(backend_name))
     DiskCache(tmp_path).store(key, b"not an executable")
     before = disk_cache.STATS["rejected"]
     run, loaded = compile_cached(graph, backend, "cpu", str(tmp_path))
@@ -106,6 +107,21 @@ def test_unreadable_entry_is_rebuilt(tmp_path, backend_name):
     assert DiskCache(tmp_path).load(key) != b"not an executable"
     again, loaded = compile_cached(graph, get_backend(backend_name), "cpu", str(tmp_path))
     assert loaded
+
+
+def test_native_code_is_keyed_by_its_host(tmp_path, monkeypatch):
+    """XLA's executables are machine code sized for the CPUs they were compiled under: one stored
+    under a 1-CPU mask (a bench run at 1 thread, a pinned worker) is not loaded at 2 CPUs, nor on
+    another CPU model; onnx's entries are models, read on any host."""
+    from parity.backends.registry import get_backend
+
+    graph = _graph()
+    hosts = iter([{"cpu": "A", "cpus": 1}, {"cpu": "A", "cpus": 2}, {"cpu": "B", "cpus": 2}, {"cpu": "B", "cpus": 2}])
+    monkeypatch.setattr(disk_cache, "host", lambda: next(hosts))
+    loads = [compile_cached(graph, get_backend("xla"), "cpu", str(tmp_path))[1] for _ in range(4)]
+    assert loads == [False, False, False, True]
+    monkeypatch.setattr(disk_cache, "host", lambda: {"cpu": "C", "cpus": 64})
+    assert [compile_cached(graph, get_backend("onnx"), "cpu", str(tmp_path))[1] for _ in range(2)] == [False, True]
 
 
 _CHILD = textwrap.dedent("""
