@@ -24,7 +24,7 @@ from ..ir.errors import ParityError
 from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
 from .errors import UnsupportedAtenOp
-from .fast_path import FastPath, call_arguments
+from .fast_path import FastPath, call_arguments, distinct_storages, is_compiling, torch_function_depth
 from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error
 from .graph_breaks import BreakWatch, graph_break_error, skipped_frame_error
@@ -130,9 +130,7 @@ def _run(call, args: tuple, kwargs: dict, breaks: BreakWatch, eager, session: Se
     try:
         result = call(*args, **kwargs)
     except Exception as err:
-        # a user's error raised at run time (after a graph break): from the user's frame on
-        session.flush_fallbacks()
-        error = _user_facing_error(err, eager, args, kwargs, session) or from_user_frame(err)
+        error = _call_error(err, eager, args, kwargs, session)
         if error is None:
             raise
         return None, error
@@ -140,6 +138,13 @@ def _run(call, args: tuple, kwargs: dict, breaks: BreakWatch, eager, session: Se
         session.flush_fallbacks()
     breaks.report(mark)
     return result, None
+
+
+def _call_error(err: Exception, eager, args: tuple, kwargs: dict, session: Session):
+    """The error to raise for ``err``, raised by a call at run time (after a graph break, or
+    by a fast-path hit): from the user's frame on; None to raise ``err`` itself."""
+    session.flush_fallbacks()
+    return _user_facing_error(err, eager, args, kwargs, session) or from_user_frame(err)
 
 
 class CompiledFunction:
@@ -156,7 +161,8 @@ class CompiledFunction:
         self.options = session.options
         self._breaks = BreakWatch(str(session.options.backend), session.options.site)
         # `traced` is fn with its in/out shardings applied (frontend/sharding.py), when there are any
-        self._compiled = _torch_compile(traced or fn, _dynamo_backend(session), session, fn)
+        self._inline = traced or fn
+        self._compiled = _torch_compile(self._inline, _dynamo_backend(session), session, fn)
 
     def __get__(self, instance, owner=None):
         return self if instance is None else types.MethodType(self, instance)
@@ -165,6 +171,11 @@ class CompiledFunction:
         return compiled_repr(self.fn, self.session)
 
     def __call__(self, *args, **kwargs):
+        if is_compiling():
+            # Called inside another compiled function while Dynamo traces it: the function is
+            # traced inline, into the caller's graph, as torch.compile does with nested calls
+            # (going through this wrapper would break the caller's graph at each of its checks).
+            return self._inline(*args, **kwargs)
         result, error = _run(self._compiled, args, kwargs, self._breaks, self.fn, self.session)
         if error is not None:
             raise error from None
@@ -189,9 +200,25 @@ class FastCompiledFunction(CompiledFunction):
         code = getattr(traced or fn, "__code__", None)  # the frame whose whole graphs qualify
         arguments = call_arguments(fn) if code is not None and traced is None else frozenset()
         backend = self.fast_path.wrap_backend(_dynamo_backend(session), code, arguments)
-        self._compiled = _torch_compile(traced or fn, backend, session, fn)
+        self._inline = traced or fn
+        self._compiled = _torch_compile(self._inline, backend, session, fn)
 
     def __call__(self, *args, **kwargs):
+        if is_compiling():  # called inside another compiled function: see CompiledFunction.__call__
+            return self._inline(*args, **kwargs)
+        # The hit path: the entry last made or used, if these arguments match it (fast_path.py:
+        # FastPath.last).
+        last = self.fast_path.last
+        if (last is not None and len(args) == last[0] and not kwargs
+                and last[1].check(*args) and last[2].check() and torch_function_depth() == last[3]
+                and (last[0] == 1 or distinct_storages(args))):
+            try:
+                return last[4](args)
+            except Exception as err:
+                error = _call_error(err, self.fn, args, kwargs, self.session)
+                if error is None:
+                    raise
+            raise error from None
         result, error = _run(self._fast_call, args, kwargs, self._breaks, self.fn, self.session)
         if error is not None:
             raise error from None

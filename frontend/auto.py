@@ -396,6 +396,10 @@ class AutoGraph:
         """The chosen graph's (fast_path's direct entries call this object, which calls it)."""
         return self.chosen is not None and self.chosen.returns_ir_outputs
 
+    def positional(self, order: list[int]):
+        """The chosen graph's positional call (CompiledGraph.positional), or None."""
+        return None if self.chosen is None else getattr(self.chosen, "positional", lambda order: None)(order)
+
     def _decide(self, inputs: list) -> list:
         record = self.record
         random = any(c._num_keys for c in self.compiled.values())

@@ -26,7 +26,7 @@ from ..ir.dims import evaluate as evaluate_dim
 from ..ir.dims import free_symbols
 from ..ir.graph import Graph
 from ..ir.precision import Precision
-from .tensors import array_converter, result_converter
+from .tensors import array_converter, fresh_result_converter, result_converter
 from .translate import Translation
 
 #: Counters of the work done: "translations" (FX graphs translated to IR),
@@ -134,6 +134,43 @@ class CompiledGraph:
         """Whether the FX graph's outputs are exactly the IR graph's, in order (no input
         passed through, no size): what fast_path's direct entries need."""
         return self._direct is not None
+
+    def positional(self, order: list[int]):
+        """The call :meth:`__call__` makes, as a function of the user's argument tuple
+        (``a[order[j]]`` is FX argument ``j``) returning the output list, without the boxed
+        list, the output plan or the recorder: fast_path's direct entries on a hit. None
+        where the plan needs more than the IR outputs in order (an argument passed through,
+        a size), or the call draws random keys or carries sizes.
+
+        On a 4-element add through onnx this is 2.9 µs where the boxed call took 3.9
+        (studies/dispatch/results.md).
+        """
+        if self._direct is None or self._carrier or self._num_keys:
+            return None
+        unchecked = getattr(self.executable, "unchecked", None)  # the caller's guards checked the types
+        run, outputs = (unchecked() if unchecked else None) or self.executable, self._direct
+        if getattr(self.executable, "fresh_results", False):  # no result needs a check or a copy
+            outputs = tuple(fresh_result_converter(v.type.dtype) for v in self.graph.outputs)
+        picks = tuple((order[j], convert) for j, convert in self._inputs)
+        if self._takes_tensors:  # results never alias inputs: nothing to check them against
+            if len(picks) == 1 and len(outputs) == 1:
+                ((i, _), (out,)) = picks[0], outputs
+                return lambda a: [out(run(a[i])[0], ())]
+            return lambda a: [out(r, ()) for out, r in zip(outputs, run(*[a[i] for i, _ in picks]))]
+        if len(picks) == 1 and len(outputs) == 1:
+            ((i, convert), (out,)) = picks[0], outputs
+
+            def one(a):
+                arrays = (convert(a[i]),)
+                return [out(run(*arrays)[0], arrays)]
+
+            return one
+
+        def call(a):
+            arrays = [convert(a[i]) for i, convert in picks]
+            return [out(r, arrays) for out, r in zip(outputs, run(*arrays))]
+
+        return call
 
     @staticmethod
     def _output(spec: tuple, args: list, results, arrays: list):

@@ -55,7 +55,10 @@ import types
 from collections.abc import Callable
 
 import torch
-from torch._C._dynamo.guards import GlobalStateGuard
+from torch._C._dynamo.guards import GlobalStateGuard, TensorGuards
+from torch.compiler import is_compiling  # noqa: F401 - the hit path's check (api.py)
+
+torch_function_depth = torch._C._len_torch_function_stack
 
 
 def signature(args: tuple, kwargs: dict):
@@ -75,6 +78,21 @@ def signature(args: tuple, kwargs: dict):
     return tuple(key)
 
 
+def distinct_storages(args: tuple) -> bool:
+    """Whether no two arguments share memory (AOTAutograd's wrapper for them assumed none)."""
+    return len({a.untyped_storage().data_ptr() for a in args}) == len(args)
+
+
+def tensor_guards(args: tuple) -> TensorGuards:
+    """torch's C++ check of what :func:`signature` keys on per argument, for the hit path:
+    exactly ``torch.Tensor`` (no subclass, no Parameter), dtype, device, shape and strides,
+    requires_grad and the dispatch keys (an inference tensor, a conjugate or negative view, a
+    call under inference mode all fail it). One check of one argument costs about 0.1 µs,
+    where :func:`signature` takes 0.85."""
+    return TensorGuards(*args, dynamic_dims_sizes=[list(a.shape) for a in args],
+                        dynamic_dims_strides=[list(a.stride()) for a in args])
+
+
 class FastPath:
     """Signature → the function Dynamo would call, for the calls that qualify (see the module).
 
@@ -85,6 +103,10 @@ class FastPath:
     def __init__(self, persist: tuple | None = None, read_guards: bool = True):
         self.entries: dict[tuple, Callable] = {}
         self.states: dict[tuple, object] = {}  # signature -> torch's global state when the entry was made
+        self.guards: dict[tuple, TensorGuards] = {}  # signature -> its tensor_guards
+        # What a call tries before computing its signature: the entry last made or hit, as
+        # (argument count, tensor guards, global state, torch-function depth, entry).
+        self.last: tuple | None = None
         self.disk_misses: set[tuple] = set()  # signatures the disk cache had no entry for
         self.persist = persist
         self.read_guards = read_guards  # False: fast_path=True, the user vouches for the function
@@ -136,6 +158,7 @@ class FastPath:
         if key is not None:
             entry = self.entries.get(key)
             if entry is not None and self.states[key].check():
+                self._remember(key, args)
                 return entry(args)
             state = GlobalStateGuard()
             if entry is None and self.persist is not None and key not in self.disk_misses:
@@ -144,6 +167,7 @@ class FastPath:
                 entry = load(self.persist[0], key, self.persist[1])
                 if entry is not None:
                     self.entries[key], self.states[key] = entry, state
+                    self._remember(key, args)
                     return entry(args)
                 self.disk_misses.add(key)  # asked once per signature: a miss costs a file lookup
         self._calls = calls = [] if key is not None else None
@@ -156,11 +180,19 @@ class FastPath:
             if shape is not None:
                 direct = _direct_graph(calls[0])
                 self.entries[key] = (_make_entry(calls[0][2], *shape, len(args)) if direct is None
-                                     else _make_direct_entry(direct, *shape, len(args)))
+                                     else make_direct_entry(direct, *shape))
                 self.states[key] = state
+                self._remember(key, args)
                 if self.persist is not None and calls[0][3] is not None:
                     self._store(key, calls[0], args, result, *shape)
         return result
+
+    def _remember(self, key: tuple, args: tuple) -> None:
+        """Make ``key``'s entry the one the next call tries first (api.py's hit path)."""
+        guards = self.guards.get(key)
+        if guards is None:
+            guards = self.guards[key] = tensor_guards(args)
+        self.last = (len(args), guards, self.states[key], key[3], self.entries[key])
 
     def _store(self, key, call, args, result, order, kind) -> None:
         from .fast_path_disk import qualifies, store
@@ -274,12 +306,16 @@ def _direct_graph(call):
     return graph
 
 
-def _make_direct_entry(graph: Callable, order: list[int], kind, n_args: int) -> Callable:
-    """Like :func:`_make_entry`, calling parity's CompiledGraph (boxed: a fresh list) without
-    AOTAutograd's runtime wrapper, whose cost a tiny call notices."""
+def make_direct_entry(graph: Callable, order: list[int], kind) -> Callable:
+    """Like :func:`_make_entry`, calling parity's CompiledGraph without AOTAutograd's runtime
+    wrapper, whose cost a tiny call notices: its positional call where it has one
+    (CompiledGraph.positional), else boxed, with a fresh list. Disk entries are made here too
+    (fast_path_disk.py)."""
+    positional = getattr(graph, "positional", None)
+    call = positional(order) if positional is not None else None
+    if call is not None:
+        return (lambda a: call(a)[0]) if kind is None else (lambda a: kind(call(a)))
     if kind is None:
-        if order == list(range(n_args)):
-            return lambda a: graph(list(a))[0]
         return lambda a: graph([a[i] for i in order])[0]
     return lambda a: kind(graph([a[i] for i in order]))
 

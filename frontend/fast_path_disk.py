@@ -30,6 +30,8 @@ from collections.abc import Callable
 
 import torch
 
+from .fast_path import make_direct_entry
+
 PLAIN = (int, float, str, bool, type(None), bytes)
 # Modules whose functions count by name, not by code (torch's version is in the key).
 LIBRARIES = frozenset({"torch", "torch.nn.functional", "math", "operator", "builtins", "functools"})
@@ -137,7 +139,4 @@ def load(fn_key: str, signature: tuple, options) -> Callable | None:
     except Exception:  # an entry this process cannot use: Dynamo's path, and a new entry
         return None
     STATS["fast_path_disk_loads"] += 1
-    run = CompiledGraph(translation, graph, executable)
-    if kind is None:
-        return lambda a: run([a[i] for i in order])[0]
-    return lambda a: kind(run([a[i] for i in order]))
+    return make_direct_entry(CompiledGraph(translation, graph, executable), order, kind)

@@ -88,7 +88,7 @@ def result_converter(dtype: DType) -> Callable[[Any, Sequence[np.ndarray]], torc
     def convert(result: Any, inputs: Sequence[np.ndarray]) -> torch.Tensor:
         if type(result) is not np.ndarray or dtype is DType.bfloat16:
             tensor = to_torch(_unaliased(result, inputs), dtype)
-            if tensor.device.type == "cpu" and not isinstance(result, np.ndarray) and _shares_memory(
+            if inputs and tensor.device.type == "cpu" and not isinstance(result, np.ndarray) and _shares_memory(
                     tensor.numpy(force=True) if dtype is not DType.bfloat16 else tensor.view(torch.int16).numpy(),
                     inputs):
                 tensor = tensor.clone()  # a DLPack result over an input's memory
@@ -101,6 +101,23 @@ def result_converter(dtype: DType) -> Callable[[Any, Sequence[np.ndarray]], torc
         return torch.from_numpy(result)
 
     return convert
+
+
+def fresh_result_converter(dtype: DType) -> Callable[[Any, Sequence[np.ndarray]], torch.Tensor]:
+    """:func:`result_converter` for a backend whose results are NumPy arrays made for the call
+    (writable, C-contiguous, held by nothing else: ``fresh_results`` on the executable):
+    ``torch.from_numpy`` with no checks when the dtype is the IR's (0.3 µs a tiny call saves).
+
+    Example::
+
+        >>> fresh_result_converter(DType.float32)(np.ones(2, np.float32), ()).tolist()
+        [1.0, 1.0]
+    """
+    general = result_converter(dtype)
+    if dtype is DType.bfloat16:
+        return general
+    want, from_numpy = dtype.numpy, torch.from_numpy
+    return lambda result, inputs: from_numpy(result) if result.dtype == want else general(result, inputs)
 
 
 def _shares_memory(array: np.ndarray, inputs: Sequence[np.ndarray]) -> bool:

@@ -12,10 +12,11 @@ prints a Markdown table of p50 and p99 per candidate:
 - ``parity[NAME]``: ``parity.compile(fn, backend=NAME)`` with no flag, as a user calls it
   (the signature fast path on: frontend/fast_path.py), and ``parity (default)``:
   ``parity.compile(fn)``, which is ``backend="auto"``;
-- layers under it: ``NAME fast-path entry`` (what a hit calls: parity's boxed graph and
-  the list it returns), ``NAME executable`` (the backend's executable alone, on the same
-  tensor: CompiledGraph hands CPU tensors as they are to executables that take them, and
-  NumPy arrays to the others).
+- layers under it: ``NAME fast-path entry`` (what a hit calls: CompiledGraph.positional's
+  call and the tensor it returns), ``NAME executable`` (the backend's executable alone,
+  with its per-input checks, on the same tensor: CompiledGraph hands CPU tensors as they
+  are to executables that take them, and NumPy arrays to the others) and ``NAME executable,
+  unchecked`` (its ``unchecked()`` call, which a hit runs: the guards checked the types).
 """
 
 from __future__ import annotations
@@ -32,12 +33,26 @@ def tiny(x):
     return x + 1
 
 
-def _entry_and_graph(compiled) -> tuple[Callable, object]:
-    """The fast path's one entry, and parity's compiled graph it calls (from its closure)."""
+def _entry_and_executable(compiled) -> tuple[Callable, object]:
+    """The fast path's one entry, and the backend executable under it (found through the
+    closures of the entry and of CompiledGraph.positional's call)."""
     (entry,) = compiled.fast_path.entries.values()
-    cells = [c.cell_contents for c in entry.__closure__ or ()]
-    graph = next((c for c in cells if hasattr(c, "executable")), None)
-    return entry, graph
+    todo, seen = [entry], set()
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        for cell in getattr(fn, "__closure__", None) or ():
+            value = cell.cell_contents
+            if hasattr(value, "graph") and hasattr(value, "unchecked"):
+                return entry, value
+            if callable(value):
+                todo.append(value)
+    from parity.frontend.compiled_graph import _EXECUTABLES  # an unchecked call keeps no executable
+
+    found = [e for (_, backend, _, _), e in _EXECUTABLES.items() if backend == compiled.options.backend]
+    return entry, found[-1] if found else None
 
 
 def candidates(backends: list[str]) -> dict[str, Callable[[], object]]:
@@ -63,12 +78,14 @@ def candidates(backends: list[str]) -> dict[str, Callable[[], object]]:
         for _ in range(3):
             compiled(x)  # compile, then make the fast-path entry
         calls[f"parity[{name}]"] = (lambda c: lambda: c(x))(compiled)
-        entry, graph = _entry_and_graph(compiled)
+        entry, executable = _entry_and_executable(compiled)
         calls[f"{name} fast-path entry"] = (lambda e: lambda: e((x,)))(entry)
-        if graph is not None:
-            executable = graph.executable
+        if executable is not None:
             arg = x if getattr(executable, "takes_torch_tensors", False) else x.numpy()
             calls[f"{name} executable"] = (lambda e, a: lambda: e(a))(executable, arg)
+            run = executable.unchecked()
+            if run is not None:
+                calls[f"{name} executable, unchecked"] = (lambda r, a: lambda: r(a))(run, arg)
     default = parity.compile(tiny)
     for _ in range(3):
         default(x)

@@ -175,27 +175,26 @@ def test_torch_global_state_is_seen(state):
     assert _dtypes(f(x, w)) == first  # back in the first state: the first state's results again
 
 
-def test_a_bare_compile_calls_autos_pick_directly(monkeypatch):
+def test_a_bare_compile_calls_autos_pick_directly():
     """No backend, no flag: after auto's first call chose, a seen signature reaches the chosen
-    graph through auto's object alone, without Dynamo or AOTAutograd's wrapper."""
-    import inspect
-
-    from parity.frontend import compiled_graph
+    graph's positional call (CompiledGraph.positional), without Dynamo, AOTAutograd's wrapper
+    or the boxed call."""
+    import sys
 
     f = parity.compile(lambda x: torch.relu(x * 2 + 1))
     x = torch.randn(4, 4)
     _twice(f, x)
-    callers = []
-    real = compiled_graph.CompiledGraph.__call__
-
-    def recording(self, boxed):
-        callers.append([frame.filename for frame in inspect.stack()[1:3]])
-        return real(self, boxed)
-
-    monkeypatch.setattr(compiled_graph.CompiledGraph, "__call__", recording)
-    torch.testing.assert_close(f(x), torch.relu(x * 2 + 1))
-    ((auto_frame, entry_frame),) = callers
-    assert auto_frame.endswith("frontend/auto.py") and entry_frame.endswith("frontend/fast_path.py")
+    ran = []
+    sys.setprofile(lambda frame, event, arg: ran.append((frame.f_code.co_filename, frame.f_code.co_name))
+                   if event == "call" else None)
+    try:
+        got = f(x)
+    finally:
+        sys.setprofile(None)
+    torch.testing.assert_close(got, torch.relu(x * 2 + 1))
+    assert not any("_functorch" in file or "_dynamo" in file for file, _ in ran)
+    assert any(file.endswith("compiled_graph.py") for file, _ in ran)
+    assert not any(file.endswith(("compiled_graph.py", "auto.py")) and name == "__call__" for file, name in ran)
 
 
 class _Scaler:
@@ -258,3 +257,74 @@ def test_an_unchecked_disk_entry_never_serves_the_default():
     finally:
         SCALE = 2.0
     assert compiled_graph.STATS["fast_path_disk_loads"] == loads + 1
+
+
+# -- the hit path: the entry last made, tried before any signature is computed -----------------
+
+def _gram(x):
+    return torch.relu(x @ x.T + 1)
+
+
+class _Doubling(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return out * 2 if func is torch.Tensor.__add__ or func is torch.add else out
+
+
+def _variant(name):
+    """(argument, context) of a call the last entry (made for a plain f32[4, 4]) must not serve."""
+    import contextlib
+
+    x = torch.randn(4, 4)
+    plain = contextlib.nullcontext()
+    return {
+        "same": (x, plain),  # the control: served by the entry
+        "shape": (torch.randn(3, 4), plain),
+        "dtype": (x.double(), plain),
+        "strides": (torch.randn(4, 8)[:, ::2], plain),
+        "requires_grad": (x.clone().requires_grad_(), plain),
+        "parameter": (torch.nn.Parameter(x.clone(), requires_grad=False), plain),
+        "no_grad": (x, torch.no_grad()),
+        "inference_mode": (x, torch.inference_mode()),
+        "autocast": (x, torch.autocast("cpu", dtype=torch.bfloat16)),
+        "torch_function_mode": (x, _Doubling()),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["same", "shape", "dtype", "strides", "requires_grad", "parameter", "no_grad",
+                                  "inference_mode", "autocast", "torch_function_mode"])
+def test_the_last_entry_serves_only_its_own_signature(name):
+    """Each way a call can differ from the one that made the entry (what frontend/fast_path.py's
+    signature keys on, checked on a hit by torch's C++ tensor guards and global-state guard)
+    is refused by the hit path: the call gives eager's dtype, values, grad and inference-ness."""
+    f = parity.compile(_gram, backend="onnx")
+    _twice(f, torch.randn(4, 4))
+    n, guards, state, depth, entry = f.fast_path.last
+    served = []
+    f.fast_path.last = (n, guards, state, depth, lambda a: served.append(a) or entry(a))
+    x, context = _variant(name)
+    with context:
+        got, want = f(x), _gram(x)
+    assert served == ([(x,)] if name == "same" else [])
+    assert got.dtype == want.dtype and got.is_inference() == want.is_inference()
+    assert (got.grad_fn is None) == (want.grad_fn is None)
+    torch.testing.assert_close(got, want, rtol=1e-2 if name == "autocast" else 1e-5, atol=1e-2)
+
+
+def test_a_hit_raising_reads_as_the_users_error():
+    """An error raised on the hit path (a planted one, raised in this file as a user's custom op
+    would) reads as on Dynamo's path: the user's call, one line of parity, the failing line."""
+    f = parity.compile(_gram, backend="onnx")
+    x = torch.randn(4, 4)
+    _twice(f, x)
+    n, guards, state, depth, _ = f.fast_path.last
+
+    def failing(a):
+        raise ValueError("planted: the call failed")
+
+    f.fast_path.last = (n, guards, state, depth, lambda a: failing(a))
+    with pytest.raises(ValueError, match="planted") as caught:
+        f(x)
+    files = [entry.frame.code.path for entry in caught.traceback]
+    names = [str(p).rsplit("/", 1)[-1] for p in files]
+    assert names[1] == "api.py" and set(names[:1] + names[2:]) == {"test_fast_path_default.py"}, names

@@ -99,14 +99,26 @@ def test_functions_partials_lambdas_and_both_decorator_spellings():
     assert torch.equal(parity.compile(lambda x: torch.relu(x) + 1, backend="onnx")(X), torch.relu(X) + 1)
 
 
-def test_a_compiled_function_calling_another():
-    inner = parity.compile(lambda x: x * 2, backend="onnx")
+@pytest.mark.parametrize("fast_path", [None, False])
+@pytest.mark.parametrize("inner_ran_alone", [False, True])
+def test_a_compiled_function_calling_another(fast_path, inner_ran_alone):
+    """Traced inline into the caller's one graph (as torch.compile does with nested calls),
+    with no graph break, whether or not the inner function has run (and made a fast-path
+    entry) on its own."""
+    inner = parity.compile(lambda x: x * 2, backend="onnx", fast_path=fast_path)
+    if inner_ran_alone:
+        assert torch.equal(inner(X), X * 2)
 
-    @parity.compile(backend="onnx")
+    @parity.compile(backend="onnx", fast_path=fast_path)
     def outer(x):
         return inner(x) + 1
 
-    assert torch.equal(outer(X), X * 2 + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphBreakWarning)
+        assert torch.equal(outer(X), X * 2 + 1)
+        assert torch.equal(outer(X), X * 2 + 1)
+    report = parity.explain(outer, X)
+    assert len(report.graphs) == 1 and not report.breaks
 
 
 def test_methods_bind_per_instance_and_static_and_class_methods_stay_so():
