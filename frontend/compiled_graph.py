@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import enum
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -185,6 +186,21 @@ class CompiledGraph:
             return evaluate_dim(a, {name: int(args[i]) if d is None else int(args[i].shape[d])
                                     for name, (i, d) in b.items()})
         return a
+
+
+def direct_entry(graph: Callable, order: list[int], kind) -> Callable:
+    """A fast-path entry (frontend/fast_path.py and fast_path_disk.py) that calls ``graph`` (a
+    CompiledGraph, or auto's object over one) without AOTAutograd's runtime wrapper, whose
+    cost a tiny call notices: its positional call where it has one, else boxed, with a fresh
+    list. ``order[j]`` is the argument feeding FX input ``j``; ``kind`` is what the call
+    returns (None: the one output; tuple or list)."""
+    positional = getattr(graph, "positional", None)
+    call = positional(order) if positional is not None else None
+    if call is not None:
+        return (lambda a: call(a)[0]) if kind is None else (lambda a: kind(call(a)))
+    if kind is None:
+        return lambda a: graph([a[i] for i in order])[0]
+    return lambda a: kind(graph([a[i] for i in order]))
 
 
 def _as_is(tensor):

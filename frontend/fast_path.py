@@ -58,6 +58,8 @@ import torch
 from torch._C._dynamo.guards import GlobalStateGuard, TensorGuards
 from torch.compiler import is_compiling  # noqa: F401 - the hit path's check (api.py)
 
+from .compiled_graph import direct_entry
+
 torch_function_depth = torch._C._len_torch_function_stack
 
 
@@ -180,7 +182,7 @@ class FastPath:
             if shape is not None:
                 direct = _direct_graph(calls[0])
                 self.entries[key] = (_make_entry(calls[0][2], *shape, len(args)) if direct is None
-                                     else make_direct_entry(direct, *shape))
+                                     else direct_entry(direct, *shape))
                 self.states[key] = state
                 self._remember(key, args)
                 if self.persist is not None and calls[0][3] is not None:
@@ -304,20 +306,6 @@ def _direct_graph(call):
     if len(seen[0]) != len(returned) or not all(a is b for a, b in zip(seen[0], returned)):
         return None
     return graph
-
-
-def make_direct_entry(graph: Callable, order: list[int], kind) -> Callable:
-    """Like :func:`_make_entry`, calling parity's CompiledGraph without AOTAutograd's runtime
-    wrapper, whose cost a tiny call notices: its positional call where it has one
-    (CompiledGraph.positional), else boxed, with a fresh list. Disk entries are made here too
-    (fast_path_disk.py)."""
-    positional = getattr(graph, "positional", None)
-    call = positional(order) if positional is not None else None
-    if call is not None:
-        return (lambda a: call(a)[0]) if kind is None else (lambda a: kind(call(a)))
-    if kind is None:
-        return lambda a: graph([a[i] for i in order])[0]
-    return lambda a: kind(graph([a[i] for i in order]))
 
 
 def _make_entry(compiled: Callable, order: list[int], kind, n_args: int) -> Callable:

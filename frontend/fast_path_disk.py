@@ -30,8 +30,6 @@ from collections.abc import Callable
 
 import torch
 
-from .fast_path import make_direct_entry
-
 PLAIN = (int, float, str, bool, type(None), bytes)
 # Modules whose functions count by name, not by code (torch's version is in the key).
 LIBRARIES = frozenset({"torch", "torch.nn.functional", "math", "operator", "builtins", "functools"})
@@ -127,7 +125,7 @@ def load(fn_key: str, signature: tuple, options) -> Callable | None:
     """The entry stored for this call, or None (absent, other versions, unreadable)."""
     from ..backends.disk_cache import DiskCache
     from ..backends.registry import get_backend
-    from .compiled_graph import STATS, CompiledGraph, compiled_executable
+    from .compiled_graph import STATS, CompiledGraph, compiled_executable, direct_entry
 
     payload = DiskCache(options.cache_dir).load(_disk_key(fn_key, signature, options))
     if payload is None:
@@ -139,4 +137,4 @@ def load(fn_key: str, signature: tuple, options) -> Callable | None:
     except Exception:  # an entry this process cannot use: Dynamo's path, and a new entry
         return None
     STATS["fast_path_disk_loads"] += 1
-    return make_direct_entry(CompiledGraph(translation, graph, executable), order, kind)
+    return direct_entry(CompiledGraph(translation, graph, executable), order, kind)
