@@ -25,12 +25,15 @@ the user instead, ``fast_path=False`` turns it off; modules always take Dynamo's
   applies them).
 - **By default, only what Dynamo saw read**: every guard Dynamo installed for the graph
   must be on a positional argument of the function, on torch's global state (checked as
-  above), or an identity check of torch itself (``torch``, ``torch.nn.functional`` and
-  their functions and classes, reached through a global). A guard on anything else (a
-  global or closure value, an attribute of a module or object, a module's ``training``
-  flag, a user function called through a global) means the result may depend on Python
-  state that the signature does not see: that function keeps Dynamo's path, whose guards
-  notice the change.
+  above), an identity check of torch itself (``torch``, ``torch.nn.functional`` and
+  their functions and classes, reached through a global) or of a builtin (``len``), or on a
+  module-level constant of the function's own module (an int, float, bool, str, None or a
+  tuple of them: ``HEADS = 4``), whose value and type each hit checks again
+  (:class:`GlobalConstants`; such entries are not kept on disk). A guard on anything else
+  (a closure value, a mutable global, an attribute of a module or object, a module's
+  ``training`` flag, a user function called through a global) means the result may depend
+  on Python state that the signature does not see: that function keeps Dynamo's path,
+  whose guards notice the change.
 - **Direct entries**: for an inference graph whose outputs are its IR outputs, and when
   AOTAutograd's runtime wrapper handed back exactly the tensors parity's graph returned
   (no input mutation written back, no view regenerated), the entry calls parity's graph
@@ -131,7 +134,10 @@ class FastPath:
                 compiled = backend(gm, example_inputs)
             finally:
                 self._graphs = None
-            if not _whole_pure_frame(code) or (self.read_guards and not _guards_read_only_arguments(code, arguments)):
+            if not _whole_pure_frame(code):
+                return compiled
+            constants = _guards_read_only_arguments(code, arguments) if self.read_guards else NO_CONSTANTS
+            if constants is None:
                 return compiled
             parity_graph = graphs[0] if len(graphs) == 1 else None
 
@@ -147,7 +153,7 @@ class FastPath:
                 finally:
                     if hasattr(inner, "recorder"):
                         inner.recorder = None
-                self._calls.append((args, outputs, compiled, parity_graph, seen))
+                self._calls.append((args, outputs, compiled, parity_graph, seen, constants))
                 return outputs
 
             return watched
@@ -183,9 +189,12 @@ class FastPath:
                 direct = _direct_graph(calls[0])
                 self.entries[key] = (_make_entry(calls[0][2], *shape, len(args)) if direct is None
                                      else direct_entry(direct, *shape))
-                self.states[key] = state
+                constants = calls[0][5]
+                self.states[key] = StateAndConstants(state, constants) if constants else state
                 self._remember(key, args)
-                if self.persist is not None and calls[0][3] is not None:
+                # a disk entry's key holds the function's plain globals, but a loaded entry
+                # would not watch them: entries that read constants stay in this process
+                if self.persist is not None and calls[0][3] is not None and not constants:
                     self._store(key, calls[0], args, result, *shape)
         return result
 
@@ -226,7 +235,8 @@ def _whole_pure_frame(code) -> bool:
         return False
 
 
-# Guards Dynamo installs on torch itself that only check identity (what torch.relu is).
+# Guards Dynamo installs on torch itself and on builtins that only check identity (what
+# torch.relu or len is).
 _TORCH_IDENTITY_GUARDS = frozenset({"MODULE_MATCH", "FUNCTION_MATCH", "BUILTIN_MATCH", "CLASS_MATCH",
                                     "CLOSURE_MATCH", "ID_MATCH"})
 
@@ -239,15 +249,18 @@ def call_arguments(fn) -> frozenset[str]:
     return frozenset(names[1:] if inspect.ismethod(fn) else names)
 
 
-def _guards_read_only_arguments(code, arguments: frozenset[str]) -> bool:
-    """Whether every guard of the graph Dynamo is compiling now is on one of ``arguments``
-    (local names in ``code``'s frame), on torch's global state, or an identity check of
-    torch's own modules."""
+def _guards_read_only_arguments(code, arguments: frozenset[str]) -> GlobalConstants | None:
+    """The global constants read, when every guard of the graph Dynamo is compiling now is on
+    one of ``arguments`` (local names in ``code``'s frame), on torch's global state, an
+    identity check of torch's own modules, or on a module-level constant of the function's
+    module (an int, float, bool, str, None, or a tuple of them: ``HEADS = 4``) whose value a
+    hit checks again (:class:`GlobalConstants`). None otherwise: no entry."""
     try:
         from torch._dynamo.source import GlobalSource, GlobalStateSource, LocalSource, ShapeEnvSource
         from torch._dynamo.symbolic_convert import InstructionTranslator
 
         tx = InstructionTranslator.current_tx()
+        constants = {}
         for guard in tx.output.guards:
             source = guard.originating_source
             if isinstance(source, (GlobalStateSource, ShapeEnvSource)):
@@ -261,10 +274,74 @@ def _guards_read_only_arguments(code, arguments: frozenset[str]) -> bool:
             if isinstance(root, GlobalSource) and _is_torch(tx.f_globals.get(root.global_name)) \
                     and guard.create_fn_name() in _TORCH_IDENTITY_GUARDS:
                 continue
-            return False
-        return True
+            if isinstance(root, GlobalSource) and root.global_name.startswith("__builtins_dict__") \
+                    and guard.create_fn_name() in _TORCH_IDENTITY_GUARDS:
+                continue  # what len or range is (a builtin rebound in builtins is not noticed, as torch's)
+            # an immutable value: watching it whole covers any guard on a part of it (SHAPE[0])
+            if isinstance(root, GlobalSource) and tx.f_code is code \
+                    and _is_constant(tx.f_globals.get(root.global_name, _ABSENT)):
+                constants[root.global_name] = tx.f_globals[root.global_name]
+                continue
+            return None
+        return GlobalConstants(tx.f_globals, constants)
     except Exception:  # Dynamo's internals moved: no fast path, never a wrong one
-        return False
+        return None
+
+
+_ABSENT = object()
+_CONSTANT_TYPES = (int, float, bool, str, type(None))
+
+
+def _is_constant(value) -> bool:
+    if type(value) in _CONSTANT_TYPES:
+        return True
+    return type(value) is tuple and all(_is_constant(v) for v in value)
+
+
+class GlobalConstants:
+    """Module-level constants a function's graph was traced with, checked again on each hit:
+    a changed (or deleted) value takes Dynamo's path, whose guards retrace with the new one.
+
+    Example::
+
+        >>> watch = GlobalConstants({"HEADS": 4}, {"HEADS": 4})
+        >>> watch.unchanged(), bool(watch)
+        (True, True)
+        >>> watch.module["HEADS"] = 8; watch.unchanged()
+        False
+    """
+
+    __slots__ = ("module", "values")
+
+    def __init__(self, module: dict, values: dict):
+        self.module, self.values = module, tuple(values.items())
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def unchanged(self) -> bool:
+        module = self.module
+        for name, value in self.values:
+            now = module.get(name, _ABSENT)
+            if type(now) is not type(value) or now != value:
+                return False
+        return True
+
+
+NO_CONSTANTS = GlobalConstants({}, {})  # fast_path=True: the user vouches, nothing is watched
+
+
+class StateAndConstants:
+    """A hit's state check for an entry whose graph read global constants: torch's global
+    state (``GlobalStateGuard``) and the constants' values."""
+
+    __slots__ = ("state", "constants")
+
+    def __init__(self, state, constants: GlobalConstants):
+        self.state, self.constants = state, constants
+
+    def check(self) -> bool:
+        return self.state.check() and self.constants.unchanged()
 
 
 def _is_torch(value) -> bool:
@@ -296,7 +373,7 @@ def _direct_graph(call):
     an inference graph (nothing to differentiate) whose FX outputs are its IR outputs, and
     the wrapper handed back exactly the tensors it returned (no input mutation written
     back, no view regenerated, nothing detached or wrapped). Else None."""
-    args, outputs, _, parity_graph, seen = call
+    args, outputs, _, parity_graph, seen, _ = call
     if parity_graph is None or parity_graph[1] != "inference" or len(seen) != 1:
         return None
     graph = parity_graph[0]

@@ -48,30 +48,69 @@ def test_a_pure_function_takes_the_fast_path_by_default():
 
 
 def test_a_function_without_an_entry_asks_the_disk_cache_once_per_signature(monkeypatch):
-    """A function the fast path declines (it reads a global) runs Dynamo's path on every call;
-    asking the disk cache for an entry on each of them cost milliseconds a call."""
+    """A function the fast path declines (it calls a helper through a global) runs Dynamo's path
+    on every call; asking the disk cache for an entry on each of them cost milliseconds a call."""
     from parity.frontend import fast_path_disk
 
     asked = []
     real = fast_path_disk.load
     monkeypatch.setattr(fast_path_disk, "load", lambda *a: asked.append(a[1]) or real(*a))
-    f = parity.compile(_scaled, backend="onnx")
+    f = parity.compile(_calls_helper, backend="onnx")
     for n in (3, 3, 3, 5, 5):
-        assert f(torch.ones(n)).tolist() == [2.0] * n
+        assert f(torch.ones(n)).tolist() == [4.0] * n
     assert f.fast_path.entries == {} and len(asked) == 2  # one per signature
 
 
 def test_a_changed_global_is_seen():
+    """A module-level constant (here a float) is watched by the entry: a hit checks its value
+    again, so a new value takes Dynamo's path, which retraces with it; the old value back
+    is served again."""
     global SCALE
     f = parity.compile(_scaled, backend="onnx")
     x = torch.ones(3)
     assert _twice(f, x).tolist() == [2.0] * 3
-    SCALE = 5.0
+    assert len(f.fast_path.entries) == 1 and f.fast_path.last is not None
     try:
-        assert f(x).tolist() == [5.0] * 3
+        for value in (5.0, 2.0, 7.0, 7.0):
+            SCALE = value
+            assert f(x).tolist() == [value] * 3
     finally:
         SCALE = 2.0
-    assert f.fast_path.entries == {}
+    assert f(x).tolist() == [2.0] * 3
+
+
+HEADS, SHAPE = 2, (2, 3)
+
+
+def _split_heads(x):
+    return x.reshape(SHAPE[0], HEADS, -1).sum(-1) * len(SHAPE)
+
+
+@pytest.mark.parametrize("change", ["int", "tuple", "type"])
+def test_global_constants_get_an_entry_and_a_change_is_seen(change):
+    """Module-level ints and tuples (a head count, a shape) are what real code reads: such a
+    function gets an entry (a hit skips Dynamo) and a changed value, even one that compares
+    equal under another type (2 and 2.0), is seen."""
+    global HEADS, SHAPE
+    f = parity.compile(_split_heads, backend="onnx")
+    x = torch.arange(12.0)
+    assert torch.equal(_twice(f, x), _split_heads(x)) and f.fast_path.last is not None
+    saved = HEADS, SHAPE
+    try:
+        if change == "int":
+            HEADS = 3
+        elif change == "tuple":
+            SHAPE = (2, 3, 1)
+        else:
+            HEADS = 2.0  # reshape refuses a float: eager's error, not the stale entry's result
+        if change == "type":
+            with pytest.raises(TypeError):
+                f(x)
+        else:
+            assert torch.equal(f(x), _split_heads(x))
+    finally:
+        HEADS, SHAPE = saved
+    assert torch.equal(f(x), _split_heads(x))
 
 
 def test_a_changed_closure_value_is_seen():
@@ -257,6 +296,27 @@ def test_an_unchecked_disk_entry_never_serves_the_default():
     finally:
         SCALE = 2.0
     assert compiled_graph.STATS["fast_path_disk_loads"] == loads + 1
+
+
+def test_an_entry_watching_constants_stays_off_disk():
+    """An entry that watches global constants is not stored: loaded in another process it would
+    not watch them, and a later change there would be served stale."""
+    global SCALE
+    from parity.frontend import compiled_graph
+
+    x = torch.ones(3)
+    first = parity.compile(_scaled, backend="onnx")
+    _twice(first, x)
+    assert first.fast_path.last is not None  # an entry in this process
+    loads = compiled_graph.STATS["fast_path_disk_loads"]
+    second = parity.compile(_scaled, backend="onnx")  # as in a new process
+    assert second(x).tolist() == [2.0] * 3
+    assert compiled_graph.STATS["fast_path_disk_loads"] == loads
+    SCALE = 5.0
+    try:
+        assert second(x).tolist() == [5.0] * 3
+    finally:
+        SCALE = 2.0
 
 
 # -- the hit path: the entry last made, tried before any signature is computed -----------------
