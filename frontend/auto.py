@@ -31,7 +31,7 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    runs are slow), then in interleaved rounds until the budget is spent (at least one
    round, at most :data:`MAX_ROUNDS`; a candidate over :data:`PRUNE` × the fastest leaves
    the race); the lowest median wins. The choice is kept per graph (keyed by the
-   candidates' IR content hashes and the device) in this process and in the disk cache
+   candidates' IR content hashes, the device, the precision tier and the budget) in this process and in the disk cache
    (on by default), so a second process compiles only the chosen backend and races nothing.
 
 ``$PARITY_BACKEND`` (read once, when ``parity.compile`` builds its options) forces one
@@ -213,12 +213,12 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
         ready.append((name, backend, translation, graph))
     if not ready:
         return _nothing_runs_whole(gm, session, kind, record, refusals)
-    key = _choice_key(ready, options.device, options.precision)
+    budget_s = (options.auto or AutoOptions()).budget_s
+    key = _choice_key(ready, options.device, options.precision, budget_s)
     known, source = _known_choice(key, options, ready)
     if known is not None and any(r[0] == known for r in ready):
         ready = [r for r in ready if r[0] == known]
         record.source = source
-    budget_s = (options.auto or AutoOptions()).budget_s
     compiled, spent, exhausted = _compile_within_budget(ready, options, record, budget_s)
     # A pick made without a candidate whose cost was unknown stays in this process only: the
     # next process knows every compile time measured here, and may order them better.
@@ -309,12 +309,14 @@ def _choose(record: AutoChoice, name: str, source: str) -> None:
 # -- the choice's cache --------------------------------------------------------------------
 
 
-def _choice_key(ready: list, device: str, precision) -> str:
-    """The race's identity: device, precision tier (a pick at one tier is no pick at another)
-    and each candidate's graph."""
+def _choice_key(ready: list, device: str, precision, budget_s: float) -> str:
+    """The race's identity: device, precision tier (a pick at one tier is no pick at another),
+    each candidate's graph, and the budget (a pick that left a candidate out for its cost is
+    no pick under a budget that lets it race: AutoOptions(budget_s=60) then races Inductor)."""
     import hashlib
 
-    text = json.dumps([device, precision.value, sorted((name, graph.content_hash()) for name, _, _, graph in ready)])
+    text = json.dumps([device, precision.value, sorted((name, graph.content_hash()) for name, _, _, graph in ready),
+                       budget_s])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -273,6 +273,27 @@ def test_a_candidate_whose_declared_prior_exceeds_the_budget_is_not_compiled(pla
     assert re.search(r"planted_costly +dropped .*declared cold-compile prior", str(parity.explain(f, X)))
 
 
+def test_a_larger_budget_races_a_candidate_the_stored_pick_left_out(planted, tmp_path):
+    """A pick made while a candidate's cost did not fit the budget is kept on disk for that
+    budget only: a process asking for a budget that fits it races it (as
+    AutoOptions(budget_s=60) races Inductor, whose cold-compile prior exceeds the default 10 s)."""
+    costly = planted("planted_costly")
+    costly.compile_priors = (CompilePrior("cpu", per_graph_s=100.0, per_node_s=0.0, basis="planted"),)
+    small = parity.AutoOptions(budget_s=60, candidates=("planted_costly", "onnx"))
+    parity.compile(_fn, auto=small, cache_dir=tmp_path)(X)
+    assert costly.compiles == 0
+    auto._CHOICES.clear()  # a new process: only the disk remembers
+    compiled_graph.reset_caches()
+    again = parity.compile(_fn, auto=small, cache_dir=tmp_path)
+    again(X)
+    assert _choice(again)[0].source == "cached on disk" and costly.compiles == 0  # the control
+    auto._CHOICES.clear()
+    larger = parity.compile(_fn, auto=parity.AutoOptions(budget_s=1000, candidates=("planted_costly", "onnx")),
+                            cache_dir=tmp_path)
+    assert larger(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    assert costly.compiles == 1 and _choice(larger)[1]["planted_costly"].status != "dropped"
+
+
 def test_a_measured_compile_time_replaces_the_prior(planted, tmp_path):
     """Once a compile of the backend is measured (here: found in the disk cache, as a new
     process would), the measurement decides, not the prior."""
