@@ -90,7 +90,9 @@ class _StableSorts(torch.fx.Interpreter):
             dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
             largest = args[3] if len(args) > 3 else kwargs.get("largest", True)
             values, indices = _aten.sort.stable(x, stable=True, dim=dim, descending=largest)
-            return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
+            # contiguous, as topk's own results are: the graph may view them (MoE routing's
+            # topk(...)[1].view(-1) in Mixtral and Qwen2-MoE failed on the narrowed strides)
+            return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
         return super().call_function(target, args, kwargs)
 
 

@@ -95,3 +95,15 @@ def test_auto_keeps_backends_whose_sort_orders_ties_in_input_order():
         (choice,) = parity.auto_choices(compiled)
         dropped = [line for line in str(choice).splitlines() if "differs from eager torch" in line]
         assert dropped == [] and choice.choice is not None, str(choice)
+
+
+def test_a_stable_top_k_is_contiguous_as_top_k_is():
+    """MoE routing views top-k's indices (Mixtral: ``topk(probs, 2)[1].view(-1)``); the stable
+    stand-in must give top-k's contiguous layout, or that view fails in auto's check (it made
+    Mixtral and Qwen2-MoE fail on backend='auto')."""
+    probs = torch.tensor([[0.1, 0.4, 0.4, 0.1], [0.3, 0.3, 0.2, 0.2]])
+    gm = _graph(lambda x: aten.view.default(aten.topk.default(x, 2)[1], [-1]))
+    eager, _ = eager_outputs(gm, [probs])
+    stable = stable_outputs(gm, [probs])
+    assert stable.tolist() == [1, 2, 0, 1]  # ties in input order
+    assert sorted(eager.tolist()[:2]) == [1, 2] and sorted(eager.tolist()[2:]) == [0, 1]
