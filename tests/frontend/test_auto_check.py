@@ -5,7 +5,7 @@ equal keys (torch's CPU sort does not keep ties in input order; the IR's sort do
 import pytest
 import torch
 
-from parity.frontend.auto_check import eager_outputs, mismatch, stable_outputs
+from parity.frontend.auto_check import eager_outputs, float64_outputs, mismatch, mismatch_past_float64, stable_outputs
 
 aten = torch.ops.aten
 KEYS = torch.tensor([[3.0, 1.0, 3.0, 1.0, 2.0]])
@@ -107,3 +107,39 @@ def test_a_stable_top_k_is_contiguous_as_top_k_is():
     stable = stable_outputs(gm, [probs])
     assert stable.tolist() == [1, 2, 0, 1]  # ties in input order
     assert sorted(eager.tolist()[:2]) == [1, 2] and sorted(eager.tolist()[2:]) == [0, 1]
+
+
+# -- the float64 second chance: eager's own error sets the bar ---------------------------------
+
+def test_noise_against_noise_passes_the_float64_second_chance():
+    """An analytically zero output (BERT's key-bias gradient): eager's float32 and a
+    candidate's give rounding noise of different sizes, each as far from float64's zero."""
+    exact = [torch.zeros(3, dtype=torch.float64)]
+    eager, other = [torch.tensor([3e-8, -1e-8, 2e-8])], [torch.tensor([-5e-8, 4e-8, 0.0])]
+    assert mismatch(other, eager) is not None
+    assert mismatch_past_float64(other, eager, exact) is None
+    wrong = [torch.tensor([1e-5, 0.0, 0.0])]  # planted: 333x eager's noise, past 16x
+    why = mismatch_past_float64(wrong, eager, exact)
+    assert why.startswith("output 0: 3 of 3 elements off") and "333x eager's distance" in why and "at most 16x" in why
+
+
+@pytest.mark.parametrize("off, passes", [(1.5e-6, True), (3e-6, False)])
+def test_an_ill_conditioned_output_may_be_twice_as_far_from_float64_as_eager(off, passes):
+    exact = [torch.tensor([1e-3, 2e-3], dtype=torch.float64)]
+    eager = [torch.tensor([1e-3 + 1e-6, 2e-3])]  # eager's own error: 1e-6, past RTOL (3e-7 here)
+    got = [torch.tensor([1e-3 - off, 2e-3])]
+    assert mismatch(got, eager) is not None
+    assert (mismatch_past_float64(got, eager, exact) is None) is passes
+
+
+def test_the_float64_run_widens_casts_and_constants():
+    """Every dtype argument is widened too: a cast back to float32 or a float32 constant would
+    round the oracle down to eager's precision."""
+    gm = _graph(lambda x: aten._to_copy.default(x * 3, dtype=torch.float32)
+                + aten.full_like.default(x, 0.1, dtype=torch.float32))
+    (out,) = float64_outputs(gm, [torch.tensor([0.1, 0.2])])
+    assert out.dtype == torch.float64
+    x64 = torch.tensor([0.1, 0.2], dtype=torch.float32).double()
+    assert torch.equal(out, x64 * 3 + 0.1)  # 0.1 as a float64, x * 3 not rounded to float32
+    assert float64_outputs(_graph(lambda x: aten.div.Tensor_mode(x, x, rounding_mode="nope")),
+                           [torch.ones(2)]) is None  # an op that cannot run: no second chance
