@@ -96,7 +96,25 @@ def to_fx(graph: Graph, shapes: Sequence[Sequence[int]], device: str = "cpu") ->
     examples = [torch.zeros(tuple(t.shape), dtype=carried(t.dtype), device=device) for t in in_types]
     with torch.device(device):  # tensors the rules create (full, arange) are made there
         module = make_fx(run, tracing_mode="fake")(*examples, *constant_tensors)
+    views_as_reshapes(module)
     return FxGraph(module, constant_tensors, tuple(examples))
+
+
+def views_as_reshapes(module: torch.fx.GraphModule) -> int:
+    """Turn the traced graph's shape views (``aten.view.default``, what a reshape of a
+    value traced as contiguous records) into reshapes; returns how many. The IR has no
+    aliasing, so a reshape (a view where the layout allows, else a copy) means the same, and
+    Inductor may lay a value out otherwise than the trace did: Phi-3's attention output,
+    [2, 4, 8, 8] with strides (256, 8, 32, 1) after Inductor's bmm, could not be viewed as
+    [8, 8, 8], and the graph failed to compile. Bit casts (``aten.view.dtype``) stay."""
+    changed = 0
+    for node in module.graph.nodes:
+        if node.op == "call_function" and node.target is torch.ops.aten.view.default:
+            node.target = torch.ops.aten.reshape.default
+            changed += 1
+    if changed:
+        module.recompile()
+    return changed
 
 
 def lower_node(ctx: InductorNodeContext, node: Node, operands: Sequence[torch.Tensor]) -> list[torch.Tensor]:
