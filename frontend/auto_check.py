@@ -47,7 +47,19 @@ _aten = torch.ops.aten
 _TIES_UNORDERED = (_aten.sort.default, _aten.sort.stable, _aten.topk.default)
 
 
-class _KeyRecorder(torch.fx.Interpreter):
+class _Values(torch.fx.Interpreter):
+    """Runs the graph as eager torch does, with its shape views as reshapes. The check runs a
+    backward graph on the tensors the chosen forward returned, whose layouts are the backend's
+    (contiguous), not the ones the graph was traced with: ConvNeXt's and SegFormer's backward
+    graphs view a permuted activation, which failed on the contiguous one."""
+
+    def call_function(self, target, args, kwargs):
+        if target is _aten.view.default:
+            target = _aten.reshape.default
+        return super().call_function(target, args, kwargs)
+
+
+class _KeyRecorder(_Values):
     """Runs the graph as eager torch does, keeping the keys of every sort and top-k."""
 
     def __init__(self, gm):
@@ -88,7 +100,7 @@ def eager_outputs(gm, inputs: list) -> tuple[list, dict[int, tuple[torch.Tensor,
     return outputs, ties
 
 
-class _StableSorts(torch.fx.Interpreter):
+class _StableSorts(_Values):
     """Runs the graph as eager torch does, but with every sort and top-k keeping equal keys in
     input order (the order the IR's sort defines)."""
 
@@ -177,7 +189,7 @@ def _value_mismatch(g: torch.Tensor, w: torch.Tensor) -> str | None:
     return None
 
 
-class _Float64(torch.fx.Interpreter):
+class _Float64(_Values):
     """Runs the graph with every floating and complex value widened to 64 bits: the inputs,
     and every dtype an op is given (a cast, a ``full``), so no op rounds back down."""
 

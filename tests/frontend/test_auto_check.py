@@ -143,3 +143,14 @@ def test_the_float64_run_widens_casts_and_constants():
     assert torch.equal(out, x64 * 3 + 0.1)  # 0.1 as a float64, x * 3 not rounded to float32
     assert float64_outputs(_graph(lambda x: aten.div.Tensor_mode(x, x, rounding_mode="nope")),
                            [torch.ones(2)]) is None  # an op that cannot run: no second chance
+
+
+def test_the_check_runs_views_on_layouts_the_trace_did_not_see():
+    """A backward graph is traced with the forward's activations in eager's layouts, but runs on
+    what the chosen backend returned (contiguous): a view of a permuted activation (ConvNeXt,
+    SegFormer) must still give its values in the check's eager, stable and float64 runs."""
+    gm = _graph(lambda x: aten.view.default(x, [-1]) * 2)
+    x = torch.arange(6.0).reshape(2, 3).t()  # a layout view() cannot flatten
+    want = torch.arange(6.0).reshape(2, 3).t().reshape(-1) * 2
+    assert torch.equal(eager_outputs(gm, [x])[0], want)
+    assert torch.equal(float64_outputs(gm, [x])[0], want.double())
