@@ -66,6 +66,10 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("mobilenet-v2", "gradients", "onnx", 3.0,
               "grad layer.15.expand_1x1.normalization.weight: 1.9e-4 of its scale from eager, 2.80x eager's "
               "distance from float64", _BATCHNORM_TWO_SAMPLES),
+    Deviation("mobilenet-v2", "gradients", "inductor", 3.5,
+              "grad classifier.weight: 1.4e-4 of its scale from eager, 3.17x eager's distance from float64 at "
+              "1 thread (2026-12-05); it passes at 2 threads, where Inductor's reductions split otherwise",
+              _BATCHNORM_TWO_SAMPLES),
     Deviation("mobilenet-v2", "gradients", "triton", 3.25,
               "grad classifier.weight: 1.7e-4 of its scale from eager, 3.00x eager's distance from float64 "
               "(the reference interpreter, the spec, reaches 3.9x on this model's BatchNorm gradients, which "
