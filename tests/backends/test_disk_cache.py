@@ -124,6 +124,22 @@ def test_native_code_is_keyed_by_its_host(tmp_path, monkeypatch):
     assert [compile_cached(graph, get_backend("onnx"), "cpu", str(tmp_path))[1] for _ in range(2)] == [False, True]
 
 
+def test_an_executable_jax_cannot_serialize_runs_uncached(tmp_path, monkeypatch):
+    """Writing the cache is best effort: an executable JAX refuses to serialize still compiles
+    and runs, and nothing is stored (a compile must never fail for its cache entry)."""
+    from parity.backends.registry import get_backend
+    from parity.backends.xla import persist
+
+    def refuse(compiled):
+        raise RuntimeError("UNIMPLEMENTED: `LessThan` is not serializable.")
+
+    monkeypatch.setattr(persist, "serialize", refuse)
+    stores = disk_cache.STATS["stores"]
+    run, loaded = compile_cached(_graph(), get_backend("xla"), "cpu", str(tmp_path))
+    assert not loaded and run(np.array([-2, -0.5, 0, 1], np.float32))[0].tolist() == [0, 0, 1, 3]
+    assert disk_cache.STATS["stores"] == stores and not list(tmp_path.rglob("*.bin"))
+
+
 _CHILD = textwrap.dedent("""
     import json, sys
     import torch, parity
