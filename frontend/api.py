@@ -17,6 +17,7 @@ import types
 from typing import Any
 
 import torch
+from torch.compiler import is_compiling
 
 from ..backends.disk_cache import resolve_cache_dir
 from ..backends.registry import get_backend
@@ -24,7 +25,7 @@ from ..ir.errors import ParityError
 from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
 from .errors import UnsupportedAtenOp
-from .fast_path import FastPath, call_arguments, distinct_storages, is_compiling, torch_function_depth
+from .fast_path import FastPath, call_arguments, distinct_storages, torch_function_depth
 from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error
 from .graph_breaks import BreakWatch, graph_break_error, skipped_frame_error

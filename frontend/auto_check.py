@@ -30,6 +30,7 @@ import operator
 
 import numpy as np
 import torch
+from torch.utils._pytree import tree_map
 
 # How close a candidate's outputs must be to eager torch's on the first inputs, per output
 # dtype (|got − want| ≤ rtol·|want| + rtol·max|want|); integers and booleans are exact.
@@ -200,8 +201,6 @@ class _Float64(_Values):
         return _widen(super().get_attr(target, args, kwargs))
 
     def call_function(self, target, args, kwargs):
-        from torch.utils._pytree import tree_map
-
         return super().call_function(target, tree_map(_widen, args), tree_map(_widen, kwargs))
 
 

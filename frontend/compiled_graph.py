@@ -94,7 +94,9 @@ class CompiledGraph:
         self._num_keys = t.num_keys
         # sizes only integer arguments give: an empty i8[0, *sizes] input carries them (translate.py)
         self._carrier = tuple(t.symbols[name][0] for name in t.size_carrier)
-        convert = [result_converter(v.type.dtype) for v in graph.outputs]
+        # results made for the call (fresh_results) are wrapped without checks or copies
+        converter = fresh_result_converter if getattr(executable, "fresh_results", False) else result_converter
+        convert = [converter(v.type.dtype) for v in graph.outputs]
         plan = []
         for kind, what in t.outputs:
             if kind == "ir":
@@ -150,8 +152,6 @@ class CompiledGraph:
             return None
         unchecked = getattr(self.executable, "unchecked", None)  # the caller's guards checked the types
         run, outputs = (unchecked() if unchecked else None) or self.executable, self._direct
-        if getattr(self.executable, "fresh_results", False):  # no result needs a check or a copy
-            outputs = tuple(fresh_result_converter(v.type.dtype) for v in self.graph.outputs)
         picks = tuple((order[j], convert) for j, convert in self._inputs)
         if self._takes_tensors:  # results never alias inputs: nothing to check them against
             if len(picks) == 1 and len(outputs) == 1:

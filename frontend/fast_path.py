@@ -59,7 +59,6 @@ from collections.abc import Callable
 
 import torch
 from torch._C._dynamo.guards import GlobalStateGuard, TensorGuards
-from torch.compiler import is_compiling  # noqa: F401 - the hit path's check (api.py)
 
 from .compiled_graph import direct_entry
 
@@ -71,7 +70,7 @@ def signature(args: tuple, kwargs: dict):
     if kwargs:
         return None
     key = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.is_autocast_enabled(),
-           torch._C._len_torch_function_stack()]
+           torch_function_depth()]
     storages = set()
     for a in args:
         if type(a) is not torch.Tensor or a.requires_grad or not a.is_cpu:  # is_cpu: 0.6 µs less than device.type
