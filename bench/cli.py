@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options, shared by both entry points."""
     parser.add_argument("--workloads", type=_names, default=None,
                         help="comma-separated, from: tiny, mlp, encoder, encoder_train, chain, sigmoid_chain, "
-                             "softmax_ln, convnet (default: all)")
+                             "softmax_ln, convnet (default: all, unless --programs names some)")
     parser.add_argument("--backends", type=_names, default=None,
                         help="parity backends, comma-separated (default: every installed backend)")
     parser.add_argument("--anchors", type=_names, default=None,
@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cold", type=_names, default=None,
                         help="workloads whose cold compile and peak memory are measured in fresh processes "
                              "(default: encoder when selected, else the first workload; 'none' for none)")
+    parser.add_argument("--programs", type=_names, default=None,
+                        help="programs (loops whose shapes change), comma-separated, from: serving "
+                             "(default: all, unless --workloads names some; 'none' for none)")
     parser.add_argument("--json", metavar="PATH", help="write the full record as JSON")
     parser.add_argument("--chart", metavar="PATH", help="write a PNG chart")
     parser.add_argument("--markdown", metavar="PATH", help="write the tables as Markdown")
@@ -55,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"parity bench: the anchors need {', '.join(missing)}, not installed here. "
                          f"Run: {pip_install_line('bench')}")
     from .candidates import ANCHORS, make_candidate
+    from .programs import PROGRAMS, program_candidates, run_program
     from .suite import default_cold, run_suite
     from .workloads import WORKLOADS
 
-    workloads = list(WORKLOADS) if args.workloads is None else args.workloads
+    # naming only workloads runs no program, and naming only programs runs no workload
+    workloads = (list(WORKLOADS) if args.programs is None else []) if args.workloads is None else args.workloads
     anchors = list(ANCHORS) if args.anchors is None else args.anchors
     unknown = [w for w in workloads if w not in WORKLOADS]
     unknown += [a for a in anchors if a not in ANCHORS]
@@ -66,9 +71,12 @@ def run(args: argparse.Namespace) -> int:
     unknown += [b for b in backends if b not in (*backend_names(), "auto")]  # auto: frontend/auto.py
     cold = default_cold(workloads) if args.cold is None else [w for w in args.cold if w != "none"]
     unknown += [w for w in cold if w not in WORKLOADS and w not in unknown]
+    programs = (list(PROGRAMS) if args.workloads is None else []) if args.programs is None else \
+        [p for p in args.programs if p != "none"]
+    unknown += [p for p in programs if p not in PROGRAMS]
     if unknown:  # a usage error: one line on stderr and exit status 2, as `parity bench` gives
         print(f"parity bench: unknown name(s) {unknown}; workloads: {list(WORKLOADS)}, "
-              f"anchors: {list(ANCHORS)}, backends: {backend_names()}", file=sys.stderr)
+              f"anchors: {list(ANCHORS)}, backends: {backend_names()}, programs: {list(PROGRAMS)}", file=sys.stderr)
         raise SystemExit(2)
     if "triton" in backends and "TRITON_INTERPRET" not in os.environ:
         import torch
@@ -79,8 +87,16 @@ def run(args: argparse.Namespace) -> int:
             print("note: no GPU: parity[triton] runs in Triton's interpreter (TRITON_INTERPRET=1): checked, not timed")
     candidates = [make_candidate(k) for k in (*anchors, *(f"parity[{b}]" for b in backends))]
     record = run_suite(workloads, candidates, quick=args.quick, threads=args.threads, cold=cold)
+    timed = [b for b in backends if b != "triton" or torch_has_cuda()]  # the interpreter is not timed
+    record["programs"] = [run_program(p, program_candidates(timed), quick=args.quick) for p in programs]
     _output(record, args)
     return 0
+
+
+def torch_has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -93,6 +93,8 @@ def print_report(record: dict, console: Console | None = None) -> None:
         console.print(cold)
     for note in notes:
         console.print(f"  {note}", highlight=False, markup=False)
+    if record.get("programs"):
+        print_programs(record["programs"], console)
 
 
 def to_markdown(record: dict) -> str:
@@ -120,6 +122,54 @@ def to_markdown(record: dict) -> str:
                              f"{c['peak_rss_mb']:.0f} MB |")
             else:
                 lines.append(f"| {c['candidate']} | {c['workload']} | {c['status']} | |")
+    text = "\n".join(lines) + "\n"
+    if record.get("programs"):
+        text += "\n" + programs_markdown(record["programs"])
+    return text
+
+
+# -- programs (bench/programs.py): throughput, first run and captures per candidate --------------
+
+
+def _program_cells(entry: dict, row: dict) -> tuple[str, str, str]:
+    if row.get("status") != "ok":
+        return f"{row.get('status')}: {row.get('reason', '')}", "", ""
+    ratio = f" (×{row['ratio_to_best_anchor']:.2f})" if "ratio_to_best_anchor" in row else ""
+    per_size = row["captures"] / entry["distinct_sizes"] if entry.get("distinct_sizes") else None
+    captures = f"{row['captures']}" + (f" ({per_size:.2f} per size)" if per_size is not None else "")
+    return f"{row['throughput']:.0f} {entry['unit']}/s{ratio}", format_time(row["first_run_s"]), captures
+
+
+def print_programs(entries: list[dict], console) -> None:
+    """One row per (program, candidate): steady throughput, ×time over the best anchor, first run, captures."""
+    table = Table(title="programs: steady throughput (median of whole runs), first run (compiles included), "
+                        "Dynamo captures", show_lines=False)
+    for column in ("program", "candidate", "throughput", "first run", "captures"):
+        table.add_column(column, justify="left" if column in ("program", "candidate") else "right")
+    for entry in entries:
+        for label, row in entry["results"].items():
+            table.add_row(f"{entry['name']} [dim]{escape(entry['shape'])}[/dim]", escape(label),
+                          *(escape(c) for c in _program_cells(entry, row)))
+    console.print(table)
+
+
+def programs_markdown(entries: list[dict]) -> str:
+    """The programs' table as Markdown (for the README).
+
+    Example::
+
+        >>> row = {"status": "ok", "throughput": 1000.0, "first_run_s": 0.1, "captures": 2, "anchor": True,
+        ...        "ratio_to_best_anchor": 1.0}
+        >>> entry = {"name": "serving", "shape": "MLP", "unit": "samples", "distinct_sizes": 40,
+        ...          "results": {"torch eager": row}}
+        >>> programs_markdown([entry]).splitlines()[2]
+        '| serving (MLP) | torch eager | 1000 samples/s (×1.00) | 100.0 ms | 2 (0.05 per size) |'
+    """
+    lines = ["| program | candidate | throughput (×time over the best anchor) | first run | captures |",
+             "|---|---|---|---|---|"]
+    for entry in entries:
+        for label, row in entry["results"].items():
+            lines.append(f"| {entry['name']} ({entry['shape']}) | {label} | " + " | ".join(_program_cells(entry, row)) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -85,7 +85,8 @@ MAX_ROUNDS = 20
 WARMUP_RUNS = 2  # untimed runs of each candidate after the check run, before timing
 PRUNE = 3.0  # after a round, candidates slower than this × the fastest stop being timed
 
-# Choices made in this process: choice key -> backend name.
+# Choices made in this process: choice key -> backend name; also a graph family's first pick
+# (frontend/auto_carry.py: family key -> backend name).
 _CHOICES: dict[str, str] = {}
 
 
@@ -217,13 +218,13 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
     if not ready:
         return _nothing_runs_whole(gm, session, kind, record, refusals)
     budget_s = (options.auto or AutoOptions()).budget_s
-    family = family_key(gm, kind, options, budget_s, [r[0] for r in ready])
+    family = family_key(gm, kind, options, budget_s, [r[0] for r in ready], machine())
     if any(is_symbolic(graph) for *_, graph in ready):
         ready = _serving_every_size(ready, record)
     key = _choice_key(ready, options.device, options.precision, budget_s)
     known, source = _known_choice(key, options, ready)
-    if known is None:  # the same graph at its first shape was raced: no race per new size
-        known, source = carried_pick(family, [r[0] for r in ready])
+    if known is None:  # the same graph at another shape was raced: no race per new size
+        known, source = carried_pick(_CHOICES, family, [r[0] for r in ready])
     if known is not None and any(r[0] == known for r in ready):
         ready = [r for r in ready if r[0] == known]
         record.source = source
@@ -234,7 +235,7 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
 
     def remember(name: str) -> None:
         _remember(key, name, options, ready, on_disk)
-        remember_family(family, record)
+        remember_family(_CHOICES, family, name)
 
     if len(compiled) == 1:
         (name,) = compiled

@@ -1,15 +1,16 @@
 """``backend="auto"`` across a graph's shapes: a pick made for one shape of a graph carries over
-to the same graph captured again at symbolic sizes (automatic dynamic's second capture), so a
-decode loop or a varying batch never pays a race per new size.
+to the same graph captured again at other sizes (automatic dynamic's symbolic recapture, or a
+graph compiled per shape), so a decode loop or a varying batch never pays a race per new size.
 
 A graph's *family* is what stays when its sizes change: the kind (forward, backward, inference),
-the device, precision tier and budget, the candidate backends, and the ATen ops it runs in order
-(the size arithmetic a symbolic trace adds, ``sym_size`` and Python's operators on sizes, left
-out). The first race of a family keeps each candidate's median time; a later graph of the family
-takes the pick without racing, or, when the pick cannot serve changing sizes (a backend that
-compiles once per concrete shape, :attr:`Backend.compiles_per_shape`), the fastest raced
-candidate that can. Picks are kept in this process; the symbolic graph's own pick then goes to
-the disk cache as any pick does (frontend/auto.py), so the next process reads it directly.
+the device, precision tier and budget, the machine that timed the race, the candidate backends,
+and the ATen ops it runs in order (the size queries a symbolic trace adds, ``sym_size`` and
+Python's operators on sizes, left out). The first decided race of a family names its pick; a
+later graph of the family takes it without a race when it is still a candidate there (a backend
+that compiles per concrete shape, :attr:`Backend.compiles_per_shape`, is not one for a graph
+with symbolic dims: frontend/auto.py). Family picks live in auto's in-process store beside the
+exact picks, so they last as long as the process; the recaptured graph's own pick goes to the
+disk cache as any pick does, so the next process reads it directly.
 
 Example::
 
@@ -30,13 +31,10 @@ import operator
 import torch
 
 # size queries and the assertions a symbolic trace adds: not part of what the graph computes
+FAMILY = "family"  # a family key's first field: never equal to an exact pick's key (frontend/auto.py)
 _SIZE_OPS = frozenset({"aten.sym_size.int", "aten.sym_numel.default", "aten.sym_stride.int",
                        "aten.sym_storage_offset.default", "aten.sym_is_contiguous.default",
                        "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default"})
-
-# family key -> {"pick": name, "medians": {name: seconds}} of the family's first decided race
-_FAMILIES: dict[str, dict] = {}
-
 
 def graph_ops(gm: torch.fx.GraphModule) -> list[str]:
     """The ATen ops ``gm`` runs, in order, without size queries and arithmetic on sizes."""
@@ -50,9 +48,11 @@ def graph_ops(gm: torch.fx.GraphModule) -> list[str]:
     return ops
 
 
-def family_key(gm: torch.fx.GraphModule, kind: str, options, budget_s: float, candidates: list[str]) -> str:
+def family_key(gm: torch.fx.GraphModule, kind: str, options, budget_s: float, candidates: list[str],
+               machine: dict) -> str:
     """The identity a graph keeps when only its sizes change (see the module doc)."""
-    text = json.dumps([kind, options.device, options.precision.value, budget_s, sorted(candidates), graph_ops(gm)])
+    text = json.dumps([FAMILY, kind, options.device, options.precision.value, budget_s, machine, sorted(candidates),
+                       graph_ops(gm)])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -61,30 +61,15 @@ def is_symbolic(graph) -> bool:
     return not all(v.type.is_static for v in graph.inputs)
 
 
-def carried_pick(family: str, names: list[str]) -> tuple[str | None, str]:
-    """The pick the family's race made, if it is among ``names`` (the candidates left for this
-    graph); else the fastest of ``names`` that race timed; (None, "") when it knows none of them."""
-    known = _FAMILIES.get(family)
-    if known is None:
+def carried_pick(store: dict, family: str, names: list[str]) -> tuple[str | None, str]:
+    """The pick the family's first race made, and where it came from, if it is among ``names``
+    (the candidates left for this graph); else (None, "")."""
+    pick = store.get(family)
+    if pick is None or pick not in names:
         return None, ""
-    if known["pick"] in names:
-        return known["pick"], f"carried over from this graph's race at its first shape ({known['pick']})"
-    timed = [n for n in names if n in known["medians"]]
-    if not timed:
-        return None, ""
-    best = min(timed, key=known["medians"].get)
-    return best, (f"the fastest at this graph's first shape that serves every size (that race picked "
-                  f"{known['pick']}, which is not a candidate here)")
+    return pick, f"carried over from this graph's race at another shape ({pick})"
 
 
-def remember_family(family: str, record) -> None:
-    """Keep the family's first decided race: ``record`` is its AutoChoice."""
-    if record.choice is None or family in _FAMILIES:
-        return
-    medians = {c.name: c.median_s for c in record.candidates if c.median_s is not None}
-    _FAMILIES[family] = {"pick": record.choice, "medians": medians}
-
-
-def forget_families() -> None:
-    """Drop every carried pick (tests)."""
-    _FAMILIES.clear()
+def remember_family(store: dict, family: str, name: str) -> None:
+    """Keep the family's first decided pick."""
+    store.setdefault(family, name)

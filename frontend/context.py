@@ -140,6 +140,8 @@ class TranslationContext:
         for a in args:
             if isinstance(a, Value):
                 probes.append(torch.empty((1,) * a.type.rank, dtype=IR_TO_TORCH[a.type.dtype], device="meta"))
+            elif isinstance(a, DimExpr):  # a symbolic size is a Python int to torch's promotion
+                probes.append(0)
             elif a is not None:
                 probes.append(a)
         compute, result = elementwise_dtypes(*probes, type_promotion_kind=getattr(ELEMENTWISE_TYPE_PROMOTION_KIND, kind))

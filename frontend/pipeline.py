@@ -22,10 +22,11 @@ from .aten_decompositions import decomposition_table, mkldnn_off
 from .auto import compile_auto
 from .errors import InternalError, UnsupportedAtenOp
 from .graph_breaks import note_data_dependent
+from .per_shape import PerShapeGraph, PerShapeWarning, hinted_inputs
 from .saved_tensors import partition_recomputing_input_views
 from .session import AUTO, Session
 from .single_backend import compile_split, compile_whole
-from .source import in_user_code, loc_from_stack_trace
+from .source import in_user_code, loc_from_stack_trace, warn_at
 from .spectral import keep_whole
 from .status import slow_work
 
@@ -79,7 +80,7 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
 
     with unset_fake_temporarily(), slow_work(_status_message(session, kind)):
         try:
-            compiled = _compile_fx_graph(gm, session, kind)
+            compiled = _compile_fx_graph(gm, session, kind, example_inputs)
             if kind == "backward":  # compiled at the first backward(), after the call that flushes
                 session.flush_fallbacks()
             if session.on_compiled is not None:
@@ -109,13 +110,48 @@ def _user_locs(gm: torch.fx.GraphModule) -> list:
     return [loc for loc in locs if loc is not None]
 
 
-def _compile_fx_graph(gm: torch.fx.GraphModule, session: Session, kind: str):
+def _compile_fx_graph(gm: torch.fx.GraphModule, session: Session, kind: str, example_inputs=None):
     if session.options.backend == AUTO:
-        return compile_auto(gm, session, kind)
+        try:
+            return compile_auto(gm, session, kind)
+        except UnsupportedAtenOp as err:
+            return _per_shape(gm, session, kind, example_inputs, err, lambda static: compile_auto(static, session, kind))
     backend = get_backend(session.options.backend)
     try:
         return compile_whole(gm, session, backend, kind)
     except UnsupportedAtenOp as err:
-        if session.options.strict:
-            raise
+        try:
+            return _per_shape(gm, session, kind, example_inputs, err,
+                              lambda static: compile_whole(static, session, backend, kind))
+        except UnsupportedAtenOp:
+            if session.options.strict:
+                raise
         return compile_split(gm, session, backend, kind, err)
+
+
+def _per_shape(gm, session: Session, kind: str, example_inputs, err: UnsupportedAtenOp, compile_static):
+    """A graph with symbolic sizes that ``err`` refuses: compiled per concrete shape when its
+    static form compiles (frontend/per_shape.py), with one warning; else ``err`` is raised."""
+    if example_inputs is None or not any(_symbolic(v) for v in example_inputs):
+        raise err
+    try:
+        compiled = PerShapeGraph(gm, compile_static, hinted_inputs(example_inputs))
+    except UnsupportedAtenOp:
+        raise err from None  # static sizes do not help: the symbolic graph's own error
+    note = f"per-shape {err.aten_op}"
+    if note not in session.warned:
+        session.warned.add(note)
+        loc = in_user_code(err.loc, session.options.site)
+        warn_at(loc, f"parity.compile: the sizes of the {kind} graph at {loc} change between calls, but "
+                     f"{err.aten_op} has no form with symbolic sizes on {err.backend or session.options.backend!r} "
+                     f"({err.why}): it compiles again for each new shape, as with dynamic=False\n"
+                     f"  fix: nothing is needed for correct results; to compile once, keep that dim static "
+                     f"(dynamic=False, or pad inputs to a few sizes), or use a backend that runs the op at "
+                     f"symbolic sizes", PerShapeWarning)
+    return compiled
+
+
+def _symbolic(value) -> bool:
+    if isinstance(value, torch.SymInt):
+        return True
+    return isinstance(value, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in value.shape)

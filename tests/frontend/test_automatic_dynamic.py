@@ -129,3 +129,28 @@ def test_capture_refuses_a_size_used_as_a_value_and_says_why():
     assert "uses the symbolic size" in first and "as a tensor value" in first
     assert why.startswith("  why: a captured or exported graph takes the user's tensors alone")
     assert fix.startswith("  fix: pass that number as a tensor input")
+
+
+def pads(x):
+    return torch.nn.functional.pad(x, (2, 1), mode="replicate").square().sum()
+
+
+def test_a_graph_whose_op_has_no_symbolic_form_compiles_per_shape_with_one_warning():
+    # replication padding's backward pads a symbolic dim, which no IR op holds: the symbolic capture's
+    # backward graph is compiled again per concrete shape instead of failing (frontend/per_shape.py)
+    compiled = parity.compile(pads, backend="onnx")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for length in (5, 6, 7, 9, 6):
+            x = torch.randn(2, 3, length, requires_grad=True)
+            x_eager = x.detach().clone().requires_grad_(True)
+            compiled(x).backward()
+            pads(x_eager).backward()
+            torch.testing.assert_close(x.grad, x_eager.grad, rtol=1e-6, atol=1e-6)
+    (warning,) = [w for w in caught if issubclass(w.category, GraphBreakWarning)]
+    assert warning.category.__name__ == "PerShapeWarning"
+    first, fix = str(warning.message).splitlines()
+    assert first.startswith("parity.compile: the sizes of the backward graph at ")
+    assert ("change between calls, but aten.replication_pad1d_backward.default has no form with symbolic sizes on "
+            "'onnx' (padding a symbolic dimension): it compiles again for each new shape, as with dynamic=False") in first
+    assert fix.startswith("  fix: nothing is needed for correct results")

@@ -477,8 +477,7 @@ def test_fullgraph_makes_a_graph_break_an_error(fn, text, why):
 
 
 @pytest.mark.parametrize("fn,text,op", [(breaks_at_nonzero, "torch.nonzero", "aten.nonzero.default"),
-                                        (ends_at_nonzero, "torch.nonzero", "aten.nonzero.default"),
-                                        (breaks_at_item, "item()", "prims.convert_element_type.default")])
+                                        (ends_at_nonzero, "torch.nonzero", "aten.nonzero.default")])
 def test_fullgraph_makes_a_data_dependent_op_an_error(fn, text, op):
     # fullgraph=True makes Dynamo keep data-dependent ops in the graph (unbacked sizes),
     # which the IR cannot hold: the error names the op and the user's line.
@@ -488,6 +487,13 @@ def test_fullgraph_makes_a_data_dependent_op_an_error(fn, text, op):
     assert first == f"{op} at {__file__}:{line_of(fn, text)} in {fn.__name__} cannot run on backend 'onnx'"
     assert fix == ("  fix: fullgraph=True runs every op on the backend: rewrite this piece, or drop fullgraph=True "
                    "and pass strict=False to run only this op eagerly in torch")
+
+
+def test_fullgraph_keeps_a_float_item_used_by_tensor_math_on_the_backend():
+    # Dynamo keeps x.sum().item() as a tensor converted to the scalar's dtype
+    # (prims.convert_element_type), which the IR holds: no island, eager's numbers
+    x = torch.tensor([-1.0, 2.0, 3.0])
+    assert torch.equal(parity.compile(breaks_at_item, backend="onnx", fullgraph=True)(x), breaks_at_item(x))
 
 
 def test_fullgraph_makes_a_fallback_an_error_and_refuses_strict_false(no_tanh):

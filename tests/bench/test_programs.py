@@ -1,0 +1,28 @@
+"""bench/programs.py: a program runs whole on each candidate, is checked against eager before it is
+timed, and its Dynamo captures are counted per candidate."""
+
+import parity
+from parity.bench.programs import PROGRAMS, run_program
+
+
+def _off_by_a_little(model):
+    def call(x):
+        return model(x) + 1e-2
+
+    return call
+
+
+def test_the_serving_program_counts_captures_and_never_times_a_wrong_candidate():
+    candidates = {"torch eager": lambda m: m, "parity[onnx]": lambda m: parity.compile(m, backend="onnx"),
+                  "off by 1e-2": _off_by_a_little}
+    entry = run_program("serving", candidates, quick=True, repeats=1, log=lambda line: None)
+    case = PROGRAMS["serving"].build(quick=True)
+    assert entry["distinct_sizes"] == len(case.sizes) > 10
+    eager, onnx, wrong = (entry["results"][k] for k in candidates)
+    assert eager["status"] == "ok" and eager["captures"] == 0 and eager["anchor"]
+    # the first batch size static, then one symbolic capture (and size 1, which Dynamo specializes)
+    assert onnx["status"] == "ok" and onnx["captures"] <= 3 and not onnx["anchor"]
+    _, samples = case.setup(lambda m: m)()
+    assert onnx["throughput"] == samples / onnx["median_s"]
+    assert wrong["status"] == "wrong" and wrong["reason"].startswith("output 0: max abs difference 0.01")
+    assert wrong["median_s"] is None and "throughput" not in wrong
