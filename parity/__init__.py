@@ -5,13 +5,14 @@
 """
 
 import os
+from importlib.metadata import version as _installed_version
 
 from . import distributed, ir, validate
 from .frontend.auto_options import AutoOptions
 from .frontend.export import ExportError, ExportWarning, UnexportableOp
 from .ir.sharding import Mesh, PartitionSpec
 
-__version__ = "0.1.0"
+__version__ = _installed_version("parity")  # pyproject's, as installed: written once
 __all__ = ["AutoOptions", "ExportError", "ExportWarning", "Mesh", "PartitionSpec", "UnexportableOp", "auto_choices", "capture", "compile", "diff", "distributed", "explain", "export", "fallbacks", "ir", "shard",
            "__version__"]
 
