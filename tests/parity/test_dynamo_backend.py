@@ -117,6 +117,20 @@ def test_fallback_and_graph_break_warnings_are_parity_compiles():
     torch.testing.assert_close(compiled(x), lgamma_then_item(x))
 
 
+def scatter_rows(x, v, mask):
+    return torch.index_put(x, (mask,), v).sin()  # its gradient is grad[mask]: a size that depends on the data
+
+
+def test_a_frame_run_eagerly_for_a_data_dependent_gradient_warns_as_parity_compile():
+    x, v = torch.randn(5, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+    mask = torch.tensor([True, False, True, False, False])
+    expected = _warnings_of(lambda: parity.compile(scatter_rows, backend="onnx")(x, v, mask))
+    torch._dynamo.reset()
+    got = _warnings_of(lambda: torch.compile(scatter_rows, backend="parity", options={"backend": "onnx"})(x, v, mask))
+    assert [category for category, *_ in expected] == [GraphBreakWarning] and "depends on the data" in expected[0][1]
+    assert got == expected
+
+
 def _inner_error(run) -> BaseException:
     with pytest.raises(BackendCompilerFailed) as caught:  # torch.compile's wrapper around every backend's error
         run()
@@ -136,16 +150,21 @@ def test_errors_are_parity_compiles_inside_torchs_wrapper():
     assert type(inner) is UnsupportedAtenOp and str(inner) == str(direct.value)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"backnd": "onnx"}, "torch.compile(backend='parity') takes no option 'backnd'; did you mean 'backend'? its "
-                         "options are backend, device, strict, precision, cache_dir, auto"),
-    ({"mesh": {"data": 2}}, "torch.compile(backend='parity') takes no option 'mesh': it is an option of "
-                            "parity.compile"),
-    ({"fullgraph": True}, "torch.compile(backend='parity'): 'fullgraph' is torch.compile's own argument, not an "
-                          "option: torch.compile(model, backend='parity', fullgraph=...)"),
-    ({"backend": "onx"}, "unknown backend 'onx'; did you mean 'onnx'?"),
-    ({"backend": "onnx", "strict": "no"}, "strict should be"),
+@pytest.mark.parametrize("arguments, message", [
+    ({"options": {"backnd": "onnx"}}, "torch.compile(backend='parity') takes no option 'backnd'; did you mean "
+                                      "'backend'? its options are backend, device, strict, precision, cache_dir, auto"),
+    ({"options": {"mesh": {"data": 2}}}, "torch.compile(backend='parity') takes no option 'mesh': it is an option of "
+                                         "parity.compile"),
+    ({"options": {"fullgraph": True}}, "torch.compile(backend='parity'): 'fullgraph' is torch.compile's own "
+                                       "argument, not an option: torch.compile(model, backend='parity', "
+                                       "fullgraph=...)"),
+    ({"options": {"backend": "onx"}}, "unknown backend 'onx'; did you mean 'onnx'?"),
+    ({"options": {"backend": "onnx", "strict": "no"}}, "strict should be"),
+    ({"options": "onnx"}, "torch.compile(backend='parity'): options is a dict of parity.compile's keywords, got str"),
+    ({"mode": "max-autotune"}, "torch.compile(backend='parity') takes no mode ('max-autotune' is Inductor's); pass "
+                               "parity's options as options={...}: backend, device, strict, precision, cache_dir, "
+                               "auto"),
 ])
-def test_a_bad_option_is_parity_compiles_usage_error(options, message):
-    inner = _inner_error(lambda: torch.compile(torch.tanh, backend="parity", options=options)(torch.ones(2)))
+def test_a_bad_option_is_parity_compiles_usage_error(arguments, message):
+    inner = _inner_error(lambda: torch.compile(torch.tanh, backend="parity", **arguments)(torch.ones(2)))
     assert isinstance(inner, parity.validate.UsageError) and str(inner).startswith(message)
