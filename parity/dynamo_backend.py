@@ -50,6 +50,7 @@ _COMPILES: dict[int, _Compile] = {}
 def parity_backend(gm, example_inputs, *, options: dict | None = None, mode: str | None = None):
     """The ``torch.compile`` backend: ``gm`` (a Dynamo FX graph) compiled as ``parity.compile``
     compiles it, with ``options`` as parity.compile's keywords."""
+    from .frontend.errors import UnsupportedAtenOp
     from .frontend.pipeline import DATA_DEPENDENT, make_dynamo_backend
 
     state = _compile_state(options, mode)
@@ -58,17 +59,31 @@ def parity_backend(gm, example_inputs, *, options: dict | None = None, mode: str
     except DATA_DEPENDENT:  # Dynamo runs the frame eagerly: parity's warning says where and why
         _report_breaks(state)
         raise
+    except UnsupportedAtenOp as err:
+        raise _in_options_terms(err) from None
     state.session.flush_fallbacks()  # strict=False: one warning for the ops this graph runs eagerly
     _report_breaks(state)
     return compiled
 
 
+def _in_options_terms(err):
+    """parity.compile's :class:`UnsupportedAtenOp` with its fix in torch.compile's words (options={...})."""
+    others = (f"; or use a backend that runs it (options={{'backend': NAME}}): {', '.join(err.alternatives)}"
+              if err.alternatives else "")
+    fix = (f"pass options={{'strict': False}} to run only this op eagerly in torch (the rest of the graph stays on "
+           f"{err.backend!r}){others}")
+    return type(err)(err.aten_op, err.loc, err.why, backend=err.backend, alternatives=err.alternatives, fix=fix)
+
+
 def _compile_state(options: dict | None, mode: str | None) -> _Compile:
     """The session of ``options`` (made, and its options checked, on its first graph)."""
+    if mode is not None:  # checked at every graph: calls without options share one session
+        raise validate.UsageError(f"{FUNCTION} takes no mode ({mode!r} is Inductor's); pass parity's options as "
+                                  f"options={{...}}: {', '.join(validate.OPTIONS[FUNCTION])}")
     state = _COMPILES.get(id(options))
     if state is not None:
         return state
-    given = _checked(options, mode)
+    given = _checked(options)
     from .frontend.api import make_session
     from .frontend.graph_breaks import BreakWatch
 
@@ -77,11 +92,8 @@ def _compile_state(options: dict | None, mode: str | None) -> _Compile:
     return state
 
 
-def _checked(options: dict | None, mode: str | None) -> dict:
+def _checked(options: dict | None) -> dict:
     """``options`` as parity.compile's keywords, each checked as parity.compile checks it."""
-    if mode is not None:
-        raise validate.UsageError(f"{FUNCTION} takes no mode ({mode!r} is Inductor's); pass parity's options as "
-                                  f"options={{...}}: {', '.join(validate.OPTIONS[FUNCTION])}")
     if options is not None and not isinstance(options, dict):
         raise validate.UsageError(f"{FUNCTION}: options is a dict of parity.compile's keywords, got "
                                   f"{type(options).__name__}")

@@ -138,16 +138,26 @@ def _inner_error(run) -> BaseException:
     return caught.value.inner_exception
 
 
-def test_errors_are_parity_compiles_inside_torchs_wrapper():
-    def lgamma(x):
-        return torch.lgamma(x)
+# lgamma has no translation (no backend runs it); onnx has no float64 asin, which other backends run
+@pytest.mark.parametrize("op", [torch.lgamma, torch.asin])
+def test_errors_are_parity_compiles_inside_torchs_wrapper_with_the_fix_in_options(op):
+    def unsupported(x):
+        return op(x) * 2
 
-    x = torch.rand(3) + 0.5
+    x = torch.rand(3, dtype=torch.float64) * 0.5
     with pytest.raises(UnsupportedAtenOp) as direct:
-        parity.compile(lgamma, backend="onnx")(x)
+        parity.compile(unsupported, backend="onnx")(x)
     torch._dynamo.reset()
-    inner = _inner_error(lambda: torch.compile(lgamma, backend="parity", options={"backend": "onnx"})(x))
-    assert type(inner) is UnsupportedAtenOp and str(inner) == str(direct.value)
+    inner = _inner_error(lambda: torch.compile(unsupported, backend="parity", options={"backend": "onnx"})(x))
+    what_and_why = str(direct.value).splitlines()[:2]
+    alternatives = direct.value.alternatives
+    assert (op is torch.asin) == bool(alternatives) and (not alternatives or "xla" in alternatives)
+    others = f"; or use a backend that runs it (options={{'backend': NAME}}): {', '.join(alternatives)}" \
+        if alternatives else ""
+    assert type(inner) is UnsupportedAtenOp and inner.alternatives == alternatives
+    assert str(inner).splitlines() == [
+        *what_and_why, "  fix: pass options={'strict': False} to run only this op eagerly in torch (the rest of the "
+                       f"graph stays on 'onnx'){others}"]
 
 
 @pytest.mark.parametrize("arguments, message", [
