@@ -139,6 +139,10 @@ class Backend(abc.ABC):
     declined_dtypes: Mapping[DType, str] = {}
     # Declared cold-compile cost per device (CompilePrior); a device with none is of unknown cost.
     compile_priors: tuple[CompilePrior, ...] = ()
+    # Whether a graph with symbolic dims is compiled again for each concrete shape it is called
+    # with (XLA's executables have static shapes). backend="auto" prefers a backend whose one
+    # executable serves every size for such a graph (a decode loop's sizes change every token).
+    compiles_per_shape: bool = False
 
     @abc.abstractmethod
     def claims(self) -> Mapping[str, OpClaim]:

@@ -366,13 +366,12 @@ def _torch_compile(target, dynamo_backend, session: Session, eager):
     return checking_arguments(compiled, eager, session)
 
 
-def _dynamic(session: Session) -> bool:
-    """Sizes are static unless the user asks: dynamic=True, or torch._dynamo.mark_dynamic.
-
-    (torch's default would turn a size symbolic after it changes once; parity recompiles
-    for the new shape instead, so no op is limited by symbolic sizes unasked.)
-    """
-    return bool(session.options.dynamic)
+def _dynamic(session: Session) -> bool | None:
+    """torch.compile's ``dynamic``: None (the default) is its "automatic dynamic": a graph starts
+    static, and a dim that changes between calls becomes symbolic at the next capture, which then
+    serves every later size. True makes every size symbolic from the first call; False keeps every
+    size static (one capture per shape, up to Dynamo's recompile limit)."""
+    return session.options.dynamic
 
 
 def _dynamo_backend(session: Session):

@@ -65,6 +65,7 @@ from ..backends.host import host
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
 from ..ir.ops import node_dtype
+from .auto_carry import carried_pick, family_key, is_symbolic, remember_family
 from .auto_check import RTOL, eager_outputs, float64_outputs, mismatch, mismatch_past_float64, stable_outputs  # noqa: F401 - RTOL re-exported
 from .auto_compile_times import compile_floor, record_compile
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
@@ -216,8 +217,13 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
     if not ready:
         return _nothing_runs_whole(gm, session, kind, record, refusals)
     budget_s = (options.auto or AutoOptions()).budget_s
+    family = family_key(gm, kind, options, budget_s, [r[0] for r in ready])
+    if any(is_symbolic(graph) for *_, graph in ready):
+        ready = _serving_every_size(ready, record)
     key = _choice_key(ready, options.device, options.precision, budget_s)
     known, source = _known_choice(key, options, ready)
+    if known is None:  # the same graph at its first shape was raced: no race per new size
+        known, source = carried_pick(family, [r[0] for r in ready])
     if known is not None and any(r[0] == known for r in ready):
         ready = [r for r in ready if r[0] == known]
         record.source = source
@@ -225,16 +231,34 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
     # A pick made without a candidate whose cost was unknown stays in this process only: the
     # next process knows every compile time measured here, and may order them better.
     on_disk = not exhausted
+
+    def remember(name: str) -> None:
+        _remember(key, name, options, ready, on_disk)
+        remember_family(family, record)
+
     if len(compiled) == 1:
         (name,) = compiled
         if len(ready) == 1:
             _choose(record, name, record.source or "only candidate")
         else:
             _choose(record, name, "the only one compiled within the budget")
-        _remember(key, name, options, ready, on_disk)
+        remember(name)
         return compiled[name]
-    return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready, on_disk),
-                     budget_s - spent)
+    return AutoGraph(gm, compiled, record, remember, budget_s - spent)
+
+
+def _serving_every_size(ready: list, record: AutoChoice) -> list:
+    """A graph with symbolic dims: the candidates whose one executable serves every size, when
+    there is one (a backend that compiles per concrete shape would compile again at each new size,
+    every token of a decode loop); else all of them."""
+    serving = [r for r in ready if not getattr(r[1], "compiles_per_shape", False)]
+    if not serving:
+        return ready
+    for name, *_ in ready:
+        if all(name != r[0] for r in serving):
+            _drop(record, name, "not raced: it compiles one executable per concrete shape, and this graph's sizes "
+                                "are symbolic (each new size, each token of a decode loop, would compile again)")
+    return serving
 
 
 def expected_compile_s(name: str, backend, options, nodes: int) -> tuple[float | None, str]:

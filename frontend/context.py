@@ -109,8 +109,8 @@ class TranslationContext:
         """A Value of ``dtype`` from a Value (converted) or a Python scalar (a constant)."""
         if isinstance(x, Value):
             return self.convert(x, dtype)
-        if isinstance(x, DimExpr):
-            raise UntranslatedCase(f"the symbolic size {x} used as a tensor value")
+        if isinstance(x, DimExpr):  # its value at each call: an IR input (Translation.size_values)
+            return self.convert(self._t.size_value(x), dtype)
         return self.const(x, dtype)
 
     def broadcast(self, x: Value, shape: Sequence) -> Value:

@@ -101,7 +101,8 @@ def qualifies(graph, kind: str, args: tuple, order: list[int], result, outputs: 
     """Whether ``graph`` (a CompiledGraph) called directly gives what the call through Dynamo gave."""
     from .compiled_graph import CompiledGraph
 
-    if type(graph) is not CompiledGraph or kind != "inference" or graph.translation.num_keys:
+    if type(graph) is not CompiledGraph or kind != "inference" or graph.translation.num_keys \
+            or graph.translation.size_values:
         return False
     plan = graph.translation.outputs
     if plan != [("ir", k) for k in range(len(plan))] or len(plan) != len(outputs):

@@ -13,7 +13,7 @@ Example::
 
     >>> why, fix = explain_guard("0/7: tensor 'x' size mismatch at index 0. expected 8, actual 9")
     >>> why
-    'the size of x at dim 0 changed (8 when compiled, 9 now): sizes are static unless you ask, so each new size compiles again'
+    'the size of x at dim 0 changed (8 when compiled, 9 now): the graph was built static in that dim (dynamic=False, or a dim Dynamo kept static), so each new size compiles again'
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import threading
 from ..ir.graph import SourceLoc
 from .errors import FrontendError
 from .graph_breaks import GraphBreakError, RecompileLimitWarning
-from .source import definition_loc, warn_at
+from .source import definition_loc, in_user_code, is_user_file, warn_at
 
 #: Dynamo's log record when a function reaches the limit (torch._dynamo.convert_frame)
 LIMIT_RECORD = re.compile(r"hit config\.(?P<limit>\w+) \((?P<n>\d+)\)\n\s*function: '(?P<fn>[^']*)' "
@@ -55,16 +55,20 @@ def explain_guard(reason: str | None, limit: str = "recompile_limit") -> tuple[s
     if size:
         name, dim = size["name"], size["dim"]
         return (f"the size of {name} at dim {dim} changed ({size['before']} when compiled, {size['now']} now): "
-                f"sizes are static unless you ask, so each new size compiles again",
-                f"pass dynamic=True (one graph serves every size), or mark that dim before the call: "
-                f"torch._dynamo.mark_dynamic({name}, {dim}); {raise_limit}")
+                f"the graph was built static in that dim (dynamic=False, or a dim Dynamo kept static), so each new "
+                f"size compiles again",
+                f"leave dynamic unset (a dim that changes becomes symbolic at the next capture) or pass "
+                f"dynamic=True, or mark that dim before the call: torch._dynamo.mark_dynamic({name}, {dim}); "
+                f"{raise_limit}")
     number = _NUMBER.fullmatch(text)
     if number:
         name = number["name"]
         return (f"the Python number {name} changed (the last graph was built for {name} == {number['value']}): "
-                f"a number argument is a constant of the graph, so each new value compiles again",
-                f"pass {name} as a tensor (torch.tensor({name})), so that its value is data, not part of the "
-                f"graph; {raise_limit}")
+                f"a number argument is a constant of a graph built with dynamic=False, so each new value compiles "
+                f"again",
+                f"leave dynamic unset (a number that changes becomes symbolic at the next capture), or pass {name} "
+                f"as a tensor (torch.tensor({name})), so that its value is data, not part of the graph; "
+                f"{raise_limit}")
     generic = (f"pass dynamic=True for changing sizes, torch._dynamo.mark_dynamic(x, dim) for one dim, a tensor "
                f"in place of a changing Python number; {raise_limit}")
     if not text or text.startswith("Unable to find"):
@@ -76,13 +80,36 @@ def _limit_loc(limit: re.Match) -> SourceLoc:
     return SourceLoc(limit["file"], int(limit["line"]), limit["fn"])
 
 
-def warn_recompile_limit(limit: re.Match) -> None:
-    """The warning for Dynamo's limit record ``limit`` (a :data:`LIMIT_RECORD` match), at the function's line."""
+def warn_recompile_limit(limit: re.Match, compiled=None) -> None:
+    """The warning for Dynamo's limit record ``limit`` (a :data:`LIMIT_RECORD` match), at the function's line.
+
+    ``compiled`` is the parity.compile result whose call hit the limit: for a module, Dynamo's record
+    names torch's call wrapper (``inner(*args)``), so the module's forward (or the user's
+    ``parity.compile`` line) and its parameter names are used instead."""
     loc = _limit_loc(limit)
-    why, fix = explain_guard(limit["reason"], limit["limit"])
+    reason = limit["reason"]
+    if compiled is not None and not is_user_file(loc.file):
+        original = getattr(compiled, "module", None) or getattr(compiled, "fn", None)
+        loc = in_user_code(definition_loc(original), compiled.session.options.site) or loc
+        reason = _with_parameter_names(reason, original)
+    why, fix = explain_guard(reason, limit["limit"])
     warn_at(loc, f"parity.compile: {loc} was compiled {limit['n']} times (Dynamo's {limit['limit']}); from now on "
                  f"Dynamo runs it in eager torch, not on the backend\n  why: {why}\n  fix: {fix}",
             RecompileLimitWarning)
+
+
+def _with_parameter_names(reason: str | None, original) -> str | None:
+    """Dynamo's guard text with ``args[k]`` (torch's wrapper's view of a module's arguments) named
+    as ``original``'s forward names its k-th parameter."""
+    import inspect
+
+    try:
+        target = getattr(original, "forward", original)
+        names = [p.name for p in inspect.signature(target).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return reason
+    return re.sub(r"\bargs\[(\d+)\]", lambda m: names[int(m[1])] if int(m[1]) < len(names) else m[0], reason or "")
 
 
 def dynamo_raises_at_limit() -> bool:

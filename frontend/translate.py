@@ -58,7 +58,10 @@ class Translation:
     ``symbols`` maps each symbol name to ``(placeholder, dim)`` where it can be read.
     ``size_carrier`` names the symbols that only an integer argument gives (a backward
     graph whose one tensor input is a scalar): IR input ``len(inputs)`` is then
-    ``i8[0, *size_carrier]``, an empty array whose shape binds them.
+    ``i8[0, *size_carrier]``, an empty array whose shape binds them. ``size_values`` are the
+    size expressions the graph uses as tensor values (``x * n`` for an int argument ``n`` that
+    automatic dynamic made symbolic, ``arange(past, past + seq)``): each is an ``i64[]`` IR input
+    after the carrier and before the keys, its value computed per call from the bound sizes.
     """
 
     graph: Graph
@@ -68,6 +71,7 @@ class Translation:
     symbols: dict[str, tuple[int, int | None]] = field(default_factory=dict)
     aten_ops: list[str] = field(default_factory=list)
     size_carrier: tuple[str, ...] = ()
+    size_values: tuple[DimExpr, ...] = ()
 
 
 def aten_name(target: Any) -> str:
@@ -122,6 +126,17 @@ class _Translator:
         self.inputs: list[int] = []
         self.placeholders: dict[torch.fx.Node, int] = {}
         self.aten_ops: list[str] = []
+        self.size_values: dict[DimExpr, Value] = {}
+
+    def size_value(self, expr: DimExpr) -> Value:
+        """The ``i64[]`` IR input that holds the value of the size ``expr`` at each call."""
+        unknown = sorted(free_symbols(expr) - self.symbols.keys())
+        if unknown:
+            raise UntranslatedCase(f"the symbolic size {expr} is used as a tensor value, and no input carries "
+                                   f"{', '.join(unknown)}")
+        if expr not in self.size_values:
+            self.size_values[expr] = self.b.input(TensorType(DType.int64, ()))
+        return self.size_values[expr]
 
     def run(self) -> Translation:
         outputs: list[tuple] = []
@@ -168,11 +183,12 @@ class _Translator:
         carrier = tuple(name for name in self.symbols if name not in carried)
         if carrier:  # sizes no tensor input has: an empty i8[0, *sizes] input binds them
             self.b.input(TensorType(DType.int8, (0, *(Symbol(name) for name in carrier))))
-        for key in self.keys:
-            self.b.inputs.remove(key)
-            self.b.inputs.append(key)
+        for late in (*self.size_values.values(), *self.keys):  # after the tensors and the carrier, in this order
+            self.b.inputs.remove(late)
+            self.b.inputs.append(late)
         graph = self.b.build(ir_outputs)
-        return Translation(graph, self.inputs, outputs, len(self.keys), self.symbols, self.aten_ops, carrier)
+        return Translation(graph, self.inputs, outputs, len(self.keys), self.symbols, self.aten_ops, carrier,
+                           tuple(self.size_values))
 
     # -- nodes ------------------------------------------------------------------------
 

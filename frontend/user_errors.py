@@ -103,7 +103,8 @@ class _WhileParityTraces(logging.Filter):
                 if dynamo_raises_at_limit():  # fullgraph: the reason goes into parity's error, no island
                     keep_for_error(limit)
                 else:
-                    warn_recompile_limit(limit)  # an eager island from now on: parity's warning, at the user's line
+                    # an eager island from now on: parity's warning, at the user's line
+                    warn_recompile_limit(limit, frame.f_locals.get("self"))
         return False
 
 

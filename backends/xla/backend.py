@@ -321,6 +321,7 @@ class XlaBackend(Backend):
     summation = SUMMATION
     compile_priors = (CompilePrior("cpu", per_graph_s=0.6, per_node_s=0.01,
                                    basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
+    compiles_per_shape = True  # a symbolic graph: one XLA executable per concrete shape (docs/backends/xla.md)
 
     def __init__(self):
         self._executables = BuildOnceCache()

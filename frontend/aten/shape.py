@@ -241,7 +241,8 @@ def fill(ctx: TranslationContext, x, value):
 
 def arange(ctx: TranslationContext, *args, **_kwargs):
     """start + step * i, computed like torch (double for floats, exact for integers)."""
-    numbers = [a for a in args if isinstance(a, (int, float))]
+    # the range's numbers, symbolic sizes among them (arange(past, past + seq)); not dtype/layout/device
+    numbers = [a for a in args if isinstance(a, (int, float, DimExpr)) and not isinstance(a, bool)]
     start, step = 0, 1
     if len(numbers) >= 2:
         start = numbers[0]
@@ -251,10 +252,10 @@ def arange(ctx: TranslationContext, *args, **_kwargs):
     (n,) = out.shape
     wide = DType.float64 if out.dtype.is_float or any(isinstance(v, float) for v in (start, step)) else DType.int64
     counts = ctx.b.iota(dtype=wide, shape=(n,), dimension=0)
-    if step != 1:
-        counts = ctx.b.mul(counts, ctx.full(step, wide, (n,)))
-    if start != 0:
-        counts = ctx.b.add(counts, ctx.full(start, wide, (n,)))
+    if isinstance(step, DimExpr) or step != 1:
+        counts = ctx.b.mul(counts, ctx.broadcast(ctx.value(step, wide), (n,)))
+    if isinstance(start, DimExpr) or start != 0:
+        counts = ctx.b.add(counts, ctx.broadcast(ctx.value(start, wide), (n,)))
     return ctx.convert(counts, out.dtype)
 
 
@@ -409,6 +410,7 @@ def _table():
         "permute.default": permute, "permute_copy.default": permute,
         "t.default": transpose, "transpose.int": transpose,
         "_to_copy.default": to_copy, "to.dtype": to_copy, "copy.default": copy,
+        "prims.convert_element_type.default": to_copy,  # a changing float argument: a 0-d f64 input, converted
         "slice.Tensor": slice_, "slice_copy.Tensor": slice_,
         "select.int": select, "select_copy.int": select,
         "cat.default": cat, "split_with_sizes.default": split_with_sizes, "split.Tensor": split,

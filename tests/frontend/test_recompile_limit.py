@@ -17,7 +17,8 @@ def test_a_guard_of_another_kind_is_quoted_without_dynamos_entry_number_and_sour
 def test_older_torchs_spelling_of_a_local_is_read_as_its_name():
     why, fix = explain_guard("L['scale'] == 0.5")
     assert why.startswith("the Python number scale changed (the last graph was built for scale == 0.5)")
-    assert fix.startswith("pass scale as a tensor (torch.tensor(scale))")
+    assert fix.startswith("leave dynamic unset (a number that changes becomes symbolic at the next capture), or pass "
+                          "scale as a tensor (torch.tensor(scale))")
 
 
 def user_step(x):

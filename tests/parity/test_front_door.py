@@ -392,14 +392,18 @@ def scales(x, k):
 #: fix lines for the call after ``limit`` compilations
 RECOMPILES = {
     "size": (doubles, lambda n: (torch.ones(n),),
-             lambda limit: (f"the size of x at dim 0 changed ({limit} when compiled, {limit + 1} now): sizes are "
-                            "static unless you ask, so each new size compiles again"),
-             "pass dynamic=True (one graph serves every size), or mark that dim before the call: "
-             "torch._dynamo.mark_dynamic(x, 0); or raise torch._dynamo.config.recompile_limit"),
+             lambda limit: (f"the size of x at dim 0 changed ({limit} when compiled, {limit + 1} now): the graph "
+                            "was built static in that dim (dynamic=False, or a dim Dynamo kept static), so each new "
+                            "size compiles again"),
+             "leave dynamic unset (a dim that changes becomes symbolic at the next capture) or pass dynamic=True, "
+             "or mark that dim before the call: torch._dynamo.mark_dynamic(x, 0); or raise "
+             "torch._dynamo.config.recompile_limit"),
     "number": (scales, lambda n: (torch.ones(3), n),
                lambda limit: (f"the Python number k changed (the last graph was built for k == {limit}): a number "
-                              "argument is a constant of the graph, so each new value compiles again"),
-               "pass k as a tensor (torch.tensor(k)), so that its value is data, not part of the graph; or raise "
+                              "argument is a constant of a graph built with dynamic=False, so each new value "
+                              "compiles again"),
+               "leave dynamic unset (a number that changes becomes symbolic at the next capture), or pass k as a "
+               "tensor (torch.tensor(k)), so that its value is data, not part of the graph; or raise "
                "torch._dynamo.config.recompile_limit"),
 }
 
@@ -416,7 +420,7 @@ def recompile_limit():
 @pytest.mark.parametrize("case", sorted(RECOMPILES))
 def test_a_function_past_dynamos_recompile_limit_warns_once_that_it_now_runs_eagerly(case, recompile_limit):
     fn, args, why, fix = RECOMPILES[case]
-    f = parity.compile(fn, backend="onnx")
+    f = parity.compile(fn, backend="onnx", dynamic=False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in range(1, recompile_limit + 3):  # every new size or number recompiles (static sizes)
@@ -434,7 +438,7 @@ def test_a_function_past_dynamos_recompile_limit_warns_once_that_it_now_runs_eag
 @pytest.mark.parametrize("case", sorted(RECOMPILES))
 def test_fullgraph_makes_the_recompile_limit_an_error_that_names_the_guard(case, recompile_limit):
     fn, args, why, fix = RECOMPILES[case]
-    f = parity.compile(fn, backend="onnx", fullgraph=True)
+    f = parity.compile(fn, backend="onnx", fullgraph=True, dynamic=False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in range(1, recompile_limit + 1):

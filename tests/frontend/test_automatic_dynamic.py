@@ -1,0 +1,131 @@
+"""parity.compile's default ``dynamic=None`` is torch.compile's automatic dynamic: the first call
+captures static sizes, and a dim (or a Python number) that changes becomes symbolic at the next
+capture, which serves every later value. ``dynamic=False`` keeps the old behaviour, a capture per
+shape. Captures are Dynamo's ``unique_graphs``; numbers are compared with eager torch.
+
+A symbolic int used as a tensor value (``x * k``, ``arange(past, past + n)``) reaches the graph as an
+``i64[]`` input computed per call from the bound sizes (frontend/translate.py, Translation.size_values).
+"""
+
+import warnings
+
+import pytest
+import torch
+from torch._dynamo.utils import counters
+
+import parity
+from parity.frontend.capture import capture_program
+from parity.frontend.errors import FrontendError
+from parity.frontend.graph_breaks import GraphBreakWarning
+from parity.frontend.translate import fx_to_ir
+
+BATCHES = [3, 5, 1, 7, 2, 16, 9, 11, 4, 13, 6, 64, 33]
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).eval()
+
+
+def _calls(compiled, eager, batches):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for batch in batches:
+            x = torch.randn(batch, 16)
+            torch.testing.assert_close(compiled(x), eager(x), rtol=1e-5, atol=2e-6)
+    return [w for w in caught if issubclass(w.category, GraphBreakWarning)]
+
+
+@pytest.mark.parametrize("backend", ["onnx", "xla", "reference"])
+def test_a_batch_that_changes_is_captured_twice_then_served_at_every_size(backend):
+    mlp = _mlp()
+    torch._dynamo.reset()  # automatic dynamic remembers changed dims per code object (Sequential.forward)
+    counters.clear()
+    assert _calls(parity.compile(mlp, backend=backend), mlp, BATCHES) == []
+    captures = counters["stats"]["unique_graphs"]
+    torch._dynamo.reset()
+    counters.clear()
+    _calls(torch.compile(mlp, backend="eager"), mlp, BATCHES)  # torch.compile's own count, for comparison
+    # the first size static; the second call's capture has a symbolic batch, which serves every
+    # later size but 1: Dynamo specializes sizes 0 and 1, so size 1 takes a third, static capture
+    assert captures == 3 == counters["stats"]["unique_graphs"]
+
+
+def test_dynamic_false_captures_every_size_until_dynamos_limit():
+    counters.clear()
+    mlp = _mlp()
+    with torch._dynamo.config.patch(recompile_limit=4):
+        caught = _calls(parity.compile(mlp, backend="onnx", dynamic=False), mlp, BATCHES[:6])
+    assert counters["stats"]["unique_graphs"] == 4
+    (warning,) = caught
+    assert warning.category.__name__ == "RecompileLimitWarning"
+    # Dynamo's record names torch's module-call wrapper (inner(*args)): the warning names the user's
+    # parity.compile line (Sequential's forward is torch's code) and forward's parameter name
+    assert warning.filename == __file__
+    first, why, fix = str(warning.message).splitlines()
+    assert first.startswith(f"parity.compile: {__file__}:") and " was compiled 4 times" in first
+    assert why.startswith("  why: the size of input at dim 0 changed")
+    assert "torch._dynamo.mark_dynamic(input, 0)" in fix
+
+
+def scales(x, k):
+    return x * k
+
+
+def positions(x, past):
+    return x + torch.arange(past, past + x.shape[0])
+
+
+def strided_positions(x, past):
+    return x * torch.arange(past, past + 2 * x.shape[0], 2, dtype=torch.float32) / past
+
+
+def decays(x, lr):
+    return x * lr + lr
+
+
+NUMBER_CASES = {
+    "int used as a value": (scales, lambda n: (torch.arange(3.0), n)),
+    "int starting an arange": (positions, lambda n: (torch.arange(n + 2), 3 * n)),
+    "int starting a strided float arange": (strided_positions, lambda n: (torch.randn(2 * n + 3), n + 1)),
+    "float argument": (decays, lambda n: (torch.randn(3), 0.1 * n)),
+}
+
+
+@pytest.mark.parametrize("backend", ["onnx", "xla", "reference"])
+@pytest.mark.parametrize("case", sorted(NUMBER_CASES))
+def test_a_python_number_that_changes_becomes_a_graph_input(case, backend):
+    counters.clear()
+    fn, args = NUMBER_CASES[case]
+    compiled = parity.compile(fn, backend=backend)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(1, 7):
+            call = args(n)
+            torch.testing.assert_close(compiled(*call), fn(*call), rtol=1e-6, atol=0)
+    assert [w for w in caught if issubclass(w.category, GraphBreakWarning)] == []
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+def test_a_size_used_as_a_value_is_an_input_computed_at_each_call():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(positions, tracing_mode="symbolic")(torch.arange(5), 7)
+    translation = fx_to_ir(gm)
+    (past,) = translation.size_values
+    graph = translation.graph
+    # the tensor, the carrier of the int's symbol, then the size value: i64[], after them
+    assert [str(v.type) for v in graph.inputs][-1] == "i64[]"
+    assert str(past) in {name for name in translation.symbols}
+
+
+def test_capture_refuses_a_size_used_as_a_value_and_says_why():
+    x = torch.arange(5)
+    past = torch.export.Dim("past", min=2, max=64)
+    with pytest.raises(FrontendError) as caught:
+        capture_program(lambda x: x + torch.arange(x.shape[0], 2 * x.shape[0]), x,
+                        dynamic_shapes=({0: past},))
+    first, why, fix = str(caught.value).splitlines()
+    assert "uses the symbolic size" in first and "as a tensor value" in first
+    assert why.startswith("  why: a captured or exported graph takes the user's tensors alone")
+    assert fix.startswith("  fix: pass that number as a tensor input")
