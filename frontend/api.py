@@ -56,6 +56,31 @@ def make_compiled(fn_or_module: Any = None, *, backend: str = AUTO, device: str 
                                           dynamic=dynamic, mesh=mesh, in_shardings=in_shardings,
                                           out_shardings=out_shardings, cache_dir=cache_dir, auto=auto,
                                           fast_path=fast_path, precision=precision, fullgraph=fullgraph))
+    arguments = dict(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
+                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir, auto=auto,
+                     fast_path=fast_path, precision=precision, fullgraph=fullgraph)
+    session, traced = make_session(fn_or_module, **{k: v for k, v in arguments.items() if k != "fast_path"})
+    quiet_tracing_logs(ENTRY_CODES)
+    if isinstance(fn_or_module, torch.nn.Module):
+        compiled = CompiledModule(fn_or_module, session, traced)
+    elif fast_path or (fast_path is None and traced is None):
+        compiled = FastCompiledFunction(fn_or_module, session, traced, read_guards=not fast_path)
+    else:
+        compiled = CompiledFunction(fn_or_module, session, traced)
+    object.__setattr__(compiled, "compile_arguments", arguments)  # what pickle and deepcopy compile again with
+    return compiled
+
+
+def make_session(fn_or_module: Any, *, backend: str = AUTO, device: str = "cpu", strict: bool = True,
+                 dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None, out_shardings: Any = None,
+                 cache_dir: str | bool | None = None, auto: Any = None, precision: str = "exact",
+                 fullgraph: bool = False) -> tuple[Session, Any]:
+    """The :class:`Session` that compiles ``fn_or_module``'s graphs, and what Dynamo traces
+    in its place (``fn_or_module`` with its in/out shardings applied) or None.
+
+    Shared by :func:`make_compiled` and ``torch.compile(backend="parity")``
+    (parity/dynamo_backend.py, with ``fn_or_module=None``): one path from options to graphs.
+    """
     if fullgraph and not strict:
         raise ParityError("parity.compile: fullgraph=True runs every op on the backend, and strict=False would run "
                           "some in eager torch\n  fix: pass one of them: fullgraph=True (errors at every eager "
@@ -77,12 +102,7 @@ def make_compiled(fn_or_module: Any = None, *, backend: str = AUTO, device: str 
                                      site=site, cache_dir=resolve_cache_dir(cache_dir),
                                      auto=auto if requested == AUTO else None, precision=tier,
                                      fullgraph=fullgraph), warned)
-    quiet_tracing_logs(ENTRY_CODES)
-    if isinstance(fn_or_module, torch.nn.Module):
-        return CompiledModule(fn_or_module, session, traced)
-    if fast_path or (fast_path is None and traced is None):
-        return FastCompiledFunction(fn_or_module, session, traced, read_guards=not fast_path)
-    return CompiledFunction(fn_or_module, session, traced)
+    return session, traced
 
 
 def _user_facing_error(err: Exception, eager, args, kwargs, session: Session) -> BaseException | None:
@@ -168,6 +188,15 @@ class CompiledFunction:
     def __get__(self, instance, owner=None):
         return self if instance is None else types.MethodType(self, instance)
 
+    def __reduce__(self):
+        """Pickled (and deep-copied) as the user's function and the compile's options, never its
+        executables: unpickling compiles again (or loads from the disk cache). A function decorated
+        at module level pickles by its name, as the function would; any other pickles its ``fn``,
+        which pickle finds by qualified name (a lambda or a local function does not pickle)."""
+        if _module_global(self) is self:
+            return self.__qualname__
+        return compile_again, (self.fn, self.compile_arguments)
+
     def __repr__(self) -> str:
         return compiled_repr(self.fn, self.session)
 
@@ -230,13 +259,33 @@ class FastCompiledFunction(CompiledFunction):
 
 
 class CompiledModule(torch.nn.Module):
-    """An ``nn.Module`` whose forward runs through parity; parameters are the original's."""
+    """An ``nn.Module`` whose forward runs through parity.
+
+    Its parameters, buffers and submodules *are* the original's, under the original's own
+    names: the wrapper shares the module's registries instead of holding it as a submodule, so
+    ``state_dict()`` keys, ``named_parameters()`` and ``load_state_dict`` are the module's own
+    (no ``module.`` prefix; torch.compile's wrapper adds ``_orig_mod.``), and a state dict
+    loads both ways. ``train()``, ``to()`` and ``apply()`` act on the original. Pickle and
+    ``copy.deepcopy`` copy the original module and the options, and compile again.
+
+    Example::
+
+        >>> import torch, parity
+        >>> linear = torch.nn.Linear(2, 3)
+        >>> compiled = parity.compile(linear, backend="reference")
+        >>> list(compiled.state_dict()) == list(linear.state_dict()), compiled.weight is linear.weight
+        (True, True)
+    """
 
     def __init__(self, module: torch.nn.Module, session: Session, traced=None):
         super().__init__()
-        self.module = module
-        self.session = session
-        self.options = session.options
+        for registry in SHARED_REGISTRIES:  # the module's own dicts, not copies: one set of names
+            object.__setattr__(self, registry, getattr(module, registry))
+        object.__setattr__(self, "_version", module._version)  # state_dict's metadata, read at load
+        object.__setattr__(self, "training", module.training)
+        object.__setattr__(self, "module", module)  # not a submodule: its names stay unprefixed
+        object.__setattr__(self, "session", session)
+        object.__setattr__(self, "options", session.options)
         compiled = _torch_compile(traced or module, _dynamo_backend(session), session, module)
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
         object.__setattr__(self, "_breaks", BreakWatch(str(session.options.backend), session.options.site))
@@ -244,11 +293,61 @@ class CompiledModule(torch.nn.Module):
     def __repr__(self) -> str:
         return compiled_repr(self.module, self.session)
 
+    def __reduce__(self):
+        return compile_again, (self.module, self.compile_arguments)  # train()/eval() ride on the module
+
     def forward(self, *args, **kwargs):
         result, error = _run(self._compiled, args, kwargs, self._breaks, self.module, self.session)
         if error is not None:
             raise error from None
         return result
+
+    # What nn.Module does to ``self`` is done to the original (its own overrides included).
+    def state_dict(self, *args, **kwargs):
+        return self.module.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        return self.module.load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def _load_from_state_dict(self, *args, **kwargs):  # a parent module's load_state_dict reaches here
+        return self.module._load_from_state_dict(*args, **kwargs)
+
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        return self.module.named_modules(memo, prefix, remove_duplicate)
+
+    def train(self, mode: bool = True):
+        self.module.train(mode)
+        object.__setattr__(self, "training", mode)
+        return self
+
+    def apply(self, fn):
+        self.module.apply(fn)
+        return self
+
+    def _apply(self, fn, recurse: bool = True):
+        self.module._apply(fn, recurse)
+        return self
+
+
+#: The registries a :class:`CompiledModule` shares with its module (nn.Module keeps these per instance).
+SHARED_REGISTRIES = ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set")
+
+
+def compile_again(fn_or_module, arguments: dict):
+    """What an unpickled (or deep-copied) compiled object is: ``fn_or_module`` compiled again
+    with the options it was compiled with."""
+    return make_compiled(fn_or_module, **arguments)
+
+
+def _module_global(compiled):
+    """What ``compiled``'s module holds under its qualified name (None if nothing): ``compiled``
+    itself for a function decorated at module level."""
+    import sys
+
+    found = sys.modules.get(getattr(compiled, "__module__", None) or "")
+    for part in getattr(compiled, "__qualname__", "<locals>").split("."):
+        found = getattr(found, part, None)
+    return found
 
 
 #: parity's call entry points: torch's tracing logs emitted below them stay off stderr (user_errors.py)

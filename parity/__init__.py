@@ -4,14 +4,14 @@
 :func:`explain` import the PyTorch frontend on first use.
 """
 
-import os
+from importlib.metadata import version as _installed_version
 
 from . import distributed, ir, validate
 from .frontend.auto_options import AutoOptions
 from .frontend.export import ExportError, ExportWarning, UnexportableOp
 from .ir.sharding import Mesh, PartitionSpec
 
-__version__ = "0.1.0"
+__version__ = _installed_version("parity")  # pyproject's, as installed: written once
 __all__ = ["AutoOptions", "ExportError", "ExportWarning", "Mesh", "PartitionSpec", "UnexportableOp", "auto_choices", "capture", "compile", "diff", "distributed", "explain", "export", "fallbacks", "ir", "shard",
            "__version__"]
 
@@ -73,18 +73,8 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
             and not isinstance(fn_or_module, (staticmethod, classmethod)):
         raise validate.UsageError(f"parity.compile compiles a function or an nn.Module, got "
                                   f"{type(fn_or_module).__name__} {fn_or_module!r}")
-    validate.of_type(strict, bool, "strict")
-    validate.of_type(fullgraph, bool, "fullgraph")
-    validate.of_type(dynamic, (bool, type(None)), "dynamic")
-    validate.of_type(fast_path, (bool, type(None)), "fast_path")
-    validate.of_type(cache_dir, (str, os.PathLike, bool, type(None)), "cache_dir")
-    validate.of_type(device, str, "device")
-    if backend != "auto":
-        validate.device(device, [validate.backend(backend, also=("auto",))])
-    if backend == "auto" or auto is not None:
-        options = validate.auto_options(auto)
-        if backend == "auto" and options.forced is None:  # a forced backend is checked by make_compiled
-            validate.auto_device(device, options)
+    validate.compile_options(dict(backend=backend, device=device, strict=strict, cache_dir=cache_dir, auto=auto,
+                                  dynamic=dynamic, fast_path=fast_path, fullgraph=fullgraph))
     return make_compiled(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
                     auto=auto, fast_path=fast_path, precision=precision, fullgraph=fullgraph)

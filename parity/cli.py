@@ -12,6 +12,7 @@ Example::
     $ parity bench --quick    # every backend against the anchors (see parity.bench)
     $ parity aten             # which aten ops the PyTorch frontend translates
     $ parity diff model.py:net --backend xla --repro repros/   # which node makes xla's answer differ
+    $ parity --version        # parity's, torch's and each backend stack's versions
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ NEEDS_TORCH = ("aten", "conform", "fuzz", "bench", "diff")
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="parity", description="parity: one IR, many backends.")
+    parser.add_argument("--version", action=_PrintVersions, nargs=0,
+                        help="print the versions of parity, torch and each backend's stack, and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     ops = commands.add_parser("ops", help="print the op × backend support table")
@@ -127,6 +130,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"parity {args.command}: internal error (exit status 3): please report it with the traceback above",
               file=sys.stderr)
         return 3
+
+
+class _PrintVersions(argparse.Action):
+    """``parity --version``: one line each (argparse's own version action would reflow them)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .versions import version_lines
+
+        print("\n".join(version_lines()))
+        parser.exit(0)
 
 
 def _run_ops(args) -> int:

@@ -30,6 +30,9 @@ OPTIONS: dict[str, tuple[str, ...]] = {
                        "cache_dir", "auto", "fast_path", "precision", "fullgraph"),
     "parity.export": ("format", "path", "input_names", "output_names", "dynamic_dims", "params", "kwargs"),
     "parity.explain": ("backends",),
+    # options={...} of torch.compile(backend="parity") (parity/dynamo_backend.py): parity.compile's, less those
+    # torch.compile takes itself (dynamic, fullgraph) and those that need parity's wrapper
+    "torch.compile(backend='parity')": ("backend", "device", "strict", "precision", "cache_dir", "auto"),
 }
 
 
@@ -160,6 +163,24 @@ def output_path(path: str | os.PathLike, what: str, suffixes: Iterable[str] = ()
     return target
 
 
+def compile_options(given: Mapping[str, object]) -> None:
+    """The checks of ``parity.compile``'s options, given by name (also those
+    ``torch.compile(backend="parity")`` passes as ``options={...}``): their types, the backend,
+    its device, and ``auto``'s options. An option not given is not checked."""
+    name, on = given.get("backend", "auto"), given.get("device", "cpu")
+    for option, types in (("strict", bool), ("fullgraph", bool), ("dynamic", (bool, type(None))),
+                          ("fast_path", (bool, type(None))), ("cache_dir", (str, os.PathLike, bool, type(None))),
+                          ("device", str)):
+        if option in given:
+            of_type(given[option], types, option)
+    if name != "auto":
+        device(on, [backend(name, also=("auto",))])
+    if name == "auto" or given.get("auto") is not None:
+        options = auto_options(given.get("auto"))
+        if name == "auto" and options.forced is None:  # a forced backend is checked by make_compiled
+            auto_device(on, options)
+
+
 def auto_options(auto):
     """``auto`` (None: the defaults) with ``$PARITY_BACKEND`` applied, if its backends, budget
     and report path are valid."""
@@ -181,7 +202,7 @@ def auto_options(auto):
     return auto
 
 
-__all__ = ["auto_device", "auto_options", "call_keywords", "OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
+__all__ = ["auto_device", "auto_options", "call_keywords", "compile_options", "OPTIONS", "UsageError", "backend", "device", "did_you_mean", "existing_file", "of_type", "one_of",
            "export_arguments", "options", "output_path", "regex"]
 
 

@@ -427,3 +427,22 @@ def test_explain_refuses_a_keyword_the_function_does_not_take_and_passes_those_i
         parity.explain(torch.nn.Linear(3, 3), torch.ones(3), backend="onnx")
     report = parity.explain(scaled, torch.ones(3), scale=3.0, backends=["reference"])  # fn's own keyword
     assert report.graphs
+
+
+def test_version_prints_parity_torch_and_each_backend_stack_and_exits_0(capsys):
+    """``parity --version`` was exit 2 (a missing subcommand); the versions come from the installed metadata."""
+    from importlib.metadata import version
+
+    from parity.backends.registry import BUILTIN_BACKENDS
+
+    status, err, out = run_cli(capsys, "--version")
+    lines = out.splitlines()
+    assert status == 0 and err == []
+    assert lines[:2] == [f"parity {version('parity')}", f"torch {torch.__version__}"]
+    assert parity.__version__ == version("parity")
+    backend_lines = {line.split(":")[0].removeprefix("backend "): line for line in lines[2:]}
+    assert set(BUILTIN_BACKENDS) <= set(backend_lines)
+    assert backend_lines["onnx"] == f"backend onnx: onnx {version('onnx')}, onnxruntime {version('onnxruntime')}"
+    assert backend_lines["xla"] == f"backend xla: jax {version('jax')}, jaxlib {version('jaxlib')}"
+    done = subprocess.run([sys.executable, "-m", "parity.cli", "--version"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.splitlines()) == (0, lines)
