@@ -180,7 +180,7 @@ class _Translator:
                                         "only aten-level graphs (call_function nodes) translate",
                                         backend=self.backend)
         carried = {d.name for v in self.b.inputs for d in v.type.shape if isinstance(d, Symbol)}
-        carrier = tuple(name for name in self.symbols if name not in carried)
+        carrier = tuple(name for name in self.symbols if name not in carried and name in self._symbols_in_types())
         if carrier:  # sizes no tensor input has: an empty i8[0, *sizes] input binds them
             self.b.input(TensorType(DType.int8, (0, *(Symbol(name) for name in carrier))))
         for late in (*self.size_values.values(), *self.keys):  # after the tensors and the carrier, in this order
@@ -189,6 +189,23 @@ class _Translator:
         graph = self.b.build(ir_outputs)
         return Translation(graph, self.inputs, outputs, len(self.keys), self.symbols, self.aten_ops, carrier,
                            tuple(self.size_values))
+
+    def _symbols_in_types(self) -> set[str]:
+        """The symbols the IR graph's types and assumptions name: those a call must bind. A symbol
+        the graph only uses as a value (an int argument: Translation.size_values) is not one, and
+        may be negative, which no dim can be."""
+        used: set[str] = set()
+        values = [*self.b.inputs, *(out for node in self.b.nodes for out in node.outputs)]
+        for dim in (d for v in values for d in v.type.shape):
+            used |= free_symbols(dim)
+        for node in self.b.nodes:  # a slice's start may be a size no type holds (x[k:k + 2])
+            for attr in node.attrs.values():
+                for dim in (attr if isinstance(attr, (tuple, list)) else (attr,)):
+                    if isinstance(dim, DimExpr):
+                        used |= free_symbols(dim)
+        for fact in self.b.assumptions:
+            used |= free_symbols(fact.lhs) | free_symbols(fact.rhs)
+        return used
 
     # -- nodes ------------------------------------------------------------------------
 

@@ -78,13 +78,27 @@ def slice_values(ctx: TranslationContext, x, dim: int, start, end, step: int = 1
         if any(isinstance(v, int) and v < 0 for v in (start, end)):
             unsupported(f"slice [{start}:{end}] counts from the end of the symbolic size {size}")
         if isinstance(start, DimExpr):
-            unsupported(f"slice [{start}:{end}]: the IR's slice starts at a static index")
+            return _slice_at_size(ctx, x, dim, start, end, step)
         return _slice(ctx, x, dim, start, end, step)
     start = 0 if start is None else start
     end = size if end is None else end
     start = max(0, min(size, start + size if start < 0 else start))
     end = max(start, min(size, end + size if end < 0 else end))
     return _slice(ctx, x, dim, start, end, step)
+
+
+def _slice_at_size(ctx: TranslationContext, x, dim: int, start, end, step):
+    """x[k:k + n] with a symbolic start ``k`` (an int argument made symbolic, a position offset):
+    a dynamic_slice whose start is the size's value. torch guarded 0 <= k <= k + n <= size while
+    tracing, so the IR's clamping of the window never moves it."""
+    length = ctx.out.shape[dim]
+    if step != 1 or not isinstance(length, int):
+        unsupported(f"slice [{start}:{end}:{step}]: a symbolic start needs step 1 and a static length "
+                    f"(here {length})")
+    zero = ctx.const(0, DType.int64)
+    starts = [ctx.value(start, DType.int64) if d == dim else zero for d in range(x.type.rank)]
+    sizes = tuple(length if d == dim else size for d, size in enumerate(x.type.shape))
+    return ctx.b.dynamic_slice(x, *starts, slice_sizes=sizes)
 
 
 def _slice_from_end(ctx: TranslationContext, x, dim: int, first: int, last: int):

@@ -86,6 +86,8 @@ def decays(x, lr):
 
 NUMBER_CASES = {
     "int used as a value": (scales, lambda n: (torch.arange(3.0), n)),
+    "negative int used as a value": (scales, lambda n: (torch.arange(3.0), -n)),  # no dim can be negative
+    "int starting a slice of a static tensor": (lambda x, k: x[k:k + 2] * 2, lambda n: (torch.arange(12.0), n)),
     "int starting an arange": (positions, lambda n: (torch.arange(n + 2), 3 * n)),
     "int starting a strided float arange": (strided_positions, lambda n: (torch.randn(2 * n + 3), n + 1)),
     "float argument": (decays, lambda n: (torch.randn(3), 0.1 * n)),
