@@ -11,7 +11,7 @@
   correct). Every backend gives the same bits. torch's own eager kernel for the op is
   ``(a * b) + c`` in the operands' dtype (two roundings), and Inductor's compiled code a
   hardware FMA: parity matches the latter, which is what the op's name promises; the two
-  differ by at most the product's rounding (<= 1 ULP of the result, docs/frontend.md).
+  differ by at most the product's rounding (half an ULP of a·b; docs/frontend.md).
   float64 operands have no wider IR type: the product and the sum round once each, as
   torch's eager kernel does.
 - **``prims.convert_element_type``**: the IR's ``convert`` (torch's decompositions emit it

@@ -161,3 +161,73 @@ def test_adamw_on_inductor():
 
 def test_adam_on_auto():
     _check("auto", "adam", "foreach", "f32")
+
+
+def test_sgd_on_triton_through_its_interpreter():
+    from parity.backends.registry import get_backend
+
+    if "cpu" not in get_backend("triton").available_devices():
+        pytest.skip("triton has no CPU device in this process: run with TRITON_INTERPRET=1 (scripts/test.sh sets it)")
+    _check("triton", "sgd_momentum", "foreach", "f32")
+
+
+def test_reference_runs_the_step_too():
+    _check("reference", "adamw", "foreach", "f32")
+
+
+# -- an LR scheduler and recompiles ---------------------------------------------------------
+
+
+def _captures() -> int:
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
+def _captures_per_step(opt_kwargs: dict, lr, steps: int, record: list | None = None) -> list[int]:
+    model = _model(torch.float32)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, **opt_kwargs)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.9**epoch)
+
+    @parity.compile(backend="onnx")
+    def step(x, y):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        scheduler.step()
+        opt.zero_grad()
+        return loss
+
+    per_step = []
+    g = torch.Generator().manual_seed(1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(steps):
+            before = _captures()
+            step(torch.randn(5, 4, generator=g), torch.randn(5, 3, generator=g))
+            per_step.append(_captures() - before)
+    if record is not None:
+        record.extend(caught)
+    assert float(opt.param_groups[0]["lr"]) == pytest.approx(0.05 * 0.9**steps)  # the schedule ran
+    return per_step
+
+
+@pytest.mark.parametrize("opt_kwargs", [{}, {"foreach": True, "capturable": True}], ids=["for-loop", "foreach"])
+def test_a_tensor_lr_compiles_the_optimizer_step_once(opt_kwargs):
+    """A scheduler writes a tensor lr in place (``fill_``), so the captured step reads it as an
+    input: no capture after the first steps (the first step and the second, which finds the
+    optimizer's state, each capture; foreach needs ``capturable=True`` for a tensor lr, torch's rule)."""
+    per_step = _captures_per_step(opt_kwargs, torch.tensor(0.05), STEPS)
+    assert per_step[2:] == [0] * (STEPS - 2), per_step
+
+
+def test_a_float_lr_recompiles_per_value_and_the_limit_warning_says_what_to_do():
+    """A Python float lr is a constant of the captured step: each new value the scheduler sets
+    recompiles the optimizer's step (torch.compile does the same), until Dynamo's recompile limit
+    (8); then the step runs in eager torch, and parity's warning names the lr guard and the fix."""
+    caught: list = []
+    per_step = _captures_per_step({}, 0.05, 10, caught)
+    assert all(n >= 1 for n in per_step[:8]), per_step
+    assert per_step[-1] == 0
+    limit = [w for w in caught if type(w.message).__name__ == "RecompileLimitWarning"]
+    assert len(limit) == 1, [str(w.message) for w in caught]
+    message = str(limit[0].message)
+    assert "param_groups[0]['lr']" in message and "a tensor in place of a changing Python number" in message
