@@ -38,6 +38,8 @@ import torch
 import parity
 from parity.conformance.hf.check import NOISE_FACTOR as FACTOR
 
+pytestmark = pytest.mark.slow  # each case compiles a forward, backward and optimizer graphs (20-110 s)
+
 STEPS = 5
 OPTIMIZERS = {
     "sgd_momentum": (torch.optim.SGD, {"momentum": 0.9}),
