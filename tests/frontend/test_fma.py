@@ -82,3 +82,14 @@ def test_fma_double_rounding_case_is_a_tie_in_float64():
     exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
     via_float64 = torch.tensor(float(exact), dtype=torch.float64).float()
     assert float(via_float64) != _nearest(exact, torch.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float64_fma_rounds_like_torchs_eager_kernel(backend):
+    """float64 has no wider IR type: the product and the sum round once each, which is what
+    torch's own CPU kernel for prims.fma computes (for every dtype)."""
+    a, b, c = (t.double() for t in _cases(torch.float32))
+    compiled = parity.compile(lambda x, y, z: torch.ops.prims.fma(x, y, z), backend=backend)
+    expected = torch.ops.prims.fma(a, b, c)
+    np.testing.assert_array_equal(compiled(a, b, c).numpy(), expected.numpy())
+    np.testing.assert_array_equal(expected.numpy(), ((a * b) + c).numpy())
