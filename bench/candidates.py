@@ -1,7 +1,8 @@
 """What the benchmark runs: the anchors and one candidate per parity backend.
 
 A candidate turns a :class:`~parity.bench.workloads.Case` into ``call()`` (what is
-timed: one forward, or one training step returning the loss and the gradients) and
+timed: one forward, one training step returning the loss and the gradients, or a whole
+optimizer step when the case brings one) and
 turns ``call()``'s result into NumPy arrays for the correctness check. Anchors:
 
 - ``eager``: torch eager.
@@ -75,6 +76,9 @@ class TorchCandidate(Candidate):
         return fn
 
     def prepare(self, case: Case, threads: int) -> Callable[[], Any]:
+        if case.make_step is not None:  # the whole step, optimizer included, is the wrapped function
+            step, data = self.wrap(case.make_step()), case.inputs
+            return lambda: step(*data)
         fn = self.wrap(case.torch_fn)
         if not case.training:
             inputs = case.inputs
@@ -119,6 +123,8 @@ class JaxJit(Candidate):
     def prepare(self, case: Case, threads: int) -> Callable[[], Any]:
         import jax
 
+        if case.jax_fn is None:
+            raise NotApplicable("the workload is a torch optimizer's whole step; it has no JAX version")
         device = jax.devices("cpu")[0]
         arrays = [jax.device_put(t.detach().numpy(), device) for t in case.inputs]
         fn = jax.jit(case.jax_fn)

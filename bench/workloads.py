@@ -35,14 +35,18 @@ F32 = 4  # bytes per float32 element
 class Case:
     """One workload at one size: functions, inputs and the roofline's operands."""
 
-    torch_fn: Callable
-    jax_fn: Callable
+    torch_fn: Callable | None  # None: a whole step (make_step below)
+    jax_fn: Callable | None  # None: no JAX version
     inputs: tuple[torch.Tensor, ...]
     flops: float | None  # None: not meaningful (per-call overhead)
     bytes: float | None
     n_data: int  # inputs[n_data:] are parameters (what a training step differentiates)
     training: bool = False
     shape: str = ""  # human-readable sizes for the report
+    # a whole training step with its own state: make_step() builds a fresh model and optimizer and
+    # returns the step function (forward, backward, optimizer step, zero_grad) a candidate wraps;
+    # ``inputs`` are its data. Each candidate steps its own copy from the same weights.
+    make_step: Callable[[], Callable] | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,39 @@ def _encoder_train(quick=False) -> Case:
                    training=True)
 
 
+# -- the whole AdamW training step: forward, backward, clip_grad_norm_, step, zero_grad -----
+
+
+def _adamw_step(quick=False) -> Case:
+    """The MLP workload's shapes trained by AdamW (foreach: the multi-tensor update), the whole
+    step in the function a candidate wraps. It returns the loss and the output bias after the
+    update, so the correctness check sees the optimizer's work too."""
+    mlp = _mlp(quick)
+    x, params = mlp.inputs[0], mlp.inputs[1:]
+    target = _randn(*x.shape, seed=1)
+
+    def make_step():
+        weights = [torch.nn.Parameter(p.detach().clone()) for p in params]
+        opt = torch.optim.AdamW(weights, lr=1e-4, weight_decay=0.01, foreach=True)
+
+        def step(x, target):
+            loss = (mlp_torch(x, *weights) - target).square().mean()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(weights, 1.0)
+            opt.step()
+            opt.zero_grad()
+            return loss.detach(), weights[-1].detach()
+
+        return step
+
+    n_params = sum(p.numel() for p in params)
+    # forward + backward ≈ 3× the forward's FLOPs; AdamW reads and writes each parameter, its
+    # gradient and two moments (about 7 float32 passes over the parameters)
+    return replace(mlp, torch_fn=None, jax_fn=None, inputs=(x, target), flops=3 * mlp.flops,
+                   bytes=_nbytes((x, target)) + 7 * F32 * n_params, n_data=2, training=True,
+                   make_step=make_step)
+
+
 # -- 16M-element elementwise chain (memory-bound) ---------------------------------------
 
 
@@ -250,6 +287,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("mlp", "MLP forward, GELU", _mlp),
     Workload("encoder", "transformer encoder block forward", _encoder),
     Workload("encoder_train", "encoder block training step (loss + grads)", _encoder_train),
+    Workload("adamw_step", "MLP's whole AdamW step (forward, backward, clip, step, zero_grad)", _adamw_step),
     Workload("chain", "elementwise chain relu(2x+1)·x−0.5", _chain, report_gbps=True),
     # the exact sigmoid costs more than ORT's Sigmoid, which is 4000 ULP off at -8 (onnx_logistic.md)
     Workload("sigmoid_chain", "elementwise chain sigmoid(1.5x+2)·x−√|x|", _sigmoid_chain, report_gbps=True),

@@ -16,9 +16,12 @@ import functools
 
 import torch
 
+from .foreach_decompositions import foreach_decompositions
+
 
 def decomposition_table() -> dict:
-    """The ATen decompositions AOTAutograd applies: torch's core ATen set, except attention.
+    """The ATen decompositions AOTAutograd applies: torch's core ATen set, except attention,
+    and the ``_foreach_*`` list ops as per-tensor loops (frontend/foreach_decompositions.py).
 
     The fused CPU flash-attention forward stays whole: its core decomposition returns a
     logsumexp of the wrong shape, which the fused backward then reads (silently wrong
@@ -27,6 +30,7 @@ def decomposition_table() -> dict:
     from torch._decomp import core_aten_decompositions
 
     table = dict(core_aten_decompositions())
+    table.update(foreach_decompositions())
     table.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
     pow_scalar = torch.ops.aten.pow.Tensor_Scalar
     table[pow_scalar] = functools.partial(_pow_small_exponent, fallback=table.get(pow_scalar))

@@ -8,7 +8,8 @@ one module per op family, and nothing else registers entries. A module named aft
 convolutions; ``normalization``, ``pooling``, ``reduction``, ``shape``, ``indexing``,
 ``attention``, ``random``); ``elementwise`` covers the unary, binary, selection and
 activation families, ``complex_numbers`` the complex-number family, ``fft`` the Fourier transforms, and ``linalg``, ``pad``, ``sampling``, ``embedding`` and
-``custom_ops`` group aten ops that build several families' ops.
+``custom_ops`` group aten ops that build several families' ops; ``prims`` translates the
+torch ``prims`` ops that reach aten graphs (``prims.fma``).
 :func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
 
 Example::
@@ -32,6 +33,7 @@ from . import (
     normalization,
     pad,
     pooling,
+    prims,
     random,
     reduction,
     sampling,
@@ -39,7 +41,7 @@ from . import (
 )
 
 FAMILIES = (elementwise, complex_numbers, fft, shape, indexing, reduction, contraction, normalization, pooling, attention, random, linalg,
-            pad, sampling, embedding, custom_ops)
+            pad, sampling, embedding, custom_ops, prims)
 
 
 def _collect() -> dict:
@@ -57,8 +59,8 @@ TABLE = _collect()
 
 def translated_ops() -> list[str]:
     """Every aten overload with a translation, as ``aten.NAME.OVERLOAD`` (custom ops of other
-    libraries by their own qualified names, ``transformers.grouped_mm_fallback.default``)."""
-    return sorted(key if key in custom_ops.TABLE else f"aten.{key}" for key in TABLE)
+    libraries and torch's prims by their own qualified names, ``prims.fma.default``)."""
+    return sorted(key if key in custom_ops.TABLE or key in prims.TABLE else f"aten.{key}" for key in TABLE)
 
 
 def core_aten_ops() -> list[str]:
