@@ -424,7 +424,6 @@ def _table():
         "permute.default": permute, "permute_copy.default": permute,
         "t.default": transpose, "transpose.int": transpose,
         "_to_copy.default": to_copy, "to.dtype": to_copy, "copy.default": copy,
-        "prims.convert_element_type.default": to_copy,  # a changing float argument: a 0-d f64 input, converted
         "slice.Tensor": slice_, "slice_copy.Tensor": slice_,
         "select.int": select, "select_copy.int": select,
         "cat.default": cat, "split_with_sizes.default": split_with_sizes, "split.Tensor": split,
