@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -64,15 +65,27 @@ from ..backends.base import ANY_OP, compile_prior
 from ..backends.host import host
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
+from ..ir.graph import SourceLoc
 from ..ir.ops import node_dtype
-from .auto_check import RTOL, eager_outputs, float64_outputs, mismatch, mismatch_past_float64, stable_outputs  # noqa: F401 - RTOL re-exported
+from .auto_check import (
+    eager_graph,
+    eager_outputs,
+    float64_outputs,
+    mismatch,
+    mismatch_past_float64,
+    stable_outputs,
+    underflow_scale,
+)
 from .auto_compile_times import compile_floor, record_compile
+from .auto_installed import installed_candidates
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
 from .compiled_graph import STATS, CompiledGraph, compiled_executable
-from .errors import UnsupportedAtenOp
+from .errors import AutoFallbackWarning, UnsupportedAtenOp, auto_fallback_text
 from .partition import rejected_nodes
 from .session import AUTO, Session
 from .single_backend import compile_split, translate_for
+from .source import graph_user_locs, in_user_code, warn_at
+from .tensors import ir_dtype
 
 # Backends auto never times on a device, and why.
 NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
@@ -119,9 +132,13 @@ class AutoChoice:
     choice: str | None = None
     source: str = ""  # measured / only candidate / cached in this process / cached on disk / forced
     notes: list[str] = field(default_factory=list)
+    runs_eagerly: bool = False  # no candidate matched eager torch: the graph runs in eager torch
+    where: SourceLoc | None = None  # then: the user's first line the graph covers
 
     def __str__(self) -> str:
-        lines = [f"{self.kind} graph on {self.device}: {self.choice or 'no single backend'} ({self.source})"]
+        runs = self.choice or ("eager torch" if self.runs_eagerly else "no single backend")
+        at = f" at {self.where}" if self.runs_eagerly and self.where is not None else ""
+        lines = [f"{self.kind} graph{at} on {self.device}: {runs} ({self.source})"]
         for c in self.candidates:
             t = f"{c.median_s * 1e6:10.1f} µs median of {len(c.times_s)}" if c.times_s else " " * 10 + " -"
             lines.append(f"  {c.name:10} {c.status:8} {t}  {c.why}".rstrip())
@@ -216,7 +233,8 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
     if not ready:
         return _nothing_runs_whole(gm, session, kind, record, refusals)
     budget_s = (options.auto or AutoOptions()).budget_s
-    key = _choice_key(ready, options.device, options.precision, budget_s)
+    key = _choice_key(ready, options.device, options.precision, budget_s,
+                      installed_candidates(c.name for c in record.candidates))
     known, source = _known_choice(key, options, ready)
     if known is not None and any(r[0] == known for r in ready):
         ready = [r for r in ready if r[0] == known]
@@ -234,7 +252,7 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
         _remember(key, name, options, ready, on_disk)
         return compiled[name]
     return AutoGraph(gm, compiled, record, lambda name: _remember(key, name, options, ready, on_disk),
-                     budget_s - spent)
+                     budget_s - spent, compile_rest=_rest_compiler(ready, compiled, options, record), session=session)
 
 
 def expected_compile_s(name: str, backend, options, nodes: int) -> tuple[float | None, str]:
@@ -281,6 +299,20 @@ def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: f
     return compiled, spent, exhausted
 
 
+def _rest_compiler(ready: list, compiled: dict, options, record: AutoChoice):
+    """What :class:`AutoGraph` calls when every candidate compiled within the budget was rejected:
+    compiles the ones left out (for the spent budget or their expected cost), budget or not, and
+    returns them ({name: CompiledGraph})."""
+    rest = [entry for entry in ready if entry[0] not in compiled]
+
+    def compile_rest() -> dict:
+        for name, *_ in rest:
+            _set_status(record, name, "timed", "raced after every candidate within the budget was rejected")
+        return _compile_within_budget(rest, options, record, math.inf)[0]
+
+    return compile_rest
+
+
 def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, refusals: list):
     """No candidate runs the whole graph: strict raises; strict=False partitions around the
     nodes the backend refusing the fewest cannot run, and picks per partition."""
@@ -296,9 +328,13 @@ def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, ref
 
 
 def _drop(record: AutoChoice, name: str, why: str) -> None:
+    _set_status(record, name, "dropped", why)
+
+
+def _set_status(record: AutoChoice, name: str, status: str, why: str) -> None:
     for c in record.candidates:
         if c.name == name:
-            c.status, c.why = "dropped", why
+            c.status, c.why = status, why
 
 
 def _choose(record: AutoChoice, name: str, source: str) -> None:
@@ -311,14 +347,16 @@ def _choose(record: AutoChoice, name: str, source: str) -> None:
 # -- the choice's cache --------------------------------------------------------------------
 
 
-def _choice_key(ready: list, device: str, precision, budget_s: float) -> str:
+def _choice_key(ready: list, device: str, precision, budget_s: float, installed: list) -> str:
     """The race's identity: device, precision tier (a pick at one tier is no pick at another),
-    each candidate's graph, and the budget (a pick that left a candidate out for its cost is
-    no pick under a budget that lets it race: AutoOptions(budget_s=60) then races Inductor)."""
+    each candidate's graph, the budget (a pick that left a candidate out for its cost is
+    no pick under a budget that lets it race: AutoOptions(budget_s=60) then races Inductor),
+    and every backend considered with its installed version (frontend/auto_installed.py: a
+    pick made while a plugin since uninstalled or upgraded was installed is raced again)."""
     import hashlib
 
     text = json.dumps([device, precision.value, sorted((name, graph.content_hash()) for name, _, _, graph in ready),
-                       budget_s])
+                       budget_s, installed])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -370,17 +408,73 @@ def _remember(key: str, name: str, options, ready: list, on_disk: bool = True) -
 # -- checking and timing on the first call ---------------------------------------------------
 
 
+class _Arbiter:
+    """What a candidate's outputs on the first inputs are compared with: eager torch running
+    the FX graph (with its second answers: every sort stable, the graph in float64), or, for a
+    graph that draws random numbers, the first candidate that ran (every one draws the same keys)."""
+
+    def __init__(self, gm, inputs: list, start, *, random: bool):
+        self.gm, self.inputs, self.start, self.random = gm, inputs, start, random
+        self.name = "the first candidate that ran (the graph draws random numbers)" if random else "eager torch"
+        self.want = self.ties = self.stable = self.scale = None
+        self.exact: list | None | bool = False  # the float64 run: not made yet (False), failed (None)
+        if not random:
+            torch.random.set_rng_state(start)
+            self.want, self.ties = eager_outputs(gm, inputs)
+            self.stable = stable_outputs(gm, inputs)  # None without a sort free to order ties
+
+    def mismatch(self, got, results: dict, backend, device: str) -> str | None:
+        """Why ``got`` (``backend``'s outputs) is not the arbiter's answer (None: it is);
+        ``results``: every candidate's."""
+        if self.random:
+            first = next(iter(results.values()), None)
+            return mismatch(got, first) if first is not None and first is not got else None
+        if self.scale is None:
+            self.scale = underflow_scale(self.gm, self.inputs)
+        floors = underflow_floors(backend, device, self.scale)
+        why = mismatch(got, self.want, self.ties, floors)
+        if why is not None and self.stable is not None and mismatch(got, self.stable, None, floors) is None:
+            return None  # the same answer with ties kept in input order, as the IR's sort keeps them
+        if why is not None:  # the second chance: closer to float64 than eager, or nearly
+            self.exact = float64_outputs(self.gm, self.inputs) if self.exact is False else self.exact
+            if self.exact is not None:
+                why = mismatch_past_float64(got, self.want, self.exact, self.ties, floors)
+        return why
+
+
+def underflow_floors(backend, device: str, scale: float) -> dict:
+    """Per float dtype, the difference from eager's outputs that ``backend``'s are not held to:
+    the dtype's smallest subnormal (the spacing of its underflow range), or its smallest normal
+    where the backend declares that it flushes subnormals to zero (a recorded deviation the
+    contract excuses), times the graph's ``scale`` (auto_check.underflow_scale)."""
+    flushed = {d.dtype for d in backend.deviations if d.flush_to_zero and d.device in (None, device)}
+    floors = {}
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        info = torch.finfo(dtype)
+        floors[dtype] = info.tiny * (1.0 if ir_dtype(dtype) in flushed else info.eps) * scale  # eps·tiny: η
+    return floors
+
+
+def _short(why: str, limit: int = 160) -> str:
+    return why if len(why) <= limit else why[:limit - 1] + "…"
+
+
 class AutoGraph:
     """Boxed callable that, on its first call, checks and times the candidates, then runs the choice."""
 
-    def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float):
-        """``budget_s``: what is left of auto's budget for checking, warming up and timing."""
+    def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float, *,
+                 compile_rest=None, session: Session | None = None):
+        """``budget_s``: what is left of auto's budget for checking, warming up and timing;
+        ``compile_rest``: compiles the candidates the budget left out ({name: CompiledGraph}),
+        raced when every compiled one is rejected; ``session``: where the user called parity."""
         self._boxed_call = True
         self.gm = gm
         self.compiled = compiled
         self.record = record
         self.remember = remember
         self.budget_s = budget_s
+        self.compile_rest = compile_rest
+        self.session = session
         self.chosen = None
         self.recorder: list | None = None  # while fast_path records a call: the outputs returned
 
@@ -406,40 +500,17 @@ class AutoGraph:
 
     def _decide(self, inputs: list) -> list:
         record = self.record
-        random = any(c._num_keys for c in self.compiled.values())
         started = time.perf_counter()
         start = torch.random.get_rng_state()
-        results = {}
-        for name, run in self.compiled.items():
-            torch.random.set_rng_state(start)  # every candidate draws the same keys
-            try:
-                results[name] = run(list(inputs))
-            except Exception as exc:  # a candidate that fails on real inputs is dropped, not fatal
-                self._drop(name, f"failed on the first inputs: {type(exc).__name__}: {str(exc)[:200]}")
-        after = torch.random.get_rng_state()
-        if random:
-            want = next(iter(results.values()), None)
-            arbiter = f"{next(iter(results), '?')} (the graph draws random numbers)"
-            ties = {}
-        else:
-            torch.random.set_rng_state(start)
-            want, ties = eager_outputs(self.gm, inputs)
-            stable = stable_outputs(self.gm, inputs)  # None without a sort free to order ties
-            arbiter = "eager torch"
-        exact: list | None | bool = False  # the float64 run: not made yet (False), failed (None)
-        for name, got in list(results.items()):
-            why = mismatch(got, want, ties) if want is not None else None
-            if why is not None and not random and stable is not None and mismatch(got, stable) is None:
-                why = None  # the same answer with ties kept in input order, as the IR's sort keeps them
-            if why is not None and not random:  # the second chance: closer to float64 than eager, or nearly
-                exact = float64_outputs(self.gm, inputs) if exact is False else exact
-                if exact is not None:
-                    why = mismatch_past_float64(got, want, exact, ties)
-            if why is not None:
-                self._drop(name, f"differs from {arbiter} on the first inputs: {why}")
-                del results[name]
+        arbiter = _Arbiter(self.gm, inputs, start, random=any(c._num_keys for c in self.compiled.values()))
+        results = self._checked(self.compiled, inputs, arbiter)
+        if not results and self.compile_rest is not None:  # race the ones the budget left out
+            rest = self.compile_rest()
+            self.compiled.update(rest)
+            results = self._checked(rest, inputs, arbiter)
         if not results:
-            raise ParityError(f"backend='auto': no candidate matched {arbiter} on the first inputs:\n{record}")
+            return self._run_eagerly(inputs, start)
+        after = torch.random.get_rng_state()
         self._warm_up(list(results), inputs)
         times = self._time(list(results), inputs, self.budget_s - (time.perf_counter() - started))
         torch.random.set_rng_state(after)  # as if the graph had run once
@@ -448,6 +519,36 @@ class AutoGraph:
         self.remember(name)
         self.chosen = self.compiled[name]
         return list(results[name])
+
+    def _checked(self, compiled: dict, inputs: list, arbiter: _Arbiter) -> dict:
+        """{name: outputs} of the candidates in ``compiled`` whose outputs on ``inputs`` match
+        the arbiter's; the others are dropped, with why."""
+        results = {}
+        for name, run in compiled.items():
+            torch.random.set_rng_state(arbiter.start)  # every candidate draws the same keys
+            try:
+                results[name] = run(list(inputs))
+            except Exception as exc:  # a candidate that fails on real inputs is dropped, not fatal
+                self._drop(name, f"failed on the first inputs: {type(exc).__name__}: {str(exc)[:200]}")
+        for name, got in list(results.items()):
+            why = arbiter.mismatch(got, results, get_backend(name), self.record.device)
+            if why is not None:
+                self._drop(name, f"differs from {arbiter.name} on the first inputs: {why}")
+                del results[name]
+        return results
+
+    def _run_eagerly(self, inputs: list, start) -> list:
+        """No candidate matched: the graph runs in eager torch from now on, with one warning."""
+        record, site = self.record, self.session.options.site if self.session is not None else None
+        locs = [in_user_code(loc, site) for loc in graph_user_locs(self.gm)]
+        rejected = [(c.name, _short(c.why)) for c in record.candidates]
+        record.choice, record.runs_eagerly = None, True
+        record.source = "no candidate matched eager torch on the first inputs"
+        record.where = locs[0] if locs else site
+        warn_at(record.where, auto_fallback_text(record.kind, locs, rejected), AutoFallbackWarning)
+        self.chosen = eager_graph(self.gm)
+        torch.random.set_rng_state(start)
+        return self.chosen(list(inputs))
 
     def _warm_up(self, names: list[str], inputs: list) -> None:
         """Untimed runs, so that no candidate is timed on its slow first runs."""
