@@ -28,12 +28,17 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    a float output off eager's passes if it is no farther from a float64 run of the graph
    than twice eager's own distance, 16× where eager has no correct digit; graphs that draw
    random numbers are compared with the first candidate's outputs instead, every candidate
-   drawing the same keys) is dropped.
+   drawing the same keys) is dropped. No element is held to a difference below the underflow
+   floor (auto_arbiter.underflow_floors: the dtype's smallest subnormal, or its smallest normal for a
+   candidate that declares flush-to-zero, times auto_check.underflow_scale). When every compiled
+   candidate is dropped, the ones the budget left out are compiled and checked; when none
+   matches, the graph runs in eager torch with one :class:`~parity.frontend.errors.AutoFallbackWarning`.
 5. **Warm-up and timing**: the rest run :data:`WARMUP_RUNS` more times untimed (XLA's first
    runs are slow), then in interleaved rounds until the budget is spent (at least one
    round, at most :data:`MAX_ROUNDS`; a candidate over :data:`PRUNE` × the fastest leaves
    the race); the lowest median wins. The choice is kept per graph (keyed by the
-   candidates' IR content hashes, the device, the precision tier and the budget) in this process and in the disk cache
+   candidates' IR content hashes, the device, the precision tier, the budget and every backend
+   considered with its installed version) in this process and in the disk cache
    (on by default), so a second process compiles only the chosen backend and races nothing.
 
 ``$PARITY_BACKEND`` (read once, when ``parity.compile`` builds its options) forces one
@@ -67,15 +72,8 @@ from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
 from ..ir.graph import SourceLoc
 from ..ir.ops import node_dtype
-from .auto_check import (
-    eager_graph,
-    eager_outputs,
-    float64_outputs,
-    mismatch,
-    mismatch_past_float64,
-    stable_outputs,
-    underflow_scale,
-)
+from .auto_arbiter import Arbiter, short
+from .auto_check import eager_graph
 from .auto_compile_times import compile_floor, record_compile
 from .auto_installed import installed_candidates
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
@@ -85,7 +83,6 @@ from .partition import rejected_nodes
 from .session import AUTO, Session
 from .single_backend import compile_split, translate_for
 from .source import graph_user_locs, in_user_code, warn_at
-from .tensors import ir_dtype
 
 # Backends auto never times on a device, and why.
 NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
@@ -408,57 +405,6 @@ def _remember(key: str, name: str, options, ready: list, on_disk: bool = True) -
 # -- checking and timing on the first call ---------------------------------------------------
 
 
-class _Arbiter:
-    """What a candidate's outputs on the first inputs are compared with: eager torch running
-    the FX graph (with its second answers: every sort stable, the graph in float64), or, for a
-    graph that draws random numbers, the first candidate that ran (every one draws the same keys)."""
-
-    def __init__(self, gm, inputs: list, start, *, random: bool):
-        self.gm, self.inputs, self.start, self.random = gm, inputs, start, random
-        self.name = "the first candidate that ran (the graph draws random numbers)" if random else "eager torch"
-        self.want = self.ties = self.stable = self.scale = None
-        self.exact: list | None | bool = False  # the float64 run: not made yet (False), failed (None)
-        if not random:
-            torch.random.set_rng_state(start)
-            self.want, self.ties = eager_outputs(gm, inputs)
-            self.stable = stable_outputs(gm, inputs)  # None without a sort free to order ties
-
-    def mismatch(self, got, results: dict, backend, device: str) -> str | None:
-        """Why ``got`` (``backend``'s outputs) is not the arbiter's answer (None: it is);
-        ``results``: every candidate's."""
-        if self.random:
-            first = next(iter(results.values()), None)
-            return mismatch(got, first) if first is not None and first is not got else None
-        if self.scale is None:
-            self.scale = underflow_scale(self.gm, self.inputs)
-        floors = underflow_floors(backend, device, self.scale)
-        why = mismatch(got, self.want, self.ties, floors)
-        if why is not None and self.stable is not None and mismatch(got, self.stable, None, floors) is None:
-            return None  # the same answer with ties kept in input order, as the IR's sort keeps them
-        if why is not None:  # the second chance: closer to float64 than eager, or nearly
-            self.exact = float64_outputs(self.gm, self.inputs) if self.exact is False else self.exact
-            if self.exact is not None:
-                why = mismatch_past_float64(got, self.want, self.exact, self.ties, floors)
-        return why
-
-
-def underflow_floors(backend, device: str, scale: float) -> dict:
-    """Per float dtype, the difference from eager's outputs that ``backend``'s are not held to:
-    the dtype's smallest subnormal (the spacing of its underflow range), or its smallest normal
-    where the backend declares that it flushes subnormals to zero (a recorded deviation the
-    contract excuses), times the graph's ``scale`` (auto_check.underflow_scale)."""
-    flushed = {d.dtype for d in backend.deviations if d.flush_to_zero and d.device in (None, device)}
-    floors = {}
-    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-        info = torch.finfo(dtype)
-        floors[dtype] = info.tiny * (1.0 if ir_dtype(dtype) in flushed else info.eps) * scale  # eps·tiny: η
-    return floors
-
-
-def _short(why: str, limit: int = 160) -> str:
-    return why if len(why) <= limit else why[:limit - 1] + "…"
-
-
 class AutoGraph:
     """Boxed callable that, on its first call, checks and times the candidates, then runs the choice."""
 
@@ -502,7 +448,7 @@ class AutoGraph:
         record = self.record
         started = time.perf_counter()
         start = torch.random.get_rng_state()
-        arbiter = _Arbiter(self.gm, inputs, start, random=any(c._num_keys for c in self.compiled.values()))
+        arbiter = Arbiter(self.gm, inputs, start, random=any(c._num_keys for c in self.compiled.values()))
         results = self._checked(self.compiled, inputs, arbiter)
         if not results and self.compile_rest is not None:  # race the ones the budget left out
             rest = self.compile_rest()
@@ -520,7 +466,7 @@ class AutoGraph:
         self.chosen = self.compiled[name]
         return list(results[name])
 
-    def _checked(self, compiled: dict, inputs: list, arbiter: _Arbiter) -> dict:
+    def _checked(self, compiled: dict, inputs: list, arbiter: Arbiter) -> dict:
         """{name: outputs} of the candidates in ``compiled`` whose outputs on ``inputs`` match
         the arbiter's; the others are dropped, with why."""
         results = {}
@@ -541,7 +487,7 @@ class AutoGraph:
         """No candidate matched: the graph runs in eager torch from now on, with one warning."""
         record, site = self.record, self.session.options.site if self.session is not None else None
         locs = [in_user_code(loc, site) for loc in graph_user_locs(self.gm)]
-        rejected = [(c.name, _short(c.why)) for c in record.candidates]
+        rejected = [(c.name, short(c.why)) for c in record.candidates]
         record.choice, record.runs_eagerly = None, True
         record.source = "no candidate matched eager torch on the first inputs"
         record.where = locs[0] if locs else site

@@ -11,7 +11,9 @@ the keys). Where the indices feed further ops, the outputs pass when they match 
 torch's with every sort made stable (:func:`stable_outputs`). A float output off eager's gets
 a second chance against the graph run in float64 (:func:`mismatch_past_float64`): eager's own
 float32 error sets the bar, so an ill-conditioned or analytically zero output (rounding noise
-in every backend) does not drop every candidate.
+in every backend) does not drop every candidate. At underflow scale, a difference below the
+caller's ``floors`` (per dtype: what float arithmetic there does not resolve,
+:func:`underflow_scale`) is none.
 
 Example::
 
