@@ -303,9 +303,14 @@ def _rest_compiler(ready: list, compiled: dict, options, record: AutoChoice):
     rest = [entry for entry in ready if entry[0] not in compiled]
 
     def compile_rest() -> dict:
-        for name, *_ in rest:
-            _set_status(record, name, "timed", "raced after every candidate within the budget was rejected")
-        return _compile_within_budget(rest, options, record, math.inf)[0]
+        more = {}
+        for entry in rest:
+            _set_status(record, entry[0], "timed", "raced after every candidate within the budget was rejected")
+            try:
+                more.update(_compile_within_budget([entry], options, record, math.inf)[0])
+            except Exception as exc:  # noqa: BLE001 - eager torch runs the graph if none compiles
+                _drop(record, entry[0], f"failed to compile: {type(exc).__name__}: {str(exc)[:200]}")
+        return more
 
     return compile_rest
 

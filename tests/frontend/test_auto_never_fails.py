@@ -72,6 +72,29 @@ def test_when_every_raced_candidate_is_rejected_the_ones_left_out_race(planted):
     assert f(X * 2).tolist() == [0.0, 0.0, 1.0, 5.0]
 
 
+class Broken(Planted):
+    """A backend whose compile fails."""
+
+    def compile(self, graph, device):
+        raise RuntimeError("planted compile failure")
+
+
+def test_a_left_out_candidate_that_fails_to_compile_leaves_the_graph_to_eager_torch(planted):
+    planted("planted_wrong_a", wrong_first=True)
+    planted("planted_wrong_b", wrong_first=True)
+    broken = Broken("planted_broken")
+    broken.compile_priors = (CompilePrior("cpu", per_graph_s=1000.0, per_node_s=0.0, basis="planted"),)
+    register_backend(broken)
+    try:
+        f = parity.compile(_fn, auto=parity.AutoOptions(
+            budget_s=60, candidates=("planted_wrong_a", "planted_wrong_b", "planted_broken")), cache_dir=False)
+        with pytest.warns(AutoFallbackWarning, match="planted_broken: failed to compile: RuntimeError: planted "
+                                                     "compile failure"):
+            assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    finally:
+        unregister_backend("planted_broken")
+
+
 # -- nothing matches: eager torch, one warning ------------------------------------------------------
 
 
