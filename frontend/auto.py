@@ -443,7 +443,7 @@ class AutoGraph:
     @property
     def returns_ir_outputs(self) -> bool:
         """The chosen graph's (fast_path's direct entries call this object, which calls it)."""
-        return self.chosen is not None and self.chosen.returns_ir_outputs
+        return getattr(self.chosen, "returns_ir_outputs", False)  # None, or eager torch's run: False
 
     def positional(self, order: list[int]):
         """The chosen graph's positional call (CompiledGraph.positional), or None."""
