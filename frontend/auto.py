@@ -28,12 +28,17 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    a float output off eager's passes if it is no farther from a float64 run of the graph
    than twice eager's own distance, 16× where eager has no correct digit; graphs that draw
    random numbers are compared with the first candidate's outputs instead, every candidate
-   drawing the same keys) is dropped.
+   drawing the same keys) is dropped. No element is held to a difference below the underflow
+   floor (auto_arbiter.underflow_floors: the dtype's smallest subnormal, or its smallest normal for a
+   candidate that declares flush-to-zero, times auto_check.underflow_scale). When every compiled
+   candidate is dropped, the ones the budget left out are compiled and checked; when none
+   matches, the graph runs in eager torch with one :class:`~parity.frontend.errors.AutoFallbackWarning`.
 5. **Warm-up and timing**: the rest run :data:`WARMUP_RUNS` more times untimed (XLA's first
    runs are slow), then in interleaved rounds until the budget is spent (at least one
    round, at most :data:`MAX_ROUNDS`; a candidate over :data:`PRUNE` × the fastest leaves
    the race); the lowest median wins. The choice is kept per graph (keyed by the
-   candidates' IR content hashes, the device, the precision tier and the budget) in this process and in the disk cache
+   candidates' IR content hashes, the device, the precision tier, the budget and every backend
+   considered with its installed version) in this process and in the disk cache
    (on by default), so a second process compiles only the chosen backend and races nothing.
 
 ``$PARITY_BACKEND`` (read once, when ``parity.compile`` builds its options) forces one
@@ -54,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -64,16 +70,20 @@ from ..backends.base import ANY_OP, compile_prior
 from ..backends.host import host
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
+from ..ir.graph import SourceLoc
 from ..ir.ops import node_dtype
+from .auto_arbiter import Arbiter, short
 from .auto_carry import carried_pick, family_key, is_symbolic, remember_family
-from .auto_check import RTOL, eager_outputs, float64_outputs, mismatch, mismatch_past_float64, stable_outputs  # noqa: F401 - RTOL re-exported
+from .auto_check import eager_graph
 from .auto_compile_times import compile_floor, record_compile
+from .auto_installed import installed_candidates
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
 from .compiled_graph import STATS, CompiledGraph, compiled_executable
-from .errors import UnsupportedAtenOp
+from .errors import AutoFallbackWarning, UnsupportedAtenOp, auto_fallback_text
 from .partition import rejected_nodes
 from .session import AUTO, Session
 from .single_backend import compile_split, translate_for
+from .source import graph_user_locs, in_user_code, warn_at
 
 # Backends auto never times on a device, and why.
 NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
@@ -121,9 +131,13 @@ class AutoChoice:
     choice: str | None = None
     source: str = ""  # measured / only candidate / cached in this process / cached on disk / forced
     notes: list[str] = field(default_factory=list)
+    runs_eagerly: bool = False  # no candidate matched eager torch: the graph runs in eager torch
+    where: SourceLoc | None = None  # then: the user's first line the graph covers
 
     def __str__(self) -> str:
-        lines = [f"{self.kind} graph on {self.device}: {self.choice or 'no single backend'} ({self.source})"]
+        runs = self.choice or ("eager torch" if self.runs_eagerly else "no single backend")
+        at = f" at {self.where}" if self.runs_eagerly and self.where is not None else ""
+        lines = [f"{self.kind} graph{at} on {self.device}: {runs} ({self.source})"]
         for c in self.candidates:
             t = f"{c.median_s * 1e6:10.1f} µs median of {len(c.times_s)}" if c.times_s else " " * 10 + " -"
             lines.append(f"  {c.name:10} {c.status:8} {t}  {c.why}".rstrip())
@@ -218,10 +232,11 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
     if not ready:
         return _nothing_runs_whole(gm, session, kind, record, refusals)
     budget_s = (options.auto or AutoOptions()).budget_s
-    family = family_key(gm, kind, options, budget_s, [r[0] for r in ready], machine())
+    installed = installed_candidates(c.name for c in record.candidates)
+    family = family_key(gm, kind, options, budget_s, installed, machine())
     if any(is_symbolic(graph) for *_, graph in ready):
         ready = _serving_every_size(ready, record)
-    key = _choice_key(ready, options.device, options.precision, budget_s)
+    key = _choice_key(ready, options.device, options.precision, budget_s, installed)
     known, source = _known_choice(key, options, ready)
     if known is None:  # the same graph at another shape was raced: no race per new size
         known, source = carried_pick(_CHOICES, family, [r[0] for r in ready])
@@ -245,7 +260,8 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
             _choose(record, name, "the only one compiled within the budget")
         remember(name)
         return compiled[name]
-    return AutoGraph(gm, compiled, record, remember, budget_s - spent)
+    return AutoGraph(gm, compiled, record, remember, budget_s - spent,
+                     compile_rest=_rest_compiler(ready, compiled, options, record), session=session)
 
 
 def _serving_every_size(ready: list, record: AutoChoice) -> list:
@@ -306,6 +322,25 @@ def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: f
     return compiled, spent, exhausted
 
 
+def _rest_compiler(ready: list, compiled: dict, options, record: AutoChoice):
+    """What :class:`AutoGraph` calls when every candidate compiled within the budget was rejected:
+    compiles the ones left out (for the spent budget or their expected cost), budget or not, and
+    returns them ({name: CompiledGraph})."""
+    rest = [entry for entry in ready if entry[0] not in compiled]
+
+    def compile_rest() -> dict:
+        more = {}
+        for entry in rest:
+            _set_status(record, entry[0], "timed", "raced after every candidate within the budget was rejected")
+            try:
+                more.update(_compile_within_budget([entry], options, record, math.inf)[0])
+            except Exception as exc:  # noqa: BLE001 - eager torch runs the graph if none compiles
+                _drop(record, entry[0], f"failed to compile: {type(exc).__name__}: {str(exc)[:200]}")
+        return more
+
+    return compile_rest
+
+
 def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, refusals: list):
     """No candidate runs the whole graph: strict raises; strict=False partitions around the
     nodes the backend refusing the fewest cannot run, and picks per partition."""
@@ -321,9 +356,13 @@ def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, ref
 
 
 def _drop(record: AutoChoice, name: str, why: str) -> None:
+    _set_status(record, name, "dropped", why)
+
+
+def _set_status(record: AutoChoice, name: str, status: str, why: str) -> None:
     for c in record.candidates:
         if c.name == name:
-            c.status, c.why = "dropped", why
+            c.status, c.why = status, why
 
 
 def _choose(record: AutoChoice, name: str, source: str) -> None:
@@ -336,14 +375,16 @@ def _choose(record: AutoChoice, name: str, source: str) -> None:
 # -- the choice's cache --------------------------------------------------------------------
 
 
-def _choice_key(ready: list, device: str, precision, budget_s: float) -> str:
+def _choice_key(ready: list, device: str, precision, budget_s: float, installed: list) -> str:
     """The race's identity: device, precision tier (a pick at one tier is no pick at another),
-    each candidate's graph, and the budget (a pick that left a candidate out for its cost is
-    no pick under a budget that lets it race: AutoOptions(budget_s=60) then races Inductor)."""
+    each candidate's graph, the budget (a pick that left a candidate out for its cost is
+    no pick under a budget that lets it race: AutoOptions(budget_s=60) then races Inductor),
+    and every backend considered with its installed version (frontend/auto_installed.py: a
+    pick made while a plugin since uninstalled or upgraded was installed is raced again)."""
     import hashlib
 
     text = json.dumps([device, precision.value, sorted((name, graph.content_hash()) for name, _, _, graph in ready),
-                       budget_s])
+                       budget_s, installed])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -398,14 +439,19 @@ def _remember(key: str, name: str, options, ready: list, on_disk: bool = True) -
 class AutoGraph:
     """Boxed callable that, on its first call, checks and times the candidates, then runs the choice."""
 
-    def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float):
-        """``budget_s``: what is left of auto's budget for checking, warming up and timing."""
+    def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float, *,
+                 compile_rest=None, session: Session | None = None):
+        """``budget_s``: what is left of auto's budget for checking, warming up and timing;
+        ``compile_rest``: compiles the candidates the budget left out ({name: CompiledGraph}),
+        raced when every compiled one is rejected; ``session``: where the user called parity."""
         self._boxed_call = True
         self.gm = gm
         self.compiled = compiled
         self.record = record
         self.remember = remember
         self.budget_s = budget_s
+        self.compile_rest = compile_rest
+        self.session = session
         self.chosen = None
         self.recorder: list | None = None  # while fast_path records a call: the outputs returned
 
@@ -423,7 +469,7 @@ class AutoGraph:
     @property
     def returns_ir_outputs(self) -> bool:
         """The chosen graph's (fast_path's direct entries call this object, which calls it)."""
-        return self.chosen is not None and self.chosen.returns_ir_outputs
+        return getattr(self.chosen, "returns_ir_outputs", False)  # None, or eager torch's run: False
 
     def positional(self, order: list[int]):
         """The chosen graph's positional call (CompiledGraph.positional), or None."""
@@ -431,40 +477,17 @@ class AutoGraph:
 
     def _decide(self, inputs: list) -> list:
         record = self.record
-        random = any(c._num_keys for c in self.compiled.values())
         started = time.perf_counter()
         start = torch.random.get_rng_state()
-        results = {}
-        for name, run in self.compiled.items():
-            torch.random.set_rng_state(start)  # every candidate draws the same keys
-            try:
-                results[name] = run(list(inputs))
-            except Exception as exc:  # a candidate that fails on real inputs is dropped, not fatal
-                self._drop(name, f"failed on the first inputs: {type(exc).__name__}: {str(exc)[:200]}")
-        after = torch.random.get_rng_state()
-        if random:
-            want = next(iter(results.values()), None)
-            arbiter = f"{next(iter(results), '?')} (the graph draws random numbers)"
-            ties = {}
-        else:
-            torch.random.set_rng_state(start)
-            want, ties = eager_outputs(self.gm, inputs)
-            stable = stable_outputs(self.gm, inputs)  # None without a sort free to order ties
-            arbiter = "eager torch"
-        exact: list | None | bool = False  # the float64 run: not made yet (False), failed (None)
-        for name, got in list(results.items()):
-            why = mismatch(got, want, ties) if want is not None else None
-            if why is not None and not random and stable is not None and mismatch(got, stable) is None:
-                why = None  # the same answer with ties kept in input order, as the IR's sort keeps them
-            if why is not None and not random:  # the second chance: closer to float64 than eager, or nearly
-                exact = float64_outputs(self.gm, inputs) if exact is False else exact
-                if exact is not None:
-                    why = mismatch_past_float64(got, want, exact, ties)
-            if why is not None:
-                self._drop(name, f"differs from {arbiter} on the first inputs: {why}")
-                del results[name]
+        arbiter = Arbiter(self.gm, inputs, start, random=any(c._num_keys for c in self.compiled.values()))
+        results = self._checked(self.compiled, inputs, arbiter)
+        if not results and self.compile_rest is not None:  # race the ones the budget left out
+            rest = self.compile_rest()
+            self.compiled.update(rest)
+            results = self._checked(rest, inputs, arbiter)
         if not results:
-            raise ParityError(f"backend='auto': no candidate matched {arbiter} on the first inputs:\n{record}")
+            return self._run_eagerly(inputs, start)
+        after = torch.random.get_rng_state()
         self._warm_up(list(results), inputs)
         times = self._time(list(results), inputs, self.budget_s - (time.perf_counter() - started))
         torch.random.set_rng_state(after)  # as if the graph had run once
@@ -473,6 +496,36 @@ class AutoGraph:
         self.remember(name)
         self.chosen = self.compiled[name]
         return list(results[name])
+
+    def _checked(self, compiled: dict, inputs: list, arbiter: Arbiter) -> dict:
+        """{name: outputs} of the candidates in ``compiled`` whose outputs on ``inputs`` match
+        the arbiter's; the others are dropped, with why."""
+        results = {}
+        for name, run in compiled.items():
+            torch.random.set_rng_state(arbiter.start)  # every candidate draws the same keys
+            try:
+                results[name] = run(list(inputs))
+            except Exception as exc:  # a candidate that fails on real inputs is dropped, not fatal
+                self._drop(name, f"failed on the first inputs: {type(exc).__name__}: {str(exc)[:200]}")
+        for name, got in list(results.items()):
+            why = arbiter.mismatch(got, results, get_backend(name), self.record.device)
+            if why is not None:
+                self._drop(name, f"differs from {arbiter.name} on the first inputs: {why}")
+                del results[name]
+        return results
+
+    def _run_eagerly(self, inputs: list, start) -> list:
+        """No candidate matched: the graph runs in eager torch from now on, with one warning."""
+        record, site = self.record, self.session.options.site if self.session is not None else None
+        locs = [in_user_code(loc, site) for loc in graph_user_locs(self.gm)]
+        rejected = [(c.name, short(c.why)) for c in record.candidates]
+        record.choice, record.runs_eagerly = None, True
+        record.source = "no candidate matched eager torch on the first inputs"
+        record.where = locs[0] if locs else site
+        warn_at(record.where, auto_fallback_text(record.kind, locs, rejected), AutoFallbackWarning)
+        self.chosen = eager_graph(self.gm)
+        torch.random.set_rng_state(start)
+        return self.chosen(list(inputs))
 
     def _warm_up(self, names: list[str], inputs: list) -> None:
         """Untimed runs, so that no candidate is timed on its slow first runs."""

@@ -11,7 +11,9 @@ the keys). Where the indices feed further ops, the outputs pass when they match 
 torch's with every sort made stable (:func:`stable_outputs`). A float output off eager's gets
 a second chance against the graph run in float64 (:func:`mismatch_past_float64`): eager's own
 float32 error sets the bar, so an ill-conditioned or analytically zero output (rounding noise
-in every backend) does not drop every candidate.
+in every backend) does not drop every candidate. At underflow scale, a difference below the
+caller's ``floors`` (per dtype: what float arithmetic there does not resolve,
+:func:`underflow_scale`) is none.
 
 Example::
 
@@ -58,6 +60,34 @@ class _Values(torch.fx.Interpreter):
         if target is _aten.view.default:
             target = _aten.reshape.default
         return super().call_function(target, args, kwargs)
+
+
+def eager_graph(gm):
+    """``gm`` as eager torch runs it, for a graph no candidate matched: a boxed callable
+    (AOTAutograd's convention: one list of inputs, which it empties), with the shape views as
+    reshapes for the reason :class:`_Values` gives.
+
+    Example::
+
+        >>> gm = torch.fx.symbolic_trace(lambda x: _aten.view.default(x.t(), [4]))
+        >>> eager_graph(gm)([torch.arange(4.0).reshape(2, 2)])
+        [tensor([0., 2., 1., 3.])]
+    """
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is _aten.view.default:
+            node.target = _aten.reshape.default
+    module = torch.fx.GraphModule(gm, graph)
+
+    def run(args: list) -> list:
+        inputs = list(args)
+        args.clear()
+        outputs = module(*inputs)
+        return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+    run._boxed_call = True
+    return run
 
 
 class _KeyRecorder(_Values):
@@ -140,9 +170,43 @@ def stable_outputs(gm, inputs: list):
         return _StableSorts(gm).run(*inputs)
 
 
-def mismatch(got, want, ties: dict | None = None) -> str | None:
+def underflow_scale(gm, inputs: list) -> float:
+    """How far the graph can carry what its arithmetic loses at underflow, as a factor on one
+    value's loss: the most terms any of its ops can accumulate into one output element (at most
+    its largest operand's size) times the largest magnitude among its float inputs (at least 1).
+
+    The contract bounds an accumulation's absolute error by n·η (η the dtype's smallest
+    subnormal), and by n·(smallest normal) for a runtime that declares flush-to-zero
+    (docs/conformance.md); an output that differs from eager's by less than that unit times
+    this scale is one that float arithmetic at underflow does not resolve (:func:`mismatch`'s
+    ``floors``). A float32 logit of 1e-36 off by 7e-39 on XLA:CPU (which flushes subnormal
+    products) is such an output; 1e-3 of a normal value never is.
+
+    Example::
+
+        >>> gm = torch.fx.symbolic_trace(lambda x, w: x @ w)
+        >>> underflow_scale(gm, [torch.ones(2, 8), torch.full((8, 3), -4.0)])
+        96.0
+    """
+    terms = max((_numel(arg.meta.get("val")) for node in gm.graph.nodes if node.op == "call_function"
+                 for arg in node.all_input_nodes), default=0)
+    terms = max(terms, *(_numel(x) for x in inputs), 1)
+    magnitude = max((float(x.detach().abs().nan_to_num(nan=0.0, posinf=0.0).max()) for x in inputs
+                     if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()), default=0.0)
+    return float(terms) * max(magnitude, 1.0)
+
+
+def _numel(value) -> int:
+    try:
+        return int(value.numel()) if isinstance(value, torch.Tensor) else 0
+    except (TypeError, RuntimeError):  # a symbolic size
+        return 0
+
+
+def mismatch(got, want, ties: dict | None = None, floors: dict | None = None) -> str | None:
     """Why outputs ``got`` are not ``want`` (None when they agree), output by output; ``ties``
-    from :func:`eager_outputs`."""
+    from :func:`eager_outputs`; ``floors``: per float dtype, an absolute difference no element is
+    held to below (the underflow floor, :func:`underflow_scale`)."""
     got = list(got) if isinstance(got, (list, tuple)) else [got]
     want = list(want) if isinstance(want, (list, tuple)) else [want]
     if len(got) != len(want):
@@ -154,7 +218,8 @@ def mismatch(got, want, ties: dict | None = None) -> str | None:
             continue
         if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
             return f"output {i} is {_describe(g)}, expected {_describe(w)}"
-        why = _index_mismatch(g, w, *ties[i]) if ties and i in ties else _value_mismatch(g, w)
+        why = _index_mismatch(g, w, *ties[i]) if ties and i in ties else \
+            _value_mismatch(g, w, (floors or {}).get(w.dtype, 0.0))
         if why is not None:
             return f"output {i}: {why}"
     return None
@@ -177,7 +242,7 @@ def _index_mismatch(got: torch.Tensor, want: torch.Tensor, keys: torch.Tensor, d
     return None
 
 
-def _value_mismatch(g: torch.Tensor, w: torch.Tensor) -> str | None:
+def _value_mismatch(g: torch.Tensor, w: torch.Tensor, floor: float = 0.0) -> str | None:
     rtol = RTOL.get(w.dtype)
     g64, w64 = g.detach().double().numpy(), w.detach().double().numpy()
     if rtol is None:
@@ -185,6 +250,9 @@ def _value_mismatch(g: torch.Tensor, w: torch.Tensor) -> str | None:
     else:
         scale = float(np.max(np.abs(w64), initial=0.0, where=np.isfinite(w64)))
         bad = ~np.isclose(g64, w64, rtol=rtol, atol=rtol * scale, equal_nan=True)
+        if floor and bad.any():  # a NaN difference is never within the floor
+            with np.errstate(invalid="ignore"):
+                bad &= ~(np.abs(g64 - w64) <= floor)
     if bad.any():
         return f"{int(bad.sum())} of {bad.size} elements off (max abs error {float(np.nanmax(np.abs(g64 - w64))):.3g})"
     return None
@@ -224,7 +292,7 @@ def float64_outputs(gm, inputs: list) -> list | None:
     return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
 
 
-def mismatch_past_float64(got, want, exact: list, ties: dict | None = None) -> str | None:
+def mismatch_past_float64(got, want, exact: list, ties: dict | None = None, floors: dict | None = None) -> str | None:
     """:func:`mismatch`, with the float64 second chance (:data:`NOISE_FACTOR`) for each float
     output that is off eager's.
 
@@ -238,9 +306,9 @@ def mismatch_past_float64(got, want, exact: list, ties: dict | None = None) -> s
     got = list(got) if isinstance(got, (list, tuple)) else [got]
     want = list(want) if isinstance(want, (list, tuple)) else [want]
     if len(got) != len(want) or len(exact) != len(want):
-        return mismatch(got, want, ties)
+        return mismatch(got, want, ties, floors)
     for i, (g, w, x) in enumerate(zip(got, want, exact)):
-        why = mismatch([g], [w], {0: ties[i]} if ties and i in ties else None)
+        why = mismatch([g], [w], {0: ties[i]} if ties and i in ties else None, floors)
         if why is None:
             continue
         why = why.replace("output 0", f"output {i}", 1)

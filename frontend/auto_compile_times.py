@@ -2,7 +2,7 @@
 
 Per (backend, device), the IR node count and seconds of its latest real compiles (not
 those served from a cache), kept in this process and in the disk cache (so a new process
-knows them). :func:`compile_floor` is a lower bound for a new graph: the longest compile
+knows them; a plugin's times under its installed version, frontend/auto_installed.py). :func:`compile_floor` is a lower bound for a new graph: the longest compile
 measured on a graph no larger. frontend/auto.py does not race a candidate whose floor
 exceeds what is left of its budget.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 
+from .auto_installed import backend_version
 from .session import AUTO
 
 # (backend, device) -> [(IR nodes, seconds)]
@@ -65,4 +66,8 @@ def record_compile(name: str, options, nodes: int, seconds: float) -> None:
 def _times_key(name: str, options) -> dict:
     from ..backends.disk_cache import cache_key, stack_versions
 
-    return cache_key("compile-times", f"{AUTO}-compile-times", options.device, [name], stack_versions(name))
+    versions = stack_versions(name)
+    installed = backend_version(name)
+    if installed != "built-in":  # a plugin's stack is its own version: times of another build are not its
+        versions = {**versions, "plugin": installed}
+    return cache_key("compile-times", f"{AUTO}-compile-times", options.device, [name], versions)

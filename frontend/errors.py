@@ -82,6 +82,34 @@ class FallbackWarning(UserWarning):
     that compiled them, listing each op and its line)."""
 
 
+class AutoFallbackWarning(FallbackWarning):
+    """``backend="auto"``: no candidate backend matched eager torch on a graph's first inputs,
+    so that graph runs in eager torch (one warning per graph, at the user's line)."""
+
+
+def auto_fallback_text(kind: str, locs: list, rejected: list[tuple[str, str]]) -> str:
+    """The :class:`AutoFallbackWarning` for a ``kind`` graph covering the user's lines ``locs``,
+    whose candidates were each rejected for the reason paired with its name (one line each).
+
+    Example::
+
+        >>> print(auto_fallback_text("backward", [], [("xla", "differs from eager torch: 3 of 8 elements off"),
+        ...                                          ("onnx", "failed on the first inputs: RuntimeError: ...")]))
+        parity: backend='auto' runs the backward graph in eager torch: no candidate backend matched eager torch
+          why: xla: differs from eager torch: 3 of 8 elements off
+               onnx: failed on the first inputs: RuntimeError: ...
+          fix: name a backend to run this graph on it anyway (parity.compile(..., backend='xla')); and please report ...
+    """
+    first, last = (locs[0], locs[-1]) if locs else (None, None)
+    span = "" if first is None else f" at {first}" if first == last else f" (your code from {first} to {last})"
+    why = "\n       ".join(f"{name}: {reason}" for name, reason in rejected) or "no candidate could run it"
+    example = rejected[0][0] if rejected else "onnx"
+    return (f"parity: backend='auto' runs the {kind} graph{span} in eager torch: no candidate backend matched eager "
+            f"torch\n  why: {why}\n  fix: name a backend to run this graph on it anyway (parity.compile(..., "
+            f"backend={example!r})); and please report it with the output of parity.explain(fn, *args): a conformant "
+            f"backend should match eager torch here")
+
+
 def dtype_not_in_ir(dtype) -> str:
     """Why a value of torch dtype ``dtype`` (complex, float8, quantized) cannot be in the IR."""
     from ..ir.dtypes import DType

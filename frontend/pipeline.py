@@ -26,7 +26,7 @@ from .per_shape import PerShapeGraph, PerShapeWarning, hinted_inputs
 from .saved_tensors import partition_recomputing_input_views
 from .session import AUTO, Session
 from .single_backend import compile_split, compile_whole
-from .source import in_user_code, loc_from_stack_trace, warn_at
+from .source import graph_user_locs, in_user_code, warn_at
 from .spectral import keep_whole
 from .status import slow_work
 
@@ -95,7 +95,7 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
         except ParityError:
             raise
         except Exception as exc:  # not ours on purpose: a bug report, never Dynamo's opaque wrapper
-            raise InternalError(kind, session.options.backend, _user_locs(gm), exc) from exc
+            raise InternalError(kind, session.options.backend, graph_user_locs(gm), exc) from exc
 
 
 def _status_message(session: Session, kind: str) -> str:
@@ -103,11 +103,6 @@ def _status_message(session: Session, kind: str) -> str:
     backend = session.options.backend
     why = " (auto: timing the candidate backends)" if backend == AUTO else f" for backend {backend!r}"
     return f"parity: compiling the {kind} graph{why}"
-
-
-def _user_locs(gm: torch.fx.GraphModule) -> list:
-    locs = (loc_from_stack_trace(n.meta.get("stack_trace")) for n in gm.graph.nodes)
-    return [loc for loc in locs if loc is not None]
 
 
 def _compile_fx_graph(gm: torch.fx.GraphModule, session: Session, kind: str, example_inputs=None):

@@ -73,6 +73,12 @@ def loc_from_stack_trace(trace: str | None) -> SourceLoc | None:
     return None
 
 
+def graph_user_locs(gm) -> list[SourceLoc]:
+    """The source lines of an FX graph's nodes, in graph order (those with a stack trace)."""
+    locs = (loc_from_stack_trace(n.meta.get("stack_trace")) for n in gm.graph.nodes)
+    return [loc for loc in locs if loc is not None]
+
+
 def definition_loc(fn) -> SourceLoc | None:
     """Where the user's function (or a module's ``forward``) is defined, or None (a builtin)."""
     code = getattr(getattr(fn, "forward", fn), "__code__", None)

@@ -131,6 +131,13 @@ ARCHITECTURES: tuple[HFSpec, ...] = (
     HFSpec("levit", "LevitForImageClassification", "LevitConfig", "image-cls", "vision",
            dict(image_size=32, hidden_sizes=[16, 32, 48], num_attention_heads=[1, 2, 3], depths=[1, 1, 1],
                 key_dim=[8, 8, 8], patch_size=16, num_labels=3), "attention biases, hardswish"),
+    HFSpec("efficientnet", "EfficientNetForImageClassification", "EfficientNetConfig", "image-cls", "vision",
+           dict(num_channels=3, image_size=32, width_coefficient=0.25, depth_coefficient=0.25, hidden_dim=320,
+                num_labels=3), "squeeze-and-excitation, SiLU, depthwise"),
+    HFSpec("mobilevit", "MobileViTForImageClassification", "MobileViTConfig", "image-cls", "vision",
+           dict(num_channels=3, image_size=32, patch_size=2, hidden_sizes=[16, 24, 32],
+                neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64], num_attention_heads=2, num_labels=3),
+           "convolutions unfolded into patches for attention"),
     # -- audio ------------------------------------------------------------------------------
     HFSpec("wav2vec2", "Wav2Vec2ForCTC", "Wav2Vec2Config", "audio-ctc", "audio",
            dict(vocab_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,

@@ -5,7 +5,14 @@ equal keys (torch's CPU sort does not keep ties in input order; the IR's sort do
 import pytest
 import torch
 
-from parity.frontend.auto_check import eager_outputs, float64_outputs, mismatch, mismatch_past_float64, stable_outputs
+from parity.frontend.auto_check import (
+    eager_outputs,
+    float64_outputs,
+    mismatch,
+    mismatch_past_float64,
+    stable_outputs,
+    underflow_scale,
+)
 
 aten = torch.ops.aten
 KEYS = torch.tensor([[3.0, 1.0, 3.0, 1.0, 2.0]])
@@ -154,3 +161,47 @@ def test_the_check_runs_views_on_layouts_the_trace_did_not_see():
     want = torch.arange(6.0).reshape(2, 3).t().reshape(-1) * 2
     assert torch.equal(eager_outputs(gm, [x])[0], want)
     assert torch.equal(float64_outputs(gm, [x])[0], want.double())
+
+
+# -- the underflow floor ----------------------------------------------------------------------------
+
+TINY = torch.finfo(torch.float32).tiny
+
+
+def test_an_output_at_underflow_scale_passes_within_its_floor_and_fails_past_it():
+    want = torch.tensor([2.3e-36, -8.8e-36, 1.7e-36])
+    got = want + 7e-39  # XLA:CPU's logits on EfficientNet, flushing the subnormal products
+    assert mismatch([got], [want]) == "output 0: 3 of 3 elements off (max abs error 7e-39)"
+    assert mismatch([got], [want], floors={torch.float32: TINY}) is None
+    assert mismatch([got], [want], floors={torch.float32: TINY / 1000}) is not None
+    assert mismatch([got], [want], floors={torch.float16: 1.0}) is not None  # the floor of another dtype
+
+
+def test_a_nan_or_an_infinity_is_never_within_the_floor():
+    want = torch.tensor([1e-39, 2e-39])
+    for wrong in (float("nan"), float("inf")):
+        got = torch.tensor([1e-39, wrong])
+        why = mismatch([got], [want], floors={torch.float32: 1e30})
+        assert why is not None and why.startswith("output 0: 1 of 2 elements off"), why
+
+
+def test_the_floor_does_not_excuse_a_relative_error_on_normal_values():
+    want = torch.linspace(-3.0, 3.0, 64)
+    got = want * (1 + 1e-3)
+    assert mismatch([got], [want], floors={torch.float32: TINY * 1e6}) is not None
+
+
+class _KeepValues(torch.fx.Interpreter):
+    """Records each node's value in its meta, as AOTAutograd's graphs carry their fake tensors."""
+
+    def run_node(self, node):
+        node.meta["val"] = super().run_node(node)
+        return node.meta["val"]
+
+
+def test_the_underflow_scale_is_the_largest_operand_times_the_largest_input_magnitude():
+    gm = torch.fx.symbolic_trace(lambda x, w: torch.sum(x * w))  # sums an 8x8 product of an 8x1 and a 1x8
+    x, w = torch.ones(8, 1), torch.full((1, 8), -4.0)
+    _KeepValues(gm).run(x, w)
+    assert underflow_scale(gm, [x, w]) == 64 * 4.0
+    assert underflow_scale(gm, [x * 1e-3, w * 1e-3]) == 64 * 1.0  # magnitudes below 1 do not shrink it
