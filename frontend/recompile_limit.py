@@ -23,7 +23,7 @@ import threading
 
 from ..ir.graph import SourceLoc
 from .errors import FrontendError
-from .graph_breaks import GraphBreakError, RecompileLimitWarning
+from .graph_breaks import GraphBreakError, Island, RecompileLimitWarning
 from .source import definition_loc, warn_at
 
 #: Dynamo's log record when a function reaches the limit (torch._dynamo.convert_frame)
@@ -34,6 +34,10 @@ _SIZE = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+
 _NUMBER = re.compile(r"(?P<name>[A-Za-z_][\w.]*) == (?P<value>[-+]?[\d.]+(?:e[-+]?\d+)?)")
 
 _PENDING = threading.local()  # the record Dynamo logged just before it raises FailOnRecompileLimitHit
+
+#: Every function that reached its limit in this process and runs in eager torch since (the
+#: warning's line and reason): ``parity.explain`` lists the one it is asked about.
+LIMIT_HITS: list[Island] = []
 
 
 class RecompileLimitError(GraphBreakError):
@@ -80,6 +84,7 @@ def warn_recompile_limit(limit: re.Match) -> None:
     """The warning for Dynamo's limit record ``limit`` (a :data:`LIMIT_RECORD` match), at the function's line."""
     loc = _limit_loc(limit)
     why, fix = explain_guard(limit["reason"], limit["limit"])
+    LIMIT_HITS.append(Island("recompile limit", loc, why))
     warn_at(loc, f"parity.compile: {loc} was compiled {limit['n']} times (Dynamo's {limit['limit']}); from now on "
                  f"Dynamo runs it in eager torch, not on the backend\n  why: {why}\n  fix: {fix}",
             RecompileLimitWarning)

@@ -49,6 +49,10 @@ def _split_then_windows(y):  # the second half of a split (getitem of a view op)
     return torch.as_strided(torch.split(y * 1, 2, dim=0)[1], (3, 4), (2, 1)) - 1
 
 
+def _read_past_a_narrowed_view(y):  # whole rows of the product, though the view keeps two columns of each
+    return torch.as_strided((y * 1)[:, :2], (3, 4), (4, 1), 2) * 2
+
+
 def _overlapping_windows(y):  # unfold: windows of 4 every 2 along the last dim
     return (y * 1).unfold(-1, 4, 2) * 2
 
@@ -66,6 +70,7 @@ CASES = [
     (_read_from_an_offset, (3, 4)),
     (_offset_within_the_product, (4, 4)),
     (_split_then_windows, (4, 5)),
+    (_read_past_a_narrowed_view, (4, 4)),
     (_overlapping_windows, (3, 10)),
     (_padded_value_windows, (8, 8, 4)),
 ]
