@@ -1,8 +1,10 @@
 """``parity.explain``: what ``parity.compile`` would capture, and where each op would run.
 
-For one call ``fn(*args)`` it reports, per graph TorchDynamo captures: the graph breaks
-and why (Dynamo's own reasons, with the user's line), the aten ops of the graph after
-AOTAutograd and the core decompositions (what parity translates), and, per backend,
+For one call ``fn(*args)`` it reports the eager islands (every piece that runs in eager
+torch, read from the same records as parity's warnings, so each has the warned line and
+reason: Dynamo's graph breaks, frames it skipped, ``strict=False`` fallbacks per aten op with
+their node count, a recompile limit reached) and, per graph TorchDynamo captures: the aten
+ops of the graph after AOTAutograd and the core decompositions (what parity translates), and, per backend,
 whether each op runs *native* (the backend claims every IR op it becomes), *decomposed*
 (some IR composite runs through its decomposition), or not at all: *unsupported* (the
 backend cannot run an IR op it needs) or *untranslatable* (parity has no translation).
