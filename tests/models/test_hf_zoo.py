@@ -32,8 +32,9 @@ CI_SUBSET = (("llama", "xla"), ("llama", "onnx"), ("mixtral", "reference"), ("mi
              ("bert", "xla"), ("t5", "onnx"), ("vit", "xla"), ("resnet", "reference"), ("whisper", "xla"),
              ("gpt2", "inductor"), ("phi3", "inductor"), ("mixtral", "auto"), ("bert", "auto"))
 
-# Longformer's global-attention check (.item()) is a graph break: its graphs on either side compile
-LONGFORMER_BACKENDS = ("xla", "onnx")
+# Longformer's global-attention check (.item()) is a graph break: its graphs on either side compile.
+# inductor took 934 s to compile its training graphs on the loaded 2-core machine: measured, not in CI
+LONGFORMER_BACKENDS = ("xla", "onnx", "auto")
 
 
 @pytest.fixture(autouse=True)
