@@ -76,6 +76,11 @@ class TranslationContext:
     def out(self) -> TensorType:
         return self.out_type()
 
+    def value_of(self, node: torch.fx.Node) -> Any:
+        """The translation of an earlier FX node of the graph (its IR value, size or constant):
+        for a translation that reads another tensor than its arguments (a view's storage root)."""
+        return self._t.env[node]
+
     def users_of_result(self, i: int) -> bool:
         """Whether result ``i`` of a multi-result op is read by any node."""
         for user in self.node.users:

@@ -1,8 +1,10 @@
 """``parity.explain``: what ``parity.compile`` would capture, and where each op would run.
 
-For one call ``fn(*args)`` it reports, per graph TorchDynamo captures: the graph breaks
-and why (Dynamo's own reasons, with the user's line), the aten ops of the graph after
-AOTAutograd and the core decompositions (what parity translates), and, per backend,
+For one call ``fn(*args)`` it reports the eager islands (every piece that runs in eager
+torch, read from the same records as parity's warnings, so each has the warned line and
+reason: Dynamo's graph breaks, frames it skipped, ``strict=False`` fallbacks per aten op with
+their node count, a recompile limit reached) and, per graph TorchDynamo captures: the aten
+ops of the graph after AOTAutograd and the core decompositions (what parity translates), and, per backend,
 whether each op runs *native* (the backend claims every IR op it becomes), *decomposed*
 (some IR composite runs through its decomposition), or not at all: *unsupported* (the
 backend cannot run an IR op it needs) or *untranslatable* (parity has no translation).
@@ -33,7 +35,7 @@ import torch
 
 from ..ir.graph import SourceLoc
 from ..ir.precision import Precision
-from .graph_breaks import short_reason, take_skipped_frames, user_loc
+from .graph_breaks import ISLAND_KINDS, Island, dynamo_breaks, take_skipped_frames
 from .session import backend_line
 from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
 from .user_errors import quiet_tracing_logs
@@ -100,6 +102,9 @@ class ExplainReport:
     precision: dict[str, str] = field(default_factory=dict)
     # for a parity.compile result: which backend runs, and why (frontend/explain.py backend_line)
     backend: str | None = None
+    # every piece that runs in eager torch (graph breaks, skipped frames, strict=False fallbacks,
+    # a recompile limit reached), each with the line and reason parity's warning gives
+    islands: list[Island] = field(default_factory=list)
 
     def ops_with(self, status: str, backend: str) -> list[str]:
         """Every aten op (over all graphs) whose status on ``backend`` is ``status``."""
@@ -117,6 +122,7 @@ class ExplainReport:
         for i, brk in enumerate(self.breaks):
             where = f" at {brk.loc}" if brk.loc else ""
             lines.append(f"break {i + 1}{where}: {brk.reason}")
+        lines.extend(islands_text(self.islands))
         width = max((len(f"{r.op} x{r.count}") for g in self.graphs for r in g.ops), default=0)
         for graph in self.graphs:
             lines.append(f"graph {graph.index} ({graph.kind}, {sum(r.count for r in graph.ops)} aten ops):")
@@ -168,21 +174,87 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
     torch._dynamo.reset()
     quiet_tracing_logs((explain.__code__,))  # Dynamo's log lines of this call become the report's
     take_skipped_frames()
+    reasons = _dynamo_reasons()
+    start = len(reasons)
     torch.compile(unwrap_compiled(fn), backend=explainer)(*args, **kwargs)
-    dynamo = explainer.output()
 
     graphs = []
     for index, aten_graphs in enumerate(captured):
         for kind, gm in aten_graphs:
             graphs.append(GraphReport(index, kind, _op_reports(gm, loaded)))
-    breaks = [GraphBreak(short_reason(r.reason), user_loc(r.user_stack))
-              for r in dynamo.break_reasons if r.graph_break]
-    skipped = take_skipped_frames()
-    if not breaks:  # a frame Dynamo gave up on (a quantized tensor): the whole call is an eager island
-        breaks = [GraphBreak(frame.why, frame.loc) for frame in skipped]
     session = getattr(fn, "session", None)
+    site = getattr(getattr(session, "options", None), "site", None)
+    # the same records, read the same way, as parity.compile's warnings (graph_breaks.BreakWatch)
+    islands = dynamo_breaks(reasons[start:], site)
+    skipped = take_skipped_frames()
+    if not islands:  # a frame Dynamo gave up on (a quantized tensor, a data-dependent gradient): all eager
+        islands = [Island("skipped frame", frame.loc, frame.why) for frame in skipped]
+    breaks = [GraphBreak(island.why, island.loc) for island in islands]
+    islands += _fallback_islands(session, graphs) + _limit_islands(fn)
     return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn),
-                         _precision_notes(fn, loaded), backend_line(session) if session is not None else None)
+                         _precision_notes(fn, loaded), backend_line(session) if session is not None else None,
+                         islands)
+
+
+def islands_text(islands: list[Island]) -> list[str]:
+    """The report's lines for its eager islands: a count per kind, then one line each."""
+    if not islands:
+        return ["eager islands: none (everything captured runs on the backend)"]
+    counts = {kind: sum(i.kind == kind for i in islands) for kind in ISLAND_KINDS}
+    lines = ["eager islands: " + ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)]
+    for island in islands:
+        where = f" at {island.loc}" if island.loc else " (no line)"
+        what = f" {island.op} ({island.count} aten nodes)" if island.op else ""
+        lines.append(f"  {island.kind}{where}:{what} {island.why}")
+    return lines
+
+
+def _dynamo_reasons() -> list:
+    from torch._dynamo.utils import graph_break_reasons
+
+    return graph_break_reasons
+
+
+def _fallback_islands(session, graphs: list[GraphReport]) -> list[Island]:
+    """strict=False: one island per aten op the backend cannot run, as the warning names it (once,
+    at its first line, frontend/session.py), with its nodes counted: in the graphs captured here,
+    and in the graphs the compiled function split so far (backward graphs among them)."""
+    options = getattr(session, "options", None)
+    if options is None or options.strict or options.backend == "auto":
+        return []
+    from .source import in_user_code
+
+    found: dict[str, Island] = {}
+
+    def add(op, loc, why, count):
+        old = found.get(op)
+        found[op] = Island("strict=False fallback", old.loc if old else in_user_code(loc, options.site),
+                           old.why if old else why, (old.count if old else 0) + count, op)
+
+    for graph in graphs:
+        for report in graph.ops:
+            eager = report.count - report.nodes_on.get(options.backend, report.count)
+            if eager:
+                add(report.op, report.loc, report.why.get(options.backend, ""), eager)
+    seen = set(found)
+    for report in session.reports:  # graphs split at calls so far; ops already counted above are not again
+        for fallback in report.fallbacks:
+            if fallback.aten_op not in seen:
+                add(fallback.aten_op, fallback.loc, fallback.why, 1)
+    return list(found.values())
+
+
+def _limit_islands(fn) -> list[Island]:
+    """The recompile limit reached by ``fn`` (Dynamo runs it in eager torch since), as warned."""
+    from .capture import unwrap_compiled
+    from .recompile_limit import LIMIT_HITS
+    from .source import definition_loc
+
+    defined = definition_loc(unwrap_compiled(fn))
+    if defined is None:
+        return []
+    hits = [hit for hit in LIMIT_HITS if (hit.loc.file, hit.loc.line) == (defined.file, defined.line)]
+    return hits[-1:]
 
 
 def _precision_notes(fn, backends: dict) -> dict[str, str]:
@@ -216,9 +288,8 @@ def _record_graph(captured: list, gm, example_inputs):
     from torch._functorch.aot_autograd import make_boxed_func
 
     from .aten_decompositions import decomposition_table
-    from .spectral import keep_whole
+    from .pipeline import run_aot
 
-    keep_whole(gm)  # as parity.compile: torch.stft / istft whole
     graphs: list = []
     captured.append(graphs)
 
@@ -230,7 +301,7 @@ def _record_graph(captured: list, gm, example_inputs):
                        inference_compiler=functools.partial(keep, "inference"),
                        bw_compiler=lambda bw_gm, _inputs: make_boxed_func(bw_gm.forward),
                        decompositions=decomposition_table())
-    return aot(gm, example_inputs)
+    return run_aot(aot, gm, example_inputs)  # as parity.compile: stft kept whole, a data-dependent size noted
 
 
 def _op_reports(gm, backends: dict) -> list[OpReport]:

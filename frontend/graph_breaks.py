@@ -75,6 +75,36 @@ def _dynamo_reasons() -> list:
     return graph_break_reasons
 
 
+class Island(NamedTuple):
+    """A piece of a compiled function that runs in eager torch: what kind, where, why. The
+    warnings parity gives and ``parity.explain``'s list are both made of these, from the
+    same records, so they name the same line and reason."""
+
+    kind: str  # one of ISLAND_KINDS
+    loc: SourceLoc | None
+    why: str
+    count: int = 1  # aten nodes, for a strict=False fallback (the warning names the op once)
+    op: str = ""  # the aten op, for a strict=False fallback
+
+
+#: What makes an eager island, in the order ``parity.explain`` lists them.
+ISLAND_KINDS = ("graph break", "skipped frame", "strict=False fallback", "recompile limit")
+
+
+def dynamo_breaks(reasons, site: SourceLoc | None = None) -> list[Island]:
+    """One island per distinct (line, reason) among Dynamo's graph-break records ``reasons``:
+    what :class:`BreakWatch` warns about and ``parity.explain`` lists, also a break with no
+    graph on either side (``torch.unique`` returned as it is)."""
+    islands, seen = [], set()
+    for reason in reasons:
+        loc = user_loc(reason.user_stack, site)
+        why = short_reason(reason.reason)
+        if (str(loc), why) not in seen:
+            seen.add((str(loc), why))
+            islands.append(Island("graph break", loc, why))
+    return islands
+
+
 class BreakWatch:
     """Warns once per graph break that Dynamo made while one compiled object was called.
 
@@ -102,13 +132,11 @@ class BreakWatch:
                     self.seen.add((str(frame.loc), frame.why))
                     warn_at(frame.loc, skipped_message(frame, self.backend_name), GraphBreakWarning)
             return
-        for reason in self.reasons[start if end > start else 0:end]:  # a reset inside the call: from 0
-            loc = user_loc(reason.user_stack, self.site)
-            why = short_reason(reason.reason)
-            if (str(loc), why) in self.seen:
+        for island in dynamo_breaks(self.reasons[start if end > start else 0:end], self.site):  # reset: from 0
+            if (str(island.loc), island.why) in self.seen:
                 continue
-            self.seen.add((str(loc), why))
-            warn_at(loc, break_message(why, loc, self.backend_name), GraphBreakWarning)
+            self.seen.add((str(island.loc), island.why))
+            warn_at(island.loc, break_message(island.why, island.loc, self.backend_name), GraphBreakWarning)
 
 
 def graph_break_error(err: BaseException, backend_name: str, site: SourceLoc | None = None) -> GraphBreakError | None:

@@ -23,7 +23,7 @@ import threading
 
 from ..ir.graph import SourceLoc
 from .errors import FrontendError
-from .graph_breaks import GraphBreakError, RecompileLimitWarning
+from .graph_breaks import GraphBreakError, Island, RecompileLimitWarning
 from .source import definition_loc, in_user_code, is_user_file, warn_at
 
 #: Dynamo's log record when a function reaches the limit (torch._dynamo.convert_frame)
@@ -34,6 +34,10 @@ _SIZE = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+
 _NUMBER = re.compile(r"(?P<name>[A-Za-z_][\w.]*) == (?P<value>[-+]?[\d.]+(?:e[-+]?\d+)?)")
 
 _PENDING = threading.local()  # the record Dynamo logged just before it raises FailOnRecompileLimitHit
+
+#: Every function that reached its limit in this process and runs in eager torch since (the
+#: warning's line and reason): ``parity.explain`` lists the one it is asked about.
+LIMIT_HITS: list[Island] = []
 
 
 class RecompileLimitError(GraphBreakError):
@@ -93,6 +97,7 @@ def warn_recompile_limit(limit: re.Match, compiled=None) -> None:
         loc = in_user_code(definition_loc(original), compiled.session.options.site) or loc
         reason = _with_parameter_names(reason, original)
     why, fix = explain_guard(reason, limit["limit"])
+    LIMIT_HITS.append(Island("recompile limit", loc, why))
     warn_at(loc, f"parity.compile: {loc} was compiled {limit['n']} times (Dynamo's {limit['limit']}); from now on "
                  f"Dynamo runs it in eager torch, not on the backend\n  why: {why}\n  fix: {fix}",
             RecompileLimitWarning)

@@ -172,7 +172,10 @@ def capture(fn, *args, **kwargs):
 def explain(fn, *args, backends=None, **kwargs):
     """What :func:`compile` would capture from ``fn(*args, **kwargs)``: graph breaks and
     why, the aten ops of each graph, and per backend which run native, decomposed, or
-    not at all. Returns an :class:`~parity.frontend.explain.ExplainReport`.
+    not at all. Returns an :class:`~parity.frontend.explain.ExplainReport`; its ``islands``
+    are every piece that runs in eager torch (graph breaks, skipped frames, ``strict=False``
+    fallbacks, a recompile limit reached), each at the line and with the reason parity's
+    warning gives.
     """
     from .frontend.explain import explain as explain_
 

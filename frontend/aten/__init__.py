@@ -6,7 +6,8 @@ translation functions ``fn(ctx, *args, **kwargs)`` (``ctx`` is a
 one module per op family, and nothing else registers entries. A module named after an
 ``ir/ops`` family translates to that family's ops (``contraction``: matmuls and
 convolutions; ``normalization``, ``pooling``, ``reduction``, ``shape``, ``indexing``,
-``attention``, ``random``); ``elementwise`` covers the unary, binary, selection and
+``attention``, ``random``); ``strided`` holds the views that pick elements by storage
+position (``as_strided``) or by overlapping windows (``unfold``); ``elementwise`` covers the unary, binary, selection and
 activation families, ``complex_numbers`` the complex-number family, ``fft`` the Fourier transforms, and ``linalg``, ``pad``, ``sampling``, ``embedding`` and
 ``custom_ops`` group aten ops that build several families' ops; ``prims`` translates the
 torch ``prims`` ops that reach aten graphs (``prims.fma``).
@@ -38,10 +39,11 @@ from . import (
     reduction,
     sampling,
     shape,
+    strided,
 )
 
-FAMILIES = (elementwise, complex_numbers, fft, shape, indexing, reduction, contraction, normalization, pooling, attention, random, linalg,
-            pad, sampling, embedding, custom_ops, prims)
+FAMILIES = (elementwise, complex_numbers, fft, shape, strided, indexing, reduction, contraction, normalization, pooling,
+            attention, random, linalg, pad, sampling, embedding, custom_ops, prims)
 
 
 def _collect() -> dict:

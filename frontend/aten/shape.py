@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...ir.dtypes import DType
 from ...ir.types import DimExpr
 from ..context import TranslationContext, unsupported
@@ -305,97 +303,6 @@ def _traced_int(ctx: TranslationContext, what: str) -> int | DimExpr:
     return dim_of(ctx.val)
 
 
-def as_strided(ctx: TranslationContext, x, size, stride, storage_offset=None):
-    """A gather over x's elements, when every storage element it reads belongs to x.
-
-    torch reads ``storage[offset + sum(i_k * stride_k)]``. The traced x's own strides say
-    which storage element each of x's (logical, row-major) elements is, so the view is a
-    gather with constant indices into flattened x. A read of storage outside x (x is a
-    view of something larger) or an x whose elements overlap has no such form.
-
-    Example: ``as_strided(arange(6.), (2, 2), (1, 2), 1)`` reads storage 1, 3, 2, 4.
-    """
-    index = _strided_index(ctx, x, tuple(ctx.out.shape), stride, storage_offset)
-    if index.size == 0:
-        return ctx.full(0, x.type.dtype, ctx.out.shape)
-    flat = ctx.reshape(x, (x.type.numel,))
-    if index.size == x.type.numel and (index == np.arange(index.size)).all():
-        return ctx.reshape(flat, ctx.out.shape)
-    picked = ctx.b.gather(flat, ctx.b.constant(index.reshape(-1)), axis=0)
-    return ctx.reshape(picked, ctx.out.shape)
-
-
-def unfold(ctx: TranslationContext, x, dimension, size, step):
-    """Windows of ``size`` elements every ``step`` along ``dimension`` (torch.stft's framing):
-    that dim becomes the window count and a last dim of ``size`` is added. One gather with
-    constant indices into flattened x (static sizes)."""
-    if not x.type.is_static:
-        unsupported("unfold with symbolic sizes")
-    axis = ctx.axis(dimension, max(x.type.rank, 1))
-    index = np.arange(x.type.numel, dtype=np.int64).reshape(x.type.shape or (1,))
-    windows = np.lib.stride_tricks.sliding_window_view(index, size, axis=axis)
-    windows = windows[(slice(None),) * axis + (slice(None, None, step),)]
-    shape = tuple(ctx.out.shape)
-    if windows.size == 0:
-        return ctx.full(0, x.type.dtype, shape)
-    flat = ctx.reshape(x, (x.type.numel,))
-    return ctx.reshape(ctx.b.gather(flat, ctx.b.constant(np.ascontiguousarray(windows).reshape(-1)), axis=0), shape)
-
-
-def as_strided_scatter(ctx: TranslationContext, x, src, size, stride, storage_offset=None):
-    """x with its strided view (as :func:`as_strided` reads it) replaced by ``src``: as_strided's
-    backward (Swin). One gather over [x, src] flattened: each element takes x's value, or src's
-    where the view covers it. A view that covers an element twice has no single answer."""
-    index = _strided_index(ctx, x, tuple(src.type.shape), stride, storage_offset)
-    if len(np.unique(index)) != index.size:
-        unsupported(f"as_strided_scatter with a view that covers an element twice (stride {list(stride)})")
-    n = x.type.numel
-    take = np.arange(n, dtype=np.int64)
-    take[index] = n + np.arange(index.size, dtype=np.int64)
-    both = ctx.b.concatenate(ctx.reshape(x, (n,)), ctx.reshape(ctx.convert(src, x.type.dtype), (index.size,)),
-                             dimension=0)
-    return ctx.reshape(ctx.b.gather(both, ctx.b.constant(take), axis=0), x.type.shape)
-
-
-def _strided_index(ctx: TranslationContext, x, shape: tuple, stride, storage_offset) -> np.ndarray:
-    """For each element of the strided view of x (row-major over ``shape``), its flat index in x."""
-    op = ctx.name.split(".")[1]  # as_strided or as_strided_scatter
-    source = ctx.node.args[0]
-    traced = source.meta.get("val")
-    if traced is None or not x.type.is_static or not all(isinstance(d, int) for d in shape):
-        unsupported(f"{op} needs static sizes and the traced input's strides")
-    if _is_view(source):  # its storage is its base's, and traced views do not record their offset
-        unsupported(f"{op} of a view ({source.target}): its storage is the viewed tensor's")
-    positions = _storage_positions(ctx, tuple(x.type.shape), traced.stride(), traced.storage_offset())
-    inverse = np.full(int(positions.max(initial=-1)) + 1, -1, np.int64)
-    inverse[positions] = np.arange(positions.size)
-    if np.count_nonzero(inverse >= 0) != positions.size:
-        unsupported(f"{op} of a tensor whose elements overlap in storage (strides {tuple(traced.stride())})")
-    offset = traced.storage_offset() if storage_offset is None else storage_offset
-    wanted = _storage_positions(ctx, shape, stride, offset)
-    if wanted.size and (wanted.min() < 0 or wanted.max() >= inverse.size or (inverse[wanted] < 0).any()):
-        unsupported(f"as_strided(size={list(shape)}, stride={list(stride)}, storage_offset={offset}) reads "
-                    f"storage outside the tensor it views ({x.type}): only views within the tensor translate")
-    return inverse[wanted] if wanted.size else np.zeros(0, np.int64)
-
-
-def _is_view(node) -> bool:
-    """Whether an FX node's result aliases its input (its schema's result has alias info)."""
-    schema = getattr(node.target, "_schema", None)
-    return node.op == "call_function" and schema is not None and any(r.alias_info is not None for r in schema.returns)
-
-
-def _storage_positions(ctx: TranslationContext, shape, stride, offset) -> np.ndarray:
-    """offset + sum(i_k * stride_k) for every index of ``shape``, row-major, flattened."""
-    stride, offset = [dim_of(s) for s in stride], dim_of(offset)
-    if any(isinstance(v, DimExpr) for v in (*stride, offset)):
-        unsupported("as_strided with symbolic strides or offset")
-    positions = np.full(shape, offset, np.int64)
-    for axis, (n, st) in enumerate(zip(shape, stride)):
-        positions += (np.arange(n, dtype=np.int64) * st).reshape((n,) + (1,) * (len(shape) - axis - 1))
-    return positions.reshape(-1)
-
-
 def assertion(ctx: TranslationContext, *_args, **_kwargs):
     """Runtime assertions emit nothing: the IR has no ops with effects (docs/frontend.md)."""
     return None
@@ -434,8 +341,6 @@ def _table():
         "sym_size.int": sym_size, "sym_numel.default": sym_numel,
         "sym_stride.int": sym_stride, "sym_storage_offset.default": sym_storage_offset,
         "sym_is_contiguous.default": sym_is_contiguous,
-        "as_strided.default": as_strided, "as_strided_copy.default": as_strided,
-        "as_strided_scatter.default": as_strided_scatter, "unfold.default": unfold,
         "_assert_async.default": assertion, "_assert_async.msg": assertion,
         "_assert_tensor_metadata.default": assertion, "_assert_scalar.default": assertion,
     })

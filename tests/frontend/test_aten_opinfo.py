@@ -39,8 +39,9 @@ OPS = {
 # samples parity declines on purpose, and words one of which its error must contain
 UNSUPPORTED = {
     "nn.functional.grid_sample": ("bicubic", "grid_sampler_3d"),  # neither is translated yet
-    "as_strided": ("reads storage outside the tensor",),
-    "nn.functional.embedding_bag": ("embedding_renorm",),  # max_norm rescales weight rows in place  # a view of a larger base reaching past the view
+    # a storage_offset into a graph input (Dynamo does not guard where the input starts), or outside it
+    "as_strided": ("reads graph input", "reads storage that no element"),
+    "nn.functional.embedding_bag": ("embedding_renorm",),  # max_norm rescales weight rows in place
 }
 
 

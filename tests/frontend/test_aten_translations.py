@@ -12,7 +12,6 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 import parity
 from parity.frontend import coverage
-from parity.frontend.errors import UnsupportedAtenOp
 from parity.frontend.tensors import to_array
 from parity.frontend.translate import fx_to_ir
 from parity.ir import evaluate
@@ -85,17 +84,6 @@ def test_grouped_mm_forward_and_backward_match_eager_and_zero_the_unrouted_rows(
     (expected * grad).sum().backward()
     torch.testing.assert_close(a.grad[:11], a2.grad[:11])
     torch.testing.assert_close(w.grad, w2.grad)
-
-
-def test_as_strided_is_a_gather_within_the_tensor_and_rejects_views():
-    x = torch.randn(12)
-    _compiled_vs_eager(lambda t: torch.as_strided(t, (3, 3), (1, 2), 1) * 2, x)
-    y = torch.randn(3, 4)
-    # t.t() * 2 keeps the transposed strides (1, 4): storage order is t's, not the logical order
-    f = lambda t: torch.as_strided(t.t() * 2, (2, 3), (1, 4), 1) + 1  # noqa: E731
-    assert torch.equal(_untraced(f, y)[0], f(y))
-    with pytest.raises(UnsupportedAtenOp, match="as_strided of a view"):  # it would read t's storage
-        _untraced(lambda t: torch.as_strided(t[1:], (2,), (1,), 0), y)
 
 
 @pytest.mark.parametrize("ord", [2, 1, math.inf, -math.inf, 0, 3, 0.5, -1.5])
@@ -221,18 +209,3 @@ def test_native_batch_norm_legit_and_atan2_out_and_strides():
     t = fx_to_ir(make_fx(stride, tracing_mode="symbolic")(torch.randn(3, 4)))
     (kind, name), _ = t.outputs
     assert kind == "sym" and t.symbols[name] == (0, 1)
-
-
-def test_as_strided_scatter_replaces_the_strided_view_and_refuses_overlap():
-    def scatter(x, s):
-        return torch.as_strided_scatter(x, s, (2, 2), (1, 3), 1)
-
-    x, s = torch.arange(8.0), torch.tensor([[10.0, 20.0], [30.0, 40.0]])
-    torch._dynamo.reset()
-    got = parity.compile(scatter, backend="reference")(x, s)
-    torch.testing.assert_close(got, scatter(x, s), rtol=0, atol=0)
-    assert got.tolist() == [0.0, 10.0, 30.0, 3.0, 20.0, 40.0, 6.0, 7.0]
-    torch._dynamo.reset()
-    overlapping = parity.compile(lambda x, s: torch.as_strided_scatter(x, s, (2, 2), (1, 1), 0), backend="reference")
-    with pytest.raises(UnsupportedAtenOp, match="covers an element twice"):
-        overlapping(x, s)

@@ -39,17 +39,20 @@ def _boolean_index(sample) -> bool:
     return any(isinstance(t, torch.Tensor) and t.dtype == torch.bool for t in indices)
 
 
-def _reads_outside(sample) -> bool:
-    """as_strided reaching storage outside its input (a view of a larger base)."""
+def _offset_into_the_input_or_outside(sample) -> bool:
+    """as_strided given a storage_offset (it counts from the start of the input's storage, which
+    a later call may move: Dynamo does not guard it), or reaching storage outside its input."""
     x, (size, stride, *rest) = sample.input, sample.args
     offset = rest[0] if rest else sample.kwargs.get("storage_offset")
-    offset = x.storage_offset() if offset is None else offset
+    if offset is not None:
+        return True
     low = x.storage_offset()
     high = low + sum((n - 1) * st for n, st in zip(x.shape, x.stride()))
-    reach = offset + sum((n - 1) * st for n, st in zip(size, stride))
-    return 0 not in size and (offset < low or reach > high)
+    reach = low + sum((n - 1) * st for n, st in zip(size, stride))
+    return 0 not in size and reach > high
 
 
+_MOVABLE = "a storage_offset into a graph input counts from its storage's start, which a later call may move"
 #: OpInfo → (which samples parity declines, why). Such a sample must be declined (a
 #: ParityError, or an EagerFallback where Dynamo itself leaves the op to eager torch);
 #: one that runs instead fails, so the list cannot go stale.
@@ -60,8 +63,10 @@ REFUSED = {
     # values' gradient, grad[mask], has the data-dependent size.
     "index_put": (_boolean_index, "the values' gradient grad[mask] has a data-dependent shape (aten.nonzero), "
                                   "run by torch"),
-    "as_strided.partial_views": (_reads_outside, "a traced view has lost its storage offset and base"),
-    "as_strided": (_reads_outside, "a traced view has lost its storage offset and base"),
+    "as_strided.partial_views": (_offset_into_the_input_or_outside, _MOVABLE),
+    "as_strided": (_offset_into_the_input_or_outside, _MOVABLE),
+    "as_strided_scatter": (lambda s: s.kwargs.get("storage_offset", s.args[3] if len(s.args) > 3 else None) is not None,
+                           _MOVABLE),
     # tensor repeats: without output_size the size depends on the data (Dynamo runs it in torch);
     # with it, aten.repeat_interleave.Tensor has no translation yet (the zoo repeats by an int)
     "repeat_interleave": (lambda s: isinstance(s.kwargs.get("repeats", s.args[0] if s.args else None), torch.Tensor),
