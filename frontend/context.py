@@ -25,6 +25,7 @@ import torch.fx
 
 from ..ir.dtypes import DType
 from ..ir.graph import Value
+from ..ir.ops.rules import dims_differ
 from ..ir.types import DimExpr, TensorType
 from .sizes import UntranslatedCase, dim_of, shape_of
 from .tensors import IR_TO_TORCH, ir_dtype
@@ -127,6 +128,27 @@ class TranslationContext:
     def reshape(self, x: Value, shape: Sequence) -> Value:
         shape = tuple(shape)
         return x if x.type.shape == shape else self.b.reshape(x, shape=shape)
+
+    def assume_shape(self, x: Value, shape: Sequence, what: str) -> Value:
+        """``x`` typed as ``shape``, for an op whose operands must agree in sizes that torch
+        never compared (Dynamo gave a KV cache's keys and values separate symbols, equal at
+        run time). Each dim that differs only by symbol becomes a graph assumption
+        (``s94+1 == s87+1``, checked when sizes are bound: unequal sizes raise naming
+        ``what``), and a reshape gives ``x`` the symbols of ``shape`` from here on.
+        Dims that can never be equal are not assumed: :class:`UntranslatedCase`."""
+        shape = tuple(shape)
+        if x.type.shape == shape:
+            return x
+        if x.type.rank != len(shape):
+            raise UntranslatedCase(f"{what}: {x.type} must have rank {len(shape)}")
+        where = f"{self.name}" + (f" at {self.b.loc}" if self.b.loc is not None else "")
+        for have, want in zip(x.type.shape, shape):
+            if have == want:
+                continue
+            if dims_differ(have, want):
+                raise UntranslatedCase(f"{what}: size {have} of {x.type} can never equal {want}")
+            self.b.assume("==", have, want, f"{where}: {what}")
+        return self.b.reshape(x, shape=shape)
 
     def promote(self, *args: Any, kind: str = "DEFAULT") -> tuple[DType, DType]:
         """(computation dtype, result dtype) by torch's elementwise promotion rules.
