@@ -74,7 +74,13 @@ class TorchCandidate(Candidate):
     def wrap(self, fn: Callable) -> Callable:
         return fn
 
+    def compile_program(self, fn: Callable) -> Callable:
+        """How this candidate compiles a program's hot function (a model's forward)."""
+        return self.wrap(fn)
+
     def prepare(self, case: Case, threads: int) -> Callable[[], Any]:
+        if case.program is not None:
+            return case.program(self.compile_program)
         fn = self.wrap(case.torch_fn)
         if not case.training:
             inputs = case.inputs
@@ -107,6 +113,9 @@ class Inductor(TorchCandidate):
     def wrap(self, fn):
         return torch.compile(fn, backend="inductor", dynamic=False)
 
+    def compile_program(self, fn):
+        return torch.compile(fn, backend="inductor")  # as a user writes it: automatic dynamic
+
 
 class JaxJit(Candidate):
     key, label, anchor = "jax", "jax.jit", True
@@ -119,6 +128,8 @@ class JaxJit(Candidate):
     def prepare(self, case: Case, threads: int) -> Callable[[], Any]:
         import jax
 
+        if case.program is not None:
+            raise NotApplicable("a torch program (generate()) has no hand-written JAX twin")
         device = jax.devices("cpu")[0]
         arrays = [jax.device_put(t.detach().numpy(), device) for t in case.inputs]
         fn = jax.jit(case.jax_fn)
@@ -178,6 +189,8 @@ class OnnxRuntime(Candidate):
         import torch.onnx._internal.exporter._core  # noqa: F401
 
     def prepare(self, case: Case, threads: int) -> Callable[[], Any]:
+        if case.program is not None:
+            raise NotApplicable("torch.onnx.export exports one function, not a generate() loop")
         if case.training:
             raise NotApplicable("torch.onnx.export exports inference graphs only")
         model, self.note = export_onnx(case)

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options, shared by both entry points."""
     parser.add_argument("--workloads", type=_names, default=None,
                         help="comma-separated, from: tiny, mlp, encoder, encoder_train, chain, sigmoid_chain, "
-                             "softmax_ln, convnet (default: all)")
+                             "softmax_ln, convnet, decode_dynamic, decode_static (default: all)")
     parser.add_argument("--backends", type=_names, default=None,
                         help="parity backends, comma-separated (default: every installed backend)")
     parser.add_argument("--anchors", type=_names, default=None,

@@ -113,6 +113,8 @@ def _run_workload(name: str, candidates: Sequence[Candidate], quick: bool, threa
         result.update(median_s=median(times), times_s=times)
         if workload.report_gbps and case.bytes:
             result["gbps"] = case.bytes / result["median_s"] / 1e9
+        if case.tokens:
+            result["tokens_per_s"] = case.tokens / result["median_s"]
     anchors = {label: r["median_s"] for label, r in entry["results"].items() if r["anchor"] and "median_s" in r}
     entry["best_anchor"] = min(anchors, key=anchors.get) if anchors else None
     for result in entry["results"].values():

@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from jax import lax
 
+from .decode import decode_program
+
 HEADS = 4  # the transformer block's attention heads (d=256 → 64 per head)
 F32 = 4  # bytes per float32 element
 
@@ -43,6 +45,10 @@ class Case:
     n_data: int  # inputs[n_data:] are parameters (what a training step differentiates)
     training: bool = False
     shape: str = ""  # human-readable sizes for the report
+    # A whole program instead of one function call (bench/decode.py): ``program(compile)``
+    # compiles its hot function with ``compile`` and returns the call that is timed.
+    program: Callable | None = None
+    tokens: int | None = None  # tokens one call generates: the report gives tokens/s
 
 
 @dataclass(frozen=True)
@@ -245,6 +251,17 @@ def _convnet(quick=False) -> Case:
                 n_data=1, shape=f"b{bsz} 3×{hw}×{hw}")
 
 
+# -- decode: generate() with a compiled forward (bench/decode.py) ----------------------------
+
+
+def _decode(cache: str):
+    def build(quick=False) -> Case:
+        program, tokens, shape = decode_program(cache, quick)
+        return Case(None, None, (), None, None, n_data=0, shape=shape, program=program, tokens=tokens)
+
+    return build
+
+
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("tiny", "x + 1 on 4 floats (per-call overhead)", _tiny),
     Workload("mlp", "MLP forward, GELU", _mlp),
@@ -255,4 +272,6 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("sigmoid_chain", "elementwise chain sigmoid(1.5x+2)·x−√|x|", _sigmoid_chain, report_gbps=True),
     Workload("softmax_ln", "row softmax + layer norm", _softmax_ln, report_gbps=True),
     Workload("convnet", "conv net forward (2 conv+relu+pool, linear)", _convnet),
+    Workload("decode_dynamic", "GPT-2 generate(), greedy, dynamic KV cache (grows per token)", _decode("dynamic")),
+    Workload("decode_static", "GPT-2 generate(), greedy, static KV cache", _decode("static")),
 )}

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.fx
 
+from ..ir.dims import monomials
 from ..ir.dtypes import DType
 from ..ir.graph import Value
 from ..ir.ops.rules import dims_differ
@@ -111,8 +112,27 @@ class TranslationContext:
         if isinstance(x, Value):
             return self.convert(x, dtype)
         if isinstance(x, DimExpr):
-            raise UntranslatedCase(f"the symbolic size {x} used as a tensor value")
+            return self.convert(self.size_value(x), dtype)
         return self.const(x, dtype)
+
+    def size_value(self, dim) -> Value:
+        """A size (an int or an expression over symbols: ``s3-3``) as an ``i64[]`` tensor, for
+        code that computes with sizes (``torch.arange(n, n + 3)``, a sliding window's offset).
+        The IR has no op that reads a dim: a symbol is the sum of that many ones, a quotient
+        or remainder atom likewise (it is never negative), and the polynomial is evaluated
+        in int64 arithmetic, so a negative value (``s3-3`` at ``s3 = 1``) is exact."""
+        i64 = DType.int64
+        if isinstance(dim, int):
+            return self.const(dim, i64)
+        b, total = self.b, None
+        for coeff, factors in monomials(dim):
+            term = self.const(coeff, i64)
+            for factor, power in factors:
+                count = b.reduce_sum(self.full(1, i64, (factor,)), axes=(0,))
+                for _ in range(power):
+                    term = b.mul(term, count)
+            total = term if total is None else b.add(total, term)
+        return total
 
     def broadcast(self, x: Value, shape: Sequence) -> Value:
         """Numpy-style broadcast of ``x`` to ``shape`` (trailing dims aligned)."""

@@ -90,6 +90,9 @@ _OPERATORS = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//", "mod": "%", 
 _SIZE_ARITHMETIC = {operator.mul: operator.mul, operator.add: operator.add, operator.sub: operator.sub,
                     operator.floordiv: operator.floordiv, operator.mod: operator.mod, operator.neg: operator.neg}
 
+# FX nodes that pick the larger or smaller of two sizes: the IR op on their size values.
+_SIZE_EXTREMES = {torch.sym_max: "max", torch.sym_min: "min"}
+
 
 def fx_to_ir(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None = None, *,
              name: str = "main", claims: Callable[[Node], str | None] | None = None,
@@ -137,6 +140,8 @@ class _Translator:
                 self.env[node] = self.env[base][index]
             elif node.op == "call_function" and node.target in _SIZE_ARITHMETIC:
                 self.env[node] = self._size_arithmetic(node, loc)
+            elif node.op == "call_function" and node.target in _SIZE_EXTREMES:
+                self.env[node] = self._size_extreme(node, loc)
             elif node.op == "call_function":
                 foreign = foreign_dtype(node)
                 if foreign is not None:  # complex, float8, quantized: no IR value can hold it
@@ -212,6 +217,15 @@ class _Translator:
             if expected != dim:  # the IR's arithmetic and torch's sympy agree, or it is a bug
                 raise TranslationBug(f"{node.target.__name__} at {loc}: the IR computes {dim}, torch {expected}")
         return dim
+
+    def _size_extreme(self, node, loc):
+        """``torch.sym_max(s3 - 3, 0)`` (a sliding window's offset): no IR dim is a maximum, so
+        the result is an ``i64[]`` tensor value, which tensor arithmetic takes (``arange + offset``);
+        a use as a size is an error of that use, never a guess."""
+        ctx = TranslationContext(self, node, aten_name(node.target))
+        with self.b.location(loc):
+            a, b = (ctx.value(self.env[a] if isinstance(a, torch.fx.Node) else a, DType.int64) for a in node.args)
+            return getattr(self.b, _SIZE_EXTREMES[node.target])(a, b)
 
     def _constant(self, node):
         """A tensor held by the GraphModule (a captured constant) becomes an IR constant."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .architectures import get_architecture
-from .check import build
+from .check import build, compiler_for
 
 #: Decoder LMs of the zoo that generate() is checked on (their tiny configs: architectures.py).
 GENERATION_MODELS = ("gpt2", "llama", "mistral", "qwen2", "phi3", "gemma", "gpt-neox", "opt", "falcon",
@@ -122,9 +122,7 @@ def build_decoder(name: str, seed: int = 0):
 
 def check_generation(name: str, backend: str, cache: str = "dynamic", seed: int = 0) -> GenerationCheck:
     """Greedy and sampled ``generate()`` of model ``name`` with its forward compiled by parity on
-    ``backend``, against eager's tokens and torch.compile's captures (module docstring)."""
-    import parity
-
+    ``backend`` (strict: an op that would run in eager torch is an error), against eager's tokens and torch.compile's captures (module docstring)."""
     model, prompt = build_decoder(name, seed)
     result = GenerationCheck(name, backend, cache)
     result.eager = _generate(model, prompt, cache, seed)
@@ -132,7 +130,7 @@ def check_generation(name: str, backend: str, cache: str = "dynamic", seed: int 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result.compiled, result.captures = _compiled(
-            model, lambda f: parity.compile(f, backend=backend), prompt, cache, seed)
+            model, compiler_for(backend, strict=True), prompt, cache, seed)
     result.warnings = [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught
                        if w.category.__module__.startswith("parity")]
     return result

@@ -240,8 +240,9 @@ def fill(ctx: TranslationContext, x, value):
 
 
 def arange(ctx: TranslationContext, *args, **_kwargs):
-    """start + step * i, computed like torch (double for floats, exact for integers)."""
-    numbers = [a for a in args if isinstance(a, (int, float))]
+    """start + step * i, computed like torch (double for floats, exact for integers). A
+    symbolic start or step (``torch.arange(n, n + 3)``) is a size value (ctx.size_value)."""
+    numbers = [a for a in args if isinstance(a, (int, float, DimExpr)) and not isinstance(a, bool)]
     start, step = 0, 1
     if len(numbers) >= 2:
         start = numbers[0]
@@ -252,9 +253,9 @@ def arange(ctx: TranslationContext, *args, **_kwargs):
     wide = DType.float64 if out.dtype.is_float or any(isinstance(v, float) for v in (start, step)) else DType.int64
     counts = ctx.b.iota(dtype=wide, shape=(n,), dimension=0)
     if step != 1:
-        counts = ctx.b.mul(counts, ctx.full(step, wide, (n,)))
+        counts = ctx.b.mul(counts, ctx.broadcast(ctx.value(step, wide), (n,)))
     if start != 0:
-        counts = ctx.b.add(counts, ctx.full(start, wide, (n,)))
+        counts = ctx.b.add(counts, ctx.broadcast(ctx.value(start, wide), (n,)))
     return ctx.convert(counts, out.dtype)
 
 
