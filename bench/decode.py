@@ -1,4 +1,4 @@
-"""The decode workloads: ``model.generate()`` of a small GPT-2 with its forward compiled.
+"""The decode workloads: ``model.generate()`` of a small GPT-2 (or Llama) with its forward compiled.
 
 What a user does: ``model.forward = compile(model.forward)``, then ``model.generate(...)``.
 The timed call is one greedy ``generate()`` of :data:`NEW_TOKENS` tokens from a fixed prompt
@@ -36,24 +36,41 @@ def _gpt2(quick: bool):
     return transformers.GPT2LMHeadModel(config).eval()
 
 
-def decode_program(cache: str, quick: bool = False) -> tuple[Callable, int, str]:
-    """``(program, tokens, shape)``: ``program(compile)`` compiles a fresh model's forward with
-    ``compile`` and returns the call that generates ``tokens`` tokens."""
+def _llama(quick: bool):
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    layers, width = (2, 64) if quick else (4, 128)
+    config = transformers.LlamaConfig(num_hidden_layers=layers, hidden_size=width, intermediate_size=2 * width,
+                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=512,
+                                      max_position_embeddings=128, bos_token_id=0, eos_token_id=1)
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+#: The decoder models by name: GPT-2 (learned positions, MHA) and a Llama (RoPE, GQA, RMSNorm).
+MODELS = {"gpt2": ("GPT-2", _gpt2), "llama": ("Llama", _llama)}
+
+
+def decode_program(cache: str, quick: bool = False, model: str = "gpt2") -> tuple[Callable, int, str]:
+    """``(program, tokens, shape)``: ``program(compile)`` compiles a fresh ``model``'s forward
+    (:data:`MODELS`) with ``compile`` and returns the call that generates ``tokens`` tokens."""
+    title, make = MODELS[model]
     tokens = NEW_TOKENS[quick]
     kwargs: dict[str, Any] = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, pad_token_id=0)
     if cache == "static":
         kwargs["cache_implementation"] = "static"
 
     def program(compile_forward: Callable[[Callable], Callable]) -> Callable[[], torch.Tensor]:
-        model = _gpt2(quick)
+        lm = make(quick)
         prompt = torch.randint(2, 512, (1, PROMPT), generator=torch.Generator().manual_seed(0))
-        model.forward = compile_forward(model.forward)
+        lm.forward = compile_forward(lm.forward)
 
         def generate():
             with torch.no_grad():
-                return model.generate(prompt, **kwargs)
+                return lm.generate(prompt, **kwargs)
 
         return generate
 
-    name = "GPT-2 2×64" if quick else "GPT-2 4×128"
-    return program, tokens, f"{name}, prompt {PROMPT} + {tokens} tokens, {cache} cache"
+    size = "2×64" if quick else "4×128"
+    return program, tokens, f"{title} {size}, prompt {PROMPT} + {tokens} tokens, {cache} cache"
