@@ -84,11 +84,13 @@ def table_key(target: Any) -> str:
 
 
 # Python's operators on SymInts, as the expression they build (for error messages).
-_OPERATORS = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//", "mod": "%", "truediv": "/", "neg": "-"}
+_OPERATORS = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//", "mod": "%", "truediv": "/", "neg": "-",
+              "sym_sum": "+"}
 
 # FX nodes that compute a size from sizes (s6 * 4): the same operator on IR dims.
 _SIZE_ARITHMETIC = {operator.mul: operator.mul, operator.add: operator.add, operator.sub: operator.sub,
-                    operator.floordiv: operator.floordiv, operator.mod: operator.mod, operator.neg: operator.neg}
+                    operator.floordiv: operator.floordiv, operator.mod: operator.mod, operator.neg: operator.neg,
+                    torch.sym_sum: lambda *sizes: sum(sizes, 0)}
 
 # FX nodes that pick the larger or smaller of two sizes: the IR op on their size values.
 _SIZE_EXTREMES = {torch.sym_max: "max", torch.sym_min: "min"}
@@ -205,6 +207,8 @@ class _Translator:
     def _size_arithmetic(self, node, loc):
         """``s6 * 4`` on symbolic sizes (a SymInt node): the same arithmetic on IR dims."""
         args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args]
+        if node.target is torch.sym_sum:  # sym_sum([a, b, c]): one list of sizes
+            args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args[0]]
         if not all(isinstance(a, (int, DimExpr)) and not isinstance(a, bool) for a in args):
             symbol = _OPERATORS.get(node.target.__name__, node.target.__name__)
             raise UnsupportedAtenOp(aten_name(node.target), loc,

@@ -29,6 +29,13 @@ def _compiler(name: str):
     return lambda f: parity.compile(f, backend=name)
 
 
+def _xla_compiles() -> int:
+    """XLA executables compiled so far (one per graph and concrete shape)."""
+    from parity.backends.registry import get_backend
+
+    return get_backend("xla").compile_count
+
+
 def main(argv: list[str]) -> None:
     from torch._dynamo.utils import counters
 
@@ -43,12 +50,14 @@ def main(argv: list[str]) -> None:
         program, tokens, shape = decode_program(cache, quick, model)
         want = program(lambda f: f)()
         print(f"\n{shape}", flush=True)
-        print("| candidate | tokens equal | captures | backend compiles | first generate() s | steady tokens/s |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("| candidate | tokens equal | captures | backend compiles | XLA compiles | first generate() s "
+              "| steady tokens/s |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
         for name in names:
             torch._dynamo.reset()
             counters.clear()
             compiles_before = STATS.get("backend_compiles", 0)
+            xla_before = _xla_compiles()
             try:
                 call = program(_compiler(name))
                 t0 = time.perf_counter()
@@ -61,10 +70,11 @@ def main(argv: list[str]) -> None:
                     times.append(time.perf_counter() - t0)
                 equal = torch.equal(got, want) and torch.equal(again, want)
                 row = (f"| {name} | {'yes' if equal else 'NO'} | {counters['stats']['unique_graphs']} | "
-                       f"{STATS.get('backend_compiles', 0) - compiles_before} | {first:.2f} | "
+                       f"{STATS.get('backend_compiles', 0) - compiles_before} | {_xla_compiles() - xla_before} | "
+                       f"{first:.2f} | "
                        f"{tokens / statistics.median(times):.1f} |")
             except Exception as exc:  # a failing candidate is a row, not the end of the study
-                row = f"| {name} | error: {type(exc).__name__}: {str(exc).splitlines()[0][:160]} | | | | |"
+                row = f"| {name} | error: {type(exc).__name__}: {str(exc).splitlines()[0][:160]} | | | | | |"
             print(row, flush=True)
 
 

@@ -43,3 +43,17 @@ def test_size_value_of_an_expression_is_its_value_with_negative_terms():
     (got,) = evaluate(ctx.b.build([value]), [torch.zeros(5).numpy()])
     assert int(got) == 2 * 25 - 2 - 7
     assert x is not None
+
+
+def _summed(x, y, z):
+    # what torch emits for a sum of several sizes (Falcon's generate() has one)
+    return torch.zeros(torch.sym_sum([x.shape[0], y.shape[0], z.shape[0]])) + 1
+
+
+def test_sym_sum_of_sizes_is_a_size():
+    compiled = parity.compile(_summed, backend="reference")
+    first = [torch.zeros(n) for n in (2, 3, 4)]
+    for t in first:
+        torch._dynamo.mark_dynamic(t, 0)
+    assert compiled(*first).shape == (9,)
+    assert compiled(torch.zeros(5), torch.zeros(6), torch.zeros(7)).shape == (18,)
