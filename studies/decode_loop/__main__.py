@@ -5,7 +5,8 @@ Question: with ``model.forward = compile(model.forward)``, how fast is ``model.g
 torch.compile (Inductor, its default automatic dynamic), with a dynamic and a static KV
 cache? And how many compiles does each pay (xla compiles an executable per concrete shape)?
 
-Run: ``python -m studies.decode_loop gpt2 eager,torch-inductor,onnx,xla,inductor,auto [--full]``
+Run: ``python -m studies.decode_loop gpt2 eager,torch-inductor,onnx,xla,inductor,auto [--full]
+[--static-only | --dynamic-only]``
 (one process per model: every candidate on the same machine state; medians after warm-up).
 Results: studies/decode_loop/results.md.
 """
@@ -43,8 +44,8 @@ def main(argv: list[str]) -> None:
     from parity.frontend import STATS
 
     model, names, quick = argv[0], argv[1].split(","), "--full" not in argv
-    caches = [c for c in ("dynamic", "static") if f"--{c}-only" not in argv and
-              not any(a.endswith("-only") and a != f"--{c}-only" for a in argv)]
+    only = [c for c in ("dynamic", "static") if f"--{c}-only" in argv]
+    caches = only or ["dynamic", "static"]
     torch.set_num_threads(1)  # tiny models: one thread, and a shared machine does not stall a pool
     for cache in caches:
         program, tokens, shape = decode_program(cache, quick, model)
