@@ -112,6 +112,7 @@ class Inductor(TorchCandidate):
         return torch.compile(fn, backend="inductor", dynamic=False)
 
 
+
 class JaxJit(Candidate):
     key, label, anchor = "jax", "jax.jit", True
 

@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="workloads whose cold compile and peak memory are measured in fresh processes "
                              "(default: encoder when selected, else the first workload; 'none' for none)")
     parser.add_argument("--programs", type=_names, default=None,
-                        help="programs (loops whose shapes change), comma-separated, from: serving "
-                             "(default: all, unless --workloads names some; 'none' for none)")
+                        help="programs (loops whose shapes change), comma-separated, from: serving, decode_dynamic, "
+                             "decode_static (default: all, unless --workloads names some; 'none' for none)")
     parser.add_argument("--json", metavar="PATH", help="write the full record as JSON")
     parser.add_argument("--chart", metavar="PATH", help="write a PNG chart")
     parser.add_argument("--markdown", metavar="PATH", help="write the tables as Markdown")

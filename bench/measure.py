@@ -80,7 +80,7 @@ def check_outputs(got: Sequence[np.ndarray], want: Sequence[np.ndarray], rtol: f
     Each element must satisfy |got − want| ≤ rtol·|want| + rtol·max|want|: relative error
     ``rtol``, with an absolute floor scaled to the output so that an element that
     cancels to near zero (sums of thousands of products) is not judged by its own tiny
-    magnitude. NaN must match NaN.
+    magnitude. NaN must match NaN. Integer and bool outputs (generated tokens) must be equal.
     """
     if len(got) != len(want):
         return f"{len(got)} outputs, expected {len(want)}"
@@ -90,6 +90,13 @@ def check_outputs(got: Sequence[np.ndarray], want: Sequence[np.ndarray], rtol: f
             return f"output {i} has shape {list(g.shape)}, expected {list(w.shape)}"
         if g.dtype != w.dtype:
             return f"output {i} is {g.dtype}, expected {w.dtype}"
+        if not np.issubdtype(w.dtype, np.inexact):  # integers (generated tokens), bools: exact
+            if not np.array_equal(g, w):
+                bad = g != w
+                j = np.unravel_index(int(np.argmax(bad)), bad.shape)
+                return (f"output {i}: {int(bad.sum())} of {bad.size} elements differ "
+                        f"(first at {list(map(int, j))}: {g[j]} vs {w[j]})")
+            continue
         g64, w64 = g.astype(np.float64), w.astype(np.float64)
         scale = float(np.max(np.abs(w64), initial=0.0, where=np.isfinite(w64)))
         bad = ~np.isclose(g64, w64, rtol=rtol, atol=rtol * scale, equal_nan=True)

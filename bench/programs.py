@@ -80,9 +80,32 @@ def _serving(quick: bool = False) -> ProgramCase:
                        sizes=tuple(sorted(set(sizes))))
 
 
+# -- decode: generate() with a compiled forward, the KV cache growing or static (bench/decode.py) --
+
+
+def _decode(cache: str) -> Callable[..., ProgramCase]:
+    def build(quick: bool = False) -> ProgramCase:
+        from .decode import PROMPT, decode_program
+
+        program, tokens, shape = decode_program(cache, quick)
+
+        def setup(compile_with):
+            generate = program(compile_with)
+            return lambda: ([generate()], tokens)
+
+        # the shapes a run meets: prefill and every cache length (dynamic), or prefill and one step (static)
+        sizes = tuple(range(PROMPT, PROMPT + tokens)) if cache == "dynamic" else (PROMPT, 1)
+        return ProgramCase(setup, unit="tokens", shape=shape, sizes=sizes)
+
+    return build
+
+
 PROGRAMS: dict[str, Program] = {
     "serving": Program("serving", "a service's varying batch: one compiled model, batch sizes drawn from 1–64",
                        _serving),
+    "decode_dynamic": Program("decode_dynamic", "GPT-2 generate(), greedy, dynamic KV cache (grows per token)",
+                              _decode("dynamic")),
+    "decode_static": Program("decode_static", "GPT-2 generate(), greedy, static KV cache", _decode("static")),
 }
 
 
@@ -164,6 +187,10 @@ def _mismatch(got: list[torch.Tensor], want: list[torch.Tensor], case: ProgramCa
     for k, (g, w) in enumerate(zip(got, want)):
         if g.shape != w.shape or g.dtype != w.dtype:
             return f"output {k}: {g.dtype}{list(g.shape)}, eager {w.dtype}{list(w.shape)}"
+        if not g.is_floating_point():  # generated tokens: equal, or wrong
+            if not torch.equal(g, w):
+                return f"output {k}: {int((g != w).sum())} of {w.numel()} elements differ"
+            continue
         if not np.allclose(g.detach().numpy(), w.detach().numpy(), rtol=case.rtol, atol=case.atol, equal_nan=True):
             return f"output {k}: max abs difference {(g - w).abs().max().item():.3g}"
     return ""

@@ -174,7 +174,6 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
             state[name] = constants[spec.target]
         else:
             placeholder_names.append(f"input {next(user_names)}")
-    refuse_size_values(translation, fn)
     input_names = [placeholder_names[j] for j in translation.inputs]
     input_names += [f"key {k}" for k in range(translation.num_keys)]
 
@@ -195,18 +194,6 @@ def capture_program(fn, *args, dynamic_shapes=None, **kwargs) -> CapturedProgram
             output_names.append(f"output {len(output_paths)}")
             output_paths.append(path)
     return CapturedProgram(graph, input_names, output_names, state, output_paths, notes)
-
-
-def refuse_size_values(translation, fn) -> None:
-    """A captured graph is called by other programs with the user's inputs alone, so a size it uses
-    as a tensor value (``parity.compile`` feeds those per call: Translation.size_values) is refused."""
-    if translation.size_values:
-        sizes = ", ".join(str(s) for s in translation.size_values)
-        raise FrontendError(
-            f"{_graph_name(fn)} cannot be captured as one graph: it uses the symbolic size {sizes} as a tensor value "
-            f"(an int that depends on a dynamic dim, e.g. arange(past, past + seq))\n"
-            f"  why: a captured or exported graph takes the user's tensors alone, and no IR op reads a size as a "
-            f"value\n  fix: pass that number as a tensor input, or keep that dim static; parity.compile runs it as it is")
 
 
 def _locate_in_user_code(graph: Graph, site) -> None:

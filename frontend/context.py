@@ -23,8 +23,10 @@ import numpy as np
 import torch
 import torch.fx
 
+from ..ir.dims import monomials
 from ..ir.dtypes import DType
 from ..ir.graph import Value
+from ..ir.ops.rules import dims_differ
 from ..ir.types import DimExpr, TensorType
 from .sizes import UntranslatedCase, dim_of, shape_of
 from .tensors import IR_TO_TORCH, ir_dtype
@@ -114,9 +116,34 @@ class TranslationContext:
         """A Value of ``dtype`` from a Value (converted) or a Python scalar (a constant)."""
         if isinstance(x, Value):
             return self.convert(x, dtype)
-        if isinstance(x, DimExpr):  # its value at each call: an IR input (Translation.size_values)
-            return self.convert(self._t.size_value(x), dtype)
+        if isinstance(x, DimExpr):
+            return self.convert(self.size_value(x), dtype)
         return self.const(x, dtype)
+
+    def size_value(self, dim) -> Value:
+        """A size (an int or an expression over symbols: ``s3-3``) as an ``i64[]`` tensor, for
+        code that computes with sizes (``torch.arange(n, n + 3)``, a sliding window's offset).
+
+        Under ``parity.compile`` it is an IR input that the call computes from the bound sizes
+        (Translation.size_values): exact for any int, a negative int argument included. A graph
+        that other programs call with the user's tensors alone (capture, export) computes it:
+        the IR has no op that reads a dim, so a symbol is the sum of that many ones (a dim is
+        never negative), a quotient or remainder atom likewise, and the polynomial is evaluated
+        in int64 arithmetic, so a negative value (``s3-3`` at ``s3 = 1``) is exact."""
+        i64 = DType.int64
+        if isinstance(dim, int):
+            return self.const(dim, i64)
+        if self._t.sizes_as_inputs:
+            return self._t.size_input(dim)
+        b, total = self.b, None
+        for coeff, factors in monomials(dim):
+            term = self.const(coeff, i64)
+            for factor, power in factors:
+                count = b.reduce_sum(self.full(1, i64, (factor,)), axes=(0,))
+                for _ in range(power):
+                    term = b.mul(term, count)
+            total = term if total is None else b.add(total, term)
+        return total
 
     def broadcast(self, x: Value, shape: Sequence) -> Value:
         """Numpy-style broadcast of ``x`` to ``shape`` (trailing dims aligned)."""
@@ -132,6 +159,27 @@ class TranslationContext:
     def reshape(self, x: Value, shape: Sequence) -> Value:
         shape = tuple(shape)
         return x if x.type.shape == shape else self.b.reshape(x, shape=shape)
+
+    def assume_shape(self, x: Value, shape: Sequence, what: str) -> Value:
+        """``x`` typed as ``shape``, for an op whose operands must agree in sizes that torch
+        never compared (Dynamo gave a KV cache's keys and values separate symbols, equal at
+        run time). Each dim that differs only by symbol becomes a graph assumption
+        (``s94+1 == s87+1``, checked when sizes are bound: unequal sizes raise naming
+        ``what``), and a reshape gives ``x`` the symbols of ``shape`` from here on.
+        Dims that can never be equal are not assumed: :class:`UntranslatedCase`."""
+        shape = tuple(shape)
+        if x.type.shape == shape:
+            return x
+        if x.type.rank != len(shape):
+            raise UntranslatedCase(f"{what}: {x.type} must have rank {len(shape)}")
+        where = f"{self.name}" + (f" at {self.b.loc}" if self.b.loc is not None else "")
+        for have, want in zip(x.type.shape, shape):
+            if have == want:
+                continue
+            if dims_differ(have, want):
+                raise UntranslatedCase(f"{what}: size {have} of {x.type} can never equal {want}")
+            self.b.assume("==", have, want, f"{where}: {what}")
+        return self.b.reshape(x, shape=shape)
 
     def promote(self, *args: Any, kind: str = "DEFAULT") -> tuple[DType, DType]:
         """(computation dtype, result dtype) by torch's elementwise promotion rules.

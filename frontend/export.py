@@ -197,7 +197,7 @@ def _trace(fn, args, arg_names):
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from .capture import CapturedProgram, refuse_size_values
+    from .capture import CapturedProgram
     from .outputs import flatten_outputs
     from .translate import fx_to_ir
 
@@ -223,7 +223,6 @@ def _trace(fn, args, arg_names):
                  record_stack_traces=True)(*state.values(), *args)
     name = type(fn).__name__ if module is not None else getattr(fn, "__name__", "main")
     translation = fx_to_ir(gm, name=name if name.isidentifier() else "main")
-    refuse_size_values(translation, fn)
     labels = [f"param {n}" for n in params] + [f"buffer {n}" for n in buffers] + [f"input {n}" for n in arg_names]
     input_names = [labels[j] for j in translation.inputs] + [f"key {k}" for k in range(translation.num_keys)]
     kept = [path for path, where in zip(paths, translation.outputs) if where[0] == "ir"]

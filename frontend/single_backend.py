@@ -41,7 +41,7 @@ def compile_whole(gm: torch.fx.GraphModule, session: Session, backend, kind: str
 def translate_for(gm: torch.fx.GraphModule, session: Session, backend, kind: str) -> tuple[Translation, Graph]:
     """The FX graph as the IR graph ``backend`` compiles (raises UnsupportedAtenOp if it cannot)."""
     options = session.options
-    translation = fx_to_ir(gm, name=kind, claims=ClaimCheck(backend), backend=backend.name)
+    translation = fx_to_ir(gm, name=kind, claims=ClaimCheck(backend), backend=backend.name, sizes_as_inputs=True)
     STATS["translations"] += 1
     graph = apply_sharding(translation.graph, mesh=options.mesh, backend=backend, strict=options.strict,
                            site=options.site, warned=session.warned)

@@ -88,35 +88,43 @@ def table_key(target: Any) -> str:
 
 
 # Python's operators on SymInts, as the expression they build (for error messages).
-_OPERATORS = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//", "mod": "%", "truediv": "/", "neg": "-"}
+_OPERATORS = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//", "mod": "%", "truediv": "/", "neg": "-",
+              "sym_sum": "+"}
 
 # FX nodes that compute a size from sizes (s6 * 4): the same operator on IR dims.
 _SIZE_ARITHMETIC = {operator.mul: operator.mul, operator.add: operator.add, operator.sub: operator.sub,
-                    operator.floordiv: operator.floordiv, operator.mod: operator.mod, operator.neg: operator.neg}
+                    operator.floordiv: operator.floordiv, operator.mod: operator.mod, operator.neg: operator.neg,
+                    torch.sym_sum: lambda *sizes: sum(sizes, 0)}
+
+# FX nodes that pick the larger or smaller of two sizes: the IR op on their size values.
+_SIZE_EXTREMES = {torch.sym_max: "max", torch.sym_min: "min"}
 
 
 def fx_to_ir(gm: torch.fx.GraphModule, example_inputs: Sequence[Any] | None = None, *,
              name: str = "main", claims: Callable[[Node], str | None] | None = None,
-             backend: str | None = "reference") -> Translation:
+             backend: str | None = "reference", sizes_as_inputs: bool = False) -> Translation:
     """Translate an aten-level FX graph into a :class:`Translation` (an ``ir.Graph`` + calling spec).
 
     Nodes need ``meta["val"]`` (fake tensors, as AOTAutograd, make_fx and torch.export
     leave them); when it is missing and ``example_inputs`` are given, shapes are
     propagated first. ``claims(node)`` may return why an emitted IR node cannot run
     (the backend's claim check); the aten op is then reported as unsupported.
-    Raises :class:`UnsupportedAtenOp` for an op with no translation.
+    ``sizes_as_inputs`` makes each size the graph uses as a value an ``i64[]`` input that the
+    caller computes per call (parity.compile's CompiledGraph does); else the graph computes it
+    (TranslationContext.size_value). Raises :class:`UnsupportedAtenOp` for an op with no translation.
     """
     if example_inputs is not None and any("val" not in n.meta for n in gm.graph.nodes if n.op != "output"):
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
         FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*example_inputs)
-    return _Translator(gm, name, claims, backend).run()
+    return _Translator(gm, name, claims, backend, sizes_as_inputs).run()
 
 
 class _Translator:
-    def __init__(self, gm, name, claims, backend):
+    def __init__(self, gm, name, claims, backend, sizes_as_inputs=False):
         self.gm = gm
+        self.sizes_as_inputs = sizes_as_inputs
         self.b = GraphBuilder(name)
         self.claims = claims
         self.backend = backend
@@ -128,7 +136,7 @@ class _Translator:
         self.aten_ops: list[str] = []
         self.size_values: dict[DimExpr, Value] = {}
 
-    def size_value(self, expr: DimExpr) -> Value:
+    def size_input(self, expr: DimExpr) -> Value:
         """The ``i64[]`` IR input that holds the value of the size ``expr`` at each call."""
         unknown = sorted(free_symbols(expr) - self.symbols.keys())
         if unknown:
@@ -152,6 +160,8 @@ class _Translator:
                 self.env[node] = self.env[base][index]
             elif node.op == "call_function" and node.target in _SIZE_ARITHMETIC:
                 self.env[node] = self._size_arithmetic(node, loc)
+            elif node.op == "call_function" and node.target in _SIZE_EXTREMES:
+                self.env[node] = self._size_extreme(node, loc)
             elif node.op == "call_function":
                 foreign = foreign_dtype(node)
                 if foreign is not None:  # complex, float8, quantized: no IR value can hold it
@@ -233,6 +243,8 @@ class _Translator:
     def _size_arithmetic(self, node, loc):
         """``s6 * 4`` on symbolic sizes (a SymInt node): the same arithmetic on IR dims."""
         args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args]
+        if node.target is torch.sym_sum:  # sym_sum([a, b, c]): one list of sizes
+            args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args[0]]
         if not all(isinstance(a, (int, DimExpr)) and not isinstance(a, bool) for a in args):
             symbol = _OPERATORS.get(node.target.__name__, node.target.__name__)
             raise UnsupportedAtenOp(aten_name(node.target), loc,
@@ -245,6 +257,15 @@ class _Translator:
             if expected != dim:  # the IR's arithmetic and torch's sympy agree, or it is a bug
                 raise TranslationBug(f"{node.target.__name__} at {loc}: the IR computes {dim}, torch {expected}")
         return dim
+
+    def _size_extreme(self, node, loc):
+        """``torch.sym_max(s3 - 3, 0)`` (a sliding window's offset): no IR dim is a maximum, so
+        the result is an ``i64[]`` tensor value, which tensor arithmetic takes (``arange + offset``);
+        a use as a size is an error of that use, never a guess."""
+        ctx = TranslationContext(self, node, aten_name(node.target))
+        with self.b.location(loc):
+            a, b = (ctx.value(self.env[a] if isinstance(a, torch.fx.Node) else a, DType.int64) for a in node.args)
+            return getattr(self.b, _SIZE_EXTREMES[node.target])(a, b)
 
     def _constant(self, node):
         """A tensor held by the GraphModule (a captured constant) becomes an IR constant."""

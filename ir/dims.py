@@ -355,6 +355,22 @@ def evaluate(dim: Dim, sizes: Mapping[str, int]) -> int:
     return value
 
 
+def monomials(dim: Dim) -> list[tuple[int, tuple[tuple[DimExpr, int], ...]]]:
+    """``dim`` as a sum of ``coeff * factor**power * ...``: ``[(coeff, ((factor, power), ...))]``,
+    each factor a :class:`Symbol` or one quotient or remainder (``S//2``); an int is one
+    term without factors.
+
+    >>> S = Symbol("S")
+    >>> [(c, [(str(f), p) for f, p in fs]) for c, fs in monomials(S * S * 2 - S // 2 + 3)]
+    [(2, [('S', 2)]), (-1, [('S//2', 1)]), (3, [])]
+    """
+    if isinstance(dim, int):
+        return [(dim, ())] if dim else []
+    return [(coeff, tuple((Symbol(atom[1]) if atom[0] == "sym" else DimExpr((((((atom, 1),), 1),))), power)
+                          for atom, power in mono))
+            for mono, coeff in dim._terms]
+
+
 def free_symbols(dim: Dim) -> frozenset[str]:
     """Names of the symbols ``dim`` depends on."""
     if isinstance(dim, int):

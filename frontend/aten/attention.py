@@ -83,12 +83,24 @@ def _sum_heads(ctx: TranslationContext, grad, group: int):
     return ctx.b.reduce_sum(split, axes=(len(lead) + 1,))
 
 
+def _agreeing(ctx: TranslationContext, q, k, v):
+    """k and v with q's batch dims, k with q's E and v with k's S. torch's CPU attention
+    kernel never compares them, so Dynamo may give a KV cache's keys and values separate
+    symbols; the equalities become graph assumptions checked when sizes are bound."""
+    *batch, _, embed = q.type.shape
+    source = k.type.shape[-2]
+    k = ctx.assume_shape(k, (*batch, source, embed), "the keys' batch and embedding sizes must equal the queries'")
+    v = ctx.assume_shape(v, (*batch, source, v.type.shape[-1]),
+                         "the values' batch and sequence sizes must equal the keys'")
+    return k, v
+
+
 def flash_attention_forward(ctx: TranslationContext, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None,
                             scale=None):
     if dropout_p:
         unsupported("attention dropout inside the fused kernel (dropout_p > 0)")
     group = _group_size(q, k)
-    k, v = _repeat_heads(ctx, k, group), _repeat_heads(ctx, v, group)
+    k, v = _agreeing(ctx, q, _repeat_heads(ctx, k, group), _repeat_heads(ctx, v, group))
     length, source = q.type.shape[-2], k.type.shape[-2]
     scale_value = 1.0 / math.sqrt(q.type.shape[-1]) if scale is None else float(scale)
     if attn_mask is not None:
@@ -113,7 +125,8 @@ def flash_attention_backward(ctx: TranslationContext, grad, q, k, v, out, lse, d
     b = ctx.b
     dtype = q.type.dtype
     group = _group_size(q, k)
-    k, v = _repeat_heads(ctx, k, group), _repeat_heads(ctx, v, group)
+    k_type, v_type = k.type, v.type
+    k, v = _agreeing(ctx, q, _repeat_heads(ctx, k, group), _repeat_heads(ctx, v, group))
     scores = _Scores(ctx, q, k, is_causal, attn_mask, scale)
     n, batch, shape = scores.n, scores.batch, scores.shape
     row = batch + (n,)
@@ -135,7 +148,9 @@ def flash_attention_backward(ctx: TranslationContext, grad, q, k, v, out, lse, d
     grad_s = b.mul(grad_s, ctx.full(scores.scale, dtype, shape))
     grad_q = dot(grad_s, k, n + 1, n)  # [*B, L, E]
     grad_k = dot(grad_s, q, n, n)  # [*B, S, E]
-    return grad_q, _sum_heads(ctx, grad_k, group), _sum_heads(ctx, grad_v, group)
+    grad_k, grad_v = _sum_heads(ctx, grad_k, group), _sum_heads(ctx, grad_v, group)
+    return (grad_q, ctx.assume_shape(grad_k, k_type.shape, "the keys' gradient has the keys' sizes"),
+            ctx.assume_shape(grad_v, v_type.shape, "the values' gradient has the values' sizes"))
 
 
 def sdpa(ctx: TranslationContext, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,

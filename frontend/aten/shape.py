@@ -252,8 +252,8 @@ def fill(ctx: TranslationContext, x, value):
 
 
 def arange(ctx: TranslationContext, *args, **_kwargs):
-    """start + step * i, computed like torch (double for floats, exact for integers)."""
-    # the range's numbers, symbolic sizes among them (arange(past, past + seq)); not dtype/layout/device
+    """start + step * i, computed like torch (double for floats, exact for integers). A
+    symbolic start or step (``torch.arange(n, n + 3)``) is a size value (ctx.size_value)."""
     numbers = [a for a in args if isinstance(a, (int, float, DimExpr)) and not isinstance(a, bool)]
     start, step = 0, 1
     if len(numbers) >= 2:

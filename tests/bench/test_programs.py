@@ -26,3 +26,15 @@ def test_the_serving_program_counts_captures_and_never_times_a_wrong_candidate()
     assert onnx["throughput"] == samples / onnx["median_s"]
     assert wrong["status"] == "wrong" and wrong["reason"].startswith("output 0: max abs difference 0.01")
     assert wrong["median_s"] is None and "throughput" not in wrong
+
+
+def test_the_programs_help_names_every_program_in_order():
+    import argparse
+
+    from parity.bench.cli import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    (action,) = [a for a in parser._actions if a.dest == "programs"]
+    named = action.help.partition("from: ")[2].partition(" (default")[0].split(", ")
+    assert named == list(PROGRAMS)

@@ -15,7 +15,6 @@ from torch._dynamo.utils import counters
 
 import parity
 from parity.frontend.capture import capture_program
-from parity.frontend.errors import FrontendError
 from parity.frontend.graph_breaks import GraphBreakWarning
 from parity.frontend.translate import fx_to_ir
 
@@ -113,7 +112,8 @@ def test_a_size_used_as_a_value_is_an_input_computed_at_each_call():
     from torch.fx.experimental.proxy_tensor import make_fx
 
     gm = make_fx(positions, tracing_mode="symbolic")(torch.arange(5), 7)
-    translation = fx_to_ir(gm)
+    assert fx_to_ir(gm).size_values == ()  # by default the graph computes it (capture, export, tools)
+    translation = fx_to_ir(gm, sizes_as_inputs=True)  # parity.compile's way
     (past,) = translation.size_values
     graph = translation.graph
     # the tensor, the carrier of the int's symbol, then the size value: i64[], after them
@@ -121,16 +121,16 @@ def test_a_size_used_as_a_value_is_an_input_computed_at_each_call():
     assert str(past) in {name for name in translation.symbols}
 
 
-def test_capture_refuses_a_size_used_as_a_value_and_says_why():
-    x = torch.arange(5)
-    past = torch.export.Dim("past", min=2, max=64)
-    with pytest.raises(FrontendError) as caught:
-        capture_program(lambda x: x + torch.arange(x.shape[0], 2 * x.shape[0]), x,
-                        dynamic_shapes=({0: past},))
-    first, why, fix = str(caught.value).splitlines()
-    assert "uses the symbolic size" in first and "as a tensor value" in first
-    assert why.startswith("  why: a captured or exported graph takes the user's tensors alone")
-    assert fix.startswith("  fix: pass that number as a tensor input")
+def test_capture_computes_a_size_used_as_a_value_inside_the_graph():
+    # a captured graph takes the user's tensors alone, so the size is computed in it (a sum of ones)
+    seq = torch.export.Dim("seq", min=2, max=64)
+    program = capture_program(lambda x: x + torch.arange(x.shape[0], 2 * x.shape[0]), torch.arange(5),
+                              dynamic_shapes=({0: seq},))
+    assert [name.split()[0] for name in program.input_names] == ["input"]
+    for n in (3, 9, 17):
+        x = torch.arange(n) * 3
+        (got,) = program.run(x)
+        assert torch.equal(got, x + torch.arange(n, 2 * n))
 
 
 def pads(x):

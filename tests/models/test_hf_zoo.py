@@ -14,7 +14,6 @@ from parity.backends.registry import backend_names, get_backend
 from parity.conformance.hf import ARCHITECTURES, get_architecture
 from parity.conformance.hf.check import NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL, compare, run_entry
 from parity.conformance.hf.matrix import _status
-from parity.frontend import compiled_graph
 
 from .claimed import hf_graphs, why_declined
 
@@ -36,14 +35,7 @@ CI_SUBSET = (("llama", "xla"), ("llama", "onnx"), ("mixtral", "reference"), ("mi
 # inductor took 934 s to compile its training graphs on the loaded 2-core machine: measured, not in CI
 LONGFORMER_BACKENDS = ("xla", "onnx", "auto")
 
-
-@pytest.fixture(autouse=True)
-def _fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # never the user's cache
-    torch._dynamo.reset()
-    compiled_graph.reset_caches()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiler")
 
 
 def test_the_zoo_covers_every_family_with_40_architectures():
