@@ -103,7 +103,8 @@ def scaled(x, k):
 
 
 def test_a_recompile_limit_is_listed_at_the_warned_line():
-    compiled, x = parity.compile(scaled, backend="reference"), torch.ones(2)
+    # dynamic=False: by default the number becomes symbolic at the second call, with no limit to reach
+    compiled, x = parity.compile(scaled, backend="reference", dynamic=False), torch.ones(2)
     warned = []
     with torch._dynamo.config.patch(recompile_limit=2):
         for k in (2, 3, 4, 5):  # each new Python number recompiles; the third reaches the limit
