@@ -4,14 +4,15 @@
 :func:`explain` import the PyTorch frontend on first use.
 """
 
-from importlib.metadata import version as _installed_version
 
 from . import distributed, ir, validate
 from .frontend.auto_options import AutoOptions
 from .frontend.export import ExportError, ExportWarning, UnexportableOp
 from .ir.sharding import Mesh, PartitionSpec
+from .versions import installed_version
 
-__version__ = _installed_version("parity")  # pyproject's, as installed: written once
+# pyproject's, as installed: written once; a source tree that was never installed says so
+__version__ = installed_version("parity") or "0+unknown (not installed)"
 __all__ = ["AutoOptions", "ExportError", "ExportWarning", "Mesh", "PartitionSpec", "UnexportableOp", "auto_choices", "capture", "compile", "diff", "distributed", "explain", "export", "fallbacks", "ir", "shard",
            "__version__"]
 

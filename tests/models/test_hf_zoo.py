@@ -33,7 +33,7 @@ CI_SUBSET = (("llama", "xla"), ("llama", "onnx"), ("mixtral", "reference"), ("mi
 
 # Longformer's global-attention check (.item()) is a graph break: its graphs on either side compile.
 # inductor took 934 s to compile its training graphs on the loaded 2-core machine: measured, not in CI
-LONGFORMER_BACKENDS = ("xla", "onnx", "auto")
+LONGFORMER_BACKENDS = (pytest.param("xla", marks=pytest.mark.matrix), "onnx", pytest.param("auto", marks=pytest.mark.matrix))
 
 pytestmark = pytest.mark.usefixtures("fresh_compiler")
 

@@ -82,7 +82,7 @@ def cli_cases(script_path):
         (["bench", "--backends", "onx"],
          f"parity bench: unknown backend 'onx'; did you mean 'onnx'? choose from: auto, {BACKENDS} {PLUGIN_HINT}"),
         (["bench", "--workloads", "mpl"], "parity bench: unknown workload 'mpl'; did you mean 'mlp'? choose from: "
-                                          "tiny, mlp, encoder, encoder_train, chain, sigmoid_chain, softmax_ln, convnet"),
+                                          "tiny, mlp, encoder, encoder_train, adamw_step, chain, sigmoid_chain, softmax_ln, convnet"),
     ]
 
 
