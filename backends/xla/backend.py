@@ -53,6 +53,7 @@ from .lowering import LOWERINGS, graph_function, unlowered_nodes
 from .products import fuses_products
 from .sharding import collectives, compile_sharded, put_inputs, to_host
 from .stablehlo_export import write_serialized, write_stablehlo
+from .summation import measured_summation
 
 # parity device name -> JAX platform name.
 PLATFORMS = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
@@ -91,16 +92,6 @@ COMPLEX_DEVIATIONS = (
               "result is small and the rounding of |z| is not (log1p of |z|² - 1 would keep it)",
               "11 ulp (measured 10.75 at |z| = 0.776)", DType.complex128, "cpu"),
 )
-
-# How XLA:CPU sums, where its chains are longer than the contract's (measured with one 1.0 among
-# 2**-25s: the chain the 1.0 starts absorbs the 2**-25s it meets one at a time). Reductions
-# chain 32 terms and scans fewer (within the contract); dots and convolutions (Eigen/YNNPACK)
-# chain up to 2,043 terms (K = 65,536; 1,023 at K = 4,096).
-SUMMATION = tuple(
-    Summation(op, 2048, "Eigen/YNNPACK dot and convolution kernels add the contracted dimension in chains "
-              "of up to 2,048 terms (measured 2,043 at K = 65,536)", device="cpu")
-    for op in ("dot_general", "convolution", "matmul", "linear", "einsum", "scaled_dot_product_attention"))
-
 
 def deviation_bound(deviation: Deviation) -> float:
     """The number of ULPs a deviation's ``max_error`` records ("5 ulp (measured ...)" → 5.0)."""
@@ -318,7 +309,12 @@ class XlaBackend(Backend):
     name = "xla"
     devices = ("cpu", "cuda", "tpu")
     deviations: tuple[Deviation, ...] = FTZ_DEVIATIONS + COMPLEX_DEVIATIONS
-    summation = SUMMATION
+
+    @property
+    def summation(self) -> tuple[Summation, ...]:
+        """Where XLA:CPU chains sums longer than the contract's: probed on this host, because the
+        kernels pick their blocks from its caches (summation.py)."""
+        return measured_summation()
     compile_priors = (CompilePrior("cpu", per_graph_s=0.6, per_node_s=0.01,
                                    basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
     compiles_per_shape = True  # a symbolic graph: one XLA executable per concrete shape (docs/backends/xla.md)

@@ -62,3 +62,25 @@ def test_the_declared_summation_block_covers_the_measured_chain(name, op):
         chain = _chain(backend, op, n)
         limit = n if block is None else block
         assert chain <= limit, f"{name} {op}: a chain of {chain:.0f} terms at n = {n}; declared {block}"
+
+
+def test_xla_declares_the_chains_its_convolutions_measure_on_this_host():
+    # The block follows the host's caches (backends/xla/summation.py), so the declaration is
+    # probed at K = 65,536 and must cover what a smaller convolution chains here.
+    from parity.backends.xla.summation import chain_length, conv_channel_probe, conv_window_probe
+
+    if "xla" not in backend_names():
+        pytest.skip("xla is not installed")
+    backend = get_backend("xla")
+    block = Declared.of(backend, "cpu").block("convolution", DType.float32)
+    for probe in (conv_channel_probe, conv_window_probe):
+        chain = chain_length(lambda g, a: execute.execute(backend, "cpu", g, a), 4096, probe)
+        assert chain <= (4096 if block is None else block), f"{probe.__name__}: {chain:.0f} > declared {block}"
+
+
+def test_a_chain_over_nearly_every_term_declares_one_sequential_pass():
+    from parity.backends.xla.summation import declared_block
+
+    assert declared_block(65_535, 65_536) is None
+    assert declared_block(16_383, 65_536) == 16_384
+    assert declared_block(2_043, 65_536) == 2_048
