@@ -51,6 +51,10 @@ def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | Non
     """backend.compile(graph, device) at the tier the backend runs ``precision`` at
     (backends.base.precision_for), cached by (content hash, backend, device, tier) in this
     process and, with a ``cache_dir``, on disk across processes."""
+    if not graph.outputs:
+        # Nothing to compute (a region whose every effect is an input's mutation, which the
+        # frontend applies): no backend is asked; onnxruntime refuses a graph without values.
+        return _computes_nothing
     precision = precision_for(backend, precision)
     key = (graph.content_hash(), backend.name, device, precision.value)
     with _LOCK:
@@ -63,6 +67,10 @@ def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | Non
     with _LOCK:
         _EXECUTABLES[key] = executable
     return executable
+
+
+def _computes_nothing(*arrays) -> list:
+    return []
 
 
 def draw_keys(n: int) -> list:

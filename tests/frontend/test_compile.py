@@ -313,3 +313,18 @@ def test_large_results_are_the_callers_own_even_when_buffers_are_reused(backend)
     first.add_(1)
     assert torch.equal(second, x * 2 + 1) and torch.equal(f(x), x * 2 + 1)
     assert not torch.equal(first, second)
+
+
+@pytest.mark.parametrize("backend", ["onnx", "xla", "reference"])
+def test_a_graph_that_computes_nothing_is_not_sent_to_a_backend(backend):
+    # Found as the fused optimizers' failure on onnx: one captured region had no inputs and no
+    # outputs (its effects are input mutations the frontend applies), and onnxruntime refuses
+    # a session for a graph without values ("OrtValue indexes should have been populated").
+    from parity.backends.registry import get_backend
+    from parity.frontend.compiled_graph import STATS, compiled_executable
+    from parity.ir import GraphBuilder
+
+    compiles = STATS["backend_compiles"]
+    executable = compiled_executable(GraphBuilder("nothing").build([]), get_backend(backend), "cpu")
+    assert list(executable()) == []
+    assert STATS["backend_compiles"] == compiles

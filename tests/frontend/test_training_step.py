@@ -36,7 +36,6 @@ import pytest
 import torch
 
 import parity
-import parity.frontend.errors
 from parity.conformance.hf.check import NOISE_FACTOR as FACTOR
 
 pytestmark = pytest.mark.slow  # each case compiles a forward, backward and optimizer graphs (20-110 s)
@@ -146,17 +145,7 @@ def _check(backend, optimizer, implementation, precision):
     assert any(not torch.equal(got[name], first[name]) for name in first)
 
 
-# Found by the full run after the merges of 2026-12-06 (the branch alone passed them): every fused
-# variant fails on onnx, ORT refusing an inference graph at session creation ("OrtValue indexes
-# should have been populated"), raised as parity's InternalError. Not yet explained; kept visible.
-FUSED_ON_ONNX = pytest.mark.xfail(strict=True, raises=parity.frontend.errors.InternalError,
-                                  reason="fused optimizers on onnx: ORT fails to create the session of an "
-                                         "inference graph (OrtValue indexes should have been populated)")
-
-
 def _variant(optimizer, implementation, precision, *marks):
-    if implementation == "fused":
-        marks = (*marks, FUSED_ON_ONNX)
     return pytest.param(optimizer, implementation, precision, marks=marks)
 
 
