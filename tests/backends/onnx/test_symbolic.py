@@ -46,6 +46,18 @@ def test_a_size_the_graph_cannot_take_is_named():
         run(np.zeros((7, 2), np.float32))
 
 
+def test_sizes_met_before_give_their_own_shapes_and_a_bad_size_stays_an_error():
+    # output shapes are remembered per input shapes (a decode loop meets each once per token)
+    g = expressions()
+    run = get_backend("onnx").compile(g, "cpu")
+    for n, m in [(6, 5), (3, 1), (6, 5), (9, 2), (3, 1)]:
+        x = np.random.default_rng(n * m).standard_normal((n, m)).astype(np.float32)
+        assert [o.shape for o in run(x)] == [o.shape for o in evaluate(g, [x])]
+        for _ in range(2):
+            with pytest.raises(ParityError, match=r"N must be divisible by 3, but N = 7"):
+                run(np.zeros((7, m), np.float32))
+
+
 def _odd_positions():
     """An input whose only dim is an expression, B*2 + 1: B is read by solving it."""
     B = Symbol("B")
