@@ -124,6 +124,8 @@ class OnnxExecutable:
         self._any_complex_out = any(self._complex_out)  # read per call: computed once
         self._ir_in = [v.type for v in graph.inputs]  # the caller's types (a complex input: before its carrier)
         self._static = all(t.is_static for _, t in self._in)
+        self._static_in = [t.is_static for t in self._ir_in]  # checked when bound; the others per call below
+        self._symbolic_in = tuple(i for i, t in enumerate(self._ir_in) if not t.is_static)
         # Outputs ORT allocates (and we copy out): bound once per thread when shapes are static.
         self._copied = [self._static and not _bind_buffer(t.dtype, t.shape) for _, t in self._out]
         self._local = threading.local()  # one IOBinding per thread
@@ -172,7 +174,7 @@ class OnnxExecutable:
             name, t = self._in[i]
             complex_dtype = self._complex_in[i]
             array = _as_array(value, complex_dtype or t.dtype, i, self.graph.name)
-            if self._static and array.shape != self._ir_in[i].shape:
+            if self._static_in[i] and array.shape != self._ir_in[i].shape:
                 raise ParityError(f"input {i} of @{self.graph.name} has shape {list(array.shape)}, "
                                   f"expected {self._ir_in[i]}")
             if complex_dtype is not None:
@@ -258,8 +260,8 @@ class OnnxExecutable:
         (N//3 of N=7 is an error of ours, not ORT's), remembered per input shapes: binding the
         symbols was a tenth of a small model's call in a service whose batch size varies."""
         bindings = ShapeBindings(error=ParityError)
-        for i, (v, shape) in enumerate(zip(self.graph.inputs, sizes)):
-            bindings.bind(v.type, shape, f"input {i} of @{self.graph.name}")
+        for i, shape in zip(self._symbolic_in, sizes):
+            bindings.bind(self.graph.inputs[i].type, shape, f"input {i} of @{self.graph.name}")
         bindings.check_graph(self.graph)
         shapes = [list(bindings.resolve(t).shape) for _, t in self._out]
         if len(self._output_shapes) < _OUTPUT_SHAPES_KEPT:
@@ -269,7 +271,9 @@ class OnnxExecutable:
     def _run_general(self, local, inputs) -> list[np.ndarray]:
         """Outputs of symbolic shape or bound to fresh arrays of ours."""
         binding = local.binding
-        sizes = tuple(np.shape(value) if not hasattr(value, "shape") else tuple(value.shape) for value in inputs)
+        # the shapes of the symbolic inputs decide the outputs' (static ones were checked when bound)
+        sizes = tuple(tuple(inputs[i].shape) if hasattr(inputs[i], "shape") else np.shape(inputs[i])
+                      for i in self._symbolic_in)
         shapes = self._output_shapes.get(sizes)
         if shapes is None:
             shapes = self._resolve_output_shapes(sizes)
