@@ -52,7 +52,9 @@ class Declared:
         fits = [s for s in self.summation if s.op in (op, ANY_OP) and s.dtype in (None, dtype)]
         if not fits:
             return CONTRACT_BLOCK
-        return min(fits, key=lambda s: s.op == ANY_OP).block  # the op's own entry first
+        block = min(fits, key=lambda s: s.op == ANY_OP).block  # the op's own entry first
+        # a declared chain shorter than the contract's block (a probe's measure) never tightens the bound
+        return None if block is None else max(block, CONTRACT_BLOCK)
 
 
 NOTHING = Declared()

@@ -314,7 +314,7 @@ class XlaBackend(Backend):
     def summation(self) -> tuple[Summation, ...]:
         """Where XLA:CPU chains sums longer than the contract's: probed on this host, because the
         kernels pick their blocks from its caches (summation.py)."""
-        return measured_summation()
+        return measured_summation(self)
     compile_priors = (CompilePrior("cpu", per_graph_s=0.6, per_node_s=0.01,
                                    basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
     compiles_per_shape = True  # a symbolic graph: one XLA executable per concrete shape (docs/backends/xla.md)

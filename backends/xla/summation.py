@@ -12,14 +12,13 @@ chain's length.
 
 Example::
 
+    >>> from parity.backends.registry import get_backend
     >>> from parity.backends.xla.summation import measured_summation
-    >>> {s.op for s in measured_summation()} >= {"dot_general", "convolution"}
+    >>> {s.op for s in measured_summation(get_backend("xla"))} >= {"dot_general", "convolution"}
     True
 """
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 
@@ -84,14 +83,17 @@ def declared_block(chain: float, n: int) -> int | None:
     return 1 << max(int(np.ceil(np.log2(chain + 1))), 0)
 
 
-@functools.cache
-def measured_summation() -> tuple[Summation, ...]:
-    """The CPU Summation entries of the xla backend, probed on this host (cached per process)."""
-    from ...conformance.bounds import CONTRACT_BLOCK  # the contract's block: nothing to declare within it
-    from .backend import XlaBackend
+_MEASURED: list[tuple[Summation, ...]] = []  # once per process: the host does not change
 
-    backend = XlaBackend()
 
+def measured_summation(backend) -> tuple[Summation, ...]:
+    """The CPU Summation entries of the xla ``backend``, probed on this host (once per process)."""
+    if not _MEASURED:
+        _MEASURED.append(_measure(backend))
+    return _MEASURED[0]
+
+
+def _measure(backend) -> tuple[Summation, ...]:
     def run(graph, arrays):
         return backend.compile(graph, "cpu")(*arrays)
 
@@ -99,12 +101,9 @@ def measured_summation() -> tuple[Summation, ...]:
     conv = max(chain_length(run, PROBE_TERMS, p) for p in (conv_channel_probe, conv_window_probe))
     entries = []
     for ops, chain in ((DOT_FAMILY, dot), (CONV_FAMILY, conv)):
-        block = declared_block(chain, PROBE_TERMS)
-        if block is not None and block <= CONTRACT_BLOCK:
-            continue
+        block = declared_block(chain, PROBE_TERMS)  # one within the contract's block changes nothing
         what = "one sequential pass" if block is None else f"chains of up to {block:,} terms"
         reason = (f"XLA:CPU's kernels on this host add the contracted dimension in {what} (measured "
                   f"{chain:,.0f} at K = {PROBE_TERMS:,}; the block follows the host's caches)")
         entries += [Summation(op, block, reason, device="cpu") for op in ops]
     return tuple(entries)
-
