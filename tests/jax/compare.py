@@ -1,0 +1,42 @@
+"""parity against jax.jit, as tests/models compares parity against eager torch
+(conformance/hf/check.py): a result matches when ``max|got − jit| ≤ RTOL · max|jit|``, or,
+failing that, when its distance from a float64 run of the same JAX function is at most
+NOISE_FACTOR times jax.jit's own float32 distance from it (ill-conditioned outputs)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from parity.conformance.hf.check import NOISE_FACTOR, RTOL
+
+
+def float64_run(fun, *args):
+    """``fun`` under x64 on the arguments widened to float64: the oracle."""
+    with jax.enable_x64(True):
+        wide = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f"
+                                      else np.asarray(a), args)
+        return jax.tree_util.tree_map(np.asarray, jax.jit(fun)(*wide))
+
+
+def mismatches(got, want, exact) -> list[str]:
+    """Each leaf of ``got`` that does not match ``want`` (jax.jit's) by the rule above, with its numbers."""
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree, f"pytree {got_tree} instead of jax.jit's {want_tree}"
+    problems = []
+    for i, (g, w, x) in enumerate(zip(got_leaves, want_leaves, jax.tree_util.tree_leaves(exact))):
+        g, w, x = np.asarray(g), np.asarray(w), np.asarray(x, np.float64)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            problems.append(f"leaf {i}: {g.dtype}{g.shape} instead of {w.dtype}{w.shape}")
+            continue
+        scale = float(np.max(np.abs(w), initial=0.0))
+        worst = float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
+        if worst <= RTOL * scale:
+            continue
+        own = float(np.max(np.abs(w - x), initial=0.0))
+        ours = float(np.max(np.abs(g - x), initial=0.0))
+        if own == 0 or ours > NOISE_FACTOR * own:
+            problems.append(f"leaf {i}: off jax.jit by {worst:.3g} (scale {scale:.3g}); from float64: "
+                            f"{ours:.3g} vs jax.jit's {own:.3g}")
+    return problems
