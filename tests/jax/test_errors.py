@@ -46,22 +46,24 @@ def test_an_untranslated_primitive_names_the_users_line_the_primitive_and_the_fi
     assert isinstance(info.value, ParityError) and info.value.primitive == "digamma"
 
 
-def test_a_data_dependent_while_loop_is_refused_at_its_line():
-    with pytest.raises(DataDependentLoop) as info:
-        parity.jax.jit(doubling_until_large, backend="reference")(jnp.ones(3))
-    message = str(info.value)
-    assert message.startswith(_line_of(doubling_until_large, "lax.while_loop"))
-    assert "`lax.while_loop` whose trip count depends on the data" in message
-    assert "lax.fori_loop or lax.scan with a trip count known when tracing" in message
+REFUSALS = {
+    "a data-dependent while loop": (doubling_until_large, DataDependentLoop, "lax.while_loop",
+                                    ["`lax.while_loop` whose trip count depends on the data",
+                                     "lax.fori_loop or lax.scan with a trip count known when tracing"]),
+    "a host callback": (prints_on_the_host, EffectNotSupported, "jax.debug.print",
+                        ["`debug_print` has a side effect", "call it outside parity.jax.jit"]),
+}
 
 
-def test_a_host_callback_is_refused_at_its_line():
-    with pytest.raises(EffectNotSupported) as info:
-        parity.jax.jit(prints_on_the_host, backend="reference")(jnp.ones(3))
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_a_program_parity_cannot_run_is_refused_at_the_users_line(case):
+    fun, error, line_text, phrases = REFUSALS[case]
+    with pytest.raises(error) as info:
+        parity.jax.jit(fun, backend="reference")(jnp.ones(3))
     message = str(info.value)
-    assert message.startswith(_line_of(prints_on_the_host, "jax.debug.print"))
-    assert "`debug_print` has a side effect" in message
-    assert "call it outside parity.jax.jit" in message
+    assert message.startswith(f"{_line_of(fun, line_text)} in {fun.__name__}: ")
+    for phrase in phrases:
+        assert phrase in message
 
 
 def test_a_rule_refusing_a_case_says_why():
