@@ -18,9 +18,10 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ...ir.builder import GraphBuilder
-from ...ir.graph import Graph, Value
+from ...ir.graph import Graph, SourceLoc, Value
 from ...ir.passes.dce import dce
 from .compat import Eqn, Operand, SubProgram, Traced, body_of, is_dropped
 from .context import JaxContext, Refused
@@ -37,14 +38,19 @@ def jaxpr_to_ir(traced: Traced, name: str) -> Graph:
     return graph
 
 
-def inline_program(b: GraphBuilder, program: SubProgram, inputs: Sequence[Value]) -> list[Value]:
-    """Emit ``program``'s equations into ``b`` on ``inputs``; return its output values."""
+def inline_program(b: GraphBuilder, program: SubProgram, inputs: Sequence[Value],
+                   outer: SourceLoc | None = None) -> list[Value]:
+    """Emit ``program``'s equations into ``b`` on ``inputs``; return its output values. An
+    equation JAX recorded no user line for (inside a library's jitted helper) takes ``outer``,
+    the line of the call that holds it."""
     env: dict = {}
     for var, value in program.consts:
         env[var] = b.constant(value)
     for var, value in zip(program.invars, inputs, strict=True):
         env[var] = value
     for eqn in program.eqns:
+        if eqn.loc is None and outer is not None:
+            eqn = replace(eqn, loc=outer)
         results = _translate_eqn(b, eqn, [_read(b, env, o) for o in eqn.operands])
         for var, value in zip(eqn.results, results, strict=True):
             if not is_dropped(var):
@@ -61,13 +67,13 @@ def _read(b: GraphBuilder, env: dict, operand: Operand) -> Value:
 def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value]:
     body = body_of(eqn)
     if body is not None:
-        return inline_program(b, body, inputs)
+        return inline_program(b, body, inputs, eqn.loc)
     rule = TABLE.get(eqn.primitive)
     if eqn.has_effects and rule is None:
         raise EffectNotSupported(eqn.primitive, eqn.loc)
     if rule is None:
         raise UntranslatedPrimitive(eqn.primitive, eqn.loc)
-    ctx = JaxContext(b, eqn, lambda program, values: inline_program(b, program, values))
+    ctx = JaxContext(b, eqn, lambda program, values: inline_program(b, program, values, eqn.loc))
     with b.location(eqn.loc):
         try:
             result = rule(ctx, *inputs)

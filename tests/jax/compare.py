@@ -1,7 +1,8 @@
 """parity against jax.jit, as tests/models compares parity against eager torch
 (conformance/hf/check.py): a result matches when ``max|got − jit| ≤ RTOL · max|jit|``, or,
 failing that, when its distance from a float64 run of the same JAX function is at most
-NOISE_FACTOR times jax.jit's own float32 distance from it (ill-conditioned outputs)."""
+NOISE_FACTOR times jax.jit's own float32 distance from it (ill-conditioned outputs). NaN and
+±inf must sit where jax.jit's do."""
 
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ def mismatches(got, want, exact) -> list[str]:
         if g.shape != w.shape or g.dtype != w.dtype:
             problems.append(f"leaf {i}: {g.dtype}{g.shape} instead of {w.dtype}{w.shape}")
             continue
+        if not np.array_equal(np.isnan(g), np.isnan(w)):
+            problems.append(f"leaf {i}: NaN at {int(np.sum(np.isnan(g) != np.isnan(w)))} places where jax.jit's "
+                            "result is not NaN, or the reverse")
+            continue
+        if not np.array_equal(g[np.isinf(w)], w[np.isinf(w)]):
+            problems.append(f"leaf {i}: differs from jax.jit where jax.jit's result is infinite")
+            continue
+        g, w, x = (np.where(np.isfinite(w), a, 0) for a in (g, w, x))  # compared above
         scale = float(np.max(np.abs(w), initial=0.0))
         worst = float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
         if worst <= RTOL * scale:

@@ -89,3 +89,15 @@ def test_a_fori_loop_with_a_static_trip_count_runs():
 
     got = parity.jax.jit(power_of_two, backend="reference")(jnp.ones(2))
     np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.jit(power_of_two)(jnp.ones(2))))
+
+
+def test_a_refusal_inside_a_library_helper_names_the_users_call():
+    """jnp.take_along_axis is a jitted helper; its gather in a form parity refuses (a second
+    batched axis) is reported at the user's call, not without a line."""
+    def pick_pairs(x, i):
+        return jnp.take_along_axis(x, i, axis=-1)
+
+    with pytest.raises(UntranslatedPrimitive) as info:
+        parity.jax.jit(pick_pairs, backend="reference")(jnp.ones((2, 3, 4)), jnp.zeros((2, 3, 2), jnp.int32))
+    assert str(info.value).startswith(f"{_line_of(pick_pairs, 'take_along_axis')} in {pick_pairs.__qualname__}: "
+                                      "the JAX primitive `gather` has no parity translation")

@@ -40,7 +40,7 @@ def triton_interpreted(monkeypatch):
 # hardest part (the gradients; the optax step on inductor); the whole cross-product, all
 # measured passing (inductor's CNN gradients take ~110 s to compile on 2 cores), runs with -m matrix.
 CI_SUBSET = {("xla", m, s) for m in MODELS for s in ("forward", "gradients", "optax_step")}
-CI_SUBSET |= {("onnx", m, "gradients") for m in MODELS} | {("reference", "cnn", "gradients")}
+CI_SUBSET |= {("onnx", m, "gradients") for m in MODELS} | {("reference", "mlp", "gradients")}
 CI_SUBSET |= {("inductor", "mlp", "gradients"), ("inductor", "mlp", "optax_step"), ("triton", "mlp", "gradients"),
               ("triton", "transformer_lm", "gradients")}
 CELLS = [pytest.param(b, m, s, marks=() if (b, m, s) in CI_SUBSET else pytest.mark.matrix)

@@ -43,6 +43,9 @@ CASES = {
                                                   fill_value=-3.0), (X4[0, :, :, 0],)),
     "take_clip": (lambda x: jnp.take(x, jnp.array([[5, -4], [1, 0]]), axis=0, mode="clip"), (X4[0, :, :, 0],)),
     "index_grad": (lambda x: jax.grad(lambda v: (v[jnp.array([1, 1, 3, 6])] ** 3).sum())(x), (X4[0, :, :, 0],)),
+    "take_along_axis_and_grad": (lambda x, i: jax.value_and_grad(lambda v: jnp.take_along_axis(
+        jax.nn.log_softmax(v), i[..., None], axis=-1).sum())(x), (X4[:, :5, 0, :], jnp.array([[0, 2, 1, 2, 0],
+                                                                                        [1, 1, 2, 0, 7]]))),
     # loops and branches
     "scan_reverse_two_carries": (lambda xs: lax.scan(lambda c, x: ((c[0] * 0.5 + x, c[1] + x.sum()), c[0] - x),
                                                      (jnp.zeros(3), 0.0), xs, reverse=True), (X4[0, :, 0, :],)),

@@ -52,8 +52,8 @@ def _logical(name: str):
 
 
 def round_(ctx: JaxContext, x: Value):
-    # lax.RoundingMethod: 0 rounds half away from zero, 1 half to even (the IR's round)
-    if int(ctx.params["rounding_method"]) != 1:
+    # lax.RoundingMethod (compat.py passes its name): half away from zero, or half to even (the IR's round)
+    if ctx.params["rounding_method"] == "AWAY_FROM_ZERO":
         away = ctx.b.trunc(ctx.b.add(x, ctx.b.mul(ctx.b.sign(x), ctx.full(0.5, x.type.dtype, x.type.shape))))
         exact_half = ctx.b.eq(ctx.b.abs(ctx.b.sub(x, ctx.b.trunc(x))), ctx.full(0.5, x.type.dtype, x.type.shape))
         return ctx.b.select(exact_half, away, ctx.b.round(x))

@@ -1,5 +1,6 @@
-"""gather and scatter-add in the form ``x[idx]``, ``jnp.take`` and their gradients produce:
-one indexed axis, whole slices along every other axis.
+"""gather and scatter-add in the two forms models produce: ``x[idx]``, ``jnp.take`` and their
+gradients (one indexed axis, whole slices along every other axis), and ``jnp.take_along_axis``
+(cross-entropy with integer labels; every other axis a batching dim) and its gradient.
 
 The IR's gather and scatter pick along one axis with indices of the operand's rank
 (``np.take_along_axis`` and its inverse), so the indexed axis moves to the front, the
@@ -23,7 +24,7 @@ from ..context import JaxContext, refuse
 def _one_axis(operand_shape, slice_sizes, indexed, mapped, batching) -> int:
     """The indexed axis of a gather/scatter in the supported form, or a refusal saying why not."""
     if batching:
-        refuse("batched indexing (operand_batching_dims), as jnp.take_along_axis emits")
+        refuse("batched indexing (operand_batching_dims) other than jnp.take_along_axis's")
     if len(indexed) != 1 or tuple(indexed) != tuple(mapped):
         refuse(f"indexing {len(mapped)} axes at once (parity translates one indexed axis)")
     axis = int(indexed[0])
@@ -62,9 +63,63 @@ def _layout(batch_rank: int, window_dims, rank: int) -> tuple[int, ...]:
     return tuple(batch_rank + window_dims.index(j) if j in window_dims else next(batch) for j in range(rank))
 
 
+def _along_axis(x: Value, indices: Value, indexed, mapped, operand_batching, indices_batching) -> int | None:
+    """The indexed axis when the gather/scatter is ``take_along_axis`` (every other operand dim a
+    batching dim paired, in order, with the indices' leading dims), else None."""
+    if len(indexed) != 1 or tuple(indexed) != tuple(mapped) or not operand_batching:
+        return None
+    axis = int(indexed[0])
+    others = tuple(d for d in range(x.type.rank) if d != axis)
+    batch = tuple(indices.type.shape[:-1])  # jnp.take_along_axis keeps a size-1 dim for the axis
+    if (tuple(operand_batching) != others or tuple(indices_batching) != tuple(range(len(others)))
+            or batch[:len(others)] != tuple(x.type.shape[d] for d in others)
+            or any(n != 1 for n in batch[len(others):]) or indices.type.shape[-1] != 1):
+        return None
+    return axis
+
+
+def _along_axis_positions(ctx: JaxContext, x: Value, indices: Value, axis: int, mode: str):
+    """Indices shaped as the IR's gather/scatter takes them (x's rank, size 1 at ``axis``), clamped,
+    and (FILL_OR_DROP) which were in range, in the same shape."""
+    b = ctx.b
+    shape = tuple(1 if d == axis else n for d, n in enumerate(x.type.shape))
+    where = b.reshape(indices, shape=shape)
+    dtype, size = where.type.dtype, x.type.shape[axis]
+    lo, hi = ctx.full(0, dtype, shape), ctx.full(size - 1, dtype, shape)
+    in_range = b.logical_and(b.ge(where, lo), b.le(where, hi)) if mode == "FILL_OR_DROP" else None
+    return b.clamp(lo, where, hi), in_range
+
+
+def _gather_along_axis(ctx: JaxContext, x: Value, indices: Value, axis: int):
+    b = ctx.b
+    if any(s != 1 for s in ctx.params["slice_sizes"]) or tuple(ctx.params["dimension_numbers"].offset_dims):
+        refuse("a batched gather of slices wider than one element")
+    where, in_range = _along_axis_positions(ctx, x, indices, axis, ctx.params["mode"])
+    picked = b.gather(x, where, axis=axis)
+    if in_range is not None:
+        fill = _fill_value(ctx.params.get("fill_value"), x.type.dtype)
+        picked = b.select(in_range, picked, ctx.full(fill, x.type.dtype, where.type.shape))
+    return b.reshape(picked, shape=tuple(ctx.out.shape))
+
+
+def _scatter_add_along_axis(ctx: JaxContext, x: Value, indices: Value, updates: Value, axis: int):
+    b = ctx.b
+    if tuple(ctx.params["dimension_numbers"].update_window_dims):
+        refuse("a batched scatter of slices wider than one element")
+    where, in_range = _along_axis_positions(ctx, x, indices, axis, ctx.params["mode"])
+    updates = b.reshape(updates, shape=where.type.shape)
+    if in_range is not None:  # dropped: they add nothing
+        updates = b.select(in_range, updates, ctx.full(0, x.type.dtype, where.type.shape))
+    return b.scatter(x, where, updates, axis=axis, reduce="add", include_self=True)
+
+
 def gather(ctx: JaxContext, x: Value, indices: Value):
     p, b = ctx.params, ctx.b
     dn = p["dimension_numbers"]
+    along = _along_axis(x, indices, dn.collapsed_slice_dims, dn.start_index_map, dn.operand_batching_dims,
+                        dn.start_indices_batching_dims)
+    if along is not None:
+        return _gather_along_axis(ctx, x, indices, along)
     axis = _one_axis(x.type.shape, p["slice_sizes"], dn.collapsed_slice_dims, dn.start_index_map,
                      dn.operand_batching_dims)
     moved, _ = _front(ctx, x, axis)
@@ -98,6 +153,10 @@ def _fill_value(fill, dtype: DType):
 def scatter_add(ctx: JaxContext, x: Value, indices: Value, updates: Value):
     p, b = ctx.params, ctx.b
     dn = p["dimension_numbers"]
+    along = _along_axis(x, indices, dn.inserted_window_dims, dn.scatter_dims_to_operand_dims,
+                        dn.operand_batching_dims, dn.scatter_indices_batching_dims)
+    if along is not None:
+        return _scatter_add_along_axis(ctx, x, indices, updates, along)
     axis = _one_axis(x.type.shape, None, dn.inserted_window_dims, dn.scatter_dims_to_operand_dims,
                      dn.operand_batching_dims)
     moved, order = _front(ctx, x, axis)
