@@ -31,6 +31,7 @@ from jax._src import source_info_util
 from ...ir.dtypes import DType
 from ...ir.graph import SourceLoc
 from ...ir.types import TensorType
+from .errors import UnsupportedArgument
 
 TESTED_JAX_VERSIONS = ("0.10.2",)
 
@@ -93,10 +94,13 @@ class Traced:
 
 def trace(fun: Callable, flat_args: Sequence[Any]) -> Traced:
     """Trace ``fun(*flat_args)`` (arrays or ``jax.ShapeDtypeStruct``) to its program."""
-    specs = [jax.ShapeDtypeStruct(np.shape(a), _dtype_of(a)) for a in flat_args]
+    specs = [a if isinstance(a, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(np.shape(a), _dtype_of(a))
+             for a in flat_args]
     closed, out_shapes = jax.make_jaxpr(fun, return_shape=True)(*specs)
-    return Traced(_program(closed.jaxpr, closed.consts), jax.tree_util.tree_structure(out_shapes),
-                  tuple(tensor_type(v.aval) for v in closed.jaxpr.invars))
+    in_types = tuple(tensor_type(v.aval) for v in closed.jaxpr.invars)
+    if None in in_types:
+        raise UnsupportedArgument(in_types.index(None), closed.jaxpr.invars[in_types.index(None)].aval.str_short())
+    return Traced(_program(closed.jaxpr, closed.consts), jax.tree_util.tree_structure(out_shapes), in_types)
 
 
 def body_of(eqn: Eqn) -> SubProgram | None:
@@ -173,8 +177,11 @@ def user_loc(source_info: Any) -> SourceLoc | None:
     return SourceLoc(frame.file_name, frame.start_line, frame.function_name)
 
 
-def tensor_type(aval: Any) -> TensorType:
-    """An abstract value (``ShapedArray``) as an IR type."""
+def tensor_type(aval: Any) -> TensorType | None:
+    """An abstract value (``ShapedArray``) as an IR type; None for a typed PRNG key (``key<fry>``),
+    which the IR has no type for (the equation making one is refused by name)."""
+    if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key):
+        return None
     return DType.from_numpy(aval.dtype)[tuple(int(d) for d in aval.shape)]
 
 
@@ -191,3 +198,9 @@ def _dtype_of(x: Any) -> np.dtype:
 def is_tracer(x: Any) -> bool:
     """Whether ``x`` is a value JAX is tracing (the call sits inside jax.grad, vmap or jit)."""
     return isinstance(x, jax_core.Tracer)
+
+
+def is_prng_key(x: Any) -> bool:
+    """Whether ``x`` is a typed PRNG key array (``jax.random.key(0)``)."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)

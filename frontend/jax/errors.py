@@ -50,5 +50,14 @@ class EffectNotSupported(JaxCaptureError):
                          "function, or call it outside parity.jax.jit")
 
 
+class UnsupportedArgument(ParityError, TypeError):
+    """An argument of a type the IR has no counterpart for (a typed PRNG key)."""
+
+    def __init__(self, position: int, type_name: str):
+        super().__init__(f"array argument {position} (in flattened order) is a {type_name}, which parity cannot "
+                         "take: it translates no random-number primitives yet (docs/jax.md)\n  fix: draw the "
+                         "random numbers outside the compiled function and pass them in as arrays")
+
+
 class TranslationBug(ParityError, AssertionError):
     """A rule built a value of another type than JAX's result: a bug in parity, not in the user's code."""

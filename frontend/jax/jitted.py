@@ -24,7 +24,8 @@ import numpy as np
 from ...ir.graph import Graph
 from ...ir.precision import Precision
 from . import auto
-from .compat import is_tracer, trace
+from .compat import is_prng_key, is_tracer, trace
+from .errors import UnsupportedArgument
 from .run import as_numpy, compile_graph, to_jax
 from .translate import jaxpr_to_ir
 
@@ -65,6 +66,9 @@ class JaxJitted:
             raise TypeError(f"{self!r} was called inside a JAX transformation (jax.grad, jax.vmap, jax.jit): parity "
                             "runs a whole JAX program, so put the transformation inside it: "
                             "parity.jax.jit(jax.grad(f))")
+        for i, leaf in enumerate(leaves):
+            if is_prng_key(leaf):
+                raise UnsupportedArgument(i, str(leaf.dtype))
         arrays = as_numpy(leaves)
         key = (statics, in_tree, tuple((a.shape, a.dtype) for a in arrays))
         compiled = self.cache.get(key)

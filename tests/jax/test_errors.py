@@ -11,7 +11,12 @@ import pytest
 from jax import lax
 
 import parity.jax
-from parity.frontend.jax.errors import DataDependentLoop, EffectNotSupported, UntranslatedPrimitive
+from parity.frontend.jax.errors import (
+    DataDependentLoop,
+    EffectNotSupported,
+    UnsupportedArgument,
+    UntranslatedPrimitive,
+)
 from parity.ir.errors import ParityError
 
 
@@ -101,3 +106,21 @@ def test_a_refusal_inside_a_library_helper_names_the_users_call():
         parity.jax.jit(pick_pairs, backend="reference")(jnp.ones((2, 3, 4)), jnp.zeros((2, 3, 2), jnp.int32))
     assert str(info.value).startswith(f"{_line_of(pick_pairs, 'take_along_axis')} in {pick_pairs.__qualname__}: "
                                       "the JAX primitive `gather` has no parity translation")
+
+
+def dropout(key_data, x):
+    keep = jax.random.bernoulli(jax.random.wrap_key_data(key_data), 0.5, x.shape)
+    return jnp.where(keep, x, 0.0)
+
+
+def test_random_numbers_are_refused_at_the_users_line_until_they_translate():
+    """Typed keys have no IR type: a key argument is refused at the door, a key made inside
+    the function at the line that makes it."""
+    with pytest.raises(UnsupportedArgument, match=r"array argument 0 \(in flattened order\) is a key<fry>, "
+                                                  r"which parity cannot take.*\n  fix: draw the random numbers "
+                                                  r"outside the compiled function"):
+        parity.jax.jit(lambda k, x: x, backend="reference")(jax.random.key(0), jnp.ones(2))
+    with pytest.raises(UntranslatedPrimitive) as info:
+        parity.jax.jit(dropout, backend="reference")(jax.random.key_data(jax.random.key(0)), jnp.ones(4))
+    assert str(info.value).startswith(f"{_line_of(dropout, 'wrap_key_data')} in dropout: the JAX primitive "
+                                      "`random_wrap` has no parity translation")
