@@ -204,3 +204,19 @@ def is_prng_key(x: Any) -> bool:
     """Whether ``x`` is a typed PRNG key array (``jax.random.key(0)``)."""
     dtype = getattr(x, "dtype", None)
     return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def primitives_used(program: SubProgram) -> set[str]:
+    """Every primitive name in ``program``, the bodies of calls, scans and conds included."""
+    used: set[str] = set()
+    for eqn in program.eqns:
+        used.add(eqn.primitive)
+        nested = [body_of(eqn)]
+        if eqn.primitive == "scan":
+            nested.append(scan_params(eqn).body)
+        if eqn.primitive == "cond":
+            nested += branches_of(eqn)
+        for body in nested:
+            if body is not None:
+                used |= primitives_used(body)
+    return used
