@@ -76,6 +76,7 @@ from .auto_arbiter import Arbiter, short
 from .auto_carry import carried_pick, family_key, is_symbolic, remember_family
 from .auto_check import eager_graph
 from .auto_compile_times import compile_floor, record_compile
+from .auto_contract import NEVER_AUTO
 from .auto_installed import installed_candidates
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
 from .compiled_graph import STATS, CompiledGraph, compiled_executable
@@ -84,12 +85,6 @@ from .partition import rejected_nodes
 from .session import AUTO, Session
 from .single_backend import compile_split, translate_for
 from .source import graph_user_locs, in_user_code, warn_at
-
-# Backends auto never times on a device, and why.
-NEVER_AUTO: dict[str, tuple[tuple[str, ...], str]] = {
-    "reference": (("cpu", "cuda", "tpu"), "the spec interpreter (NumPy, float64 inside): never the fastest"),
-    "triton": (("cpu",), "runs in Triton's interpreter on CPU"),
-}
 
 MAX_ROUNDS = 20
 WARMUP_RUNS = 2  # untimed runs of each candidate after the check run, before timing

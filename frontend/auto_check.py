@@ -34,9 +34,12 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
+from .auto_contract import RTOL_BY_DTYPE
+from .tensors import IR_TO_TORCH
+
 # How close a candidate's outputs must be to eager torch's on the first inputs, per output
 # dtype (|got − want| ≤ rtol·|want| + rtol·max|want|); integers and booleans are exact.
-RTOL = {torch.float64: 1e-9, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+RTOL = {IR_TO_TORCH[dtype]: rtol for dtype, rtol in RTOL_BY_DTYPE.items()}  # frontend/auto_contract.py
 
 # A float output off eager's by more than RTOL still passes when it is no farther from a
 # float64 run of the same graph than NOISE_FACTOR times eager's own distance from it, or

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+from ..tables import merge_tables
 from . import (
     attention,
     complex_numbers,
@@ -46,17 +47,7 @@ FAMILIES = (elementwise, complex_numbers, fft, shape, strided, indexing, reducti
             attention, random, linalg, pad, sampling, embedding, custom_ops, prims)
 
 
-def _collect() -> dict:
-    table: dict = {}
-    for family in FAMILIES:
-        for key, fn in family.TABLE.items():
-            if key in table:
-                raise ValueError(f"aten op {key} is translated twice ({family.__name__})")
-            table[key] = fn
-    return table
-
-
-TABLE = _collect()
+TABLE = merge_tables(FAMILIES, "aten op")
 
 
 def translated_ops() -> list[str]:

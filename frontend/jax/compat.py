@@ -1,0 +1,222 @@
+"""Every contact parity has with JAX's jaxpr internals, in one place.
+
+Jaxpr APIs change in every minor release (``pjit`` became ``jit`` in 0.7; ``ClosedJaxpr``
+merges into ``Jaxpr`` in 0.11; scan's parameters are reorganised in 0.11). The translation
+rules never touch a jaxpr object directly: they read equations through :class:`Eqn` and
+nested programs through :class:`SubProgram`, both built here. A JAX release that moves
+something is fixed in this file alone.
+
+Tested with JAX 0.10.2 (jaxlib 0.10.2); docs/jax.md keeps the same list.
+
+Example::
+
+    >>> import jax.numpy as jnp
+    >>> program = trace(lambda x: jnp.sin(x) * 2, [jnp.zeros(3)])
+    >>> [eqn.primitive for eqn in program.body.eqns]
+    ['sin', 'mul']
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import core as jax_core
+from jax._src import source_info_util
+
+from ...ir.dtypes import DType
+from ...ir.graph import SourceLoc
+from ...ir.types import TensorType
+from .errors import UnsupportedArgument
+
+TESTED_JAX_VERSIONS = ("0.10.2",)
+
+# Primitives whose body is inlined, and the parameter holding it. custom_jvp_call and
+# custom_vjp_call run their primal body: JAX has already differentiated by the time a jaxpr
+# reaches parity (jax.grad is traced into the program), so the custom rule is never needed.
+INLINED_BODY = {
+    "jit": "jaxpr",
+    "pjit": "jaxpr",  # the name before JAX 0.7
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "custom_vjp_call_jaxpr": "fun_jaxpr",
+    "remat2": "jaxpr",  # jax.checkpoint / jax.remat
+    "checkpoint": "jaxpr",
+}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand of an equation: a variable (``var``) or a literal (``literal`` set)."""
+
+    var: Any
+    type: TensorType
+    literal: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Eqn:
+    """One jaxpr equation as the rules see it: name, params, operands, result types, line."""
+
+    primitive: str
+    params: dict
+    operands: tuple[Operand, ...]
+    results: tuple[Any, ...]  # the result variables (dropped ones included)
+    result_types: tuple[TensorType, ...]
+    loc: SourceLoc | None
+    has_effects: bool
+
+
+@dataclass(frozen=True)
+class SubProgram:
+    """A jaxpr with its constants: the inputs are ``invars``, the outputs ``outvars``."""
+
+    eqns: tuple[Eqn, ...]
+    invars: tuple[Any, ...]
+    outvars: tuple[Operand, ...]
+    consts: tuple[tuple[Any, np.ndarray], ...]  # (constvar, value)
+
+
+@dataclass(frozen=True)
+class Traced:
+    """What tracing a function gives: its program and the pytree of its outputs."""
+
+    body: SubProgram
+    out_tree: Any
+    in_types: tuple[TensorType, ...]
+
+
+def trace(fun: Callable, flat_args: Sequence[Any]) -> Traced:
+    """Trace ``fun(*flat_args)`` (arrays or ``jax.ShapeDtypeStruct``) to its program."""
+    specs = [a if isinstance(a, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(np.shape(a), _dtype_of(a))
+             for a in flat_args]
+    closed, out_shapes = jax.make_jaxpr(fun, return_shape=True)(*specs)
+    in_types = tuple(tensor_type(v.aval) for v in closed.jaxpr.invars)
+    if None in in_types:
+        raise UnsupportedArgument(in_types.index(None), closed.jaxpr.invars[in_types.index(None)].aval.str_short())
+    return Traced(_program(closed.jaxpr, closed.consts), jax.tree_util.tree_structure(out_shapes), in_types)
+
+
+def body_of(eqn: Eqn) -> SubProgram | None:
+    """The body of an inlined call primitive (``jit``, ``custom_jvp_call``, ``remat``...), else None."""
+    key = INLINED_BODY.get(eqn.primitive)
+    return None if key is None else as_program(eqn.params[key])
+
+
+def branches_of(eqn: Eqn) -> list[SubProgram]:
+    """``cond``'s branches, in index order."""
+    return [as_program(b) for b in eqn.params["branches"]]
+
+
+@dataclass(frozen=True)
+class ScanParams:
+    """``scan``'s parameters, independent of how a JAX release spells them."""
+
+    body: SubProgram
+    length: int
+    reverse: bool
+    num_consts: int
+    num_carry: int
+
+
+def scan_params(eqn: Eqn) -> ScanParams:
+    p = eqn.params
+    return ScanParams(as_program(p["jaxpr"]), int(p["length"]), bool(p["reverse"]), int(p["num_consts"]),
+                      int(p["num_carry"]))
+
+
+def as_program(jaxpr: Any) -> SubProgram:
+    """A ``ClosedJaxpr`` or an open ``Jaxpr`` (remat's body) as a :class:`SubProgram`."""
+    if isinstance(jaxpr, jax_core.ClosedJaxpr):
+        return _program(jaxpr.jaxpr, jaxpr.consts)
+    return _program(jaxpr, ())
+
+
+def _program(jaxpr: Any, consts: Sequence[Any]) -> SubProgram:
+    const_pairs = tuple((v, np.asarray(c)) for v, c in zip(jaxpr.constvars, consts))
+    if len(const_pairs) != len(jaxpr.constvars):  # an open jaxpr with constvars: not produced by tracing
+        raise ValueError(f"a jaxpr with {len(jaxpr.constvars)} constvars came without their values")
+    return SubProgram(tuple(_eqn(e) for e in jaxpr.eqns), tuple(jaxpr.invars),
+                      tuple(_operand(v) for v in jaxpr.outvars), const_pairs)
+
+
+def _eqn(eqn: Any) -> Eqn:
+    # a primitive passed as a parameter (select_and_scatter_add's select_prim) by its name
+    # and an enum (gather's GatherScatterMode) by its member's name
+    params = {k: _plain(v) for k, v in eqn.params.items()}
+    return Eqn(eqn.primitive.name, params, tuple(_operand(v) for v in eqn.invars), tuple(eqn.outvars),
+               tuple(tensor_type(v.aval) for v in eqn.outvars), user_loc(eqn.source_info), bool(eqn.effects))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, jax_core.Primitive):
+        return value.name
+    if isinstance(value, enum.Enum):
+        return value.name
+    return value
+
+
+def _operand(var: Any) -> Operand:
+    if isinstance(var, jax_core.Literal):
+        aval = var.aval
+        return Operand(var, tensor_type(aval), np.asarray(var.val, dtype=aval.dtype))
+    return Operand(var, tensor_type(var.aval))
+
+
+def user_loc(source_info: Any) -> SourceLoc | None:
+    """The user's line that produced an equation (JAX's own frames skipped)."""
+    frame = source_info_util.user_frame(source_info.traceback)
+    if frame is None:
+        return None
+    return SourceLoc(frame.file_name, frame.start_line, frame.function_name)
+
+
+def tensor_type(aval: Any) -> TensorType | None:
+    """An abstract value (``ShapedArray``) as an IR type; None for a typed PRNG key (``key<fry>``),
+    which the IR has no type for (the equation making one is refused by name)."""
+    if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key):
+        return None
+    return DType.from_numpy(aval.dtype)[tuple(int(d) for d in aval.shape)]
+
+
+def is_dropped(var: Any) -> bool:
+    """A result nobody reads (``_`` in the printed jaxpr)."""
+    return isinstance(var, jax_core.DropVar)
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    dtype = getattr(x, "dtype", None)
+    return np.dtype(dtype) if dtype is not None else jax.numpy.asarray(x).dtype
+
+
+def is_tracer(x: Any) -> bool:
+    """Whether ``x`` is a value JAX is tracing (the call sits inside jax.grad, vmap or jit)."""
+    return isinstance(x, jax_core.Tracer)
+
+
+def is_prng_key(x: Any) -> bool:
+    """Whether ``x`` is a typed PRNG key array (``jax.random.key(0)``)."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def primitives_used(program: SubProgram) -> set[str]:
+    """Every primitive name in ``program``, the bodies of calls, scans and conds included."""
+    used: set[str] = set()
+    for eqn in program.eqns:
+        used.add(eqn.primitive)
+        nested = [body_of(eqn)]
+        if eqn.primitive == "scan":
+            nested.append(scan_params(eqn).body)
+        if eqn.primitive == "cond":
+            nested += branches_of(eqn)
+        for body in nested:
+            if body is not None:
+                used |= primitives_used(body)
+    return used

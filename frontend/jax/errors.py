@@ -1,0 +1,63 @@
+"""What a JAX user is told when parity cannot take their program.
+
+Each error names, in its first line, the user's JAX line (from the jaxpr's source info),
+the primitive, why, and what to do. They never surface as a parity internal.
+
+Example::
+
+    >>> from parity.ir.graph import SourceLoc
+    >>> str(UntranslatedPrimitive("lgamma", SourceLoc("model.py", 12, "loss")))[:62]
+    'model.py:12 in loss: the JAX primitive `lgamma` has no parity '
+"""
+
+from __future__ import annotations
+
+from ...ir.errors import ParityError
+from ...ir.graph import SourceLoc
+
+
+class JaxCaptureError(ParityError):
+    """A JAX program parity cannot translate into its IR."""
+
+    def __init__(self, primitive: str, loc: SourceLoc | None, what: str, fix: str):
+        self.primitive = primitive
+        self.loc = loc
+        where = f"{loc}: " if loc else "(no source line recorded): "
+        super().__init__(f"{where}{what}\n  fix: {fix}")
+
+
+class UntranslatedPrimitive(JaxCaptureError):
+    def __init__(self, primitive: str, loc: SourceLoc | None, why: str = ""):
+        because = f" ({why})" if why else ""
+        super().__init__(primitive, loc, f"the JAX primitive `{primitive}` has no parity translation{because}",
+                         "rewrite that line with jax.numpy/lax operations parity translates (docs/jax.md lists "
+                         "them), or run this function with plain jax.jit")
+
+
+class DataDependentLoop(JaxCaptureError):
+    def __init__(self, loc: SourceLoc | None):
+        super().__init__("while", loc, "a `lax.while_loop` whose trip count depends on the data cannot be "
+                         "unrolled, and parity's IR has no loops",
+                         "use lax.fori_loop or lax.scan with a trip count known when tracing (static "
+                         "Python ints), or keep the loop outside the function given to parity.jax.jit")
+
+
+class EffectNotSupported(JaxCaptureError):
+    def __init__(self, primitive: str, loc: SourceLoc | None):
+        super().__init__(primitive, loc, f"`{primitive}` has a side effect (a host callback, print or mutable "
+                         "state), which a compiled parity graph cannot run",
+                         "remove the callback (jax.debug.print, io_callback, pure_callback) from the compiled "
+                         "function, or call it outside parity.jax.jit")
+
+
+class UnsupportedArgument(ParityError, TypeError):
+    """An argument of a type the IR has no counterpart for (a typed PRNG key)."""
+
+    def __init__(self, position: int, type_name: str):
+        super().__init__(f"array argument {position} (in flattened order) is a {type_name}, which parity cannot "
+                         "take: it translates no random-number primitives yet (docs/jax.md)\n  fix: draw the "
+                         "random numbers outside the compiled function and pass them in as arrays")
+
+
+class TranslationBug(ParityError, AssertionError):
+    """A rule built a value of another type than JAX's result: a bug in parity, not in the user's code."""

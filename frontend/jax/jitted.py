@@ -1,0 +1,130 @@
+"""What :func:`parity.jax.jit` returns: a function that traces on a new signature, translates
+the jaxpr to IR, compiles it on the chosen backend, and runs it, caching one executable per
+(static arguments, pytree structure, input shapes and dtypes), as ``jax.jit`` does.
+
+Example::
+
+    >>> import jax.numpy as jnp
+    >>> double = JaxJitted(lambda x, n: x * n, static_argnums=(1,), backend="reference")
+    >>> double(jnp.ones(2), 3).tolist(), len(double.cache)
+    ([3.0, 3.0], 1)
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from ...ir.graph import Graph
+from ...ir.precision import Precision
+from . import auto
+from .compat import is_prng_key, is_tracer, trace
+from .errors import UnsupportedArgument
+from .run import as_numpy, compile_graph, to_jax
+from .translate import jaxpr_to_ir
+
+
+@dataclass
+class Compiled:
+    """One signature's program: its IR graph, executable, output pytree and the backend running it."""
+
+    graph: Graph
+    run: Callable
+    out_tree: Any
+    backend: str
+    pick: auto.AutoPick | None = None
+
+
+class JaxJitted:
+    def __init__(self, fun: Callable, *, static_argnums: int | Sequence[int] | None = None,
+                 static_argnames: str | Sequence[str] | None = None, backend: str = "auto", device: str = "cpu",
+                 precision: Precision | str = Precision.EXACT):
+        self.fun = fun
+        self.static_argnums, self.static_argnames = _statics(fun, static_argnums, static_argnames)
+        self.backend = backend
+        self.device = device
+        self.precision = Precision.parse(precision)
+        self.cache: dict[tuple, Compiled] = {}
+        functools.update_wrapper(self, fun)
+
+    def __repr__(self) -> str:
+        name = getattr(self.fun, "__name__", "fn")
+        picks = sorted({c.backend for c in self.cache.values()})
+        runs = f" → {', '.join(picks)}" if self.backend == "auto" and picks else ""
+        return f"<parity.jax.jit of {name}: backend={self.backend}{runs}, device={self.device}>"
+
+    def __call__(self, *args, **kwargs):
+        statics, dynamic = self._split(args, kwargs)
+        leaves, in_tree = jax.tree_util.tree_flatten(dynamic)
+        if any(is_tracer(leaf) for leaf in leaves):
+            raise TypeError(f"{self!r} was called inside a JAX transformation (jax.grad, jax.vmap, jax.jit): parity "
+                            "runs a whole JAX program, so put the transformation inside it: "
+                            "parity.jax.jit(jax.grad(f))")
+        for i, leaf in enumerate(leaves):
+            if is_prng_key(leaf):
+                raise UnsupportedArgument(i, str(leaf.dtype))
+        arrays = as_numpy(leaves)
+        key = (statics, in_tree, tuple((a.shape, a.dtype) for a in arrays))
+        compiled = self.cache.get(key)
+        if compiled is None:
+            compiled = self.cache[key] = self._compile(statics, in_tree, arrays)
+        return jax.tree_util.tree_unflatten(compiled.out_tree, to_jax(compiled.run(*arrays)))
+
+    # -- static and dynamic arguments ---------------------------------------------------
+
+    def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
+        statics = tuple((i, args[i]) for i in self.static_argnums if i < len(args))
+        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        try:
+            hash(statics)
+        except TypeError as exc:
+            raise TypeError(f"parity.jax.jit: static arguments must be hashable, as for jax.jit ({exc})") from None
+        return statics, (dyn_args, dyn_kwargs)
+
+    def _flat_function(self, statics: tuple, in_tree) -> Callable:
+        positional = {i: v for i, v in statics if isinstance(i, int)}
+        named = {k: v for k, v in statics if isinstance(k, str)}
+
+        def flat(*leaves):
+            dyn_args, dyn_kwargs = jax.tree_util.tree_unflatten(in_tree, leaves)
+            dyn = iter(dyn_args)
+            args = [positional[i] if i in positional else next(dyn) for i in range(len(dyn_args) + len(positional))]
+            return self.fun(*args, **dyn_kwargs, **named)
+
+        flat.__name__ = getattr(self.fun, "__name__", "jax_fn").replace("<lambda>", "lambda")
+        return flat
+
+    # -- compiling ------------------------------------------------------------------------
+
+    def _compile(self, statics: tuple, in_tree, arrays: list[np.ndarray]) -> Compiled:
+        flat = self._flat_function(statics, in_tree)
+        traced = trace(flat, arrays)
+        graph = jaxpr_to_ir(traced, flat.__name__)
+        if self.backend != "auto":
+            return Compiled(graph, compile_graph(self.backend, graph, self.device, self.precision),
+                            traced.out_tree, self.backend)
+        want = [np.asarray(o) for o in jax.tree_util.tree_leaves(jax.jit(flat)(*arrays))]
+        run, pick = auto.choose(graph, self.device, self.precision, arrays, want)
+        return Compiled(graph, run, traced.out_tree, pick.backend, pick)
+
+
+def _statics(fun: Callable, argnums, argnames) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """jax.jit's convention: either list completes the other from the signature."""
+    argnums = () if argnums is None else (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    argnames = () if argnames is None else (argnames,) if isinstance(argnames, str) else tuple(argnames)
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return argnums, argnames
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    argnums = tuple(sorted(set(argnums) | {positional.index(n) for n in argnames if n in positional}))
+    argnames = tuple(sorted(set(argnames) | {positional[i] for i in argnums if i < len(positional)}))
+    return argnums, argnames

@@ -1,0 +1,31 @@
+"""The jaxpr → IR translation table: one explicit entry per lax primitive name.
+
+Values are rules ``rule(ctx, *operands)`` (``ctx`` is a
+:class:`~parity.frontend.jax.context.JaxContext`). The table is assembled here from one
+module per op family, named after the ``ir/ops`` families they build (elementwise, shape,
+reduction, contraction, indexing, window) plus ``control`` (scan, cond, and the
+refusals); nothing else registers entries. Calls whose body is inlined (``jit``,
+``custom_jvp_call``, ``remat``...) are listed in compat.py, not here.
+
+Example::
+
+    >>> "dot_general" in TABLE and "select_and_scatter_add" in TABLE
+    True
+"""
+
+from __future__ import annotations
+
+from ...tables import merge_tables
+from . import contraction, control, elementwise, indexing, reduction, shape, window
+
+FAMILIES = (elementwise, shape, reduction, contraction, indexing, window, control)
+
+
+TABLE = merge_tables(FAMILIES, "JAX primitive")
+
+
+def translated_primitives() -> list[str]:
+    """Every JAX primitive with a rule (refusals included), and the inlined calls."""
+    from ..compat import INLINED_BODY
+
+    return sorted(set(TABLE) | set(INLINED_BODY))

@@ -1,0 +1,59 @@
+"""dot_general and conv_general_dilated (forward, and the transposes JAX's autodiff emits)."""
+
+from __future__ import annotations
+
+from ....ir.graph import Value
+from ..context import JaxContext, refuse
+
+
+def _accumulate_in(ctx: JaxContext, lhs: Value, rhs: Value) -> tuple[Value, Value]:
+    """Both operands in the result's dtype (``preferred_element_type``): the IR contracts in one dtype."""
+    return ctx.convert(lhs, ctx.out.dtype), ctx.convert(rhs, ctx.out.dtype)
+
+
+def dot_general(ctx: JaxContext, lhs: Value, rhs: Value):
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = ctx.params["dimension_numbers"]
+    lhs, rhs = _accumulate_in(ctx, lhs, rhs)
+    return ctx.b.dot_general(lhs, rhs, lhs_contracting_dims=tuple(int(d) for d in lhs_contract),
+                             rhs_contracting_dims=tuple(int(d) for d in rhs_contract),
+                             lhs_batch_dims=tuple(int(d) for d in lhs_batch),
+                             rhs_batch_dims=tuple(int(d) for d in rhs_batch))
+
+
+def _inverse(permutation) -> tuple[int, ...]:
+    inverse = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inverse[p] = i
+    return tuple(inverse)
+
+
+def conv_general_dilated(ctx: JaxContext, lhs: Value, rhs: Value):
+    """JAX's layouts (``dimension_numbers``: where batch, feature and spatial dims sit) become the
+    IR's [N, C, *spatial] and [O, I, *kernel] by transposes; the result goes back to JAX's layout."""
+    p = ctx.params
+    if p["batch_group_count"] != 1:
+        refuse(f"batch_group_count={p['batch_group_count']} (the weight gradient of a grouped convolution)")
+    padding = p["padding"]
+    if isinstance(padding, str):
+        refuse(f"padding {padding!r} left unresolved by JAX")
+    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    lhs, rhs = _accumulate_in(ctx, lhs, rhs)
+    lhs = _transposed(ctx, lhs, tuple(lhs_spec))
+    rhs = _transposed(ctx, rhs, tuple(rhs_spec))
+    out = ctx.b.convolution(lhs, rhs, window_strides=tuple(p["window_strides"]),
+                            padding=tuple((int(lo), int(hi)) for lo, hi in padding),
+                            lhs_dilation=tuple(p["lhs_dilation"]), rhs_dilation=tuple(p["rhs_dilation"]),
+                            feature_group_count=int(p["feature_group_count"]))
+    return _transposed(ctx, out, _inverse(tuple(out_spec)))
+
+
+def _transposed(ctx: JaxContext, x: Value, permutation: tuple[int, ...]) -> Value:
+    if permutation == tuple(range(len(permutation))):
+        return x
+    return ctx.b.transpose(x, permutation=permutation)
+
+
+TABLE = {
+    "dot_general": dot_general,
+    "conv_general_dilated": conv_general_dilated,
+}

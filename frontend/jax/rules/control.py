@@ -1,0 +1,78 @@
+"""Control flow: ``scan`` (also ``fori_loop`` with a static trip count) unrolled, ``cond`` as a
+select over its branches, and the refusals: a data-dependent ``while``, host callbacks.
+
+Unrolling, not loops in the IR: every backend runs straight-line IR today, and a 64-step
+RNN unrolls and compiles in the time docs/jax.md records. (``jit``, ``custom_jvp_call``,
+``custom_vjp_call`` and ``remat`` are inlined by the walk itself: translate.py.)
+"""
+
+from __future__ import annotations
+
+from ....ir.graph import Value
+from ..compat import branches_of, scan_params
+from ..context import JaxContext
+from ..errors import DataDependentLoop, EffectNotSupported
+
+
+def scan(ctx: JaxContext, *operands: Value):
+    s = scan_params(ctx.eqn)
+    b = ctx.b
+    consts = list(operands[:s.num_consts])
+    carry = list(operands[s.num_consts:s.num_consts + s.num_carry])
+    xs = operands[s.num_consts + s.num_carry:]
+    ys_by_step: dict[int, list[Value]] = {}
+    steps = range(s.length - 1, -1, -1) if s.reverse else range(s.length)
+    for i in steps:
+        x_i = [_row(b, x, i) for x in xs]
+        outs = ctx.inline(s.body, consts + carry + x_i)
+        carry, ys_by_step[i] = outs[:s.num_carry], outs[s.num_carry:]
+    n_ys = len(ctx.eqn.result_types) - s.num_carry
+    ys = []
+    for k in range(n_ys):
+        rows = [ys_by_step[i][k] for i in range(s.length)]
+        stacked = [b.reshape(r, shape=(1, *r.type.shape)) for r in rows]
+        ys.append(stacked[0] if len(stacked) == 1 else b.concatenate(*stacked, dimension=0))
+    if s.length == 0:
+        return [*carry, *(ctx.full(0, t.dtype, t.shape) for t in ctx.eqn.result_types[s.num_carry:])]
+    return [*carry, *ys]
+
+
+def _row(b, x: Value, i: int) -> Value:
+    shape = tuple(x.type.shape)
+    row = b.slice(x, start_indices=(i,) + (0,) * (len(shape) - 1), limit_indices=(i + 1, *shape[1:]),
+                  strides=(1,) * len(shape))
+    return b.reshape(row, shape=shape[1:])
+
+
+def cond(ctx: JaxContext, index: Value, *operands: Value):
+    """Every branch computed, the result picked by ``index`` (lax.switch has clamped it already)."""
+    b = ctx.b
+    outs = [ctx.inline(branch, list(operands)) for branch in branches_of(ctx.eqn)]
+    chosen = outs[0]
+    for k, branch_outs in enumerate(outs[1:], start=1):
+        picked = []
+        for current, candidate in zip(chosen, branch_outs):
+            shape = tuple(current.type.shape)
+            is_k = b.eq(index, b.constant(k, index.type.dtype))
+            picked.append(b.select(ctx.broadcast(is_k, shape), candidate, current))
+        chosen = picked
+    return chosen
+
+
+def while_loop(ctx: JaxContext, *operands: Value):
+    raise DataDependentLoop(ctx.eqn.loc)
+
+
+def callback(ctx: JaxContext, *operands: Value):
+    raise EffectNotSupported(ctx.eqn.primitive, ctx.eqn.loc)
+
+
+TABLE = {
+    "scan": scan,
+    "cond": cond,
+    "while": while_loop,
+    "debug_callback": callback,
+    "io_callback": callback,
+    "pure_callback": callback,
+    "debug_print": callback,
+}

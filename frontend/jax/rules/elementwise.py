@@ -1,0 +1,134 @@
+"""Elementwise lax primitives: unary and binary math, comparisons, logic, selection, converts.
+
+jaxprs pass rank-0 literals to elementwise ops (``mul x 2.0:f32[]``); the IR has no implicit
+broadcasting, so every operand is broadcast to the result's shape first.
+"""
+
+from __future__ import annotations
+
+from ....ir.graph import Value
+from ..context import JaxContext, refuse
+
+# lax name -> IR op, for ops whose operands and result share the result's shape
+UNARY = {name: name for name in (
+    "neg", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos",
+    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "abs", "sign", "floor", "ceil", "erf",
+    "is_finite")}
+BINARY = {name: name for name in ("add", "sub", "mul", "div", "rem", "max", "min", "atan2", "eq", "ne", "lt",
+                                  "le", "gt", "ge", "shift_left")}
+BINARY |= {"add_any": "add", "shift_right_arithmetic": "shift_right_arithmetic",
+           "shift_right_logical": "shift_right_logical"}
+# bool operands take the logical op, integers the bitwise one
+LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_or"),
+           "xor": ("logical_xor", "bitwise_xor"), "not": ("logical_not", "bitwise_not")}
+
+
+def _unary(ir_op: str):
+    def rule(ctx: JaxContext, x: Value):
+        return ctx.b.op(ir_op, x)
+
+    rule.__name__ = f"translate_{ir_op}"
+    return rule
+
+
+def _binary(ir_op: str):
+    def rule(ctx: JaxContext, x: Value, y: Value):
+        shape = ctx.out.shape
+        return ctx.b.op(ir_op, ctx.broadcast(x, shape), ctx.broadcast(y, shape))
+
+    rule.__name__ = f"translate_{ir_op}"
+    return rule
+
+
+def _logical(name: str):
+    logical, bitwise = LOGICAL[name]
+
+    def rule(ctx: JaxContext, *operands: Value):
+        op = logical if ctx.out.dtype.is_bool else bitwise
+        return ctx.b.op(op, *(ctx.broadcast(x, ctx.out.shape) for x in operands))
+
+    rule.__name__ = f"translate_{name}"
+    return rule
+
+
+def round_(ctx: JaxContext, x: Value):
+    # lax.RoundingMethod (compat.py passes its name): half away from zero, or half to even (the IR's round)
+    if ctx.params["rounding_method"] == "AWAY_FROM_ZERO":
+        away = ctx.b.trunc(ctx.b.add(x, ctx.b.mul(ctx.b.sign(x), ctx.full(0.5, x.type.dtype, x.type.shape))))
+        exact_half = ctx.b.eq(ctx.b.abs(ctx.b.sub(x, ctx.b.trunc(x))), ctx.full(0.5, x.type.dtype, x.type.shape))
+        return ctx.b.select(exact_half, away, ctx.b.round(x))
+    return ctx.b.round(x)
+
+
+def pow_(ctx: JaxContext, x: Value, y: Value):
+    """x ** y; an integer exponent (optax's ``decay ** count``) converted to x's float dtype, exactly
+    for every |y| < 2**24."""
+    shape = ctx.out.shape
+    return ctx.b.pow(ctx.broadcast(x, shape), ctx.broadcast(ctx.convert(y, x.type.dtype), shape))
+
+
+def select_n(ctx: JaxContext, which: Value, *cases: Value):
+    """``select_n(p, false_case, true_case)``: the IR's select takes (pred, on_true, on_false)."""
+    if len(cases) != 2:
+        refuse(f"select_n with {len(cases)} cases (parity translates the two-case form, a bool or 0/1 predicate)")
+    shape = ctx.out.shape
+    pred = which if which.type.dtype.is_bool else ctx.b.ne(which, ctx.full(0, which.type.dtype, which.type.shape))
+    on_false, on_true = (ctx.broadcast(c, shape) for c in cases)
+    return ctx.b.select(ctx.broadcast(pred, shape), on_true, on_false)
+
+
+def clamp(ctx: JaxContext, lo: Value, x: Value, hi: Value):
+    shape = ctx.out.shape
+    return ctx.b.clamp(ctx.broadcast(lo, shape), x, ctx.broadcast(hi, shape))
+
+
+def convert_element_type(ctx: JaxContext, x: Value):
+    return ctx.convert(x, ctx.out.dtype)
+
+
+def identity(ctx: JaxContext, x: Value):
+    """stop_gradient, copy, optimization_barrier's single operand: the value itself."""
+    return x
+
+
+def identities(ctx: JaxContext, *xs: Value):
+    return list(xs)
+
+
+def square(ctx: JaxContext, x: Value):
+    return ctx.b.mul(x, x)
+
+
+def integer_pow(ctx: JaxContext, x: Value):
+    """x ** y for a static int y by squaring, the multiplications XLA emits for jax.jit."""
+    y = int(ctx.params["y"])
+    if y == 0:
+        return ctx.full(1, x.type.dtype, x.type.shape)
+    result, base, n = None, x, abs(y)
+    while n:
+        if n & 1:
+            result = base if result is None else ctx.b.mul(result, base)
+        n >>= 1
+        if n:
+            base = ctx.b.mul(base, base)
+    if y < 0:
+        result = ctx.b.div(ctx.full(1, x.type.dtype, x.type.shape), result)
+    return result
+
+
+TABLE = {name: _unary(op) for name, op in UNARY.items()}
+TABLE |= {name: _binary(op) for name, op in BINARY.items()}
+TABLE |= {name: _logical(name) for name in LOGICAL}
+TABLE |= {
+    "round": round_,
+    "pow": pow_,
+    "select_n": select_n,
+    "clamp": clamp,
+    "convert_element_type": convert_element_type,
+    "stop_gradient": identity,
+    "copy": identity,
+    "copy_p": identity,
+    "optimization_barrier": identities,
+    "square": square,
+    "integer_pow": integer_pow,
+}

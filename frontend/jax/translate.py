@@ -1,0 +1,87 @@
+"""A traced JAX program (frontend/jax/compat.py) → an ``ir.Graph``.
+
+The walk is JAX's own ``eval_jaxpr``: an environment from jaxpr variables to IR values,
+one rule per equation from the explicit table in ``rules/``. Calls (``jit``,
+``custom_jvp_call``, ``custom_vjp_call``, ``remat``) are inlined; their equations keep
+their own source lines. Every node carries the user's line; an equation parity cannot
+translate raises a :class:`~parity.frontend.jax.errors.JaxCaptureError` at that line.
+
+Example::
+
+    >>> import jax.numpy as jnp
+    >>> from parity.frontend.jax.compat import trace
+    >>> graph = jaxpr_to_ir(trace(lambda x: jnp.tanh(x) + 1.0, [jnp.zeros(3)]), "f")
+    >>> graph.op_counts()
+    {'tanh': 1, 'constant': 1, 'broadcast_in_dim': 1, 'add': 1}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ...ir.builder import GraphBuilder
+from ...ir.graph import Graph, SourceLoc, Value
+from ...ir.passes.dce import dce
+from .compat import Eqn, Operand, SubProgram, Traced, body_of, is_dropped
+from .context import JaxContext, Refused
+from .errors import EffectNotSupported, TranslationBug, UntranslatedPrimitive
+from .rules import TABLE
+
+
+def jaxpr_to_ir(traced: Traced, name: str) -> Graph:
+    """The IR graph of ``traced``: its flat inputs in order, its flat outputs in order."""
+    b = GraphBuilder(name)
+    inputs = [b.input(t) for t in traced.in_types]
+    outputs = inline_program(b, traced.body, inputs)
+    graph, _ = dce(b.build(outputs))
+    return graph
+
+
+def inline_program(b: GraphBuilder, program: SubProgram, inputs: Sequence[Value],
+                   outer: SourceLoc | None = None) -> list[Value]:
+    """Emit ``program``'s equations into ``b`` on ``inputs``; return its output values. An
+    equation JAX recorded no user line for (inside a library's jitted helper) takes ``outer``,
+    the line of the call that holds it."""
+    env: dict = {}
+    for var, value in program.consts:
+        env[var] = b.constant(value)
+    for var, value in zip(program.invars, inputs, strict=True):
+        env[var] = value
+    for eqn in program.eqns:
+        if eqn.loc is None and outer is not None:
+            eqn = replace(eqn, loc=outer)
+        results = _translate_eqn(b, eqn, [_read(b, env, o) for o in eqn.operands])
+        for var, value in zip(eqn.results, results, strict=True):
+            if not is_dropped(var):
+                env[var] = value
+    return [_read(b, env, o) for o in program.outvars]
+
+
+def _read(b: GraphBuilder, env: dict, operand: Operand) -> Value:
+    if operand.literal is not None:
+        return b.constant(operand.literal)
+    return env[operand.var]
+
+
+def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value]:
+    body = body_of(eqn)
+    if body is not None:
+        return inline_program(b, body, inputs, eqn.loc)
+    rule = TABLE.get(eqn.primitive)
+    if eqn.has_effects and rule is None:
+        raise EffectNotSupported(eqn.primitive, eqn.loc)
+    if rule is None:
+        raise UntranslatedPrimitive(eqn.primitive, eqn.loc)
+    ctx = JaxContext(b, eqn, lambda program, values: inline_program(b, program, values, eqn.loc))
+    with b.location(eqn.loc):
+        try:
+            result = rule(ctx, *inputs)
+        except Refused as exc:
+            raise UntranslatedPrimitive(eqn.primitive, eqn.loc, str(exc)) from None
+    results = list(result) if isinstance(result, (list, tuple)) else [result]
+    for value, expected in zip(results, eqn.result_types, strict=True):
+        if value.type != expected:  # a rule's bug, caught where it happens
+            raise TranslationBug(f"the rule for `{eqn.primitive}` at {eqn.loc} built {value.type}, JAX's result "
+                                 f"is {expected}")
+    return results

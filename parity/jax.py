@@ -1,0 +1,57 @@
+"""parity for JAX programs: :func:`jit`, the door a ``jax.jit`` user recognises.
+
+Why a module of its own and not :func:`parity.compile` recognising a JAX function: the
+two frameworks' conventions differ and an option would mean two things through one door.
+``parity.compile`` follows ``torch.compile`` (modules, Dynamo's guards, graph breaks run
+eagerly, ``strict``/``fullgraph``); ``parity.jax.jit`` follows ``jax.jit`` (pure functions,
+``static_argnums``/``static_argnames``, pytrees in and out, one trace per signature, no
+eager fallback). Both produce the same IR and run on the same backends (docs/jax.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from . import validate
+
+__all__ = ["jit"]
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None, backend: str = "auto", device: str = "cpu",
+        precision: str = "exact"):
+    """Compile a JAX function with a parity backend, with ``jax.jit``'s conventions.
+
+    Arguments and results are pytrees of arrays; ``static_argnums`` / ``static_argnames``
+    are hashed into the cache key and traced as Python values, as in ``jax.jit``. Each new
+    signature (static values, pytree structure, shapes and dtypes) is traced once with JAX,
+    translated to parity's IR (differentiation is JAX's: ``jax.grad`` inside the function is
+    part of the program) and compiled on ``backend`` ("xla", "onnx", "inductor", "triton",
+    "reference", or "auto": the fastest installed backend whose outputs match ``jax.jit``'s
+    on the first call). Results are ``jax.Array``s. ``precision`` is "exact" (the IR's
+    contract) or "fast" (a backend's declared fast tier). Usable as a decorator, with or
+    without arguments.
+
+    Example::
+
+        >>> import jax, jax.numpy as jnp
+        >>> import parity.jax
+        >>> @parity.jax.jit(backend="reference")
+        ... def loss(w, x):
+        ...     return jnp.tanh(x @ w).sum()
+        >>> float(loss(jnp.ones(2), jnp.ones((3, 2))))
+        2.8920...
+        >>> grad = parity.jax.jit(jax.grad(loss.__wrapped__), backend="reference")  # grad inside
+        >>> grad(jnp.ones(2), jnp.ones((3, 2))).tolist()
+        [0.2119..., 0.2119...]
+    """
+    from .frontend.jax.jitted import JaxJitted
+
+    validate.backend(backend, also=("auto",))
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend,
+                             device=device, precision=precision)
+    if not callable(fun):
+        raise validate.UsageError(f"parity.jax.jit compiles a function, got {type(fun).__name__} {fun!r}")
+    return JaxJitted(fun, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend,
+                     device=device, precision=precision)

@@ -1,0 +1,54 @@
+"""parity against jax.jit, as tests/models compares parity against eager torch
+(conformance/hf/check.py): a result matches when ``max|got − jit| ≤ RTOL · max|jit|``, or,
+failing that, when its distance from a float64 run of the same JAX function is at most
+NOISE_FACTOR times jax.jit's own float32 distance from it (ill-conditioned outputs;
+NOISE_LEVEL_FACTOR where jax.jit's error is at least the float64 value itself, an analytically
+zero gradient that both runs give as rounding noise). NaN and
+±inf must sit where jax.jit's do."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from parity.conformance.hf.check import NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL
+
+
+def float64_run(fun, *args):
+    """``fun`` under x64 on the arguments widened to float64: the oracle."""
+    with jax.enable_x64(True):
+        wide = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f"
+                                      else np.asarray(a), args)
+        return jax.tree_util.tree_map(np.asarray, jax.jit(fun)(*wide))
+
+
+def mismatches(got, want, exact) -> list[str]:
+    """Each leaf of ``got`` that does not match ``want`` (jax.jit's) by the rule above, with its numbers."""
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree, f"pytree {got_tree} instead of jax.jit's {want_tree}"
+    problems = []
+    for i, (g, w, x) in enumerate(zip(got_leaves, want_leaves, jax.tree_util.tree_leaves(exact))):
+        g, w, x = np.asarray(g), np.asarray(w), np.asarray(x, np.float64)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            problems.append(f"leaf {i}: {g.dtype}{g.shape} instead of {w.dtype}{w.shape}")
+            continue
+        if not np.array_equal(np.isnan(g), np.isnan(w)):
+            problems.append(f"leaf {i}: NaN at {int(np.sum(np.isnan(g) != np.isnan(w)))} places where jax.jit's "
+                            "result is not NaN, or the reverse")
+            continue
+        if not np.array_equal(g[np.isinf(w)], w[np.isinf(w)]):
+            problems.append(f"leaf {i}: differs from jax.jit where jax.jit's result is infinite")
+            continue
+        g, w, x = (np.where(np.isfinite(w), a, 0) for a in (g, w, x))  # compared above
+        scale = float(np.max(np.abs(w), initial=0.0))
+        worst = float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
+        if worst <= RTOL * scale:
+            continue
+        own = float(np.max(np.abs(w - x), initial=0.0))
+        ours = float(np.max(np.abs(g - x), initial=0.0))
+        noise = own >= float(np.max(np.abs(x), initial=0.0))  # jax.jit has no correct digit: both are noise
+        if own == 0 or ours > (NOISE_LEVEL_FACTOR if noise else NOISE_FACTOR) * own:
+            problems.append(f"leaf {i}: off jax.jit by {worst:.3g} (scale {scale:.3g}); from float64: "
+                            f"{ours:.3g} vs jax.jit's {own:.3g}{' (both rounding noise)' if noise else ''}")
+    return problems

@@ -1,0 +1,126 @@
+"""What a JAX user is told when parity cannot take their program: the line, the primitive, the fix."""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import parity.jax
+from parity.frontend.jax.errors import (
+    DataDependentLoop,
+    EffectNotSupported,
+    UnsupportedArgument,
+    UntranslatedPrimitive,
+)
+from parity.ir.errors import ParityError
+
+
+def _line_of(fun, text: str) -> str:
+    """``file:line`` of the first line of ``fun`` that contains ``text``."""
+    lines, first = inspect.getsourcelines(fun)
+    offset = next(i for i, line in enumerate(lines) if text in line)
+    return f"{inspect.getsourcefile(fun)}:{first + offset}"
+
+
+def digamma_of(x):
+    y = x * 2.0
+    return lax.digamma(y)
+
+
+def doubling_until_large(x):
+    return lax.while_loop(lambda v: v.sum() < 100.0, lambda v: v * 2.0, x)
+
+
+def prints_on_the_host(x):
+    jax.debug.print("x = {}", x)
+    return x + 1.0
+
+
+def test_an_untranslated_primitive_names_the_users_line_the_primitive_and_the_fix():
+    with pytest.raises(UntranslatedPrimitive) as info:
+        parity.jax.jit(digamma_of, backend="reference")(jnp.ones(3))
+    message = str(info.value)
+    assert message.startswith(f"{_line_of(digamma_of, 'lax.digamma')} in digamma_of: ")
+    assert "the JAX primitive `digamma` has no parity translation" in message
+    assert "fix: rewrite that line" in message and "plain jax.jit" in message
+    assert isinstance(info.value, ParityError) and info.value.primitive == "digamma"
+
+
+REFUSALS = {
+    "a data-dependent while loop": (doubling_until_large, DataDependentLoop, "lax.while_loop",
+                                    ["`lax.while_loop` whose trip count depends on the data",
+                                     "lax.fori_loop or lax.scan with a trip count known when tracing"]),
+    "a host callback": (prints_on_the_host, EffectNotSupported, "jax.debug.print",
+                        ["`debug_print` has a side effect", "call it outside parity.jax.jit"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_a_program_parity_cannot_run_is_refused_at_the_users_line(case):
+    fun, error, line_text, phrases = REFUSALS[case]
+    with pytest.raises(error) as info:
+        parity.jax.jit(fun, backend="reference")(jnp.ones(3))
+    message = str(info.value)
+    assert message.startswith(f"{_line_of(fun, line_text)} in {fun.__name__}: ")
+    for phrase in phrases:
+        assert phrase in message
+
+
+def test_a_rule_refusing_a_case_says_why():
+    """gather with two indexed axes at once (x[i, j] with arrays): refused by the rule, with its reason."""
+    def pick(x, i, j):
+        return x[i, j]
+
+    with pytest.raises(UntranslatedPrimitive, match=r"`gather` has no parity translation \(indexing 2 axes at "
+                                                    r"once \(parity translates one indexed axis\)\)"):
+        parity.jax.jit(pick, backend="reference")(jnp.ones((3, 4)), jnp.array([0, 1]), jnp.array([2, 3]))
+
+
+def test_calling_it_under_a_jax_transformation_says_to_put_the_transformation_inside():
+    compiled = parity.jax.jit(lambda x: (x ** 2).sum(), backend="reference")
+    with pytest.raises(TypeError, match=r"put the transformation inside it: parity.jax.jit\(jax.grad\(f\)\)"):
+        jax.grad(compiled)(jnp.ones(2))
+
+
+def test_a_fori_loop_with_a_static_trip_count_runs():
+    """The contrast to the while loop above: static bounds make a scan, which unrolls."""
+    def power_of_two(x):
+        return lax.fori_loop(0, 5, lambda i, v: v * 2.0 + i.astype(jnp.float32), x)
+
+    got = parity.jax.jit(power_of_two, backend="reference")(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.jit(power_of_two)(jnp.ones(2))))
+
+
+def test_a_refusal_inside_a_library_helper_names_the_users_call():
+    """jnp.take_along_axis is a jitted helper; its gather in a form parity refuses (a second
+    batched axis) is reported at the user's call, not without a line."""
+    def pick_pairs(x, i):
+        return jnp.take_along_axis(x, i, axis=-1)
+
+    with pytest.raises(UntranslatedPrimitive) as info:
+        parity.jax.jit(pick_pairs, backend="reference")(jnp.ones((2, 3, 4)), jnp.zeros((2, 3, 2), jnp.int32))
+    assert str(info.value).startswith(f"{_line_of(pick_pairs, 'take_along_axis')} in {pick_pairs.__qualname__}: "
+                                      "the JAX primitive `gather` has no parity translation")
+
+
+def dropout(key_data, x):
+    keep = jax.random.bernoulli(jax.random.wrap_key_data(key_data), 0.5, x.shape)
+    return jnp.where(keep, x, 0.0)
+
+
+def test_random_numbers_are_refused_at_the_users_line_until_they_translate():
+    """Typed keys have no IR type: a key argument is refused at the door, a key made inside
+    the function at the line that makes it."""
+    with pytest.raises(UnsupportedArgument, match=r"array argument 0 \(in flattened order\) is a key<fry>, "
+                                                  r"which parity cannot take.*\n  fix: draw the random numbers "
+                                                  r"outside the compiled function"):
+        parity.jax.jit(lambda k, x: x, backend="reference")(jax.random.key(0), jnp.ones(2))
+    with pytest.raises(UntranslatedPrimitive) as info:
+        parity.jax.jit(dropout, backend="reference")(jax.random.key_data(jax.random.key(0)), jnp.ones(4))
+    assert str(info.value).startswith(f"{_line_of(dropout, 'wrap_key_data')} in dropout: the JAX primitive "
+                                      "`random_wrap` has no parity translation")

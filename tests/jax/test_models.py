@@ -1,0 +1,58 @@
+"""Forward, gradients and one optax step of each tiny model (tests/jax/models.py) through
+parity.jax.jit on every backend, against jax.jit within the rule of tests/jax/compare.py."""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+import parity.jax
+
+from .compare import float64_run, mismatches
+from .models import MODELS
+
+BACKENDS = ("reference", "xla", "onnx", "inductor", "triton")
+
+
+def _stage(model, stage):
+    """The function and arguments of one stage: forward, value_and_grad of the loss, an optax step."""
+    if stage == "forward":
+        return model.forward, (model.params, model.batch)
+    if stage == "gradients":
+        return jax.value_and_grad(model.loss), (model.params, model.batch)
+    optax = pytest.importorskip("optax", reason="the optax step needs optax (pip install 'parity[jax]')")
+    optimizer = optax.adam(1e-2)
+
+    def step(params, opt_state, batch):
+        loss, grads = jax.value_and_grad(model.loss)(params, batch)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return step, (model.params, optimizer.init(model.params), model.batch)
+
+
+@pytest.fixture
+def triton_interpreted(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+# CI runs every stage of every model on xla and a cell of each other backend that covers its
+# hardest part (the gradients; the optax step on inductor); the whole cross-product, all
+# measured passing (inductor's CNN gradients take ~110 s to compile on 2 cores), runs with -m matrix.
+CI_SUBSET = {("xla", m, s) for m in MODELS for s in ("forward", "gradients", "optax_step")}
+CI_SUBSET |= {("onnx", m, "gradients") for m in MODELS} | {("reference", "mlp", "gradients")}
+CI_SUBSET |= {("inductor", "mlp", "gradients"), ("inductor", "mlp", "optax_step"), ("triton", "mlp", "gradients"),
+              ("triton", "transformer_lm", "gradients")}
+CELLS = [pytest.param(b, m, s, marks=() if (b, m, s) in CI_SUBSET else pytest.mark.matrix)
+         for b in BACKENDS for m in sorted(MODELS) for s in ("forward", "gradients", "optax_step")]
+
+
+@pytest.mark.usefixtures("triton_interpreted")
+@pytest.mark.parametrize("backend,model_name,stage", CELLS)
+def test_matches_jax_jit(backend, model_name, stage):
+    model = MODELS[model_name]()
+    fun, args = _stage(model, stage)
+    got = parity.jax.jit(fun, backend=backend)(*args)
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(got))
+    problems = mismatches(got, jax.jit(fun)(*args), float64_run(fun, *args))
+    assert not problems, f"{model_name} {stage} on {backend}:\n" + "\n".join(problems)
