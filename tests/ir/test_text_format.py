@@ -373,7 +373,7 @@ def candidate(draw, rng: random.Random, b: GraphBuilder, opdef: OpDef, values: l
         return None  # the type rule rejects this candidate; the caller tries another
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs())
 def test_round_trip_random_graphs(graph):
     note(str(graph))
