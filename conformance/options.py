@@ -8,7 +8,7 @@ Example::
     >>> parser = argparse.ArgumentParser(); add_worker_arguments(parser)
     >>> worker_options(parser.parse_args(["--workers", "2", "--case-timeout", "30"]))
     WorkerOptions(workers=2, engine='local', case_timeout=30.0, memory_mb=None, plugins=(), journal=None, resume=False,
-                  hosts=(), monarch_job=None)
+                  hosts=(), monarch_job=None, timeout_scale=1.0)
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ def add_worker_arguments(parser: argparse.ArgumentParser, *, journal: bool = Fal
                         help="what runs the workers (default local: subprocesses of this machine)")
     parser.add_argument("--case-timeout", type=float, metavar="SECONDS",
                         help="with workers: kill a worker that spends longer than this on one op × dtype bundle "
-                             "on one backend; its cases are 'timed out'")
+                             "on one backend; its cases are 'timed out' (default: a limit sized from the bundle's "
+                             "cases, docs/conformance.md 'Workers'; 0: no limit)")
     parser.add_argument("--worker-memory", type=int, metavar="MIB",
-                        help="with workers: cap each worker's address space (setrlimit RLIMIT_AS) at MIB mebibytes")
+                        help="with workers: cap each worker's address space (setrlimit RLIMIT_AS) at MIB mebibytes "
+                             "(default: none; a plugin's isolated worker in a serial run: half the machine's memory)")
     parser.add_argument("--hosts", metavar="HOST=B,B;HOST=B",
                         help="with workers: simulated hosts, each with --workers workers offering only the backends "
                              "listed; each target runs on the first host that offers its backend")

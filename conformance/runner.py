@@ -13,6 +13,9 @@ deviation*, any other failing cell an *unexpected failure*, and a deviation that
 nothing it covers is *stale* (or *invalid* when it records no number in ULPs). Any of
 these unexpected outcomes makes :attr:`ConformanceRun.exit_code` 1.
 
+A serial run still sends a plugin's cases (a backend that is not built in, found by entry
+point or ``plugins``) to a worker process (:mod:`.isolation`): its crash or hang is a cell.
+
 Example::
 
     >>> from parity.conformance.runner import run
@@ -35,6 +38,7 @@ from .arguments import check_run_arguments
 from .case import Case
 from .controller import Group, WorkerOptions, run_groups, worker_spec
 from .execute import Prepared, run_bundle
+from .isolation import case_seconds, default_memory_mb, isolated
 from .plugins import load_plugins
 from .results import CaseResult, ConformanceRun, ProgressFn, Target
 from .selection import resolve_targets, select_cases
@@ -47,7 +51,8 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         dtypes: Iterable[DType] | None = None, ops: str | None = None, quick: bool = False,
         cases: Sequence[Case] | None = None, progress: ProgressFn | None = None, models: bool | str = False,
         architectures: Sequence[str] | None = None, anchors: bool = True,
-        workers: WorkerOptions | None = None) -> ConformanceRun:
+        workers: WorkerOptions | None = None, plugins: Sequence[str] = (), isolate: bool = True,
+        limit_scale: float = 1.0) -> ConformanceRun:
     """Run the selected cases on every target and build the matrix (see the module docstring).
 
     ``models`` adds the rows of :mod:`.zoo`: the model zoo (forward and training step
@@ -57,11 +62,15 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
 
     ``workers`` runs the cases on worker processes (:mod:`.controller`): the same results,
     with crashes and hangs contained as *crashed* / *timed out* cells, and a journal to
-    resume from. The cases are then named by id, so ``cases`` must be None."""
+    resume from. The cases are then named by id, so ``cases`` must be None.
+
+    Without ``workers``, ``isolate`` runs the op database's cases of every plugin target
+    (:func:`.isolation.isolated`; ``plugins``: ``module:attr`` specs to load, as
+    ``--plugin``) on one worker under the default limits (:mod:`.isolation`, their times
+    multiplied by ``limit_scale``); the built-in backends run here."""
     start = time.perf_counter()
     dtypes = list(dtypes or ())
-    if workers is not None:
-        load_plugins(workers.plugins)  # in the controller, as every worker does
+    loaded = load_plugins(workers.plugins if workers is not None else plugins)  # in the controller, as in workers
     check_run_arguments(backends, devices, dtypes, ops, models)
     targets = resolve_targets(backends, devices)
     chosen = select_cases(ops=ops, dtypes=dtypes, quick=quick, cases=cases)
@@ -76,8 +85,14 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         model_ops(architectures)  # an unknown zoo model is refused before anything runs
     if workers is not None and cases is not None:
         raise ValueError("a run on workers names its cases by id: select them with ops/dtypes/quick, not cases=")
+    apart = isolated(live, loaded) if workers is None and isolate and cases is None else []
     if workers is None:
-        results = _run_serial(list(groups.values()), live, progress)
+        here = [t for t in live if t not in apart]
+        results = _run_serial(list(groups.values()), here, progress)
+        if apart:
+            options = WorkerOptions(memory_mb=default_memory_mb(), plugins=tuple(plugins), timeout_scale=limit_scale)
+            results += _run_on_workers(list(groups.values()), apart, options, ops, dtypes, quick, len(chosen), None,
+                                       None, anchors, progress)[0]
         zoo_results: list[CaseResult] = []
     else:
         results, zoo_results, hf = _run_on_workers(list(groups.values()), live, workers, ops, dtypes, quick,
@@ -101,7 +116,8 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
         cells += cells_for(keys, targets, extra, cpu_only=zoo.is_whole_model_row)
         chosen_count = len(chosen) + len({r.case for r in extra})  # model and random-draw cases too
-    deviations = check_deviations(targets, cells, whole=not (ops or dtypes or cases))
+    deviations = check_deviations(targets, cells, whole=cases is None and not (ops or dtypes),
+                                  applies=_deviation_applies(which))
     type_rules = _type_rules(ops)
     options = {"backends": [t.backend for t in targets], "devices": list(devices or []),
                "dtypes": [d.short for d in dtypes], "ops": ops, "quick": quick}
@@ -119,7 +135,9 @@ def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: Worke
     spec = worker_spec(workers.plugins, workers.memory_mb, ops, [d.short for d in dtypes], quick)
     header = {"ops": ops, "dtypes": sorted(d.short for d in dtypes), "quick": quick,
               "targets": [[t.backend, t.device] for t in live], "cases": count}
-    plan = [Group(tuple(c.id for c in g), tuple((t.backend, t.device) for t in live)) for g in groups]
+    sized = workers.case_timeout is None  # the default limit is sized from the cases (.isolation)
+    plan = [Group(tuple(c.id for c in g), tuple((t.backend, t.device) for t in live),
+                  seconds=tuple(case_seconds(c) for c in g) if sized else ()) for g in groups]
     zoo_groups, hf_groups = [], []
     if which in ("zoo", "all"):
         from . import zoo
@@ -147,6 +165,8 @@ def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: Worke
 
 
 def _run_serial(groups: list[list[Case]], live: list[Target], progress: ProgressFn | None) -> list[CaseResult]:
+    if not live:
+        return []
     claims = {id(t.instance): t.instance.claims() for t in live}
     results: list[CaseResult] = []
     total, done = sum(len(g) for g in groups), 0
@@ -160,6 +180,17 @@ def _run_serial(groups: list[list[Case]], live: list[Target], progress: Progress
     if progress:
         progress(total, total, "")
     return results
+
+
+def _deviation_applies(which: str | None):
+    """Which rows a declared deviation can explain, so can be judged stale over: the op
+    database's and the random draws' (measured against the oracle), never whole-model rows
+    (held to the zoo's own tolerance against eager torch)."""
+    if not which:
+        return lambda op: True
+    from .zoo import is_whole_model_row
+
+    return lambda op: not is_whole_model_row(op)
 
 
 def _type_rules(ops: str | None) -> list[dict]:

@@ -1,0 +1,72 @@
+"""How a conformance run keeps a plugin's native failures inside cells.
+
+**Which targets run isolated.** A backend that is not built in and that a worker process
+can find again — one registered by an entry point (group ``parity.backends``) or loaded
+by ``--plugin`` — runs on a worker process even in a serial run (:func:`isolated`), so a
+segfault, a hang or a runaway allocation in its runtime becomes a *crashed* or *timed
+out* cell naming the case, and the run completes with a report. The built-in backends
+keep the serial path in the ``parity conform`` process. A backend only registered in
+this process (``register_backend`` in a notebook or a test) cannot be rebuilt in a worker
+and runs serially too.
+
+**The default time limit** of one bundle (one op × dtype's cases) on one target, when no
+``--case-timeout`` is given, is sized from its cases (:func:`bundle_seconds`):
+:data:`COMPILE_SECONDS` for compiling the bundle, plus per case :data:`CASE_SECONDS` and
+:data:`SECONDS_PER_MILLION_ELEMENTS` for every million elements of its inputs; a whole-model
+row gets :data:`MODEL_SECONDS` per case; a worker's first task :data:`FIRST_TASK_SECONDS`
+more (importing the runtime). A bundle that runs out of time is searched by bisection, each
+half under its own cases' limit, down to the case that hangs (:mod:`.controller`).
+
+**The default memory cap** of an isolated worker is half of this machine's physical memory
+(:func:`default_memory_mb`, ``setrlimit(RLIMIT_AS)`` in the worker): an allocation past
+it is a MemoryError in the worker, which becomes a *crashed* cell.
+
+Example::
+
+    >>> import numpy as np
+    >>> from parity.ir import f32
+    >>> from parity.conformance.case import Case
+    >>> case = Case("neg", f32, lambda rng: (np.zeros(2_000_000, np.float32),))
+    >>> case_seconds(case), bundle_seconds([case_seconds(case)] * 3)
+    (6.0, 48.0)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from ..backends.registry import BUILTIN_BACKENDS, plugin_names
+from .case import Case
+from .results import Target
+
+COMPILE_SECONDS = 30.0  # one bundle's compilation on one target
+CASE_SECONDS = 2.0  # running and measuring one small case
+SECONDS_PER_MILLION_ELEMENTS = 2.0  # of a case's inputs (10**6-term reductions, large convolutions)
+MODEL_SECONDS = 600.0  # one case of a whole-model row (compiling a model, a training step)
+FIRST_TASK_SECONDS = 60.0  # a worker's first task also imports the backend's runtime
+
+
+def case_seconds(case: Case) -> float:
+    """The time one case may take under the default limit (see the module docstring)."""
+    elements = sum(a.size for a in case.arrays())
+    return CASE_SECONDS + SECONDS_PER_MILLION_ELEMENTS * elements / 1e6
+
+
+def bundle_seconds(per_case: Sequence[float]) -> float:
+    """The default limit of a bundle whose cases may take ``per_case`` seconds each."""
+    return COMPILE_SECONDS + sum(per_case)
+
+
+def default_memory_mb() -> int:
+    """Half of this machine's physical memory, in MiB: an isolated worker's address-space cap."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2 // 2**20
+
+
+def isolated(targets: Sequence[Target], loaded: Sequence[str] = ()) -> list[Target]:
+    """The targets a serial run sends to a worker: backends that are not built in and that a
+    worker finds by name (an entry point, or one of ``loaded``: the names of the backends the
+    run's ``--plugin`` specs made). A fast-tier column ``NAME@fast`` follows its backend."""
+    findable = {*plugin_names(), *loaded}
+    return [t for t in targets
+            if t.backend.partition("@")[0] not in BUILTIN_BACKENDS and t.backend.partition("@")[0] in findable]
