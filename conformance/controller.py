@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from .engine import get_engine
-from .isolation import CASE_SECONDS, FIRST_TASK_SECONDS, MODEL_SECONDS, bundle_seconds
+from .isolation import CASE_SECONDS, LOAD_SECONDS, MODEL_SECONDS, bundle_seconds
 from .journal import Journal, read_journal
 from .results import CRASHED, TIMED_OUT, CaseResult, ProgressFn
 from .worker import Task, WorkerSpec
@@ -194,10 +194,10 @@ class _Scheduler:
         self.engine = get_engine(options.engine, tuple(name for name, _ in options.hosts), options.monarch_job)
         self.events: queue.Queue = queue.Queue()
         self.pending: deque[_Unit] = deque()
-        # worker → [unit, index of the target it is on, deadline, timed out, the limit in seconds]
+        # worker → [unit, index of the target it is on, deadline, timed out, the limit in seconds,
+        #          loading: the worker has not said yet that it loaded the target's backend]
         self.busy: dict = {}
         self.idle: list = []
-        self.fresh: set = set()  # workers that have had no task yet (their first loads the runtime)
         self.starting: set = set()
         self.host_of: dict = {}  # worker → the host it runs on ("" without --hosts)
         self.slot_of: dict = {}  # worker → its slice of the CPUs (worker.cpu_slice)
@@ -243,7 +243,6 @@ class _Scheduler:
         worker = self.engine.spawn(spec, self.events)
         self.host_of[worker], self.slot_of[worker] = host, slot
         self.starting.add(worker)
-        self.fresh.add(worker)
 
     def _respawn(self, dead) -> None:
         """A fresh worker in the dead one's place: its host and its CPUs."""
@@ -264,18 +263,20 @@ class _Scheduler:
                 unit = _Unit(unit.case_ids, unit.targets[:1], unit.retry, unit.kind, unit.seed, unit.host)
             self.next_id += 1
             worker.send(Task(self.next_id, unit.case_ids, tuple(unit.targets), unit.kind, unit.seed))
-            limit = self._limit(unit, first=worker in self.fresh)
-            self.fresh.discard(worker)
-            self.busy[worker] = [unit, 0, self._deadline(limit), False, limit]
+            self.busy[worker] = [unit, 0, *self._loading()]
 
-    def _limit(self, unit: _Unit, first: bool = False) -> float | None:
-        """Seconds ``unit`` may take on one target: ``--case-timeout`` (0: no limit), or by
-        default sized from its cases (.isolation), more on a worker's first task."""
+    def _loading(self) -> list:
+        """(deadline, timed out, limit, loading) while a worker loads a target's backend."""
+        limit = self.options.timeout_scale * LOAD_SECONDS
+        return [self._deadline(limit), False, limit, True]
+
+    def _limit(self, unit: _Unit) -> float | None:
+        """Seconds ``unit`` may take on one target once its backend is loaded: ``--case-timeout``
+        (0: no limit), or by default sized from its cases (.isolation)."""
         fixed = self.options.case_timeout
         if fixed is not None:
             return fixed or None
-        sized = bundle_seconds([self.seconds.get(i, CASE_SECONDS) for i in unit.case_ids])
-        return self.options.timeout_scale * (sized + (FIRST_TASK_SECONDS if first else 0.0))
+        return self.options.timeout_scale * bundle_seconds([self.seconds.get(i, CASE_SECONDS) for i in unit.case_ids])
 
     @staticmethod
     def _deadline(limit: float | None) -> float | None:
@@ -301,8 +302,11 @@ class _Scheduler:
             b = self.busy[worker]
             unit, index = b[0], message[2]
             self._record(unit, message[3])
-            b[4] = self._limit(unit)  # the next target's compilation: the runtime is loaded by now
-            b[1], b[2] = index + 1, self._deadline(b[4])
+            b[1], b[2:] = index + 1, self._loading()  # the next target's backend
+        elif kind == "loaded":  # the target's backend is loaded: its cases' limit starts
+            b = self.busy[worker]
+            b[4], b[5] = self._limit(b[0]), False
+            b[2] = self._deadline(b[4])
         elif kind == "done":
             del self.busy[worker]
             self.idle.append(worker)
@@ -321,9 +325,9 @@ class _Scheduler:
             return
         if worker not in self.busy:
             return  # killed at the end
-        unit, index, _, timed_out, limit = self.busy.pop(worker)
+        unit, index, _, timed_out, limit, loading = self.busy.pop(worker)
         timed_out = timed_out and not worker.ended_by_itself(status)  # a crash reported after the timeout's kill
-        what = (self._timeout_words(limit) if timed_out else f"{worker.describe_exit(status)}")
+        what = (self._timeout_words(limit, loading) if timed_out else f"{worker.describe_exit(status)}")
         state = TIMED_OUT if timed_out else CRASHED
         self._respawn(worker)  # a fresh worker replaces the dead one
         if index >= len(unit.targets):  # it died after its last answer: nothing lost
@@ -345,7 +349,10 @@ class _Scheduler:
         else:  # each case alone
             self.pending.extend(_Unit((i,), [target], retry, unit.kind, unit.seed, unit.host) for i in ids)
 
-    def _timeout_words(self, limit: float | None) -> str:
+    def _timeout_words(self, limit: float | None, loading: bool) -> str:
+        if loading:
+            return (f"did not finish loading the backend within {limit:.0f} s (importing its runtime) and was "
+                    "killed")
         if self.options.case_timeout:
             return f"ran past --case-timeout {self.options.case_timeout:g} s and was killed"
         return (f"ran past its time limit of {limit:.0f} s and was killed (the default limit, sized from the "

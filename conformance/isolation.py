@@ -13,9 +13,10 @@ and runs serially too.
 ``--case-timeout`` is given, is sized from its cases (:func:`bundle_seconds`):
 :data:`COMPILE_SECONDS` for compiling the bundle, plus per case :data:`CASE_SECONDS` and
 :data:`SECONDS_PER_MILLION_ELEMENTS` for every million elements of its inputs; a whole-model
-row gets :data:`MODEL_SECONDS` per case; a worker's first task :data:`FIRST_TASK_SECONDS`
-more (importing the runtime). A bundle that runs out of time is searched by bisection, each
-half under its own cases' limit, down to the case that hangs (:mod:`.controller`).
+row gets :data:`MODEL_SECONDS` per case. The limit starts once the worker has loaded the
+target's backend (importing its runtime may take :data:`LOAD_SECONDS`). A bundle that runs
+out of time is searched by bisection, each half under its own cases' limit, down to the case
+that hangs (:mod:`.controller`).
 
 **The default memory cap** of an isolated worker is half of this machine's physical memory
 (:func:`default_memory_mb`, ``setrlimit(RLIMIT_AS)`` in the worker): an allocation past
@@ -44,7 +45,7 @@ COMPILE_SECONDS = 30.0  # one bundle's compilation on one target
 CASE_SECONDS = 2.0  # running and measuring one small case
 SECONDS_PER_MILLION_ELEMENTS = 2.0  # of a case's inputs (10**6-term reductions, large convolutions)
 MODEL_SECONDS = 600.0  # one case of a whole-model row (compiling a model, a training step)
-FIRST_TASK_SECONDS = 60.0  # a worker's first task also imports the backend's runtime
+LOAD_SECONDS = 300.0  # a worker loading a backend (importing its runtime), before its cases' limit starts
 
 
 def case_seconds(case: Case) -> float:

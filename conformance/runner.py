@@ -30,6 +30,7 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from ..backends.base import Backend
 from ..ir.dtypes import DType
@@ -51,8 +52,8 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         dtypes: Iterable[DType] | None = None, ops: str | None = None, quick: bool = False,
         cases: Sequence[Case] | None = None, progress: ProgressFn | None = None, models: bool | str = False,
         architectures: Sequence[str] | None = None, anchors: bool = True,
-        workers: WorkerOptions | None = None, plugins: Sequence[str] = (), isolate: bool = True,
-        limit_scale: float = 1.0) -> ConformanceRun:
+        workers: WorkerOptions | None = None, plugins: Sequence[str] = (),
+        isolate: bool | WorkerOptions = True) -> ConformanceRun:
     """Run the selected cases on every target and build the matrix (see the module docstring).
 
     ``models`` adds the rows of :mod:`.zoo`: the model zoo (forward and training step
@@ -66,8 +67,9 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
 
     Without ``workers``, ``isolate`` runs the op database's cases of every plugin target
     (:func:`.isolation.isolated`; ``plugins``: ``module:attr`` specs to load, as
-    ``--plugin``) on one worker under the default limits (:mod:`.isolation`, their times
-    multiplied by ``limit_scale``); the built-in backends run here."""
+    ``--plugin``) on one worker under the default limits (:mod:`.isolation`), or those of
+    the ``WorkerOptions`` ``isolate`` is (its ``memory_mb`` None: the default cap); the
+    built-in backends run here."""
     start = time.perf_counter()
     dtypes = list(dtypes or ())
     loaded = load_plugins(workers.plugins if workers is not None else plugins)  # in the controller, as in workers
@@ -85,15 +87,17 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         model_ops(architectures)  # an unknown zoo model is refused before anything runs
     if workers is not None and cases is not None:
         raise ValueError("a run on workers names its cases by id: select them with ops/dtypes/quick, not cases=")
-    apart = isolated(live, loaded) if workers is None and isolate and cases is None else []
+    apart = isolated(live, loaded) if workers is None and isolate is not False and cases is None else []
+    zoo_apart = which == "zoo" and bool(apart)  # the zoo's rows of isolated plugins run on their worker too
     if workers is None:
-        here = [t for t in live if t not in apart]
-        results = _run_serial(list(groups.values()), here, progress)
-        if apart:
-            options = WorkerOptions(memory_mb=default_memory_mb(), plugins=tuple(plugins), timeout_scale=limit_scale)
-            results += _run_on_workers(list(groups.values()), apart, options, ops, dtypes, quick, len(chosen), None,
-                                       None, anchors, progress)[0]
+        results = _run_serial(list(groups.values()), [t for t in live if t not in apart], progress)
         zoo_results: list[CaseResult] = []
+        if apart:
+            more, zoo_results, _ = _run_on_workers(list(groups.values()), apart, _isolation(isolate, plugins), ops,
+                                                   dtypes, quick,
+                                                   len(chosen), "zoo" if zoo_apart else None, architectures, anchors,
+                                                   progress)
+            results += more
     else:
         results, zoo_results, hf = _run_on_workers(list(groups.values()), live, workers, ops, dtypes, quick,
                                                    len(chosen), which, architectures, anchors, progress)
@@ -106,8 +110,12 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         done = len(chosen)
         zoo_progress = (lambda text: progress(done, done, text)) if progress else None
         if workers is None:
-            extra, section = zoo.rows(targets, progress=zoo_progress, which=which, architectures=architectures,
+            here = [t for t in targets if t not in apart] if zoo_apart else targets
+            extra, section = zoo.rows(here, progress=zoo_progress, which=which, architectures=architectures,
                                       anchors=anchors)
+            if zoo_apart:  # the isolated plugins' rows join the agreement and the random records
+                extra += zoo_results
+                section = zoo.section_of(extra)
         else:  # every row came from the workers
             extra = zoo_results
             section = zoo.section_of([r for r in extra if not zoo.is_hf_row(r.op)])
@@ -124,6 +132,13 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     options["models"] = models
     return ConformanceRun(targets, cells, deviations, type_rules, chosen_count, time.perf_counter() - start,
                           options, section)
+
+
+def _isolation(isolate: bool | WorkerOptions, plugins: Sequence[str]) -> WorkerOptions:
+    """The isolated worker's options: one worker, the default limits or ``isolate``'s."""
+    given = isolate if isinstance(isolate, WorkerOptions) else WorkerOptions()
+    memory = default_memory_mb() if given.memory_mb is None else given.memory_mb
+    return replace(given, workers=1, memory_mb=memory, plugins=tuple(plugins))
 
 
 def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: WorkerOptions, ops, dtypes, quick: bool,

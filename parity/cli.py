@@ -209,7 +209,7 @@ def _run_conform(args) -> int:
     from .backends.registry import BackendNotFound, get_backend
     from .conformance import runner, terminal
     from .conformance.controller import WorkerRunError
-    from .conformance.options import worker_options
+    from .conformance.options import isolation_options, worker_options
     from .conformance.plugins import load_plugins
     from .conformance.writers import write_reports
     from .ir.dtypes import DType
@@ -222,7 +222,7 @@ def _run_conform(args) -> int:
                            console=console)
     try:
         dtypes = [DType.from_short(d) for d in args.dtype or ()]
-        workers = worker_options(args)
+        workers = worker_options(args, isolates=True)
         load_plugins(args.plugin)
         for name in args.backend or ():
             get_backend(name)  # a backend asked for by name must load
@@ -241,7 +241,8 @@ def _run_conform(args) -> int:
             result = runner.run(backends, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
                                 progress=progress, models=args.models,
                                 architectures=args.architectures.split(",") if args.architectures else None,
-                                anchors=not args.no_anchors, workers=workers, plugins=tuple(args.plugin))
+                                anchors=not args.no_anchors, workers=workers, plugins=tuple(args.plugin),
+                                isolate=isolation_options(args))
     except (WorkerRunError, ValueError) as exc:  # a journal to refuse, a worker that cannot start, no host for a backend
         raise UsageError(str(exc)) from None  # one line on stderr, exit 2 (main)
     if not args.summary_only:

@@ -1,8 +1,10 @@
 """Test-only backend plugins that an entry point registers, as an out-of-tree plugin is
 (tests/conformance/test_isolation.py writes their dist-info into a folder on the import
 path). Each is the reference backend under another name, failing natively on a graph that
-holds ``neg``: ``ep_segfaults`` reads address 0, ``ep_hangs`` sleeps forever when an input
+holds ``neg``: ``ep_segfaults`` reads address 0 (``ep_segfaults_on_matmul`` on a graph holding
+``dot_general`` instead), ``ep_hangs`` sleeps forever when an input
 has :data:`HANG_SIZE` elements (only ``neg[f32]:full_range`` of the quick neg cases), and
+``ep_hangs`` also takes :data:`LOAD_SECONDS` to load, as a runtime slow to import does;
 ``ep_allocates`` asks for 1 GiB more than an isolated worker's memory cap (an address-space
 reservation: it touches nothing, so without the cap it succeeds and the case passes).
 
@@ -20,15 +22,18 @@ from parity.backends.reference import ReferenceBackend
 from parity.conformance.isolation import default_memory_mb
 
 HANG_SIZE = 64
+LOAD_SECONDS = 4.0  # past any quick bundle's limit at the tests' timeout_scale of 0.1 (3.8 s)
 
 
 class _FailsOnNeg(ReferenceBackend):
+    op = "neg"
+
     def fail(self, arrays) -> None:
         raise NotImplementedError
 
     def compile(self, graph, device: str = "cpu"):
         run = super().compile(graph, device)
-        if all(n.op != "neg" for n in graph.nodes):
+        if all(n.op != self.op for n in graph.nodes):
             return run
 
         def failing(*arrays):
@@ -49,8 +54,18 @@ class Segfaults(_FailsOnNeg):
         ctypes.string_at(0)
 
 
+class SegfaultsOnMatmul(Segfaults):
+    """Segfaults on a graph holding ``dot_general``: a zoo model's linear layer (no random row has one)."""
+
+    name, op = "ep_segfaults_on_matmul", "dot_general"
+
+
 class Hangs(_FailsOnNeg):
     name = "ep_hangs"
+
+    def __init__(self):
+        super().__init__()
+        time.sleep(LOAD_SECONDS)  # a runtime slow to import: no case's time limit may count it
 
     def fail(self, arrays) -> None:
         while any(np.asarray(a).size == HANG_SIZE for a in arrays):
@@ -65,7 +80,8 @@ class Allocates(_FailsOnNeg):
         del reserved
 
 
-ENTRY_POINTS = {"ep_segfaults": "Segfaults", "ep_hangs": "Hangs", "ep_allocates": "Allocates"}
+ENTRY_POINTS = {"ep_segfaults": "Segfaults", "ep_hangs": "Hangs", "ep_allocates": "Allocates",
+                "ep_segfaults_on_matmul": "SegfaultsOnMatmul"}
 
 
 def write_dist_info(folder) -> None:

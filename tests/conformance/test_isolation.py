@@ -9,14 +9,16 @@ import pytest
 
 from parity.backends.registry import register_backend, unregister_backend
 from parity.conformance import runner
-from parity.conformance.isolation import FIRST_TASK_SECONDS, bundle_seconds, case_seconds, isolated
+from parity.conformance.controller import WorkerOptions
+from parity.conformance.isolation import bundle_seconds, case_seconds, isolated
 from parity.conformance.results import CRASHED, PASS, TIMED_OUT
 from parity.conformance.selection import resolve_targets, select_cases
 from parity.ir.dtypes import DType
 
 HERE = pathlib.Path(__file__).parent
 F32 = [DType.float32]
-SCALE = 0.05  # the default limits, shortened: a hang costs seconds, not minutes
+SCALE = 0.1  # the default limits, shortened: a hang costs seconds, not minutes
+SHORT = WorkerOptions(timeout_scale=SCALE)  # and the default memory cap (memory_mb None)
 
 
 @pytest.fixture
@@ -47,11 +49,11 @@ def test_a_serial_run_turns_each_native_failure_of_a_plugin_into_its_cell(entry_
                                                                           monkeypatch):
     log = tmp_path / "bundles.log"
     monkeypatch.setenv("PARITY_TEST_BUNDLE_LOG", str(log))
-    result = runner.run(["reference", *entry_point_plugins], ops="^(neg|abs)$", dtypes=F32, quick=True,
-                        limit_scale=SCALE)
+    plugins = ["ep_segfaults", "ep_hangs", "ep_allocates"]
+    result = runner.run(["reference", *plugins], ops="^(neg|abs)$", dtypes=F32, quick=True, isolate=SHORT)
     by = {(c.op, c.backend): c for c in result.cells}
     assert len(by) == 2 * 4
-    assert all(by[("abs", name)].status == PASS for name in ["reference", *entry_point_plugins])
+    assert all(by[("abs", name)].status == PASS for name in ["reference", *plugins])
     assert by[("neg", "reference")].status == PASS
 
     segfault = by[("neg", "ep_segfaults")]
@@ -68,8 +70,38 @@ def test_a_serial_run_turns_each_native_failure_of_a_plugin_into_its_cell(entry_
     hang = by[("neg", "ep_hangs")]
     assert hang.status == TIMED_OUT and hang.worst_case == "neg[f32]:full_range", hang.message
     cases = {c.id: c for c in select_cases(ops="^neg$", dtypes=F32, quick=True)}
-    alone = SCALE * (bundle_seconds([case_seconds(cases["neg[f32]:full_range"])]) + FIRST_TASK_SECONDS)
+    alone = SCALE * bundle_seconds([case_seconds(cases["neg[f32]:full_range"])])
     assert f"ran past its time limit of {alone:.0f} s" in hang.message and "reproducible" in hang.message
     runs = Counter(int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("ep_hangs"))
     assert runs == {4: 1, 2: 2, 1: 2}  # one bundle, two halves, two quarters: not each case alone
     assert result.exit_code == 1
+
+
+def test_a_plugin_s_zoo_rows_run_on_its_worker_too(entry_point_plugins):
+    """A plugin that segfaults in a model's linear layer: its model cells are crashed, its random
+    draws pass, the reference's model runs in this process, and agreement is computed as before."""
+    result = runner.run(["reference", "ep_segfaults_on_matmul"], ops="^neg$", dtypes=F32, quick=True, models=True,
+                        architectures=["mlp"], isolate=SHORT)
+    by = {(c.op, c.backend): c for c in result.cells}
+    models = [op for op, backend in by if op.startswith("model:mlp") and backend == "reference"]
+    assert models and all(by[(op, "reference")].status == PASS for op in models)
+    for op in models:
+        cell = by[(op, "ep_segfaults_on_matmul")]
+        assert cell.status == CRASHED and "signal 11 (SIGSEGV)" in cell.message, cell.message
+    randoms = [op for op, backend in by if op.startswith("random:") and backend == "ep_segfaults_on_matmul"]
+    assert randoms and all(by[(op, "ep_segfaults_on_matmul")].status == PASS for op in randoms)
+    assert by[("neg", "ep_segfaults_on_matmul")].status == PASS and result.models["random"]
+
+
+def test_the_command_line_isolates_a_plugin_loaded_by_module_without_worker_flags(monkeypatch, capsys):
+    from parity.cli import main
+
+    monkeypatch.syspath_prepend(str(HERE))
+    try:
+        code = main(["conform", "--plugin", "faulty_backend:segfault", "--backend", "segfaults", "--ops", "^neg$",
+                     "--dtype", "f32", "--quick", "--summary-only"])
+    finally:
+        unregister_backend("segfaults")
+    out = capsys.readouterr().out
+    assert code == 1  # the run completed: a crashed cell, and its report
+    assert "crashed neg[f32] on segfaults/cpu" in out and "signal 11 (SIGSEGV)" in out
