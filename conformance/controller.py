@@ -337,6 +337,15 @@ class _Scheduler:
             self.pending.appendleft(_Unit(unit.case_ids, rest, unit.retry, unit.kind, unit.seed, unit.host))
         stderr = worker.stderr_tail()
         ids = tuple(i for i in unit.case_ids if (unit.retry is None or i in unit.retry.waiting))  # not yet answered
+        if timed_out and loading:  # the backend itself did not load: no case is to blame, none is retried
+            dead = [_dead(i, target, state, what) for i in ids]
+            if unit.retry is not None:
+                self._retried_all(unit.retry, dead)
+                return
+            for r in dead:
+                r.message = f"{r.case} on {target[0]}/{target[1]}: the worker {what}"
+            self._final(dead)
+            return
         retry = unit.retry or _Retry(unit.case_ids, target, state, what, stderr, set(unit.case_ids),
                                      bisected=state == TIMED_OUT)
         if len(ids) == 1 and unit.retry is not None:  # a case alone, on its second try
@@ -360,10 +369,13 @@ class _Scheduler:
 
     def _record(self, unit: _Unit, results: list[CaseResult]) -> None:
         if unit.retry is not None:
-            for r in results:
-                self._retried(unit.retry, r.case, r)
+            self._retried_all(unit.retry, results)
             return
         self._final(results)
+
+    def _retried_all(self, retry: _Retry, results: list[CaseResult]) -> None:
+        for r in results:
+            self._retried(retry, r.case, r)
 
     def _retried(self, retry: _Retry, case_id, result: CaseResult) -> None:
         retry.results[case_id] = result

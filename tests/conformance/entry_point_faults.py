@@ -4,7 +4,7 @@ path). Each is the reference backend under another name, failing natively on a g
 holds ``neg``: ``ep_segfaults`` reads address 0 (``ep_segfaults_on_matmul`` on a graph holding
 ``dot_general`` instead), ``ep_hangs`` sleeps forever when an input
 has :data:`HANG_SIZE` elements (only ``neg[f32]:full_range`` of the quick neg cases), and
-``ep_hangs`` also takes :data:`LOAD_SECONDS` to load, as a runtime slow to import does;
+``ep_hangs_loading`` never returns its claims; ``ep_hangs`` also takes :data:`LOAD_SECONDS` to load, as a runtime slow to import does;
 ``ep_allocates`` asks for 1 GiB more than an isolated worker's memory cap (an address-space
 reservation: it touches nothing, so without the cap it succeeds and the case passes).
 
@@ -80,8 +80,22 @@ class Allocates(_FailsOnNeg):
         del reserved
 
 
+class HangsLoading(ReferenceBackend):
+    """Never finishes saying what it claims (a runtime that hangs enumerating its kernels)."""
+
+    name = "ep_hangs_loading"
+
+    def claims(self):
+        log = os.environ.get("PARITY_TEST_BUNDLE_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{self.name} claims\n")
+        while True:
+            time.sleep(0.05)
+
+
 ENTRY_POINTS = {"ep_segfaults": "Segfaults", "ep_hangs": "Hangs", "ep_allocates": "Allocates",
-                "ep_segfaults_on_matmul": "SegfaultsOnMatmul"}
+                "ep_segfaults_on_matmul": "SegfaultsOnMatmul", "ep_hangs_loading": "HangsLoading"}
 
 
 def write_dist_info(folder) -> None:

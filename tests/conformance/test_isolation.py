@@ -105,3 +105,15 @@ def test_the_command_line_isolates_a_plugin_loaded_by_module_without_worker_flag
     out = capsys.readouterr().out
     assert code == 1  # the run completed: a crashed cell, and its report
     assert "crashed neg[f32] on segfaults/cpu" in out and "signal 11 (SIGSEGV)" in out
+
+
+def test_a_backend_that_never_loads_times_out_its_cells_without_bisecting(entry_point_plugins, tmp_path,
+                                                                          monkeypatch):
+    log = tmp_path / "loads.log"
+    monkeypatch.setenv("PARITY_TEST_BUNDLE_LOG", str(log))
+    result = runner.run(["ep_hangs_loading"], ops="^neg$", dtypes=F32, quick=True,
+                        isolate=WorkerOptions(timeout_scale=0.02))
+    (cell,) = result.cells
+    assert cell.status == TIMED_OUT and cell.cases == 4
+    assert "did not finish loading the backend within 6 s (importing its runtime)" in cell.message, cell.message
+    assert log.read_text().splitlines() == ["ep_hangs_loading claims"]  # loaded once: no case is to blame
