@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from .engine import get_engine
-from .isolation import CASE_SECONDS, LOAD_SECONDS, MODEL_SECONDS, bundle_seconds
+from .isolation import CASE_SECONDS, LOAD_SECONDS, MODEL_SECONDS, time_limit
 from .journal import Journal, read_journal
 from .results import CRASHED, TIMED_OUT, CaseResult, ProgressFn
 from .worker import Task, WorkerSpec
@@ -270,13 +270,10 @@ class _Scheduler:
         limit = self.options.timeout_scale * LOAD_SECONDS
         return [self._deadline(limit), False, limit, True]
 
-    def _limit(self, unit: _Unit) -> float | None:
-        """Seconds ``unit`` may take on one target once its backend is loaded: ``--case-timeout``
-        (0: no limit), or by default sized from its cases (.isolation)."""
-        fixed = self.options.case_timeout
-        if fixed is not None:
-            return fixed or None
-        return self.options.timeout_scale * bundle_seconds([self.seconds.get(i, CASE_SECONDS) for i in unit.case_ids])
+    def _limit(self, unit: _Unit, backend: str) -> float | None:
+        """Seconds ``unit`` may take on ``backend`` once it is loaded (.isolation.time_limit)."""
+        return time_limit(backend, [self.seconds.get(i, CASE_SECONDS) for i in unit.case_ids],
+                          self.options.case_timeout, self.options.timeout_scale)
 
     @staticmethod
     def _deadline(limit: float | None) -> float | None:
@@ -305,7 +302,7 @@ class _Scheduler:
             b[1], b[2:] = index + 1, self._loading()  # the next target's backend
         elif kind == "loaded":  # the target's backend is loaded: its cases' limit starts
             b = self.busy[worker]
-            b[4], b[5] = self._limit(b[0]), False
+            b[4], b[5] = self._limit(b[0], b[0].targets[message[2]][0]), False
             b[2] = self._deadline(b[4])
         elif kind == "done":
             del self.busy[worker]

@@ -9,8 +9,9 @@ keep the serial path in the ``parity conform`` process. A backend only registere
 this process (``register_backend`` in a notebook or a test) cannot be rebuilt in a worker
 and runs serially too.
 
-**The default time limit** of one bundle (one op × dtype's cases) on one target, when no
-``--case-timeout`` is given, is sized from its cases (:func:`bundle_seconds`):
+**The default time limit** of one bundle (one op × dtype's cases) on a plugin's target, when
+no ``--case-timeout`` is given, is sized from its cases (:func:`bundle_seconds`; a built-in
+backend gets none, docs/conformance.md "Workers"):
 :data:`COMPILE_SECONDS` for compiling the bundle, plus per case :data:`CASE_SECONDS` and
 :data:`SECONDS_PER_MILLION_ELEMENTS` for every million elements of its inputs; a whole-model
 row gets :data:`MODEL_SECONDS` per case. The limit starts once the worker has loaded the
@@ -57,6 +58,25 @@ def case_seconds(case: Case) -> float:
 def bundle_seconds(per_case: Sequence[float]) -> float:
     """The default limit of a bundle whose cases may take ``per_case`` seconds each."""
     return COMPILE_SECONDS + sum(per_case)
+
+
+def time_limit(backend: str, per_case: Sequence[float], case_timeout: float | None = None,
+               scale: float = 1.0) -> float | None:
+    """The seconds a bundle whose cases may take ``per_case`` may run on ``backend`` once it is
+    loaded: ``case_timeout`` if given (0: no limit); else, for a plugin, :func:`bundle_seconds`
+    times ``scale``; for a built-in backend none, as its slowest path is not told by input
+    sizes (Triton's CPU interpreter takes minutes over dot_general's cases).
+
+    Example::
+
+        >>> time_limit("vendor", [2.0, 2.0]), time_limit("triton", [2.0]), time_limit("triton", [2.0], 5.0)
+        (34.0, None, 5.0)
+    """
+    if case_timeout is not None:
+        return case_timeout or None
+    if backend.partition("@")[0] in BUILTIN_BACKENDS:
+        return None
+    return scale * bundle_seconds(per_case)
 
 
 def default_memory_mb() -> int:

@@ -10,7 +10,14 @@ import pytest
 from parity.backends.registry import register_backend, unregister_backend
 from parity.conformance import runner
 from parity.conformance.controller import WorkerOptions
-from parity.conformance.isolation import bundle_seconds, case_seconds, isolated
+from parity.conformance.isolation import (
+    CASE_SECONDS,
+    COMPILE_SECONDS,
+    bundle_seconds,
+    case_seconds,
+    isolated,
+    time_limit,
+)
 from parity.conformance.results import CRASHED, PASS, TIMED_OUT
 from parity.conformance.selection import resolve_targets, select_cases
 from parity.ir.dtypes import DType
@@ -117,3 +124,15 @@ def test_a_backend_that_never_loads_times_out_its_cells_without_bisecting(entry_
     assert cell.status == TIMED_OUT and cell.cases == 4
     assert "did not finish loading the backend within 6 s (importing its runtime)" in cell.message, cell.message
     assert log.read_text().splitlines() == ["ep_hangs_loading claims"]  # loaded once: no case is to blame
+
+
+
+def test_the_default_time_limit_is_a_plugin_s_and_sized_from_its_cases():
+    cases = select_cases(ops="^reduce_sum$", dtypes=F32)
+    per_case = [case_seconds(c) for c in cases]
+    assert any(s > CASE_SECONDS + 1 for s in per_case)  # the 10**6-term sums get their seconds
+    assert time_limit("vendor", per_case) == COMPILE_SECONDS + sum(per_case)
+    assert time_limit("vendor", per_case, scale=0.5) == (COMPILE_SECONDS + sum(per_case)) / 2
+    # built-ins: none (Triton's CPU interpreter ran dot_general's ten f32 cases in 135 s against 54 s)
+    assert time_limit("triton", per_case) is None and time_limit("xla@fast", per_case) is None
+    assert time_limit("triton", per_case, case_timeout=7.0) == 7.0 and time_limit("vendor", per_case, 0) is None
