@@ -94,9 +94,12 @@ def _entry_points() -> dict[str, object]:
 
 def backend_names() -> list[str]:
     """Every backend parity can find: built-ins first, then plugins."""
-    names = list(BUILTIN_BACKENDS)
-    names += sorted(n for n in _entry_points() if n not in BUILTIN_BACKENDS)
-    return names
+    return [*BUILTIN_BACKENDS, *plugin_names()]
+
+
+def plugin_names() -> list[str]:
+    """The backends that entry points register (not built in), sorted."""
+    return sorted(n for n in _entry_points() if n not in BUILTIN_BACKENDS)
 
 
 def get_backend(name: str) -> Backend:

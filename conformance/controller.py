@@ -5,11 +5,15 @@ bundled into one compilation, on each (backend, device) target in turn
 (:class:`.worker.Task`). A worker answers per target, so when it dies the controller
 knows which target it was on. That target's cases become cells with status *crashed*
 (the worker died: a signal, ``os._exit``, a MemoryError under ``--worker-memory``) or
-*timed out* (no answer within ``case_timeout`` seconds; the worker is killed), naming
-the case, the signal or limit, and the worker's last stderr lines. Each such case is
-retried once, alone, on a fresh worker: one that crashes again is *reproducible*; a
-bundle whose cases all pass alone crashed *flakily* and stays crashed (a crash is
-never a pass). A fresh worker replaces every dead one, and the run completes.
+*timed out* (no answer within its time limit: ``case_timeout`` seconds, or by default a
+limit sized from the bundle's cases, :mod:`.isolation`; the worker is killed), naming
+the case, the signal or limit, and the worker's last stderr lines. Each case of a crashed
+bundle is retried once, alone, on a fresh worker; a timed-out bundle is bisected instead
+(each half under its own cases' limit, a half that hangs halved again), so finding the
+hanging case waits out the halves on its path, not every case's limit. A case that
+crashes or hangs again alone is *reproducible*; a bundle whose cases all pass alone (or
+in halves) crashed *flakily* and stays crashed (a crash is never a pass). A fresh worker
+replaces every dead one, and the run completes.
 
 Results come back as the same :class:`~.results.CaseResult` objects the serial runner
 makes and are put back in the serial order, so the cells are the same cell for cell.
@@ -37,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from .engine import get_engine
+from .isolation import CASE_SECONDS, LOAD_SECONDS, MODEL_SECONDS, time_limit
 from .journal import Journal, read_journal
 from .results import CRASHED, TIMED_OUT, CaseResult, ProgressFn
 from .worker import Task, WorkerSpec
@@ -55,7 +60,8 @@ class WorkerOptions:
 
     workers: int = 1
     engine: str = "local"
-    case_timeout: float | None = None  # seconds for one op × dtype bundle on one target
+    # seconds for one op × dtype bundle on one target; None: sized from its cases (.isolation); 0: no limit
+    case_timeout: float | None = None
     memory_mb: int | None = None  # each worker's address-space cap
     plugins: tuple[str, ...] = ()
     journal: str | None = None
@@ -64,6 +70,7 @@ class WorkerOptions:
     # on the workers of the first host that offers its backend (empty: one host, every backend)
     hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     monarch_job: str | None = None  # a Monarch job file (job.dump): its host meshes are the hosts
+    timeout_scale: float = 1.0  # multiplies the sized default limits (tests make them short)
 
 
 @dataclass
@@ -78,6 +85,7 @@ class _Retry:
     waiting: set = field(default_factory=set)
     results: dict = field(default_factory=dict)  # case id → CaseResult of the retry
     tails: dict = field(default_factory=dict)  # case id → the last stderr lines of its second crash
+    bisected: bool = False  # a timed-out bundle, searched in halves (not each case alone)
 
 
 @dataclass
@@ -101,6 +109,13 @@ class Group:
     case_ids: tuple
     targets: tuple[tuple[str, str], ...]
     kind: str = "cases"
+    # per case id, the seconds it may take under the default limit (.isolation.case_seconds);
+    # empty: the kind's default (a whole-model case MODEL_SECONDS, any other CASE_SECONDS)
+    seconds: tuple[float, ...] = ()
+
+    def case_seconds(self) -> dict:
+        default = MODEL_SECONDS if self.kind in ("zoo", "hf", "hf-anchor") else CASE_SECONDS
+        return dict(zip(self.case_ids, self.seconds or [default] * len(self.case_ids)))
 
 
 def run_groups(groups: Sequence[Group], options: WorkerOptions, spec: WorkerSpec, header: dict,
@@ -125,8 +140,9 @@ def run_groups(groups: Sequence[Group], options: WorkerOptions, spec: WorkerSpec
     units = _routed(units, options.hosts)
     journal = Journal(options.journal, header, append=options.resume) if options.journal else None
     total = sum(len(u.case_ids) * len(u.targets) for u in units)
+    seconds = {i: s for group in groups for i, s in group.case_seconds().items()}
     try:
-        _Scheduler(options, spec, journal, done, total, progress).run(units)
+        _Scheduler(options, spec, journal, done, total, progress, seconds).run(units)
     finally:
         if journal is not None:
             journal.close()
@@ -171,13 +187,16 @@ def parse_hosts(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 class _Scheduler:
     def __init__(self, options: WorkerOptions, spec: WorkerSpec, journal: Journal | None, done: dict,
-                 total: int, progress: ProgressFn | None):
+                 total: int, progress: ProgressFn | None, seconds: dict):
         self.options, self.spec, self.journal, self.done = options, spec, journal, done
+        self.seconds = seconds  # case id → its share of the default time limit
         self.total, self.finished, self.progress = total, 0, progress
         self.engine = get_engine(options.engine, tuple(name for name, _ in options.hosts), options.monarch_job)
         self.events: queue.Queue = queue.Queue()
         self.pending: deque[_Unit] = deque()
-        self.busy: dict = {}  # worker → [unit, index of the target it is on, deadline, timed out]
+        # worker → [unit, index of the target it is on, deadline, timed out, the limit in seconds,
+        #          loading: the worker has not said yet that it loaded the target's backend]
+        self.busy: dict = {}
         self.idle: list = []
         self.starting: set = set()
         self.host_of: dict = {}  # worker → the host it runs on ("" without --hosts)
@@ -244,11 +263,21 @@ class _Scheduler:
                 unit = _Unit(unit.case_ids, unit.targets[:1], unit.retry, unit.kind, unit.seed, unit.host)
             self.next_id += 1
             worker.send(Task(self.next_id, unit.case_ids, tuple(unit.targets), unit.kind, unit.seed))
-            self.busy[worker] = [unit, 0, self._deadline(), False]
+            self.busy[worker] = [unit, 0, *self._loading()]
 
-    def _deadline(self) -> float | None:
-        t = self.options.case_timeout
-        return None if t is None else time.monotonic() + t
+    def _loading(self) -> list:
+        """(deadline, timed out, limit, loading) while a worker loads a target's backend."""
+        limit = self.options.timeout_scale * LOAD_SECONDS
+        return [self._deadline(limit), False, limit, True]
+
+    def _limit(self, unit: _Unit, backend: str) -> float | None:
+        """Seconds ``unit`` may take on ``backend`` once it is loaded (.isolation.time_limit)."""
+        return time_limit(backend, [self.seconds.get(i, CASE_SECONDS) for i in unit.case_ids],
+                          self.options.case_timeout, self.options.timeout_scale)
+
+    @staticmethod
+    def _deadline(limit: float | None) -> float | None:
+        return None if limit is None else time.monotonic() + limit
 
     def _wait(self) -> float | None:
         deadlines = [b[2] for b in self.busy.values() if b[2] is not None and not b[3]]
@@ -270,7 +299,11 @@ class _Scheduler:
             b = self.busy[worker]
             unit, index = b[0], message[2]
             self._record(unit, message[3])
-            b[1], b[2] = index + 1, self._deadline()
+            b[1], b[2:] = index + 1, self._loading()  # the next target's backend
+        elif kind == "loaded":  # the target's backend is loaded: its cases' limit starts
+            b = self.busy[worker]
+            b[4], b[5] = self._limit(b[0], b[0].targets[message[2]][0]), False
+            b[2] = self._deadline(b[4])
         elif kind == "done":
             del self.busy[worker]
             self.idle.append(worker)
@@ -289,10 +322,9 @@ class _Scheduler:
             return
         if worker not in self.busy:
             return  # killed at the end
-        unit, index, _, timed_out = self.busy.pop(worker)
+        unit, index, _, timed_out, limit, loading = self.busy.pop(worker)
         timed_out = timed_out and not worker.ended_by_itself(status)  # a crash reported after the timeout's kill
-        what = (f"ran past --case-timeout {self.options.case_timeout:g} s and was killed" if timed_out
-                else f"{worker.describe_exit(status)}")
+        what = (self._timeout_words(limit, loading) if timed_out else f"{worker.describe_exit(status)}")
         state = TIMED_OUT if timed_out else CRASHED
         self._respawn(worker)  # a fresh worker replaces the dead one
         if index >= len(unit.targets):  # it died after its last answer: nothing lost
@@ -301,19 +333,46 @@ class _Scheduler:
         if rest:
             self.pending.appendleft(_Unit(unit.case_ids, rest, unit.retry, unit.kind, unit.seed, unit.host))
         stderr = worker.stderr_tail()
-        if unit.retry is not None:  # a case alone, on its second try
-            unit.retry.tails[unit.case_ids[0]] = stderr
-            self._retried(unit.retry, unit.case_ids[0], _dead(unit.case_ids[0], target, state, what))
-        else:
-            retry = _Retry(unit.case_ids, target, state, what, stderr, set(unit.case_ids))
-            self.pending.extend(_Unit((i,), [target], retry, unit.kind, unit.seed, unit.host) for i in unit.case_ids)
+        ids = tuple(i for i in unit.case_ids if (unit.retry is None or i in unit.retry.waiting))  # not yet answered
+        if timed_out and loading:  # the backend itself did not load: no case is to blame, none is retried
+            dead = [_dead(i, target, state, what) for i in ids]
+            if unit.retry is not None:
+                self._retried_all(unit.retry, dead)
+                return
+            for r in dead:
+                r.message = f"{r.case} on {target[0]}/{target[1]}: the worker {what}"
+            self._final(dead)
+            return
+        retry = unit.retry or _Retry(unit.case_ids, target, state, what, stderr, set(unit.case_ids),
+                                     bisected=state == TIMED_OUT)
+        if len(ids) == 1 and unit.retry is not None:  # a case alone, on its second try
+            retry.tails[ids[0]] = stderr
+            self._retried(retry, ids[0], _dead(ids[0], target, state, what))
+        elif state == TIMED_OUT and len(ids) > 1:  # halves, each under its own cases' limit
+            half = len(ids) // 2
+            self.pending.extend(_Unit(part, [target], retry, unit.kind, unit.seed, unit.host)
+                                for part in (ids[:half], ids[half:]))
+        else:  # each case alone
+            self.pending.extend(_Unit((i,), [target], retry, unit.kind, unit.seed, unit.host) for i in ids)
+
+    def _timeout_words(self, limit: float | None, loading: bool) -> str:
+        if loading:
+            return (f"did not finish loading the backend within {limit:.0f} s (importing its runtime) and was "
+                    "killed")
+        if self.options.case_timeout:
+            return f"ran past --case-timeout {self.options.case_timeout:g} s and was killed"
+        return (f"ran past its time limit of {limit:.0f} s and was killed (the default limit, sized from the "
+                "bundle's cases: docs/conformance.md, 'Workers'; --case-timeout SECONDS sets another)")
 
     def _record(self, unit: _Unit, results: list[CaseResult]) -> None:
         if unit.retry is not None:
-            for r in results:
-                self._retried(unit.retry, r.case, r)
+            self._retried_all(unit.retry, results)
             return
         self._final(results)
+
+    def _retried_all(self, retry: _Retry, results: list[CaseResult]) -> None:
+        for r in results:
+            self._retried(retry, r.case, r)
 
     def _retried(self, retry: _Retry, case_id, result: CaseResult) -> None:
         retry.results[case_id] = result
@@ -330,11 +389,11 @@ class _Scheduler:
                              + "\n".join(retry.tails.get(i, ())))
             elif not again:  # nothing crashed alone: the bundle's crash was flaky, and a crash is never a pass
                 lines = "\n".join(retry.stderr)
+                how = "the bundle's halves then ran" if retry.bisected else "each case alone then ran"
                 r = CaseResult(r.case, r.op, r.dtype, r.backend, r.device, retry.status, r.path,
                                message=(f"{i} on {r.backend}/{r.device}: flaky — the worker {retry.what} while "
-                                        f"running the bundle {', '.join(map(str, retry.case_ids))}; each case "
-                                        f"alone then ran on a fresh worker without crashing. Last stderr "
-                                        f"lines:\n{lines}"))
+                                        f"running the bundle {', '.join(map(str, retry.case_ids))}; {how} on "
+                                        f"a fresh worker without crashing. Last stderr lines:\n{lines}"))
             out.append(r)
         self._final(out)
 

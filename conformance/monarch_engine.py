@@ -51,6 +51,10 @@ class ConformanceActor(Actor):
         return os.getpid()
 
     @endpoint
+    def load(self, name: str, kind: str) -> None:
+        self.session.load(name, kind)
+
+    @endpoint
     def run(self, task: Task) -> list:
         return next(iter(self.session.run(task)))
 
@@ -76,6 +80,8 @@ class MonarchWorker:
             while (task := self._tasks.get()) is not None:
                 for i, target in enumerate(task.targets):
                     one = Task(task.id, task.case_ids, (target,), task.kind, task.seed)
+                    self._actor.load.call_one(target[0], task.kind).get()
+                    self._events.put((self, ("loaded", task.id, i)))
                     self._events.put((self, ("result", task.id, i, self._actor.run.call_one(one).get())))
                 self._events.put((self, ("done", task.id)))
         except Exception as exc:  # SupervisionError (the process died) or ActorError (it raised)

@@ -8,7 +8,7 @@ Example::
     >>> parser = argparse.ArgumentParser(); add_worker_arguments(parser)
     >>> worker_options(parser.parse_args(["--workers", "2", "--case-timeout", "30"]))
     WorkerOptions(workers=2, engine='local', case_timeout=30.0, memory_mb=None, plugins=(), journal=None, resume=False,
-                  hosts=(), monarch_job=None)
+                  hosts=(), monarch_job=None, timeout_scale=1.0)
 """
 
 from __future__ import annotations
@@ -26,10 +26,14 @@ def add_worker_arguments(parser: argparse.ArgumentParser, *, journal: bool = Fal
     parser.add_argument("--engine", default="local", choices=sorted(ENGINES),
                         help="what runs the workers (default local: subprocesses of this machine)")
     parser.add_argument("--case-timeout", type=float, metavar="SECONDS",
-                        help="with workers: kill a worker that spends longer than this on one op × dtype bundle "
-                             "on one backend; its cases are 'timed out'")
+                        help="kill a worker that spends longer than this on one op × dtype bundle on one backend; "
+                             "its cases are 'timed out' (default: a limit sized from the bundle's cases, "
+                             "docs/conformance.md 'Workers'; 0: no limit). Without --workers: a plugin's isolated "
+                             "worker")
     parser.add_argument("--worker-memory", type=int, metavar="MIB",
-                        help="with workers: cap each worker's address space (setrlimit RLIMIT_AS) at MIB mebibytes")
+                        help="cap each worker's address space (setrlimit RLIMIT_AS) at MIB mebibytes (default with "
+                             "--workers: none; a plugin's isolated worker in a serial run: half the machine's memory; "
+                             "0: none)")
     parser.add_argument("--hosts", metavar="HOST=B,B;HOST=B",
                         help="with workers: simulated hosts, each with --workers workers offering only the backends "
                              "listed; each target runs on the first host that offers its backend")
@@ -46,14 +50,16 @@ def add_worker_arguments(parser: argparse.ArgumentParser, *, journal: bool = Fal
                             help="with --journal: skip the cases the journal already holds (a run that was killed)")
 
 
-def worker_options(args: argparse.Namespace) -> WorkerOptions | None:
-    """The options of a run on workers, or None for a serial run."""
+def worker_options(args: argparse.Namespace, *, isolates: bool = False) -> WorkerOptions | None:
+    """The options of a run on workers, or None for a serial run. ``isolates``: a serial run
+    still runs its plugins on a worker (``parity conform``, :func:`isolation_options`), so
+    ``--case-timeout`` and ``--worker-memory`` apply to it without ``--workers``."""
     journal = getattr(args, "journal", None)
     if getattr(args, "resume", False) and not journal:
         raise ValueError("--resume needs --journal PATH: the journal of the run to continue")
     if args.workers is None and not journal:
-        for flag, value in (("--case-timeout", args.case_timeout), ("--worker-memory", args.worker_memory),
-                            ("--hosts", args.hosts), ("--monarch-job", args.monarch_job)):
+        limits = () if isolates else (("--case-timeout", args.case_timeout), ("--worker-memory", args.worker_memory))
+        for flag, value in (*limits, ("--hosts", args.hosts), ("--monarch-job", args.monarch_job)):
             if value is not None:
                 raise ValueError(f"{flag} applies to workers: add --workers N")
         return None
@@ -66,3 +72,9 @@ def worker_options(args: argparse.Namespace) -> WorkerOptions | None:
                          "offers, e.g. --hosts 'trainers=reference,onnx'")
     return WorkerOptions(workers, args.engine, args.case_timeout, args.worker_memory, tuple(args.plugin), journal,
                          getattr(args, "resume", False), hosts, args.monarch_job)
+
+
+def isolation_options(args: argparse.Namespace) -> WorkerOptions:
+    """A serial run's limits for the worker its plugins run on (``--case-timeout``,
+    ``--worker-memory``; unset: the defaults of :mod:`.isolation`)."""
+    return WorkerOptions(case_timeout=args.case_timeout, memory_mb=args.worker_memory)

@@ -13,6 +13,9 @@ deviation*, any other failing cell an *unexpected failure*, and a deviation that
 nothing it covers is *stale* (or *invalid* when it records no number in ULPs). Any of
 these unexpected outcomes makes :attr:`ConformanceRun.exit_code` 1.
 
+A serial run still sends a plugin's cases (a backend that is not built in, found by entry
+point or ``plugins``) to a worker process (:mod:`.isolation`): its crash or hang is a cell.
+
 Example::
 
     >>> from parity.conformance.runner import run
@@ -27,6 +30,7 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from ..backends.base import Backend
 from ..ir.dtypes import DType
@@ -35,6 +39,7 @@ from .arguments import check_run_arguments
 from .case import Case
 from .controller import Group, WorkerOptions, run_groups, worker_spec
 from .execute import Prepared, run_bundle
+from .isolation import case_seconds, default_memory_mb, isolated
 from .plugins import load_plugins
 from .results import CaseResult, ConformanceRun, ProgressFn, Target
 from .selection import resolve_targets, select_cases
@@ -47,7 +52,8 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         dtypes: Iterable[DType] | None = None, ops: str | None = None, quick: bool = False,
         cases: Sequence[Case] | None = None, progress: ProgressFn | None = None, models: bool | str = False,
         architectures: Sequence[str] | None = None, anchors: bool = True,
-        workers: WorkerOptions | None = None) -> ConformanceRun:
+        workers: WorkerOptions | None = None, plugins: Sequence[str] = (),
+        isolate: bool | WorkerOptions = True) -> ConformanceRun:
     """Run the selected cases on every target and build the matrix (see the module docstring).
 
     ``models`` adds the rows of :mod:`.zoo`: the model zoo (forward and training step
@@ -57,11 +63,16 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
 
     ``workers`` runs the cases on worker processes (:mod:`.controller`): the same results,
     with crashes and hangs contained as *crashed* / *timed out* cells, and a journal to
-    resume from. The cases are then named by id, so ``cases`` must be None."""
+    resume from. The cases are then named by id, so ``cases`` must be None.
+
+    Without ``workers``, ``isolate`` runs the op database's cases of every plugin target
+    (:func:`.isolation.isolated`; ``plugins``: ``module:attr`` specs to load, as
+    ``--plugin``) on one worker under the default limits (:mod:`.isolation`), or those of
+    the ``WorkerOptions`` ``isolate`` is (its ``memory_mb`` None: the default cap); the
+    built-in backends run here."""
     start = time.perf_counter()
     dtypes = list(dtypes or ())
-    if workers is not None:
-        load_plugins(workers.plugins)  # in the controller, as every worker does
+    loaded = load_plugins(workers.plugins if workers is not None else plugins)  # in the controller, as in workers
     check_run_arguments(backends, devices, dtypes, ops, models)
     targets = resolve_targets(backends, devices)
     chosen = select_cases(ops=ops, dtypes=dtypes, quick=quick, cases=cases)
@@ -76,9 +87,17 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         model_ops(architectures)  # an unknown zoo model is refused before anything runs
     if workers is not None and cases is not None:
         raise ValueError("a run on workers names its cases by id: select them with ops/dtypes/quick, not cases=")
+    apart = isolated(live, loaded) if workers is None and isolate is not False and cases is None else []
+    zoo_apart = which == "zoo" and bool(apart)  # the zoo's rows of isolated plugins run on their worker too
     if workers is None:
-        results = _run_serial(list(groups.values()), live, progress)
+        results = _run_serial(list(groups.values()), [t for t in live if t not in apart], progress)
         zoo_results: list[CaseResult] = []
+        if apart:
+            more, zoo_results, _ = _run_on_workers(list(groups.values()), apart, _isolation(isolate, plugins), ops,
+                                                   dtypes, quick,
+                                                   len(chosen), "zoo" if zoo_apart else None, architectures, anchors,
+                                                   progress)
+            results += more
     else:
         results, zoo_results, hf = _run_on_workers(list(groups.values()), live, workers, ops, dtypes, quick,
                                                    len(chosen), which, architectures, anchors, progress)
@@ -91,8 +110,12 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         done = len(chosen)
         zoo_progress = (lambda text: progress(done, done, text)) if progress else None
         if workers is None:
-            extra, section = zoo.rows(targets, progress=zoo_progress, which=which, architectures=architectures,
+            here = [t for t in targets if t not in apart] if zoo_apart else targets
+            extra, section = zoo.rows(here, progress=zoo_progress, which=which, architectures=architectures,
                                       anchors=anchors)
+            if zoo_apart:  # the isolated plugins' rows join the agreement and the random records
+                extra += zoo_results
+                section = zoo.section_of(extra)
         else:  # every row came from the workers
             extra = zoo_results
             section = zoo.section_of([r for r in extra if not zoo.is_hf_row(r.op)])
@@ -101,13 +124,21 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
         cells += cells_for(keys, targets, extra, cpu_only=zoo.is_whole_model_row)
         chosen_count = len(chosen) + len({r.case for r in extra})  # model and random-draw cases too
-    deviations = check_deviations(targets, cells, whole=not (ops or dtypes or cases))
+    deviations = check_deviations(targets, cells, whole=cases is None and not (ops or dtypes),
+                                  applies=_deviation_applies(which))
     type_rules = _type_rules(ops)
     options = {"backends": [t.backend for t in targets], "devices": list(devices or []),
                "dtypes": [d.short for d in dtypes], "ops": ops, "quick": quick}
     options["models"] = models
     return ConformanceRun(targets, cells, deviations, type_rules, chosen_count, time.perf_counter() - start,
                           options, section)
+
+
+def _isolation(isolate: bool | WorkerOptions, plugins: Sequence[str]) -> WorkerOptions:
+    """The isolated worker's options: one worker, the default limits or ``isolate``'s."""
+    given = isolate if isinstance(isolate, WorkerOptions) else WorkerOptions()
+    memory = default_memory_mb() if given.memory_mb is None else given.memory_mb
+    return replace(given, workers=1, memory_mb=memory, plugins=tuple(plugins))
 
 
 def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: WorkerOptions, ops, dtypes, quick: bool,
@@ -119,7 +150,9 @@ def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: Worke
     spec = worker_spec(workers.plugins, workers.memory_mb, ops, [d.short for d in dtypes], quick)
     header = {"ops": ops, "dtypes": sorted(d.short for d in dtypes), "quick": quick,
               "targets": [[t.backend, t.device] for t in live], "cases": count}
-    plan = [Group(tuple(c.id for c in g), tuple((t.backend, t.device) for t in live)) for g in groups]
+    sized = workers.case_timeout is None  # the default limit is sized from the cases (.isolation)
+    plan = [Group(tuple(c.id for c in g), tuple((t.backend, t.device) for t in live),
+                  seconds=tuple(case_seconds(c) for c in g) if sized else ()) for g in groups]
     zoo_groups, hf_groups = [], []
     if which in ("zoo", "all"):
         from . import zoo
@@ -147,6 +180,8 @@ def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: Worke
 
 
 def _run_serial(groups: list[list[Case]], live: list[Target], progress: ProgressFn | None) -> list[CaseResult]:
+    if not live:
+        return []
     claims = {id(t.instance): t.instance.claims() for t in live}
     results: list[CaseResult] = []
     total, done = sum(len(g) for g in groups), 0
@@ -160,6 +195,17 @@ def _run_serial(groups: list[list[Case]], live: list[Target], progress: Progress
     if progress:
         progress(total, total, "")
     return results
+
+
+def _deviation_applies(which: str | None):
+    """Which rows a declared deviation can explain, so can be judged stale over: the op
+    database's and the random draws' (measured against the oracle), never whole-model rows
+    (held to the zoo's own tolerance against eager torch)."""
+    if not which:
+        return lambda op: True
+    from .zoo import is_whole_model_row
+
+    return lambda op: not is_whole_model_row(op)
 
 
 def _type_rules(ops: str | None) -> list[dict]:

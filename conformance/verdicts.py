@@ -183,16 +183,18 @@ def _deviation_dict(d: Deviation) -> dict:
             "max_error": d.max_error}
 
 
-def check_deviations(targets: Sequence[Target], cells: Sequence[Cell], whole: bool = True) -> list[DeviationCheck]:
-    """Each declared deviation's state. One that covers every op (ANY_OP) can be called
-    stale only by a run over the whole database (``whole``)."""
+def check_deviations(targets: Sequence[Target], cells: Sequence[Cell], whole: bool = True,
+                     applies: Callable[[str], bool] = lambda op: True) -> list[DeviationCheck]:
+    """Each declared deviation's state, judged over the cells it covers that it could explain
+    (rows ``applies`` accepts: not whole-model rows, which meet their own tolerance). One that
+    covers every op (ANY_OP) can be called stale only by a run over the whole database (``whole``)."""
     checks = []
     seen = set()
     for t in targets:
         if t.instance is None or t.backend in seen:
             continue
         seen.add(t.backend)
-        mine = [c for c in cells if c.backend == t.backend and c.status not in (NOT_RUN, UNSUPPORTED)]
+        mine = [c for c in cells if c.backend == t.backend and c.status not in (NOT_RUN, UNSUPPORTED) and applies(c.op)]
         for d in t.instance.deviations:
             covered = [c for c in mine if _covers(d, c.op, c.dtype, c.device)]
             if invalid_reason(d):

@@ -23,7 +23,7 @@ import struct
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: A worker's exit status when a case ran out of memory under the worker's cap.
 EXIT_OUT_OF_MEMORY = 3
@@ -152,14 +152,28 @@ class Session:
         self.cases = {c.id: c for c in chosen}
         self.claims: dict[str, dict] = {}
 
-    def run(self, task: Task) -> Iterator[list]:
-        """Per target of ``task``, its case results (the serial runner's run_bundle)."""
+    def load(self, name: str, kind: str = "cases") -> None:
+        """Load the backend of column ``name`` and its claims (importing its runtime), once:
+        the controller starts a target's time limit after this ("hf-anchor" targets are
+        torch.compile anchors: nothing to load)."""
+        from .tiers import column_backend
+
+        if kind != "hf-anchor" and name not in self.claims:
+            self._check_offered(name)
+            self.claims[name] = column_backend(name).claims()
+
+    def run(self, task: Task, loaded=lambda index: None) -> Iterator[list]:
+        """Per target of ``task``, its case results (the serial runner's run_bundle);
+        ``loaded(i)`` is called once target ``i``'s backend is loaded, before its cases run."""
         from .execute import Prepared, run_bundle
         from .tiers import column_backend
         from .zoo import row_results
 
         if task.kind in ("hf", "hf-anchor"):
-            yield from self._hugging_face(task)
+            for i, target in enumerate(task.targets):
+                self.load(target[0], task.kind)
+                loaded(i)
+                yield from self._hugging_face(replace(task, targets=(target,)))
             return
         bundle = []
         if task.kind == "fuzz":
@@ -169,14 +183,14 @@ class Session:
             bundle = [Prepared(fuzz_case(fg), fg.arrays, fg.graph, oracle=[]) for fg in graphs]
         elif task.kind == "cases":
             bundle = [Prepared(self.cases[i]) for i in task.case_ids]
-        for name, device in task.targets:
-            self._check_offered(name)
+        for i, (name, device) in enumerate(task.targets):
+            self.load(name, task.kind)
+            loaded(i)
             backend = column_backend(name)
             if task.kind == "zoo":
                 yield row_results(task.case_ids, backend, name, device)
                 continue
-            claims = self.claims.setdefault(name, backend.claims())
-            yield run_bundle(backend, device, bundle, claims)
+            yield run_bundle(backend, device, bundle, self.claims[name])
 
     def _hugging_face(self, task: Task) -> Iterator[list]:
         """One architecture of the Hugging Face zoo ("hf": its stages on each parity backend;
@@ -215,7 +229,7 @@ def main() -> int:
         print(f"[worker {os.getpid()}] task {task.id}: {len(task.case_ids)} case(s) of "
               f"{task.case_ids[0]} on {len(task.targets)} target(s)", file=sys.stderr, flush=True)
         try:
-            for i, results in enumerate(session.run(task)):
+            for i, results in enumerate(session.run(task, lambda i: write_message(channel, ("loaded", task.id, i)))):
                 write_message(channel, ("result", task.id, i, results))
         except MemoryError:
             traceback.print_exc()

@@ -11,6 +11,8 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..ir.errors import ParityError, UnsupportedOpError
 from ..ir.graph import SourceLoc
 
@@ -124,18 +126,35 @@ def warning_text(aten_op: str, loc: SourceLoc | None, why: str, backend: str) ->
     return f"parity: {aten_op}{where} runs eagerly in torch, not on backend {backend!r} ({why})"
 
 
-def fallbacks_text(fallbacks: list, backend: str) -> str:
-    """The warning for the (aten op, loc, why) of ``fallbacks``: :func:`warning_text` for one,
-    a line per op for several.
+def fallbacks_text(fallbacks: list, backend: str, nodes: Mapping[str, int] | None = None) -> str:
+    """The warning for the (aten op, loc, why) of ``fallbacks`` (one per op; ``nodes``: aten
+    op → its nodes in eager torch, default 1 each): :func:`warning_text` for one, a line per
+    op for several, counted by :func:`eager_count_text` as ``parity.explain`` counts them.
 
     Example::
 
-        >>> print(fallbacks_text([("aten.tanh.default", None, "no tanh"), ("aten.exp.default", None, "no exp")], "x"))
-        parity: 2 ops run eagerly in torch, not on backend 'x'
+        >>> print(fallbacks_text([("aten.tanh.default", None, "no tanh"), ("aten.exp.default", None, "no exp")], "x",
+        ...                      {"aten.tanh.default": 2, "aten.exp.default": 1}))
+        parity: 2 ops (3 aten nodes) run eagerly in torch, not on backend 'x'
           aten.tanh.default (no tanh)
           aten.exp.default (no exp)
     """
     if len(fallbacks) == 1:
         return warning_text(*fallbacks[0], backend)
+    counts = {op: (nodes or {}).get(op, 1) for op, _, _ in fallbacks}
     lines = [f"  {op}{f' at {loc}' if loc else ''} ({why})" for op, loc, why in fallbacks]
-    return "\n".join([f"parity: {len(fallbacks)} ops run eagerly in torch, not on backend {backend!r}", *lines])
+    return "\n".join([f"parity: {eager_count_text(counts)} run eagerly in torch, not on backend {backend!r}", *lines])
+
+
+def eager_count_text(nodes: Mapping[str, int]) -> str:
+    """How parity counts what ``strict=False`` runs in eager torch, in its warning and in
+    ``parity.explain`` alike: the distinct aten ops, and the aten nodes they are
+    (``nodes``: aten op → its nodes in eager torch).
+
+    Example::
+
+        >>> eager_count_text({"aten.tanh.default": 2, "aten.exp.default": 1})
+        '2 ops (3 aten nodes)'
+    """
+    ops, total = len(nodes), sum(nodes.values())
+    return f"{ops} op{'' if ops == 1 else 's'} ({total} aten node{'' if total == 1 else 's'})"

@@ -35,7 +35,8 @@ import torch
 
 from ..ir.graph import SourceLoc
 from ..ir.precision import Precision
-from .graph_breaks import ISLAND_KINDS, Island, dynamo_breaks, take_skipped_frames
+from .errors import eager_count_text
+from .graph_breaks import FALLBACK_ISLAND, ISLAND_KINDS, Island, dynamo_breaks, take_skipped_frames
 from .session import backend_line
 from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
 from .user_errors import quiet_tracing_logs
@@ -129,8 +130,9 @@ class ExplainReport:
             shares = []
             for b in self.backends:
                 on, total = graph.share(b)
-                shares.append(f"{b} {on}/{total}" + ("" if on == total else f" ({total - on} in eager torch "
-                                                                              f"with strict=False)"))
+                eager = {r.op: r.count - r.nodes_on.get(b, 0) for r in graph.ops if r.nodes_on.get(b, 0) < r.count}
+                shares.append(f"{b} {on}/{total}" + ("" if on == total else f" ({eager_count_text(eager)} in "
+                                                                              f"eager torch with strict=False)"))
             lines.append("  on the backend: " + ", ".join(shares))
             for r in graph.ops:
                 cells = "  ".join(f"{b}: {r.status.get(b, '?')}" for b in self.backends)
@@ -200,8 +202,14 @@ def islands_text(islands: list[Island]) -> list[str]:
     """The report's lines for its eager islands: a count per kind, then one line each."""
     if not islands:
         return ["eager islands: none (everything captured runs on the backend)"]
-    counts = {kind: sum(i.kind == kind for i in islands) for kind in ISLAND_KINDS}
-    lines = ["eager islands: " + ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)]
+    parts = []
+    for kind in ISLAND_KINDS:
+        mine = [i for i in islands if i.kind == kind]
+        if mine and kind == FALLBACK_ISLAND:  # counted as the warning counts them
+            parts.append(f"{kind} of {eager_count_text({i.op: i.count for i in mine})}")
+        elif mine:
+            parts.append(f"{len(mine)} {kind}")
+    lines = ["eager islands: " + ", ".join(parts)]
     for island in islands:
         where = f" at {island.loc}" if island.loc else " (no line)"
         what = f" {island.op} ({island.count} aten nodes)" if island.op else ""
@@ -228,7 +236,7 @@ def _fallback_islands(session, graphs: list[GraphReport]) -> list[Island]:
 
     def add(op, loc, why, count):
         old = found.get(op)
-        found[op] = Island("strict=False fallback", old.loc if old else in_user_code(loc, options.site),
+        found[op] = Island(FALLBACK_ISLAND, old.loc if old else in_user_code(loc, options.site),
                            old.why if old else why, (old.count if old else 0) + count, op)
 
     for graph in graphs:

@@ -88,7 +88,8 @@ class Island(NamedTuple):
 
 
 #: What makes an eager island, in the order ``parity.explain`` lists them.
-ISLAND_KINDS = ("graph break", "skipped frame", "strict=False fallback", "recompile limit")
+FALLBACK_ISLAND = "strict=False fallback"  # an aten op that strict=False runs in eager torch
+ISLAND_KINDS = ("graph break", "skipped frame", FALLBACK_ISLAND, "recompile limit")
 
 
 def dynamo_breaks(reasons, site: SourceLoc | None = None) -> list[Island]:

@@ -11,6 +11,7 @@ Example::
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,21 +48,25 @@ class Session:
     auto_choices: list = field(default_factory=list)  # backend="auto": an AutoChoice per graph
     on_compiled: Any = None  # called with (compiled graph, kind) after each FX graph compiles (fast_path)
     pending: list = field(default_factory=list)  # (aten op, loc, why) not yet in a warning: flush_fallbacks
+    pending_nodes: Counter = field(default_factory=Counter)  # aten op of ``pending`` → its nodes noted
 
     def fall_back(self, aten_op: str, loc, why: str) -> None:
-        """Note (once per aten op) that ``aten_op`` runs in eager torch, not on the backend: the
-        next :meth:`flush_fallbacks` warns about every op noted since the last one."""
-        if aten_op in self.warned:
+        """Note that a node of ``aten_op`` runs in eager torch, not on the backend (once per
+        node): the next :meth:`flush_fallbacks` warns about every op noted since the last one
+        that no earlier warning named, with its nodes counted."""
+        if aten_op in self.warned and aten_op not in self.pending_nodes:  # an earlier warning named it
             return
-        self.warned.add(aten_op)
-        self.pending.append((aten_op, in_user_code(loc, self.options.site), why))
+        self.pending_nodes[aten_op] += 1
+        if aten_op not in self.warned:
+            self.warned.add(aten_op)
+            self.pending.append((aten_op, in_user_code(loc, self.options.site), why))
 
     def flush_fallbacks(self) -> None:
         """One warning for the ops noted since the last flush, at the first one's line: a call of
         the compiled function gives one, however many of its ops run eagerly."""
-        pending, self.pending = self.pending, []
+        pending, nodes, self.pending, self.pending_nodes = self.pending, self.pending_nodes, [], Counter()
         if pending:
-            warn_at(pending[0][1], fallbacks_text(pending, self.options.backend), FallbackWarning)
+            warn_at(pending[0][1], fallbacks_text(pending, self.options.backend, nodes), FallbackWarning)
 
 
 def backend_line(session) -> str:

@@ -8,7 +8,7 @@ Example::
     $ parity conform --models  # plus the model zoo and the random draws
     $ parity conform --models hf --backend xla  # the Hugging Face zoo on xla, anchors beside it
     $ parity conform --mutants --backend xla   # planted faults: the suite's kill rate per fault class
-    $ parity fuzz --budget 1000 --seed 1   # differential fuzzing (regressions go to conformance/regressions/)
+    $ parity fuzz --budget 1000 --seed 1   # differential fuzzing (regressions: --save-dir, or beside the plugin)
     $ parity bench --quick    # every backend against the anchors (see parity.bench)
     $ parity aten             # which aten ops the PyTorch frontend translates
     $ parity diff model.py:net --backend xla --repro repros/   # which node makes xla's answer differ
@@ -29,6 +29,32 @@ NEEDS_TORCH = ("aten", "conform", "fuzz", "bench", "diff")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .backends.registry import BackendNotFound
+    from .cli_checks import check
+
+    try:
+        check(args)  # a bad backend, device, regex or path: one line, exit 2 (docs/troubleshooting-cli.md)
+        if args.command in NEEDS_TORCH:
+            from .frontend.status import slow_work
+
+            with slow_work("parity: loading torch"):  # seconds on a cold start; shown on a terminal only
+                import torch  # noqa: F401
+        return args.run(args)
+    except (UsageError, BackendNotFound) as exc:
+        print(f"parity {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except Exception:  # a bug in parity: the traceback, and a status no verdict uses
+        import traceback
+
+        traceback.print_exc()
+        print(f"parity {args.command}: internal error (exit status 3): please report it with the traceback above",
+              file=sys.stderr)
+        return 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand and its options (the docs' command lines are parsed by it in tests)."""
     parser = argparse.ArgumentParser(prog="parity", description="parity: one IR, many backends.")
     parser.add_argument("--version", action=_PrintVersions, nargs=0,
                         help="print the versions of parity, torch and each backend's stack, and exit")
@@ -75,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="with --mutants: at most N op × dtype cells per fault class, one per op (0: all)")
     conform.add_argument("--mutant-seed", type=int, default=0, help="with --mutants: the seed of that sample")
     conform.add_argument("--faults", metavar="A,B", help="with --mutants: only these fault classes")
+    conform.add_argument("--show-case", metavar="ID",
+                         help="print one case (e.g. 'exp[f32]:specials', a cell's worst case): its inputs, graph, the "
+                              "reference's and oracle's outputs, and each --backend's outputs and verdict (default "
+                              "backend: reference), then exit")
     add_worker_arguments(conform, journal=True)
     conform.add_argument("merge", nargs="*", metavar="merge REPORT.json",
                          help="'parity conform merge a.json b.json ... [--html out.html] [--json out.json]': one "
@@ -89,7 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     fuzz.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long (reports the count)")
     fuzz.add_argument("--graph", type=int, action="append", metavar="I",
                       help="only graph I of the seed's stream (repeatable; reproduces a finding)")
-    fuzz.add_argument("--no-save", action="store_true", help="do not write regressions to conformance/regressions/")
+    fuzz.add_argument("--no-save", action="store_true", help="do not write the regressions it finds")
+    fuzz.add_argument("--save-dir", metavar="DIR",
+                      help="write regressions to DIR (default: a plugin's beside its project as parity-regressions/, "
+                           "a built-in backend's into conformance/regressions/ of a parity source checkout; never "
+                           "into an installed package)")
     fuzz.add_argument("--no-shrink", action="store_true", help="report mismatches without minimising them")
     fuzz.add_argument("--json", metavar="PATH", help="write the fuzzing report as JSON")
     add_worker_arguments(fuzz, journal=True)
@@ -107,29 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                             "per node, ranked; JSON, HTML and repros (docs/diff.md)")
     diff_cli.add_arguments(diff)
     diff.set_defaults(run=diff_cli.run)
-
-    args = parser.parse_args(argv)
-    from .backends.registry import BackendNotFound
-    from .cli_checks import check
-
-    try:
-        check(args)  # a bad backend, device, regex or path: one line, exit 2 (docs/troubleshooting-cli.md)
-        if args.command in NEEDS_TORCH:
-            from .frontend.status import slow_work
-
-            with slow_work("parity: loading torch"):  # seconds on a cold start; shown on a terminal only
-                import torch  # noqa: F401
-        return args.run(args)
-    except (UsageError, BackendNotFound) as exc:
-        print(f"parity {args.command}: {exc}", file=sys.stderr)
-        return 2
-    except Exception:  # a bug in parity: the traceback, and a status no verdict uses
-        import traceback
-
-        traceback.print_exc()
-        print(f"parity {args.command}: internal error (exit status 3): please report it with the traceback above",
-              file=sys.stderr)
-        return 3
+    return parser
 
 
 class _PrintVersions(argparse.Action):
@@ -197,7 +209,7 @@ def _run_conform(args) -> int:
     from .backends.registry import BackendNotFound, get_backend
     from .conformance import runner, terminal
     from .conformance.controller import WorkerRunError
-    from .conformance.options import worker_options
+    from .conformance.options import isolation_options, worker_options
     from .conformance.plugins import load_plugins
     from .conformance.writers import write_reports
     from .ir.dtypes import DType
@@ -210,12 +222,17 @@ def _run_conform(args) -> int:
                            console=console)
     try:
         dtypes = [DType.from_short(d) for d in args.dtype or ()]
-        workers = worker_options(args)
+        workers = worker_options(args, isolates=True)
         load_plugins(args.plugin)
         for name in args.backend or ():
             get_backend(name)  # a backend asked for by name must load
     except (ValueError, BackendNotFound) as exc:
         raise UsageError(str(exc)) from None  # one line on stderr, exit 2 (main)
+    if args.show_case:
+        from .conformance.show import show_case
+
+        print(show_case(args.show_case, args.backend or ["reference"], (args.device or ["cpu"])[0]))
+        return 0
     backends = _tier_columns(args.backend, args.precision)
     if args.mutants:
         return _run_mutants(args, backends, dtypes, console)
@@ -224,7 +241,8 @@ def _run_conform(args) -> int:
             result = runner.run(backends, devices=args.device, dtypes=dtypes, ops=args.ops, quick=args.quick,
                                 progress=progress, models=args.models,
                                 architectures=args.architectures.split(",") if args.architectures else None,
-                                anchors=not args.no_anchors, workers=workers)
+                                anchors=not args.no_anchors, workers=workers, plugins=tuple(args.plugin),
+                                isolate=isolation_options(args))
     except (WorkerRunError, ValueError) as exc:  # a journal to refuse, a worker that cannot start, no host for a backend
         raise UsageError(str(exc)) from None  # one line on stderr, exit 2 (main)
     if not args.summary_only:
@@ -301,7 +319,8 @@ def _run_fuzz(args) -> int:
         raise UsageError(str(exc)) from None  # one line on stderr, exit 2 (main)
     with terminal.progress_bar(console, "fuzz") as progress:
         report = fuzz.run(args.budget, seed=args.seed, backends=args.backend, device=args.device,
-                          do_shrink=not args.no_shrink, save=not args.no_save, deadline_s=args.time_limit,
+                          do_shrink=not args.no_shrink, save=not args.no_save, directory=args.save_dir,
+                          deadline_s=args.time_limit,
                           progress=progress, only=args.graph,
                           results_for=fuzz_results(workers) if workers else None)
     for line in report.lines():

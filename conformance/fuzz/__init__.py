@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from ...backends.base import Backend
 from .. import regressions
 from ..execute import Prepared, run_bundle, run_case
+from ..regressions.place import save_directory
 from ..results import CRASHED, TIMED_OUT
 from ..selection import resolve_targets
 from .generate import FuzzGraph, fuzz_case, generate
@@ -58,6 +59,7 @@ class Finding:
     nodes: int = 0  # before shrinking
     shrunk_nodes: int = 0
     regression: str = ""  # the saved regression's name ("" if not saved)
+    saved_in: str = ""  # the folder it was saved in
     duplicate: bool = False  # known: a saved regression's own graph, or an earlier finding's signature
     known: str = ""  # the saved regression this very graph was found as
     text: str = ""  # the shrunk graph
@@ -105,7 +107,7 @@ class FuzzReport:
             out.append(f"  {r['status']} on {r['backend']}/{r['device']}: {r['case']}: {r['message'][:300]}")
         for f in self.findings:
             tag = (f"known: {f.known}" if f.known else "as an earlier finding" if f.duplicate
-                   else f"saved {f.regression}" if f.regression else "new")
+                   else f"saved {f.saved_in}/{f.regression}.ir" if f.regression else "new")
             err = f" max {f.max_ulp:.3g} ulp" if f.max_ulp is not None else ""
             out.append(f"  {f.status} on {f.backend}/{f.device}: {f.op}[{f.dtype}]{err} in {f.graph} "
                        f"({f.nodes} → {f.shrunk_nodes} nodes; {tag}): {f.message[:160]}")
@@ -118,7 +120,7 @@ ResultsFn = Callable[[int, list, list], dict]
 
 
 def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None = None, device: str = "cpu",
-        bundle: int = 16, do_shrink: bool = True, save: bool = True, directory=regressions.DIRECTORY,
+        bundle: int = 16, do_shrink: bool = True, save: bool = True, directory=None,
         deadline_s: float | None = None, progress: ProgressFn | None = None,
         only: Sequence[int] | None = None, results_for: ResultsFn | None = None) -> FuzzReport:
     """Fuzz ``budget`` graphs (or until ``deadline_s`` seconds have passed) on ``backends``
@@ -126,12 +128,15 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
     graph indices of the stream (to reproduce a finding). ``results_for(seed, chunks,
     targets)`` runs every chunk's cases elsewhere (on workers:
     :func:`..controller.fuzz_results`) and returns their results by (case id, backend);
-    the findings are then made here as in a serial run."""
+    the findings are then made here as in a serial run. Regressions are saved in
+    ``directory``, or by default where :func:`..regressions.place.save_directory` puts each
+    backend's (beside a plugin; never into an installed package)."""
     start = time.perf_counter()
     report = FuzzReport(seed, budget)
     targets = [t for t in resolve_targets(backends, [device]) if t.available]
     claims = {t.backend: t.instance.claims() for t in targets}
-    known = known_graphs(directory)
+    folders = {t.backend: save_directory(t.instance, directory) for t in targets}
+    known = {k: v for folder in dict.fromkeys(folders.values()) for k, v in known_graphs(folder).items()}
     seen: set[tuple] = set()  # signatures found in this run
     for t in targets:
         report.backends[t.backend] = Counter({k: 0 for k in ("pass", "fail", "error", "deviation", "unsupported",
@@ -164,7 +169,7 @@ def run(budget: int, *, seed: int = 0, backends: Sequence[str | Backend] | None 
                                            "status": status, "message": r.message})
                 if status in ("fail", "error"):
                     report.findings.append(_finding(t.instance, device, fg, r, known, seen, do_shrink, save,
-                                                    directory))
+                                                    folders[t.backend]))
         report.graphs = index
         if progress:
             progress(index, len(stream), f"{len(report.findings)} mismatches")
@@ -278,6 +283,7 @@ def _finding(backend: Backend, device: str, fg: FuzzGraph, r, known: dict, seen:
                 "error_type": error_type, "found": {"seed": fg.seed, "index": fg.index, "nodes": f.nodes},
                 "error": {"max_ulp": final.max_ulp, "max_ratio": final.max_ratio, "message": final.message[:500],
                           "worst": final.worst}, "note": "found by parity fuzz; open until the backend is fixed"}
+        f.saved_in = str(directory)
         regressions.save(f.regression, graph, arrays, _json_safe(meta), directory)
     return f
 

@@ -91,3 +91,29 @@ def test_the_plugin_template_certifies(tmp_path):
     assert "3 skipped" in tail and len(skips) == 3, out.stdout[-3000:]
     assert any("rfft (reached through a decomposition)" in line for line in skips), skips
     assert all("declined, the numpy template has no complex kernels" in line for line in skips), skips
+
+
+FLUSHES = f"""
+import sys
+sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r})
+from perturbed import Perturbed
+from parity.backends.base import Deviation
+from parity.backends.registry import register_backend
+from parity.ir.dtypes import DType
+
+# right everywhere, but declares that its runtime flushes float32 subnormals (as a CPU runtime with FTZ does)
+register_backend(Perturbed("flushes", {{}}, deviations=(
+    Deviation("*", "the runtime runs with FTZ/DAZ", "flushes f32 subnormals", DType.float32, flush_to_zero=True),)))
+"""
+
+
+def test_a_run_filtered_to_models_does_not_call_the_flush_to_zero_deviation_stale(tmp_path):
+    """Only the op database's cells can show a flush: whole-model rows and random draws never
+    judge it, and a run that leaves op cells out (-k, --parity-ops) cannot call a "*" deviation stale."""
+    (tmp_path / "conftest.py").write_text(FLUSHES)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out = _pytest(["-q", "-rA", "--parity-backend", "flushes", "--parity-models", "--parity-quick",
+                   "-k", "model or random or stale"], tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert re.search(r"^PASSED .*flushes/cpu::stale deviations", out.stdout, re.M), out.stdout[-3000:]
+    assert re.search(r"^PASSED .*flushes/cpu::model zoo", out.stdout, re.M), out.stdout[-3000:]

@@ -94,7 +94,7 @@ def test_strict_false_fallbacks_are_listed_per_op_with_their_nodes(backend):  # 
     (island,) = _kept(report.islands, "strict=False fallback")
     # the warning names the op once; its two nodes are what the share line counts
     assert (island.op, island.count) == ("aten.tanh.default", 2) and island.op in str(warned[0].message)
-    assert f"{backend.name} 2/4 (2 in eager torch with strict=False)" in str(report)
+    assert f"{backend.name} 2/4 (1 op (2 aten nodes) in eager torch with strict=False)" in str(report)
     assert "strict=False fallback at" in str(report) and "aten.tanh.default (2 aten nodes)" in str(report)
 
 
@@ -116,3 +116,40 @@ def test_a_recompile_limit_is_listed_at_the_warned_line():
 def test_a_function_that_runs_whole_on_the_backend_has_no_island():
     report = parity.explain(parity.compile(lambda x: x * 2, backend="reference"), torch.ones(2))
     assert report.islands == [] and "eager islands: none" in str(report)
+
+
+def tanhs_and_exp(x):
+    return torch.tanh(x) + torch.tanh(x * 2) + torch.exp(x)
+
+
+@pytest.fixture
+def no_tanh_nor_exp():
+    from parity.backends.base import OpClaim
+    from parity.backends.reference import ReferenceBackend
+    from parity.backends.registry import register_backend, unregister_backend
+
+    class NoTanhNorExp(ReferenceBackend):
+        name = "islands_no_tanh_exp"
+
+        def claims(self):
+            return {op: c for op, c in super().claims().items() if op not in ("tanh", "exp")} | {
+                "add": OpClaim(super().claims()["add"].dtypes)}
+
+    register_backend(NoTanhNorExp())
+    yield NoTanhNorExp.name
+    unregister_backend(NoTanhNorExp.name)
+
+
+def test_the_warning_and_explain_count_eager_fallbacks_the_same_way(no_tanh_nor_exp):
+    """Three aten nodes of two ops run eagerly: the warning and parity.explain both say
+    "2 ops (3 aten nodes)" (frontend/errors.py eager_count_text), in its islands and its share line."""
+    compiled, x = parity.compile(tanhs_and_exp, backend=no_tanh_nor_exp, strict=False), torch.randn(3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled(x)
+    (warned,) = [str(w.message) for w in caught if str(w.message).startswith("parity:")]
+    assert warned.splitlines()[0] == f"parity: 2 ops (3 aten nodes) run eagerly in torch, not on backend " \
+                                     f"{no_tanh_nor_exp!r}"
+    text = str(parity.explain(compiled, x, backends=[no_tanh_nor_exp]))
+    assert "strict=False fallback of 2 ops (3 aten nodes)" in text
+    assert "(2 ops (3 aten nodes) in eager torch with strict=False)" in text

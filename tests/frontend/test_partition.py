@@ -129,7 +129,7 @@ def test_explain_shows_the_share_on_each_backend(backend):
     (graph,) = report.graphs
     on, total = graph.share(backend.name)
     assert total - on == 1 and graph.share("reference") == (total, total)
-    assert f"{backend.name} {on}/{total} (1 in eager torch with strict=False)" in str(report)
+    assert f"{backend.name} {on}/{total} (1 op (1 aten node) in eager torch with strict=False)" in str(report)
 
 
 class _Broken(_NoTanh):

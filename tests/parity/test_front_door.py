@@ -319,7 +319,7 @@ def test_strict_false_warns_once_per_call_listing_every_eager_op_and_its_line(no
     assert (w.filename, w.lineno) == (__file__, tanh_line)
     claim = f"backend {no_tanh_nor_exp!r} does not claim the IR op"
     assert str(w.message).splitlines() == [
-        f"parity: 2 ops run eagerly in torch, not on backend {no_tanh_nor_exp!r}",
+        f"parity: 2 ops (2 aten nodes) run eagerly in torch, not on backend {no_tanh_nor_exp!r}",
         f"  aten.tanh.default at {__file__}:{tanh_line} in tanh_then_exp ({claim} 'tanh')",
         f"  aten.exp.default at {__file__}:{exp_line} in tanh_then_exp ({claim} 'exp')"]
     assert _warnings_of(f, X, category=FallbackWarning)[1] == []  # once
