@@ -7,4 +7,5 @@ python -c "import parity_numpy_backend" 2>/dev/null ||
 export TRITON_INTERPRET=1
 # Lint first (the rules are in pyproject's [tool.ruff]): a finding fails the command before the tests run.
 ruff check --quiet .
-exec pytest -q -n 2 "$@"
+# worksteal: an idle worker takes queued tests from the busy one (the slow model cells come last)
+exec pytest -q -n 2 --dist worksteal "$@"
