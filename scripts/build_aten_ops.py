@@ -44,6 +44,7 @@ from parity.conformance.hf.check import build
 from parity.conformance.hf.opinfo import (
     cotangents_for,
     differentiable,
+    float32_samples,
     grad_function,
     op_db,
     opinfo_id,
@@ -176,7 +177,7 @@ def traced_ops(info, samples: int = 1) -> dict[str, list[str]]:
     table = decomposition_table()
     found = {"forward": set(), "backward": set()}
     torch.manual_seed(0)
-    for n, sample in enumerate(info.sample_inputs("cpu", torch.float32, requires_grad=info.supports_autograd)):
+    for n, sample in enumerate(float32_samples(info)):
         if n == samples:
             break
         try:

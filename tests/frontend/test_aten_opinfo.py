@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import parity
+from parity.conformance.hf.opinfo import samples as opinfo_samples
 from parity.frontend import compiled_graph
 from parity.frontend.errors import UnsupportedAtenOp
 
@@ -47,7 +48,7 @@ UNSUPPORTED = {
 
 def _samples(name, variant, limit):
     info = next(op for op in op_db if op.name == name and op.variant_test_name == variant)
-    samples = list(info.sample_inputs("cpu", torch.float32))
+    samples = opinfo_samples(info, torch.float32)
     step = max(1, len(samples) // limit)
     return [pytest.param(info, s, id=f"{name}.{variant or 'default'}-{i}") for i, s in enumerate(samples[::step][:limit])]
 

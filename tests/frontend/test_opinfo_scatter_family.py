@@ -16,6 +16,7 @@ import random
 import pytest
 import torch
 
+from parity.conformance.hf.opinfo import samples as opinfo_samples
 from parity.ir.errors import ParityError
 
 from .opinfo_helpers import EagerFallback, check_sample
@@ -63,7 +64,7 @@ def _cases():
                 continue
             torch.manual_seed(SEED)
             grads = dtype is torch.float32 and info.supports_autograd
-            samples = list(info.sample_inputs("cpu", dtype, requires_grad=grads))
+            samples = opinfo_samples(info, dtype, requires_grad=grads)
             quick = random.Random(f"{SEED}:{key}").randrange(len(samples))
             for backend in BACKENDS:
                 for i, sample in enumerate(samples):

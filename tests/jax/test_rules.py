@@ -14,9 +14,10 @@ import parity.jax
 
 from .compare import float64_run, mismatches
 
-_k = jax.random.split(jax.random.key(7), 4)
-X4 = jax.random.normal(_k[0], (2, 7, 6, 3))
-TIES = jnp.round(jax.random.normal(_k[1], (1, 6, 5, 2)))  # many equal maxima in a window
+# numpy, not jax.random: a jnp operation at import compiles with XLA at pytest's collection
+_rng = np.random.default_rng(7)
+X4 = _rng.standard_normal((2, 7, 6, 3), dtype=np.float32)
+TIES = np.round(_rng.standard_normal((1, 6, 5, 2), dtype=np.float32))  # many equal maxima in a window
 
 
 def maxpool(x, window, stride, padding):
@@ -34,32 +35,32 @@ CASES = {
     # grouped, dilated, strided convolution and both its gradients (lhs_dilation in the input's)
     "conv_grads": (lambda x, w: jax.grad(lambda a, b: jnp.tanh(lax.conv_general_dilated(
         a, b, (2, 1), ((1, 0), (2, 1)), rhs_dilation=(1, 2), dimension_numbers=("NHWC", "HWIO", "NHWC"),
-        feature_group_count=1)).sum(), argnums=(0, 1))(x, w), (X4, jax.random.normal(_k[2], (2, 3, 3, 4)))),
+        feature_group_count=1)).sum(), argnums=(0, 1))(x, w), (X4, _rng.standard_normal((2, 3, 3, 4), dtype=np.float32))),
     "conv_groups_forward": (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=3,
                                                                   dimension_numbers=("NCHW", "OIHW", "NCHW")),
-                            (X4.transpose(0, 3, 1, 2), jax.random.normal(_k[3], (6, 1, 2, 2)))),
+                            (X4.transpose(0, 3, 1, 2), _rng.standard_normal((6, 1, 2, 2), dtype=np.float32))),
     # gather / scatter-add: negative and out-of-range indices in each mode
     "take_fill_out_of_range": (lambda x: jnp.take(x, jnp.array([0, -1, 9, 2]), axis=1, mode="fill",
                                                   fill_value=-3.0), (X4[0, :, :, 0],)),
     "take_clip": (lambda x: jnp.take(x, jnp.array([[5, -4], [1, 0]]), axis=0, mode="clip"), (X4[0, :, :, 0],)),
     "index_grad": (lambda x: jax.grad(lambda v: (v[jnp.array([1, 1, 3, 6])] ** 3).sum())(x), (X4[0, :, :, 0],)),
     "take_along_axis_and_grad": (lambda x, i: jax.value_and_grad(lambda v: jnp.take_along_axis(
-        jax.nn.log_softmax(v), i[..., None], axis=-1).sum())(x), (X4[:, :5, 0, :], jnp.array([[0, 2, 1, 2, 0],
-                                                                                        [1, 1, 2, 0, 7]]))),
+        jax.nn.log_softmax(v), i[..., None], axis=-1).sum())(x), (X4[:, :5, 0, :], np.array([[0, 2, 1, 2, 0],
+                                                                                       [1, 1, 2, 0, 7]], np.int32))),
     # loops and branches
     "scan_reverse_two_carries": (lambda xs: lax.scan(lambda c, x: ((c[0] * 0.5 + x, c[1] + x.sum()), c[0] - x),
                                                      (jnp.zeros(3), 0.0), xs, reverse=True), (X4[0, :, 0, :],)),
     "cond": (lambda x: lax.cond(x.sum() > 0, lambda v: jnp.sin(v), lambda v: v * 3.0, x), (X4[0, 0, 0],)),
-    "switch": (lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, jnp.exp], x), (jnp.int32(2), X4[0, 0, 0])),
+    "switch": (lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, jnp.exp], x), (np.int32(2), X4[0, 0, 0])),
     # elementwise with JAX's own semantics
     "integer_pow": (lambda x: (x ** 5, x ** -3, lax.integer_pow(x, 0)), (X4[0, 0],)),
     "round_half_away": (lambda x: (lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
                                    lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)),
-                        (jnp.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -3.7]),)),
-    "pow_int_exponent": (lambda x, n: x ** n, (jnp.abs(X4[0, 0]) + 0.5, jnp.int32(3))),
+                        (np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -3.7], np.float32),)),
+    "pow_int_exponent": (lambda x, n: x ** n, (np.abs(X4[0, 0]) + np.float32(0.5), np.int32(3))),
     "argmax_cumsum_reverse": (lambda x: (jnp.argmax(x, axis=1), lax.cumsum(x, axis=0, reverse=True)), (X4[0, 0],)),
     "dynamic_update_slice": (lambda x, i: lax.dynamic_update_slice(x, jnp.ones((2, 2)), (i, jnp.int32(1))),
-                             (X4[0, :, :, 0], jnp.int32(4))),
+                             (X4[0, :, :, 0], np.int32(4))),
     "split_concat_pad_rev": (lambda x: jnp.concatenate([jnp.flip(p, 0) for p in jnp.split(
         jnp.pad(x, ((1, 2), (0, 3))), 3, axis=1)], axis=0), (X4[0, :, :, 0],)),
 }
