@@ -128,6 +128,10 @@ class OnnxExecutable:
         self._symbolic_in = tuple(i for i, t in enumerate(self._ir_in) if not t.is_static)
         # Outputs ORT allocates (and we copy out): bound once per thread when shapes are static.
         self._copied = [self._static and not _bind_buffer(t.dtype, t.shape) for _, t in self._out]
+        # inputs a torch tensor may be bound for by address (not complex, not bfloat16), and the
+        # tensor dtype each one takes (set at the first tensor call: torch is not imported here)
+        self._by_pointer = [t.dtype is not DType.bfloat16 and c is None for (_, t), c in zip(self._in, self._complex_in)]
+        self._onnx_in = [ONNX_DTYPES[t.dtype] for _, t in self._in]
         self._local = threading.local()  # one IOBinding per thread
         self._output_shapes: dict[tuple, list[list[int]]] = {}  # symbolic graphs: input shapes -> output shapes
         # CompiledGraph hands a CPU executable torch tensors as they are (see the class
@@ -154,11 +158,24 @@ class OnnxExecutable:
                 local.bind_ortvalue = lambda name, value: raw.bind_ortvalue_input(name, value._ortvalue)
                 local.run = lambda: sess.run_with_iobinding(raw, options)
                 local.copy_out = raw.copy_outputs_to_cpu
+                # the wrapper makes an OrtDevice per bind_output: a fifth of a decode step's
+                # binding (5 outputs of symbolic shape, rebound every call)
+                cpu = ort.OrtDevice.make("cpu", 0)._get_c_device()
+                local.clear_outputs = raw.clear_binding_outputs
+                local.bind_output = lambda name: raw.bind_output(name, cpu)
+                local.bind_output_buffer = lambda name, dtype, shape, ptr: raw.bind_output(name, cpu, dtype,
+                                                                                          shape, ptr)
+                local.bind_pointer = lambda name, dtype, shape, ptr: raw.bind_input(name, cpu, dtype, shape, ptr)
             else:
                 local.bind_input = binding.bind_cpu_input
                 local.bind_ortvalue = binding.bind_ortvalue_input
                 local.run = lambda: self.session.run_with_iobinding(binding)
                 local.copy_out = binding.copy_outputs_to_cpu
+                local.clear_outputs = binding.clear_binding_outputs
+                local.bind_output = binding.bind_output
+                local.bind_output_buffer = lambda name, dtype, shape, ptr: binding.bind_output(name, "cpu", 0, dtype,
+                                                                                              shape, ptr)
+                local.bind_pointer = None
         return local
 
     def __call__(self, *inputs: Any) -> list[np.ndarray]:
@@ -169,8 +186,24 @@ class OnnxExecutable:
         keep = []  # buffers that must outlive the run
         for i, value in enumerate(inputs):
             last = bound[i]
-            if last is not None and last[0] is value and value.shape == last[1] and _same_buffer(value, last[2]):
-                continue  # the same array or tensor as last call, still over the bound buffer
+            if last is not None and last[0] is value:
+                # the same array or tensor as last call, still over the bound buffer (inlined: a
+                # decode step checks its ~30 parameters here every call)
+                buffer = last[2]
+                if value.shape == last[1] and (buffer is None or (
+                        value.data_ptr() == buffer[0] and value.dtype is buffer[1] and value.is_contiguous())):
+                    continue
+            if local.bind_pointer is not None and self._by_pointer[i] and _plain_cpu_tensor(value) \
+                    and _torch_dtype_name(value.dtype) == self._in[i][1].dtype.name:
+                # a contiguous CPU tensor of the graph's dtype: ORT reads its memory by address,
+                # without the NumPy view and ORT's conversion of it (a third of a decode step's
+                # binding, where the KV cache's tensors are new every call)
+                if self._static_in[i] and tuple(value.shape) != self._ir_in[i].shape:
+                    raise ParityError(f"input {i} of @{self.graph.name} has shape {list(value.shape)}, "
+                                      f"expected {self._ir_in[i]}")
+                local.bind_pointer(self._in[i][0], self._onnx_in[i], value.shape, value.data_ptr())
+                bound[i] = (value, value.shape, (value.data_ptr(), value.dtype))
+                continue
             name, t = self._in[i]
             complex_dtype = self._complex_in[i]
             array = _as_array(value, complex_dtype or t.dtype, i, self.graph.name)
@@ -278,14 +311,14 @@ class OnnxExecutable:
         if shapes is None:
             shapes = self._resolve_output_shapes(sizes)
         fresh: list[np.ndarray | None] = []
-        binding.clear_binding_outputs()  # bound below in graph order (get_outputs follows binding order)
+        local.clear_outputs()  # bound below in graph order (get_outputs follows binding order)
         for (name, t), shape in zip(self._out, shapes):
             if _bind_buffer(t.dtype, shape):
                 out = np.empty(shape, t.dtype.numpy)
-                binding.bind_output(name, "cpu", 0, ONNX_DTYPES[t.dtype], shape, out.ctypes.data)
+                local.bind_output_buffer(name, ONNX_DTYPES[t.dtype], shape, out.ctypes.data)
                 fresh.append(out)
             else:
-                binding.bind_output(name, "cpu")
+                local.bind_output(name)
                 fresh.append(None)
         local.run()
         if all(out is not None for out in fresh):
@@ -336,6 +369,23 @@ def _buffer(value: Any):
     return (value.data_ptr(), value.dtype) if type(value) is not np.ndarray else None
 
 
+_TORCH_DTYPE_NAMES: dict = {}  # torch.float32 -> "float32" (the IR's names are torch's)
+
+
+def _torch_dtype_name(dtype) -> str:
+    name = _TORCH_DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _TORCH_DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+def _plain_cpu_tensor(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor whose memory ORT can read as it is: on the CPU,
+    contiguous, not empty, with no lazy negation (its dtype is the caller's to check)."""
+    return (type(value).__module__.startswith("torch") and value.is_cpu and value.is_contiguous()
+            and value.numel() > 0 and not value.is_neg())
+
+
 def _same_buffer(value: Any, buffer) -> bool:
     if type(value) is np.ndarray:
         return True
@@ -357,7 +407,7 @@ def _as_array(value: Any, dtype: DType, i: int, graph: str) -> np.ndarray:
         return value
     if type(value).__module__.startswith("torch"):
         tensor = value.detach()
-        if str(tensor.dtype).removeprefix("torch.") != dtype.name:
+        if _torch_dtype_name(tensor.dtype) != dtype.name:
             raise ParityError(f"input {i} of @{graph} is a {tensor.dtype} tensor, expected {dtype.short}; "
                               f"convert it before the call (parity never converts inputs implicitly)")
         if tensor.device.type != "cpu":

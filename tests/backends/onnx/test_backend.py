@@ -180,8 +180,9 @@ def test_a_compiled_module_binds_its_parameters_once():
         f(torch.randn(2, 4))
         (executable,) = [e for e in compiled_graph._EXECUTABLES.values() if id(e) not in before]
         local, bound = executable._local, []
-        real = local.bind_input
+        real, real_pointer = local.bind_input, local.bind_pointer
         local.bind_input = lambda name, array: (bound.append(name), real(name, array))
+        local.bind_pointer = lambda name, *rest: (bound.append(name), real_pointer(name, *rest))
         x = torch.randn(2, 4)
         torch.testing.assert_close(f(x), model(x), rtol=1e-6, atol=1e-6)
     assert len(bound) == 1, bound  # the new input; the 4 parameters kept their bindings
@@ -295,3 +296,25 @@ def test_an_output_that_is_also_broadcast_keeps_its_own_shape():
     assert [np.shape(g) for g in got] == [(2, 4, 8, 8), (2, 1, 8, 8)]
     for g, e in zip(got, expected):
         np.testing.assert_array_equal(np.asarray(g), e)
+
+
+def test_cpu_tensors_are_read_by_address_and_checked_as_arrays_are():
+    """A contiguous CPU tensor is bound by its address (no NumPy view): ORT reads its memory
+    as it is at the call, a wrong dtype or shape is refused with the array path's message,
+    and a strided or bfloat16 tensor still takes the array path."""
+    run = OnnxBackend().compile(_double(t=f32[2, 3]), "cpu")
+    local = run._binding()
+    by_pointer, by_array = [], []
+    real_pointer, real_array = local.bind_pointer, local.bind_input
+    local.bind_pointer = lambda name, *rest: (by_pointer.append(name), real_pointer(name, *rest))
+    local.bind_input = lambda name, array: (by_array.append(name), real_array(name, array))
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    assert run(x)[0].tolist() == (2 * x).tolist() and by_pointer == ["in0"]
+    x.add_(1)  # the same tensor, changed in place: bound already, read again at the run
+    assert run(x)[0].tolist() == (2 * x).tolist() and by_pointer == ["in0"]
+    strided = torch.arange(12, dtype=torch.float32).reshape(3, 4)[:2, 1:]
+    assert run(strided)[0].tolist() == (2 * strided).tolist() and by_array == ["in0"]
+    with pytest.raises(ParityError, match=r"input 0 of @\w+ is a torch.float64 tensor, expected f32"):
+        run(torch.zeros(2, 3, dtype=torch.float64))
+    with pytest.raises(ParityError, match=r"input 0 of @\w+ has shape \[3, 2\], expected f32\[2,3\]"):
+        run(torch.zeros(3, 2))
