@@ -67,9 +67,10 @@ class UnsupportedSymbolicDim(ParityError, ValueError):
     """A symbolic size from ``jax.export.symbolic_shape`` that parity's dims cannot hold."""
 
     def __init__(self, size: str, why: str):
-        super().__init__(f"the symbolic size `{size}` cannot be a parity dim: {why}\n  fix: give that input a "
-                         "size built from plain names with + - * // % (jax.export.symbolic_shape(\"b, 2*s\")), "
-                         "or a fixed size")
+        super().__init__(f"the symbolic size `{size}` cannot be a parity dim: {why}\n  fix: JAX writes min and "
+                         "max where it cannot tell which side is larger (x[:, 3:] on a symbolic s is s - min(s, 3)): "
+                         "declare the bound, jax.export.symbolic_shape(\"s\", constraints=(\"s >= 3\",)), and "
+                         "slice with lax.slice_in_dim; or give that size a fixed value")
 
 
 class SymbolicSizeNotSupported(JaxCaptureError):

@@ -25,7 +25,6 @@ Example::
 from __future__ import annotations
 
 import inspect
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ import jax
 
 from ...ir.dims import free_symbols
 from ...ir.graph import Graph
-from ..export import ASSERTS_SIZES, EXPORTERS, ExportError, ExportWarning, size_facts
+from ..export import EXPORTERS, ExportError, warn_unchecked_sizes
 from .compat import is_prng_key, trace
 from .errors import UnsupportedArgument
 from .translate import jaxpr_to_ir
@@ -87,11 +86,7 @@ def export_function(fun: Callable, args: Sequence[Any], kwargs: Mapping[str, Any
     backend_name, method = EXPORTERS[format]
     written = getattr(get_backend(backend_name), method)(traced.graph, str(path), input_names=inputs,
                                                          output_names=outputs, dim_names=dim_names)
-    facts = size_facts(traced.graph, dim_names)
-    if facts and format not in ASSERTS_SIZES:
-        warnings.warn(f"parity.jax.export: the {format} file holds for sizes where these hold: {'; '.join(facts)}. "
-                      f"{format} cannot check sizes, so a run outside them gives undefined results "
-                      "(format='jax' or 'stablehlo' asserts them)", ExportWarning, stacklevel=3)
+    warn_unchecked_sizes(traced.graph, dim_names, format, "parity.jax.export", stacklevel=4)  # the user's call
     return written
 
 

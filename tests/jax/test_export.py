@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import parity.jax
-from parity.frontend.export import ExportError
+from parity.frontend.export import ExportError, ExportWarning
 from parity.frontend.jax import capture
 from parity.frontend.jax.errors import SymbolicSizeNotSupported, UnsupportedSymbolicDim
 
@@ -151,9 +151,27 @@ def test_symbolic_sizes_in_the_captured_graph():
 
 
 def test_a_symbolic_size_the_ir_cannot_hold_is_refused_by_name():
-    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("max(b, 4), 2"), jnp.float32)
-    with pytest.raises(UnsupportedSymbolicDim, match=r"`max\(b, 4\)`.*uses `max`.*\n  fix: give that input a size"):
-        capture(jnp.sin, spec)
+    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("2, s"), jnp.float32)
+    with pytest.raises(UnsupportedSymbolicDim, match=r"`min\(s, 3\)`.*uses `min`.*\n  fix: JAX writes min and max .*"
+                                                     r"constraints=\(\"s >= 3\",\)"):
+        capture(lambda x: x[:, 3:], spec)
+
+
+def test_an_onnx_file_warns_with_the_size_facts_it_cannot_check(tmp_path):
+    """With the bound declared, the slice's size is ``s-3``; ONNX cannot assert ``s >= 3``, so the
+    export says so, at the caller's line."""
+    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("2, s", constraints=("s >= 3",)), jnp.float32)
+    with pytest.warns(ExportWarning, match=r"^parity.jax.export: the onnx file holds for sizes where these hold: "
+                                           r"s must be >= 3\. onnx cannot check sizes") as record:
+        model = parity.jax.export(lambda x: jax.lax.slice_in_dim(x, 3, x.shape[1], axis=1) * 2, spec,
+                                  path=tmp_path / "s.onnx")
+    assert record[0].filename == __file__
+    assert [[d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim] for o in model.graph.output] == \
+        [[2, "s-3"]]
+    session = ort.InferenceSession(str(tmp_path / "s.onnx"))
+    for n in (3, 7):
+        x = np.arange(2 * n, dtype=np.float32).reshape(2, n)
+        np.testing.assert_array_equal(session.run(None, {"x": x})[0], x[:, 3:] * 2)
 
 
 def test_a_convolution_over_the_symbolic_batch_is_refused_at_the_users_line(tmp_path):
