@@ -51,6 +51,7 @@ class TracedForExport:
 
 def trace_for_export(fun: Callable, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TracedForExport:
     """Trace ``fun(*args, **kwargs)`` (pytrees of arrays or ``ShapeDtypeStruct``s) to its IR graph."""
+    fun = _unwrapped(fun)
     leaves_with_paths, in_tree = jax.tree_util.tree_flatten_with_path((tuple(args), dict(kwargs)))
     leaves = [leaf for _, leaf in leaves_with_paths]
     for i, leaf in enumerate(leaves):
@@ -88,6 +89,20 @@ def export_function(fun: Callable, args: Sequence[Any], kwargs: Mapping[str, Any
                                                          output_names=outputs, dim_names=dim_names)
     warn_unchecked_sizes(traced.graph, dim_names, format, "parity.jax.export", stacklevel=4)  # the user's call
     return written
+
+
+def _unwrapped(fun: Callable) -> Callable:
+    """The function under ``parity.jax.jit`` (which runs compiled code, not traceable by JAX);
+    with static arguments it cannot be exported as it is: the error says how."""
+    from .jitted import JaxJitted
+
+    if not isinstance(fun, JaxJitted):
+        return fun
+    if fun.static_argnums or fun.static_argnames:
+        raise ExportError(f"parity.jax.export got {fun!r}, which has static arguments "
+                          f"{list(fun.static_argnums) + list(fun.static_argnames)}: export the plain function with "
+                          "them bound, parity.jax.export(functools.partial(f, n=3), x)")
+    return fun.fun
 
 
 def _given(names: Sequence[str] | None, default: list[str], what: str) -> list[str]:

@@ -222,6 +222,19 @@ def test_serialized_file_runs_in_jax_at_every_size(tmp_path):
         assert not problems, f"batch {n}: " + "\n".join(problems)
 
 
+def test_a_function_under_parity_jax_jit_exports_as_the_plain_function(tmp_path):
+    compiled = parity.jax.jit(lambda x: jnp.tanh(x) * 3, backend="reference")
+    model = parity.jax.export(compiled, jax.ShapeDtypeStruct(jax.export.symbolic_shape("n"), jnp.float32),
+                              path=tmp_path / "t.onnx")
+    x = np.linspace(-2, 2, 5, dtype=np.float32)
+    np.testing.assert_allclose(ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0],
+                               np.tanh(x) * 3, rtol=1e-6)
+    with pytest.raises(ExportError, match=r"has static arguments \[1, 'n'\]: export the plain function with them "
+                                          r"bound, parity.jax.export\(functools.partial"):
+        parity.jax.export(parity.jax.jit(lambda x, n: x * n, static_argnums=1), jnp.ones(2), 3,
+                          path=tmp_path / "s.onnx")
+
+
 def test_path_and_format_must_agree(tmp_path):
     with pytest.raises(ExportError, match="names a stablehlo file, but format='onnx'"):
         parity.jax.export(jnp.sin, jnp.ones(2), path=tmp_path / "f.mlir")
