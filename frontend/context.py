@@ -23,7 +23,6 @@ import numpy as np
 import torch
 import torch.fx
 
-from ..ir.dims import monomials
 from ..ir.dtypes import DType
 from ..ir.graph import Value
 from ..ir.ops.rules import dims_differ
@@ -126,24 +125,13 @@ class TranslationContext:
 
         Under ``parity.compile`` it is an IR input that the call computes from the bound sizes
         (Translation.size_values): exact for any int, a negative int argument included. A graph
-        that other programs call with the user's tensors alone (capture, export) computes it:
-        the IR has no op that reads a dim, so a symbol is the sum of that many ones (a dim is
-        never negative), a quotient or remainder atom likewise, and the polynomial is evaluated
-        in int64 arithmetic, so a negative value (``s3-3`` at ``s3 = 1``) is exact."""
-        i64 = DType.int64
+        that other programs call with the user's tensors alone (capture, export) computes it
+        (GraphBuilder.size_value)."""
         if isinstance(dim, int):
-            return self.const(dim, i64)
+            return self.const(dim, DType.int64)
         if self._t.sizes_as_inputs:
             return self._t.size_input(dim)
-        b, total = self.b, None
-        for coeff, factors in monomials(dim):
-            term = self.const(coeff, i64)
-            for factor, power in factors:
-                count = b.reduce_sum(self.full(1, i64, (factor,)), axes=(0,))
-                for _ in range(power):
-                    term = b.mul(term, count)
-            total = term if total is None else b.add(total, term)
-        return total
+        return self.b.size_value(dim)
 
     def broadcast(self, x: Value, shape: Sequence) -> Value:
         """Numpy-style broadcast of ``x`` to ``shape`` (trailing dims aligned)."""

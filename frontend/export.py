@@ -145,12 +145,18 @@ def export_model(fn_or_module, args: Sequence[Any], *, format: str, path: Path,
     write = getattr(get_backend(backend_name), method)
     written = write(graph, str(path), input_names=names, output_names=outputs,
                     dim_names=dim_names)
+    warn_unchecked_sizes(graph, dim_names, format, "parity.export", stacklevel=4)  # the caller of parity.export
+    return written
+
+
+def warn_unchecked_sizes(graph: Graph, dim_names: Mapping[str, str], format: str, door: str, stacklevel: int) -> None:
+    """An :class:`ExportWarning` listing what ``graph`` relies on about its sizes, when ``format``
+    cannot assert it (ONNX); ``stacklevel`` counts from this function to the user's call of ``door``."""
     facts = size_facts(graph, dim_names)
     if facts and format not in ASSERTS_SIZES:
-        warnings.warn(f"parity.export: the {format} file holds for sizes where these hold: {'; '.join(facts)}. "
+        warnings.warn(f"{door}: the {format} file holds for sizes where these hold: {'; '.join(facts)}. "
                       f"{format} cannot check sizes, so a run outside them gives undefined results "
-                      "(format='jax' or 'stablehlo' asserts them)", ExportWarning, stacklevel=3)  # the caller of parity.export
-    return written
+                      "(format='jax' or 'stablehlo' asserts them)", ExportWarning, stacklevel=stacklevel)
 
 
 def size_facts(graph: Graph, dim_names: Mapping[str, str]) -> list[str]:

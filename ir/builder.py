@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .constraints import Constraint
-from .dims import Dim
+from .dims import Dim, monomials
 from .dtypes import DType
 from .errors import TypeRuleError
 from .graph import Graph, Node, SourceLoc, Value
@@ -85,6 +85,27 @@ class GraphBuilder:
         elif array.dtype == np.float64 and not isinstance(value, np.ndarray):
             raise TypeRuleError("constant", "give a dtype for Python scalars (no implicit promotion)")
         return self.op("constant", value=array)
+
+    def size_value(self, dim: Dim) -> Value:
+        """A size (an int or an expression over symbols: ``s3-3``) as an ``i64[]`` value that the
+        graph computes from its inputs' shapes, for programs that compute with sizes (a mean's
+        divisor, ``torch.arange(n, n + 3)``). The IR has no op that reads a dim, so a symbol is
+        the sum of that many ones (a dim is never negative), a quotient or remainder atom
+        likewise, and the polynomial is evaluated in int64 arithmetic, so a negative value
+        (``s3-3`` at ``s3 = 1``) is exact."""
+        if isinstance(dim, int):
+            return self.constant(dim, DType.int64)
+        total = None
+        for coeff, factors in monomials(dim):
+            term = self.constant(coeff, DType.int64)
+            for factor, power in factors:
+                ones = self.op("broadcast_in_dim", self.constant(1, DType.int64), shape=(factor,),
+                               broadcast_dimensions=())
+                count = self.op("reduce_sum", ones, axes=(0,))
+                for _ in range(power):
+                    term = self.op("mul", term, count)
+            total = term if total is None else self.op("add", total, term)
+        return total
 
     def __getattr__(self, name: str):
         from .ops import OP_TABLE

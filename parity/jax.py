@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from . import validate
 
-__all__ = ["jit"]
+__all__ = ["export", "jit"]
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
@@ -55,3 +55,40 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         raise validate.UsageError(f"parity.jax.jit compiles a function, got {type(fun).__name__} {fun!r}")
     return JaxJitted(fun, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend,
                      device=device, precision=precision)
+
+
+def export(fun: Callable, *args, format: str = "onnx", path=None, input_names: Sequence[str] | None = None,
+           output_names: Sequence[str] | None = None, **kwargs):
+    """Write the JAX function ``fun(*args, **kwargs)`` to ``path`` in ``format`` (``"onnx"``,
+    ``"stablehlo"`` text or ``"jax"``, ``jax.export``'s serialized form), a file another
+    runtime runs without parity or the function's source.
+
+    ``args`` and ``kwargs`` are pytrees of arrays or ``jax.ShapeDtypeStruct``s, as for
+    ``jax.export.export(jax.jit(fun))(*args)``; a size from ``jax.export.symbolic_shape``
+    stays symbolic in the file under its JAX name (an ONNX ``dim_param``). Arrays the
+    function closes over (weights bound with ``functools.partial`` or a closure) become
+    constants in the file; the arguments become its inputs, named by parameter and pytree
+    path (``params.w1``, ``batch.x``) unless ``input_names`` is given, and the outputs by their
+    path in the result (``output0``, ``output1.w1``) unless ``output_names`` is. Training graphs
+    export too: ``fun`` may be ``jax.value_and_grad(loss)`` or a whole optax step. Returns what
+    the format's backend returns (an ``onnx.ModelProto`` for ``"onnx"``, the text for
+    ``"stablehlo"``). How it works: :mod:`parity.frontend.jax.export`.
+
+    Example::
+
+        >>> import os, tempfile, jax, jax.numpy as jnp
+        >>> import parity.jax
+        >>> spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 3"), jnp.float32)
+        >>> path = os.path.join(tempfile.mkdtemp(), "f.onnx")
+        >>> model = parity.jax.export(lambda x: jnp.tanh(x).sum(-1), spec, path=path)
+        >>> [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        ['b', 3]
+    """
+    from .frontend.export import ExportError
+    from .frontend.jax.export import export_function
+
+    if not callable(fun):
+        raise ExportError(f"parity.jax.export exports a function, got {type(fun).__name__} {fun!r}")
+    target = validate.export_arguments({}, format, "constants", path)
+    return export_function(fun, args, kwargs, format=format, path=target, input_names=input_names,
+                           output_names=output_names)

@@ -145,8 +145,9 @@ def test_an_onnx_export_warns_with_the_sizes_its_file_holds_for(tmp_path):
     """ONNX cannot assert sizes: the facts the graph relies on are named, in the file's dim names."""
     dims = {"x": {0: "batch", 1: torch.export.Dim("seq", min=4, max=100)}}
     with pytest.warns(ExportWarning, match=r"onnx file holds for sizes where these hold: seq must be <= 100; "
-                                           r"seq must be >= 4; seq must be >= 3\. onnx cannot check sizes"):
+                                           r"seq must be >= 4; seq must be >= 3\. onnx cannot check sizes") as record:
         parity.export(window, (torch.randn(2, 5, 4),), path=tmp_path / "w.onnx", input_names=["x"], dynamic_dims=dims)
+    assert record[0].filename == __file__  # the caller's line
     with warnings.catch_warnings():
         warnings.simplefilter("error", ExportWarning)  # a graph that relies on nothing, or jax: none
         parity.export(lambda x: x * 2, (torch.randn(2, 5, 4),), path=tmp_path / "d.onnx", input_names=["x"],

@@ -2,7 +2,8 @@
 
 What :func:`parity.jax.jit` runs. ``compat`` holds every contact with JAX's internals;
 ``translate`` walks the jaxpr through the rule table in ``rules/``; ``run`` compiles the
-IR graph on a backend by name; ``auto`` races the installed backends. This package never
+IR graph on a backend by name; ``auto`` races the installed backends; ``export`` writes the
+graph as a file (:func:`parity.jax.export`). This package never
 imports torch (a JAX user need not have it loaded), nor any specific backend.
 
 Example::

@@ -28,10 +28,11 @@ import numpy as np
 from jax._src import core as jax_core
 from jax._src import source_info_util
 
+from ...ir.dims import Dim, Symbol
 from ...ir.dtypes import DType
 from ...ir.graph import SourceLoc
 from ...ir.types import TensorType
-from .errors import UnsupportedArgument
+from .errors import UnsupportedArgument, UnsupportedSymbolicDim
 
 TESTED_JAX_VERSIONS = ("0.10.2",)
 
@@ -159,7 +160,56 @@ def _plain(value: Any) -> Any:
         return value.name
     if isinstance(value, enum.Enum):
         return value.name
+    if _is_symbolic(value):  # dim_as_value's ``dim``
+        return ir_dim(value)
+    if isinstance(value, tuple) and any(_is_symbolic(v) for v in value):  # a shape: reshape's new_sizes, iota's
+        return tuple(ir_dim(v) for v in value)
     return value
+
+
+# -- symbolic dims ------------------------------------------------------------------------
+# jax.export.symbolic_shape("b, 8") gives sizes that are JAX dimension expressions
+# (shape_poly._DimExpr): a sum of terms, each a coefficient times a product of factors,
+# a factor being a variable or an operation (floordiv, mod, max, min, non_negative) on
+# expressions. The IR's dims (ir/dims.py) hold + - * // %, so max, min and non_negative
+# are refused by name.
+
+def _is_symbolic(value: Any) -> bool:
+    return not isinstance(value, (int, np.integer)) and jax.export.is_symbolic_dim(value)
+
+
+def ir_dim(size: Any) -> Dim:
+    """A JAX size (an int or a dimension expression: ``2*b + 1``, ``floordiv(s, 2)``) as an IR dim."""
+    if not _is_symbolic(size):
+        return int(size)
+    total: Dim = 0
+    for term, coeff in size._sorted_terms:
+        product: Dim = int(coeff)
+        for factor, power in term._factors:
+            product = product * _power(_ir_factor(factor, size), int(power))
+        total = total + product
+    return total
+
+
+def _power(base: Dim, power: int) -> Dim:
+    out: Dim = 1
+    for _ in range(power):
+        out = out * base
+    return out
+
+
+def _ir_factor(factor: Any, whole: Any) -> Dim:
+    if factor.operation is None:
+        try:
+            return Symbol(factor.var)
+        except ValueError:
+            raise UnsupportedSymbolicDim(str(whole), f"its name {factor.var!r} is not an identifier") from None
+    operands = [ir_dim(o) for o in factor.operands]
+    if factor.operation == "floordiv":
+        return operands[0] // operands[1]
+    if factor.operation == "mod":
+        return operands[0] % operands[1]
+    raise UnsupportedSymbolicDim(str(whole), f"it uses `{factor.operation}`, and parity's dims hold only + - * // %")
 
 
 def _operand(var: Any) -> Operand:
@@ -182,7 +232,7 @@ def tensor_type(aval: Any) -> TensorType | None:
     which the IR has no type for (the equation making one is refused by name)."""
     if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key):
         return None
-    return DType.from_numpy(aval.dtype)[tuple(int(d) for d in aval.shape)]
+    return DType.from_numpy(aval.dtype)[tuple(ir_dim(d) for d in aval.shape)]
 
 
 def is_dropped(var: Any) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.builder import GraphBuilder
+from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
 from ...ir.graph import Value
 from ...ir.types import TensorType
@@ -51,7 +52,12 @@ class JaxContext:
         return self._inline(program, inputs)
 
     def full(self, value: Any, dtype: DType, shape: Sequence[int]) -> Value:
-        scalar = self.b.constant(np.asarray(value, dtype=dtype.numpy))
+        """``value`` broadcast to ``shape``; a symbolic size (a gather's clamp bound ``s-1``) is
+        computed from the inputs' shapes."""
+        if isinstance(value, DimExpr):
+            scalar = self.convert(self.b.size_value(value), dtype)
+        else:
+            scalar = self.b.constant(np.asarray(value, dtype=dtype.numpy))
         return self.broadcast(scalar, shape)
 
     def broadcast(self, x: Value, shape: Sequence[int]) -> Value:

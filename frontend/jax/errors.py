@@ -61,3 +61,23 @@ class UnsupportedArgument(ParityError, TypeError):
 
 class TranslationBug(ParityError, AssertionError):
     """A rule built a value of another type than JAX's result: a bug in parity, not in the user's code."""
+
+
+class UnsupportedSymbolicDim(ParityError, ValueError):
+    """A symbolic size from ``jax.export.symbolic_shape`` that parity's dims cannot hold."""
+
+    def __init__(self, size: str, why: str):
+        super().__init__(f"the symbolic size `{size}` cannot be a parity dim: {why}\n  fix: JAX writes min and "
+                         "max where it cannot tell which side is larger (x[:, 3:] on a symbolic s is s - min(s, 3)): "
+                         "declare the bound, jax.export.symbolic_shape(\"s\", constraints=(\"s >= 3\",)), and "
+                         "slice with lax.slice_in_dim; or give that size a fixed value")
+
+
+class SymbolicSizeNotSupported(JaxCaptureError):
+    """An equation on symbolic sizes that parity's IR holds only for fixed sizes (a convolution
+    contracting over a symbolic batch, as a weight gradient does)."""
+
+    def __init__(self, primitive: str, loc: SourceLoc | None, why: str):
+        super().__init__(primitive, loc, f"`{primitive}` on these symbolic sizes has no parity IR form ({why})",
+                         "give the size it names a fixed value (a plain int in the ShapeDtypeStruct) and export "
+                         "one file per size")

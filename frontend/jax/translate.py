@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...ir.builder import GraphBuilder
+from ...ir.errors import TypeRuleError
 from ...ir.graph import Graph, SourceLoc, Value
 from ...ir.passes.dce import dce
 from .compat import Eqn, Operand, SubProgram, Traced, body_of, is_dropped
 from .context import JaxContext, Refused
-from .errors import EffectNotSupported, TranslationBug, UntranslatedPrimitive
+from .errors import EffectNotSupported, SymbolicSizeNotSupported, TranslationBug, UntranslatedPrimitive
 from .rules import TABLE
 
 
@@ -79,6 +80,10 @@ def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value
             result = rule(ctx, *inputs)
         except Refused as exc:
             raise UntranslatedPrimitive(eqn.primitive, eqn.loc, str(exc)) from None
+        except TypeRuleError as exc:
+            if all(t.is_static for t in (*(v.type for v in inputs), *eqn.result_types)):
+                raise  # a rule's bug, not a limit of the IR's symbolic sizes
+            raise SymbolicSizeNotSupported(eqn.primitive, eqn.loc, exc.args[0] if exc.args else str(exc)) from None
     results = list(result) if isinstance(result, (list, tuple)) else [result]
     for value, expected in zip(results, eqn.result_types, strict=True):
         if value.type != expected:  # a rule's bug, caught where it happens

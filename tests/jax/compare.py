@@ -23,13 +23,16 @@ def float64_run(fun, *args):
 
 
 def mismatches(got, want, exact) -> list[str]:
-    """Each leaf of ``got`` that does not match ``want`` (jax.jit's) by the rule above, with its numbers."""
+    """Each leaf of ``got`` that does not match ``want`` (jax.jit's) by the rule above, with its numbers.
+    ``exact`` is the float64 run's pytree, or a function giving it (called only when a leaf
+    fails the first test: a float64 compile is seconds)."""
     got_leaves, got_tree = jax.tree_util.tree_flatten(got)
     want_leaves, want_tree = jax.tree_util.tree_flatten(want)
     assert got_tree == want_tree, f"pytree {got_tree} instead of jax.jit's {want_tree}"
+    exact_leaves = _Lazy(exact)
     problems = []
-    for i, (g, w, x) in enumerate(zip(got_leaves, want_leaves, jax.tree_util.tree_leaves(exact))):
-        g, w, x = np.asarray(g), np.asarray(w), np.asarray(x, np.float64)
+    for i, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+        g, w = np.asarray(g), np.asarray(w)
         if g.shape != w.shape or g.dtype != w.dtype:
             problems.append(f"leaf {i}: {g.dtype}{g.shape} instead of {w.dtype}{w.shape}")
             continue
@@ -40,11 +43,12 @@ def mismatches(got, want, exact) -> list[str]:
         if not np.array_equal(g[np.isinf(w)], w[np.isinf(w)]):
             problems.append(f"leaf {i}: differs from jax.jit where jax.jit's result is infinite")
             continue
-        g, w, x = (np.where(np.isfinite(w), a, 0) for a in (g, w, x))  # compared above
+        g, w = (np.where(np.isfinite(w), a, 0) for a in (g, w))  # compared above
         scale = float(np.max(np.abs(w), initial=0.0))
         worst = float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
         if worst <= RTOL * scale:
             continue
+        x = np.where(np.isfinite(w), np.asarray(exact_leaves[i], np.float64), 0)
         own = float(np.max(np.abs(w - x), initial=0.0))
         ours = float(np.max(np.abs(g - x), initial=0.0))
         noise = own >= float(np.max(np.abs(x), initial=0.0))  # jax.jit has no correct digit: both are noise
@@ -52,3 +56,17 @@ def mismatches(got, want, exact) -> list[str]:
             problems.append(f"leaf {i}: off jax.jit by {worst:.3g} (scale {scale:.3g}); from float64: "
                             f"{ours:.3g} vs jax.jit's {own:.3g}{' (both rounding noise)' if noise else ''}")
     return problems
+
+
+class _Lazy:
+    """The leaves of a pytree, or of what a function returns, computed at the first look."""
+
+    def __init__(self, tree_or_function):
+        self._source = tree_or_function
+        self._leaves = None
+
+    def __getitem__(self, i):
+        if self._leaves is None:
+            tree = self._source() if callable(self._source) else self._source
+            self._leaves = jax.tree_util.tree_leaves(tree)
+        return self._leaves[i]

@@ -96,3 +96,24 @@ def transformer_lm(vocab=11, seq=6, dim=8, heads=2) -> Model:
 
 
 MODELS = {"mlp": mlp, "cnn": cnn, "transformer_lm": transformer_lm}
+
+STAGES = ("forward", "gradients", "optax_step")
+
+
+def stage_of(model: Model, stage: str) -> tuple[Callable, tuple]:
+    """The function and arguments of one stage: forward, value_and_grad of the loss, an optax step."""
+    if stage == "forward":
+        return model.forward, (model.params, model.batch)
+    if stage == "gradients":
+        return jax.value_and_grad(model.loss), (model.params, model.batch)
+    import pytest
+
+    optax = pytest.importorskip("optax", reason="the optax step needs optax (pip install 'parity[jax]')")
+    optimizer = optax.adam(1e-2)
+
+    def step(params, opt_state, batch):
+        loss, grads = jax.value_and_grad(model.loss)(params, batch)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return step, (model.params, optimizer.init(model.params), model.batch)

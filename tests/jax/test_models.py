@@ -9,26 +9,9 @@ import pytest
 import parity.jax
 
 from .compare import float64_run, mismatches
-from .models import MODELS
+from .models import MODELS, stage_of
 
 BACKENDS = ("reference", "xla", "onnx", "inductor", "triton")
-
-
-def _stage(model, stage):
-    """The function and arguments of one stage: forward, value_and_grad of the loss, an optax step."""
-    if stage == "forward":
-        return model.forward, (model.params, model.batch)
-    if stage == "gradients":
-        return jax.value_and_grad(model.loss), (model.params, model.batch)
-    optax = pytest.importorskip("optax", reason="the optax step needs optax (pip install 'parity[jax]')")
-    optimizer = optax.adam(1e-2)
-
-    def step(params, opt_state, batch):
-        loss, grads = jax.value_and_grad(model.loss)(params, batch)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    return step, (model.params, optimizer.init(model.params), model.batch)
 
 
 @pytest.fixture
@@ -51,7 +34,7 @@ CELLS = [pytest.param(b, m, s, marks=() if (b, m, s) in CI_SUBSET else pytest.ma
 @pytest.mark.parametrize("backend,model_name,stage", CELLS)
 def test_matches_jax_jit(backend, model_name, stage):
     model = MODELS[model_name]()
-    fun, args = _stage(model, stage)
+    fun, args = stage_of(model, stage)
     got = parity.jax.jit(fun, backend=backend)(*args)
     assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(got))
     problems = mismatches(got, jax.jit(fun)(*args), float64_run(fun, *args))

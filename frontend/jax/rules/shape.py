@@ -1,4 +1,5 @@
-"""Shape lax primitives: broadcast, reshape, transpose, squeeze, slices, concatenate, pad, rev, iota."""
+"""Shape lax primitives: broadcast, reshape, transpose, squeeze, slices, concatenate, pad, rev, iota,
+and ``dim_as_value`` (a symbolic size used as a number: a mean's divisor)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,12 @@ def iota(ctx: JaxContext):
     return ctx.b.iota(dtype=ctx.out.dtype, shape=tuple(ctx.out.shape), dimension=int(ctx.params["dimension"]))
 
 
+def dim_as_value(ctx: JaxContext):
+    """A size (``jax.export.symbolic_shape``'s ``b``) as a rank-0 value, computed from the
+    inputs' shapes (GraphBuilder.size_value)."""
+    return ctx.convert(ctx.b.size_value(ctx.params["dim"]), ctx.out.dtype)
+
+
 TABLE = {
     "broadcast_in_dim": broadcast_in_dim,
     "reshape": reshape,
@@ -98,4 +105,5 @@ TABLE = {
     "pad": pad,
     "rev": rev,
     "iota": iota,
+    "dim_as_value": dim_as_value,
 }
