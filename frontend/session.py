@@ -36,6 +36,7 @@ class CompileOptions:
     auto: Any = None  # backend="auto": its AutoOptions (frontend/auto.py)
     precision: Precision = Precision.EXACT  # the tier asked for; a backend without it runs EXACT (base.compile_at)
     fullgraph: bool = False  # every piece on the backend: a graph break is an error (frontend/graph_breaks.py)
+    backend_options: Any = None  # the backend's own options, checked and completed (frontend/plugin_runtime.py)
 
 
 @dataclass
