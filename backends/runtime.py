@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..ir.ops import FAMILIES, OP_TABLE, ops_in_family
 from ..ir.usage import UsageError, did_you_mean
 
 
@@ -129,3 +130,53 @@ def compile_keywords(backend, request: RuntimeRequest | None) -> dict[str, Any]:
     if binds_parameters(backend):
         keywords["parameters"] = frozenset(request.parameters)
     return keywords
+
+
+@dataclass(frozen=True)
+class VendorTier:
+    """A precision tier a backend declares itself (say bf16 compute units, approximate
+    transcendental hardware): listed in its ``precisions`` beside ``Precision.EXACT``, chosen with
+    ``parity.compile(..., precision=NAME)`` (``backend="auto"`` never picks it), passed to
+    ``compile`` as ``precision=`` (this object), and certified by ``parity conform --backend B
+    --precision NAME`` in its own column ``B@NAME``.
+
+    ``ulps`` maps an op name, or an op family (``parity.ir.ops.FAMILIES``: "unary",
+    "contraction", ...), to the ULPs of the output dtype the tier promises for float outputs; an
+    op's own entry wins over its family's. Ops not named keep the exact tier's bounds, and no
+    tier changes exact ops (integers, comparisons, shape ops) or what NaN, ±inf and -0.0 give.
+
+    Example::
+
+        >>> tier = VendorTier("bf16-compute", {"contraction": 1024, "tanh": 8}, "bf16 multipliers, f32 sums")
+        >>> tier.ulps_for("dot_general"), tier.ulps_for("tanh"), tier.ulps_for("add")
+        (1024, 8, None)
+    """
+
+    value: str  # the tier's name, as Precision's members name theirs
+    ulps: Mapping[str, float]
+    reason: str
+
+    def __post_init__(self):
+        if self.value in ("exact", "fast", "both") or not self.value:
+            raise ValueError(f"a vendor tier needs its own name, not {self.value!r} (parity's tiers: exact, fast)")
+        for key, ulps in self.ulps.items():
+            if key not in OP_TABLE and key not in FAMILIES:
+                raise ValueError(f"vendor tier {self.value!r}: {key!r} is neither an op nor an op family "
+                                 f"(families: {', '.join(FAMILIES)})")
+            if isinstance(ulps, bool) or not isinstance(ulps, (int, float)) or ulps < 0:
+                raise ValueError(f"vendor tier {self.value!r}: {key!r} needs a number of ULPs, got {ulps!r}")
+        object.__setattr__(self, "ulps", dict(self.ulps))
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def ulps_for(self, op: str) -> float | None:
+        """The ULPs the tier promises for ``op`` (its own entry, else its family's), or None."""
+        if op in self.ulps:
+            return self.ulps[op]
+        return next((self.ulps[f] for f in self.ulps if f in FAMILIES and op in ops_in_family(f)), None)
+
+
+def vendor_tier(backend, name: str) -> VendorTier | None:
+    """The :class:`VendorTier` named ``name`` that ``backend`` declares in ``precisions``, or None."""
+    return next((p for p in getattr(backend, "precisions", ()) if isinstance(p, VendorTier) and p.value == name), None)

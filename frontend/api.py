@@ -22,7 +22,6 @@ from torch.compiler import is_compiling
 from ..backends.disk_cache import resolve_cache_dir
 from ..backends.registry import get_backend
 from ..ir.errors import ParityError
-from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
 from .errors import UnsupportedAtenOp
 from .fast_path import FastPath, call_arguments, distinct_storages, torch_function_depth
@@ -30,7 +29,7 @@ from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error
 from .graph_breaks import BreakWatch, graph_break_error, skipped_frame_error
 from .pipeline import make_dynamo_backend
-from .plugin_runtime import checked_backend_options
+from .plugin_runtime import checked_backend_options, checked_precision
 from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
 from .session import AUTO, CompileOptions, Session, compiled_repr
 from .sharding import caller_site, configure
@@ -88,7 +87,6 @@ def make_session(fn_or_module: Any, *, backend: str = AUTO, device: str = "cpu",
         raise ParityError("parity.compile: fullgraph=True runs every op on the backend, and strict=False would run "
                           "some in eager torch\n  fix: pass one of them: fullgraph=True (errors at every eager "
                           "piece) or strict=False (runs them eagerly, with a warning each)")
-    tier = Precision.parse(precision)  # an unknown tier fails here, before any capture
     requested = backend
     if backend == AUTO:
         auto = resolve_auto_options(auto)
@@ -98,6 +96,7 @@ def make_session(fn_or_module: Any, *, backend: str = AUTO, device: str = "cpu",
         raise ParityError(f"backend {backend!r} runs on {', '.join(found.devices)}, not {device!r}; "
                           f"choose one of those devices or another backend")
     resolved = checked_backend_options(backend, None if backend == AUTO else found, backend_options)
+    tier = checked_precision(precision, backend, None if backend == AUTO else found)  # before any capture
     warned: set[str] = set()
     mesh, site, traced = configure(fn_or_module, found, mesh=mesh, in_shardings=in_shardings,
                                    out_shardings=out_shardings, strict=strict, warned=warned)

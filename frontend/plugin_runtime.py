@@ -25,10 +25,12 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from ..backends.runtime import RuntimeRequest, binds_parameters, resolve_options, takes_dlpack
+from ..backends.runtime import RuntimeRequest, VendorTier, binds_parameters, resolve_options, takes_dlpack, vendor_tier
+from ..ir.errors import ParityError
 from ..ir.graph import Graph
+from ..ir.precision import Precision
 from ..ir.usage import UsageError
-from .tensors import array_converter, to_torch
+from .tensors import IR_TO_TORCH, array_converter, to_torch
 
 #: the FX graph's ``meta`` key under which compile_fx_graph records its parameter placeholders
 PARAMETERS_META = "parity_parameter_placeholders"
@@ -46,6 +48,27 @@ def checked_backend_options(name: str, backend, given: Mapping | None) -> dict:
                              f"among several; name the backend: backend='NAME', backend_options={{...}}")
         return {}
     return resolve_options(backend, given)
+
+
+def checked_precision(precision, name: str, backend) -> Precision | VendorTier:
+    """``precision=`` as the tier to compile at: parity's ("exact", "fast"), or a vendor tier the
+    named backend declares (``backend`` None: auto, which never picks a vendor tier)."""
+    if isinstance(precision, VendorTier):
+        return precision
+    tier = vendor_tier(backend, precision) if backend is not None and isinstance(precision, str) else None
+    if tier is not None:
+        return tier
+    try:
+        return Precision.parse(precision)
+    except ParityError as err:
+        declared = [p.value for p in getattr(backend, "precisions", ()) if isinstance(p, VendorTier)]
+        if declared:
+            extra = f"; or one the {name} backend declares: {', '.join(map(repr, declared))}"
+        elif backend is None:
+            extra = "; a vendor tier is one backend's, and backend='auto' never picks one: name that backend"
+        else:
+            extra = f"; the {name} backend declares no tier of its own"
+        raise UsageError(f"{err}{extra}") from None
 
 
 def mark_parameter_placeholders(gm: torch.fx.GraphModule, kind: str) -> None:
@@ -137,6 +160,8 @@ class BoundExecutable:
         outputs = []
         for result, dtype in zip(results, self._dtypes):
             tensor = to_torch(result, dtype)
+            if tensor.dtype != IR_TO_TORCH[dtype]:  # a DLPack result in another dtype: the graph's, as for arrays
+                tensor = tensor.to(IR_TO_TORCH[dtype])
             spans = spans if spans is not None else [_span(x) for x in inputs]
             if tensor.numel() and _overlaps(_span(tensor), spans):
                 tensor = tensor.clone()  # a view of an input (or a bound parameter): the caller owns its results

@@ -83,7 +83,8 @@ def backend_line(session) -> str:
     if options.backend != "auto":
         forced = options.auto is not None and options.auto.forced == options.backend
         why = " (forced over auto by $PARITY_BACKEND or AutoOptions.forced)" if forced else ""
-        return f"backend={options.backend}{why}, {device}"
+        chosen = f", backend_options={dict(options.backend_options)}" if options.backend_options else ""
+        return f"backend={options.backend}{why}{chosen}, {device}"
     picks = [_pick_text(choice) for choice in session.auto_choices]
     if not picks:
         return f"backend=auto (chooses the fastest conformant backend at the first call), {device}"

@@ -40,6 +40,7 @@ def test_options_reach_compile_with_defaults_and_join_the_cache_key(device_like)
     four = parity.compile(_scaled, backend="device_like", backend_options={"threads": 4}, cache_dir=False)
     torch.testing.assert_close(four(x), _scaled(x))
     assert device_like.compiles[-1]["backend_options"] == {"threads": 4, "mode": "exact"}
+    assert "backend=device_like, backend_options={'threads': 4, 'mode': 'exact'}, device=cpu" in repr(four)
     two = parity.compile(_scaled, backend="device_like", backend_options={"threads": 2}, cache_dir=False)
     two(x)
     # the same graph, other options: compiled again, not served from the executable cache
