@@ -154,3 +154,22 @@ class Bf16Device(_Primitives):
             return [r.astype(ml_dtypes.bfloat16).astype(r.dtype) if r.dtype.kind == "f" else r for r in results]
 
         return run
+
+
+def artifact_round(cache: str) -> dict:
+    """One process's use of the disk cache with :class:`DeviceLike`: compile (or load) ``tanh(w * x)``
+    with options and one parameter, bind ``w`` = 2, run it on 0, 1, 2; what happened, as data."""
+    from parity.backends import disk_cache
+    from parity.backends.runtime import RuntimeRequest
+    from parity.ir import GraphBuilder, f32
+
+    backend, stores = DeviceLike(), disk_cache.STATS["stores"]
+    b = GraphBuilder()
+    w, x = b.input(f32[3]), b.input(f32[3])
+    run, loaded = disk_cache.compile_cached(b.build([b.tanh(b.mul(w, x))]), backend, "cpu", cache,
+                                            request=RuntimeRequest({"threads": 3}, frozenset({0})))
+    run.bind({0: np.full(3, 2, np.float32)})
+    out = run(None, np.arange(3, dtype=np.float32))[0]
+    return {"compiles": len(backend.compiles), "loaded": loaded, "stores": disk_cache.STATS["stores"] - stores,
+            "loads": [{"threads": a["backend_options"]["threads"], "parameters": sorted(a["parameters"])}
+                      for a in backend.loads], "out": out.tolist()}

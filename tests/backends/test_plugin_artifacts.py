@@ -20,7 +20,7 @@ from parity.ir import GraphBuilder, f32
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from runtime_plugins import DeviceLike  # noqa: E402
+from runtime_plugins import DeviceLike, artifact_round  # noqa: E402
 
 # One process: parity.compile of a module on the plugin, with a disk cache; prints what happened.
 PROGRAM = textwrap.dedent("""
@@ -44,25 +44,12 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
-# The same without torch: the backend API alone (import parity stays light), for CI's tier.
+# The same without torch (import parity stays light), for CI's tier: the next process's half.
 LIGHT = textwrap.dedent("""
     import json, sys
-    import numpy as np
     sys.path.insert(0, {here!r})
-    from parity.backends import disk_cache
-    from parity.backends.runtime import RuntimeRequest
-    from parity.ir import GraphBuilder, f32
-    from runtime_plugins import DeviceLike
-    backend = DeviceLike()
-    b = GraphBuilder()
-    w, x = b.input(f32[3]), b.input(f32[3])
-    run, loaded = disk_cache.compile_cached(b.build([b.tanh(b.mul(w, x))]), backend, "cpu", {cache!r},
-                                            request=RuntimeRequest({{"threads": 3}}, frozenset({{0}})))
-    run.bind({{0: np.full(3, 2, np.float32)}})
-    out = run(None, np.arange(3, dtype=np.float32))[0]
-    print(json.dumps({{"compiles": len(backend.compiles), "loaded": loaded, "stores": disk_cache.STATS["stores"],
-                      "loads": [{{"threads": l["backend_options"]["threads"], "parameters": sorted(l["parameters"])}}
-                                for l in backend.loads], "out": out.tolist()}}))
+    from runtime_plugins import artifact_round
+    print(json.dumps(artifact_round({cache!r})))
 """)
 
 
@@ -75,7 +62,7 @@ def _run(cache: Path, program: str = PROGRAM) -> dict:
 
 def test_an_artifact_stored_by_one_process_is_loaded_by_the_next(tmp_path):
     cache = tmp_path / "cache"
-    first = _run(cache, LIGHT)
+    first = artifact_round(str(cache))  # this process compiles and stores
     assert first["compiles"] == 1 and first["stores"] == 1 and not first["loaded"] and not first["loads"]
     second = _run(cache, LIGHT)
     assert second["compiles"] == 0 and second["loaded"], "the second process compiled instead of loading"
