@@ -35,6 +35,7 @@ from ..ir.graph import Graph
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype, ops_in_family
 from ..ir.precision import Precision
+from .runtime import BackendOption, RuntimeRequest, compile_keywords
 
 Executable = Callable[..., Sequence[Any]]
 
@@ -143,6 +144,19 @@ class Backend(abc.ABC):
     # with (XLA's executables have static shapes). backend="auto" prefers a backend whose one
     # executable serves every size for such a graph (a decode loop's sizes change every token).
     compiles_per_shape: bool = False
+    # The runtime interface (backends/runtime.py, docs/plugins.md "The runtime interface"), all opt-in:
+    # what parity.compile(..., backend_options={...}) may pass; compile() then takes backend_options= (a dict).
+    backend_options: tuple[BackendOption, ...] = ()
+    # compile() takes parameters= (the input indices that are module parameters or buffers) and its
+    # executable has bind({index: array}): parity binds them once and again only when they change.
+    binds_parameters: bool = False
+    # The executable takes objects that speak DLPack (torch tensors from parity.compile, zero-copy) and
+    # may return any DLPack object; by default it takes and returns host (NumPy) arrays.
+    takes_dlpack: bool = False
+    # A non-empty string: executables go to parity's disk cache as bytes (save_artifact/load_artifact);
+    # bump it whenever the bytes change meaning. artifact_native_code: the bytes are code for this host.
+    artifact_version: str | None = None
+    artifact_native_code: bool = False
 
     @abc.abstractmethod
     def claims(self) -> Mapping[str, OpClaim]:
@@ -151,6 +165,16 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def compile(self, graph: Graph, device: str) -> Executable:
         """Return a callable taking the graph's inputs as arrays and returning its outputs."""
+
+    def save_artifact(self, executable) -> bytes | None:
+        """``executable`` (what this backend's ``compile`` returned) as bytes for the disk cache, or
+        None when this one cannot be kept; called only if ``artifact_version`` is set."""
+        return None
+
+    def load_artifact(self, graph: Graph, device: str, payload: bytes, **keywords) -> Executable:
+        """The executable ``payload`` (from :meth:`save_artifact`, in an earlier process) holds, given
+        the keywords ``compile`` took; raise if it cannot be read (parity then compiles again)."""
+        raise NotImplementedError(f"the {self.name} backend sets artifact_version but has no load_artifact")
 
     def available_devices(self) -> tuple[str, ...]:
         """Devices present on this machine (a subset of ``devices``)."""
@@ -187,10 +211,18 @@ def precision_for(backend, requested: Precision) -> Precision:
     return requested if requested in getattr(backend, "precisions", (Precision.EXACT,)) else Precision.EXACT
 
 
-def compile_at(backend, graph: Graph, device: str, precision: Precision = Precision.EXACT) -> Executable:
+def precision_keywords(backend, precision: Precision) -> dict:
+    """``{"precision": tier}`` for a tier other than EXACT (at EXACT the keyword is never passed)."""
+    tier = precision_for(backend, precision)
+    return {} if tier is Precision.EXACT else {"precision": tier}
+
+
+def compile_at(backend, graph: Graph, device: str, precision: Precision = Precision.EXACT,
+               request: RuntimeRequest | None = None) -> Executable:
     """``backend.compile(graph, device)`` at the tier :func:`precision_for` gives: EXACT
     calls it exactly as before tiers existed (no keyword); another tier is passed as
-    ``precision=``, only to a backend that declares it.
+    ``precision=``, only to a backend that declares it. ``request`` adds ``backend_options=`` and
+    ``parameters=``, each only to a backend that declares it (backends/runtime.py).
 
     Example::
 
@@ -204,10 +236,7 @@ def compile_at(backend, graph: Graph, device: str, precision: Precision = Precis
         >>> precision_for(get_backend("reference"), Precision.FAST)  # the reference runs the spec
         <Precision.EXACT: 'exact'>
     """
-    tier = precision_for(backend, precision)
-    if tier is Precision.EXACT:
-        return backend.compile(graph, device)
-    return backend.compile(graph, device, precision=tier)
+    return backend.compile(graph, device, **precision_keywords(backend, precision), **compile_keywords(backend, request))
 
 
 def declining_complex(reason: str) -> tuple[dict[str, str], dict[DType, str]]:

@@ -55,6 +55,8 @@ from typing import Any, Protocol
 from ..ir.precision import Precision
 from .base import compile_at, precision_for
 from .host import host
+from .plugin_persist import plugin_persister
+from .runtime import RuntimeRequest
 
 #: What the disk cache did in this process: "loads" (entries used), "stores" (entries
 #: written), "misses" (no usable entry: absent, other versions, or damaged) and "rejected"
@@ -312,28 +314,51 @@ def entry_key(graph, backend_name: str, device: str, precision: Precision, handl
     return key
 
 
-def compile_cached(graph, backend, device: str, cache_dir: str | None, precision: Precision = Precision.EXACT):
+def compile_cached(graph, backend, device: str, cache_dir: str | None, precision: Precision = Precision.EXACT,
+                   request: RuntimeRequest | None = None):
     """``backend.compile(graph, device)`` at the tier ``precision_for(backend, precision)``
-    gives (base.compile_at), through the disk cache at ``cache_dir`` (None: off).
+    gives (base.compile_at), with ``request``'s options and parameters where the backend declares
+    them (backends/runtime.py), through the disk cache at ``cache_dir`` (None: off). A plugin
+    persists through its ``save_artifact``/``load_artifact`` (backends/plugin_persist.py).
 
     Returns ``(executable, loaded)``: ``loaded`` is True when it came from disk.
     """
     precision = precision_for(backend, precision)
-    handler = persister(backend.name) if cache_dir else None
+    handler = (persister(backend.name) or plugin_persister(backend)) if cache_dir else None
     if handler is None:
-        return compile_at(backend, graph, device, precision), False
+        return compile_at(backend, graph, device, precision, request), False
     cache = DiskCache(cache_dir)
     key = entry_key(graph, backend.name, device, precision, handler)
+    runtime = (request.key() if request is not None else "")
+    if runtime:  # only a backend that declares options or binds parameters has one (built-in keys unchanged)
+        key["runtime"] = runtime
+    if getattr(backend, "artifact_version", None):
+        key["artifact"] = [backend.artifact_version, _plugin_version(backend)]
+    extra = (request,) if runtime else ()
     payload = cache.load(key)
     if payload is not None:
         try:
-            executable = handler.load(backend, graph, device, payload, precision)
+            executable = handler.load(backend, graph, device, payload, precision, *extra)
         except Exception:  # an entry this runtime cannot read back: compiled again, overwritten
             STATS["rejected"] += 1
         else:
             STATS["loads"] += 1
             return executable, True
-    executable, payload = handler.build(backend, graph, device, precision)
+    executable, payload = handler.build(backend, graph, device, precision, *extra)
     if payload is not None:
         cache.store(key, payload)
     return executable, False
+
+
+def _plugin_version(backend) -> str:
+    """The version of the distribution that installed ``backend``'s module ("absent": none did)."""
+    top = type(backend).__module__.partition(".")[0]
+    dists = _distributions().get(top) or ["absent"]
+    return _version(dists[0]) if dists[0] != "absent" else "absent"
+
+
+@functools.cache  # reads every installed distribution's metadata once per process
+def _distributions() -> dict:
+    from importlib.metadata import packages_distributions
+
+    return packages_distributions()

@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..backends.runtime import VendorTier
 from ..ir.dtypes import DType
 from ..ir.opdef import Accuracy, Group, Kind
 from ..ir.ops import OP_TABLE, ops_in_family, ops_in_group
@@ -368,6 +369,9 @@ def bound_for(op: str, attrs: Mapping[str, Any], dtype: DType, precision: Precis
         return EXACT
     if precision is Precision.FAST and op in FAST_BOUNDS:
         return FAST_BOUNDS[op]
+    promised = precision.ulps_for(op) if isinstance(precision, VendorTier) else None
+    if promised is not None:  # a vendor tier's own bound (backends/runtime.py), float outputs only
+        return Bound("ulp", promised, note=f"vendor tier {precision.value!r}: {precision.reason}")
     if op == "reduce_window" and attrs.get("kind") == "max" or op == "scatter" and attrs.get("reduce") == "replace":
         bound = EXACT
     elif op == "scatter" and attrs.get("reduce") in ("max", "min"):

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from ..backends.base import Backend, compile_at
 from ..backends.registry import get_backend
+from ..backends.runtime import vendor_tier
 from ..ir.dtypes import DType  # noqa: F401 - the example's
 from ..ir.precision import Precision
 
@@ -55,12 +56,15 @@ def column_backend(name: str) -> Backend:
     fast-tier view (how a worker process rebuilds the columns the controller names)."""
     inner, _, tier = name.partition("@")
     backend = get_backend(inner)
-    return AtPrecision(backend, Precision(tier)) if tier else backend
+    return AtPrecision(backend, vendor_tier(backend, tier) or Precision(tier)) if tier else backend
 
 
-def at_precision(backends: Sequence[Backend], precision: Precision) -> list[Backend]:
+def at_precision(backends: Sequence[Backend], precision: Precision | str) -> list[Backend]:
     """The columns of ``backends`` at ``precision``: EXACT is the backends themselves; another
-    tier wraps each backend that declares it and leaves out the rest (they run exact only)."""
+    tier (parity's, or a vendor tier's name) wraps each backend that declares it and leaves out
+    the rest (they run exact only)."""
     if precision is Precision.EXACT:
         return list(backends)
+    if isinstance(precision, str):
+        return [AtPrecision(b, vendor_tier(b, precision)) for b in backends if vendor_tier(b, precision)]
     return [AtPrecision(b, precision) for b in backends if precision in getattr(b, "precisions", (Precision.EXACT,))]

@@ -22,7 +22,6 @@ from torch.compiler import is_compiling
 from ..backends.disk_cache import resolve_cache_dir
 from ..backends.registry import get_backend
 from ..ir.errors import ParityError
-from ..ir.precision import Precision
 from .auto import AutoBackend, resolve_auto_options
 from .errors import UnsupportedAtenOp
 from .fast_path import FastPath, call_arguments, distinct_storages, torch_function_depth
@@ -30,6 +29,7 @@ from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error
 from .graph_breaks import BreakWatch, graph_break_error, skipped_frame_error
 from .pipeline import make_dynamo_backend
+from .plugin_runtime import checked_backend_options, checked_precision
 from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
 from .session import AUTO, CompileOptions, Session, compiled_repr
 from .sharding import caller_site, configure
@@ -39,7 +39,8 @@ from .user_errors import eager_error, from_user_frame, quiet_tracing_logs
 def make_compiled(fn_or_module: Any = None, *, backend: str = AUTO, device: str = "cpu",
             strict: bool = True, dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None,
             out_shardings: Any = None, cache_dir: str | bool | None = None, auto: Any = None,
-            fast_path: bool | None = None, precision: str = "exact", fullgraph: bool = False):
+            fast_path: bool | None = None, precision: str = "exact", fullgraph: bool = False,
+            backend_options: dict | None = None):
     """The callable :func:`parity.compile` returns, its options already checked there.
 
     A function comes back as a :class:`CompiledFunction` (or :class:`FastCompiledFunction`),
@@ -50,15 +51,16 @@ def make_compiled(fn_or_module: Any = None, *, backend: str = AUTO, device: str 
         return functools.partial(make_compiled, backend=backend, device=device, strict=strict, dynamic=dynamic,
                                  mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings,
                                  cache_dir=cache_dir, auto=auto, fast_path=fast_path, precision=precision,
-                                 fullgraph=fullgraph)
+                                 fullgraph=fullgraph, backend_options=backend_options)
     if isinstance(fn_or_module, (staticmethod, classmethod)):  # @parity.compile above @staticmethod
         return type(fn_or_module)(make_compiled(fn_or_module.__func__, backend=backend, device=device, strict=strict,
                                           dynamic=dynamic, mesh=mesh, in_shardings=in_shardings,
                                           out_shardings=out_shardings, cache_dir=cache_dir, auto=auto,
-                                          fast_path=fast_path, precision=precision, fullgraph=fullgraph))
+                                          fast_path=fast_path, precision=precision, fullgraph=fullgraph,
+                                          backend_options=backend_options))
     arguments = dict(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                      in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir, auto=auto,
-                     fast_path=fast_path, precision=precision, fullgraph=fullgraph)
+                     fast_path=fast_path, precision=precision, fullgraph=fullgraph, backend_options=backend_options)
     session, traced = make_session(fn_or_module, **{k: v for k, v in arguments.items() if k != "fast_path"})
     quiet_tracing_logs(ENTRY_CODES)
     if isinstance(fn_or_module, torch.nn.Module):
@@ -74,7 +76,7 @@ def make_compiled(fn_or_module: Any = None, *, backend: str = AUTO, device: str 
 def make_session(fn_or_module: Any, *, backend: str = AUTO, device: str = "cpu", strict: bool = True,
                  dynamic: bool | None = None, mesh: Any = None, in_shardings: Any = None, out_shardings: Any = None,
                  cache_dir: str | bool | None = None, auto: Any = None, precision: str = "exact",
-                 fullgraph: bool = False) -> tuple[Session, Any]:
+                 fullgraph: bool = False, backend_options: dict | None = None) -> tuple[Session, Any]:
     """The :class:`Session` that compiles ``fn_or_module``'s graphs, and what Dynamo traces
     in its place (``fn_or_module`` with its in/out shardings applied) or None.
 
@@ -85,7 +87,6 @@ def make_session(fn_or_module: Any, *, backend: str = AUTO, device: str = "cpu",
         raise ParityError("parity.compile: fullgraph=True runs every op on the backend, and strict=False would run "
                           "some in eager torch\n  fix: pass one of them: fullgraph=True (errors at every eager "
                           "piece) or strict=False (runs them eagerly, with a warning each)")
-    tier = Precision.parse(precision)  # an unknown tier fails here, before any capture
     requested = backend
     if backend == AUTO:
         auto = resolve_auto_options(auto)
@@ -94,6 +95,8 @@ def make_session(fn_or_module: Any, *, backend: str = AUTO, device: str = "cpu",
     if backend != AUTO and device not in found.devices:
         raise ParityError(f"backend {backend!r} runs on {', '.join(found.devices)}, not {device!r}; "
                           f"choose one of those devices or another backend")
+    resolved = checked_backend_options(backend, None if backend == AUTO else found, backend_options)
+    tier = checked_precision(precision, backend, None if backend == AUTO else found)  # before any capture
     warned: set[str] = set()
     mesh, site, traced = configure(fn_or_module, found, mesh=mesh, in_shardings=in_shardings,
                                    out_shardings=out_shardings, strict=strict, warned=warned)
@@ -101,7 +104,7 @@ def make_session(fn_or_module: Any, *, backend: str = AUTO, device: str = "cpu",
     session = Session(CompileOptions(backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                                      site=site, cache_dir=resolve_cache_dir(cache_dir),
                                      auto=auto if requested == AUTO else None, precision=tier,
-                                     fullgraph=fullgraph), warned)
+                                     fullgraph=fullgraph, backend_options=resolved), warned)
     return session, traced
 
 

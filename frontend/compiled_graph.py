@@ -23,10 +23,12 @@ import torch
 
 from ..backends.base import precision_for
 from ..backends.disk_cache import compile_cached
+from ..backends.runtime import RuntimeRequest
 from ..ir.dims import evaluate as evaluate_dim
 from ..ir.dims import free_symbols
 from ..ir.graph import Graph
 from ..ir.precision import Precision
+from .plugin_runtime import adapt
 from .tensors import array_converter, fresh_result_converter, result_converter
 from .translate import Translation
 
@@ -35,7 +37,7 @@ from .translate import Translation
 #: "disk_loads" (executables read from the disk cache instead of compiled).
 STATS: collections.Counter = collections.Counter()
 
-_EXECUTABLES: dict[tuple[str, str, str, str], Any] = {}
+_EXECUTABLES: dict[tuple[str, str, str, str, str], Any] = {}
 _LOCK = threading.Lock()
 
 
@@ -47,23 +49,26 @@ def reset_caches() -> None:
 
 
 def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | None = None, *,
-                        precision: Precision = Precision.EXACT):
+                        precision: Precision = Precision.EXACT, request: RuntimeRequest | None = None):
     """backend.compile(graph, device) at the tier the backend runs ``precision`` at
-    (backends.base.precision_for), cached by (content hash, backend, device, tier) in this
-    process and, with a ``cache_dir``, on disk across processes."""
+    (backends.base.precision_for), with ``request``'s options and parameters where the backend
+    declares them (frontend/plugin_runtime.py), cached by (content hash, backend, device, tier,
+    request) in this process and, with a ``cache_dir``, on disk across processes."""
     if not graph.outputs:
         # Nothing to compute (a region whose every effect is an input's mutation, which the
         # frontend applies): no backend is asked; onnxruntime refuses a graph without values.
         return _computes_nothing
     precision = precision_for(backend, precision)
-    key = (graph.content_hash(), backend.name, device, precision.value)
+    request = request.for_backend(backend) if request is not None else None
+    key = (graph.content_hash(), backend.name, device, precision.value, request.key() if request else "")
     with _LOCK:
         cached = _EXECUTABLES.get(key)
         if cached is not None:
             STATS["cache_hits"] += 1
             return cached
-    executable, loaded = compile_cached(graph, backend, device, cache_dir, precision)
+    executable, loaded = compile_cached(graph, backend, device, cache_dir, precision, request)
     STATS["disk_loads" if loaded else "backend_compiles"] += 1
+    executable = adapt(executable, backend, graph, request)  # cached with it: one binding per executable
     with _LOCK:
         _EXECUTABLES[key] = executable
     return executable

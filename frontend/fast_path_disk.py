@@ -127,6 +127,7 @@ def load(fn_key: str, signature: tuple, options) -> Callable | None:
     from ..backends.disk_cache import DiskCache
     from ..backends.registry import get_backend
     from .compiled_graph import STATS, CompiledGraph, compiled_executable, direct_entry
+    from .plugin_runtime import runtime_request
 
     payload = DiskCache(options.cache_dir).load(_disk_key(fn_key, signature, options))
     if payload is None:
@@ -134,7 +135,7 @@ def load(fn_key: str, signature: tuple, options) -> Callable | None:
     try:
         translation, graph, order, kind = pickle.loads(payload)
         executable = compiled_executable(graph, get_backend(options.backend), options.device, options.cache_dir,
-                                         precision=options.precision)
+                                         precision=options.precision, request=runtime_request(options))
     except Exception:  # an entry this process cannot use: Dynamo's path, and a new entry
         return None
     STATS["fast_path_disk_loads"] += 1

@@ -23,6 +23,7 @@ from .auto import compile_auto
 from .errors import InternalError, UnsupportedAtenOp
 from .graph_breaks import note_data_dependent
 from .per_shape import PerShapeGraph, PerShapeWarning, hinted_inputs
+from .plugin_runtime import mark_parameter_placeholders
 from .saved_tensors import partition_recomputing_input_views
 from .session import AUTO, Session
 from .single_backend import compile_split, compile_whole
@@ -80,6 +81,7 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
 
     with unset_fake_temporarily(), slow_work(_status_message(session, kind)):
         try:
+            mark_parameter_placeholders(gm, kind)  # which inputs a plugin may bind once (plugin_runtime.py)
             compiled = _compile_fx_graph(gm, session, kind, example_inputs)
             if kind == "backward":  # compiled at the first backward(), after the call that flushes
                 session.flush_fallbacks()

@@ -36,6 +36,7 @@ class CompileOptions:
     auto: Any = None  # backend="auto": its AutoOptions (frontend/auto.py)
     precision: Precision = Precision.EXACT  # the tier asked for; a backend without it runs EXACT (base.compile_at)
     fullgraph: bool = False  # every piece on the backend: a graph break is an error (frontend/graph_breaks.py)
+    backend_options: Any = None  # the backend's own options, checked and completed (frontend/plugin_runtime.py)
 
 
 @dataclass
@@ -82,7 +83,8 @@ def backend_line(session) -> str:
     if options.backend != "auto":
         forced = options.auto is not None and options.auto.forced == options.backend
         why = " (forced over auto by $PARITY_BACKEND or AutoOptions.forced)" if forced else ""
-        return f"backend={options.backend}{why}, {device}"
+        chosen = f", backend_options={dict(options.backend_options)}" if options.backend_options else ""
+        return f"backend={options.backend}{why}{chosen}, {device}"
     picks = [_pick_text(choice) for choice in session.auto_choices]
     if not picks:
         return f"backend=auto (chooses the fastest conformant backend at the first call), {device}"

@@ -25,6 +25,7 @@ from .claims import ClaimCheck
 from .compiled_graph import STATS, CompiledGraph, compiled_executable
 from .errors import UnsupportedAtenOp
 from .partition import Fallback, PartitionReport, compile_partitioned, is_compute, rejected_nodes
+from .plugin_runtime import parameter_inputs, runtime_request
 from .session import Session
 from .sharding import apply_sharding
 from .translate import Translation, fx_to_ir
@@ -33,8 +34,9 @@ from .translate import Translation, fx_to_ir
 def compile_whole(gm: torch.fx.GraphModule, session: Session, backend, kind: str) -> CompiledGraph:
     """The whole FX graph as one backend executable (raises UnsupportedAtenOp if it cannot be)."""
     translation, graph = translate_for(gm, session, backend, kind)
+    request = runtime_request(session.options, parameter_inputs(gm, translation.inputs))
     executable = compiled_executable(graph, backend, session.options.device, session.options.cache_dir,
-                                     precision=session.options.precision)
+                                     precision=session.options.precision, request=request)
     return CompiledGraph(translation, graph, executable)
 
 

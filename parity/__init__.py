@@ -19,7 +19,7 @@ __all__ = ["AutoOptions", "ExportError", "ExportWarning", "Mesh", "PartitionSpec
 
 def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dynamic=None, mesh=None,
             in_shardings=None, out_shardings=None, cache_dir=None, auto=None, fast_path=None,
-            precision="exact", fullgraph=False, **unknown):
+            precision="exact", fullgraph=False, backend_options=None, **unknown):
     """Compile a function or ``nn.Module`` with a parity backend; training works too.
 
     Usable as ``@parity.compile``, ``@parity.compile(backend="xla")`` or
@@ -59,6 +59,9 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
     ``fullgraph=True``, as in ``torch.compile``, makes it an error, as it does every op the
     backend cannot run and a call past Dynamo's recompile limit (frontend/recompile_limit.py). A ``staticmethod`` or ``classmethod`` stays one; a function
     decorated in a class body binds to each instance like a method.
+    ``backend_options`` (a dict) goes to the named backend's ``compile``, checked against the options
+    it declares (an unknown name or a wrong type is a :class:`~parity.validate.UsageError` saying what
+    it takes); the options join the compile cache's key (docs/plugins.md, "The runtime interface").
 
     Example::
 
@@ -78,7 +81,8 @@ def compile(fn_or_module=None, *, backend="auto", device="cpu", strict=True, dyn
                                   dynamic=dynamic, fast_path=fast_path, fullgraph=fullgraph))
     return make_compiled(fn_or_module, backend=backend, device=device, strict=strict, dynamic=dynamic, mesh=mesh,
                     in_shardings=in_shardings, out_shardings=out_shardings, cache_dir=cache_dir,
-                    auto=auto, fast_path=fast_path, precision=precision, fullgraph=fullgraph)
+                    auto=auto, fast_path=fast_path, precision=precision, fullgraph=fullgraph,
+                    backend_options=backend_options)
 
 
 def diff(fn_or_module, *args, backend="reference", against: str = "oracle", device: str = "cpu",

@@ -90,9 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="with --models zoo: only these zoo models (mlp, cnn, ...); with --models hf/all: only "
                               "these Hugging Face architectures")
     conform.add_argument("--no-anchors", action="store_true", help="with --models hf/all: skip the torch.compile anchors")
-    conform.add_argument("--precision", choices=("exact", "fast", "both"), default="exact",
+    conform.add_argument("--precision", default="exact", metavar="TIER",
                          help="the precision tier measured: exact (the contract), fast (a column 'NAME@fast' per "
-                              "backend that declares it, held to the fast tier's bounds), or both side by side")
+                              "backend that declares it, held to the fast tier's bounds), both side by side, or a "
+                              "vendor tier's name (a column 'NAME@TIER' beside each declaring backend's exact one, "
+                              "held to the bounds the tier declares: docs/plugins.md)")
     conform.add_argument("--mutants", action="store_true",
                          help="mutation testing: plant each fault class at the backends' executable boundary and "
                               "report the kill rate per class and every surviving mutant (--quick cases; exit 1 on "
@@ -268,6 +270,12 @@ def _tier_columns(names, precision: str):
             loaded.append(get_backend(name))
         except (BackendNotFound, ImportError):
             continue  # a backend that cannot load has no fast column; its exact column says why
+    if precision not in ("fast", "both"):  # a vendor tier: beside the exact column of each backend declaring it
+        tiered = at_precision(loaded, precision)
+        if not tiered:
+            raise UsageError(f"--precision {precision!r}: no backend asked for declares that tier; parity's tiers are "
+                             f"exact, fast (or both), and a vendor tier is one its backend declares (docs/plugins.md)")
+        return [*(t.inner.name for t in tiered), *tiered]
     fast = at_precision(loaded, Precision.FAST)
     return [*(names or backend_names()), *fast] if precision == "both" else fast
 

@@ -7,7 +7,7 @@ backend each Dynamo FX graph with its example inputs; parity compiles it on the 
 ``parity.compile`` takes (the options checked by ``validate.compile_options``, the session
 made by ``frontend.api.make_session``, the graph compiled by ``frontend.pipeline``), so the
 numbers are the same. ``options`` are parity.compile's: ``backend`` (default ``"auto"``),
-``device``, ``strict``, ``precision``, ``cache_dir``, ``auto``; ``dynamic`` and ``fullgraph``
+``device``, ``strict``, ``precision``, ``cache_dir``, ``auto``, ``backend_options``; ``dynamic`` and ``fullgraph``
 are torch.compile's own arguments. What torch.compile's conventions change (docs/frontend.md,
 "torch.compile(backend='parity')"): parity's errors reach the user inside torch's
 ``BackendCompilerFailed`` (``err.inner_exception`` is parity's), and the warnings are given

@@ -27,12 +27,13 @@ from .ir.usage import UsageError, did_you_mean, of_type, one_of, regex  # noqa: 
 # Who takes which option: a keyword given to the wrong function is named with its owner.
 OPTIONS: dict[str, tuple[str, ...]] = {
     "parity.compile": ("backend", "device", "strict", "dynamic", "mesh", "in_shardings", "out_shardings",
-                       "cache_dir", "auto", "fast_path", "precision", "fullgraph"),
+                       "cache_dir", "auto", "fast_path", "precision", "fullgraph", "backend_options"),
     "parity.export": ("format", "path", "input_names", "output_names", "dynamic_dims", "params", "kwargs"),
     "parity.explain": ("backends",),
     # options={...} of torch.compile(backend="parity") (parity/dynamo_backend.py): parity.compile's, less those
     # torch.compile takes itself (dynamic, fullgraph) and those that need parity's wrapper
-    "torch.compile(backend='parity')": ("backend", "device", "strict", "precision", "cache_dir", "auto"),
+    "torch.compile(backend='parity')": ("backend", "device", "strict", "precision", "cache_dir", "auto",
+                                        "backend_options"),
 }
 
 

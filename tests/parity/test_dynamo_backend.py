@@ -162,7 +162,8 @@ def test_errors_are_parity_compiles_inside_torchs_wrapper_with_the_fix_in_option
 
 @pytest.mark.parametrize("arguments, message", [
     ({"options": {"backnd": "onnx"}}, "torch.compile(backend='parity') takes no option 'backnd'; did you mean "
-                                      "'backend'? its options are backend, device, strict, precision, cache_dir, auto"),
+                                      "'backend'? its options are backend, device, strict, precision, cache_dir, auto, "
+                                      "backend_options"),
     ({"options": {"mesh": {"data": 2}}}, "torch.compile(backend='parity') takes no option 'mesh': it is an option of "
                                          "parity.compile"),
     ({"options": {"fullgraph": True}}, "torch.compile(backend='parity'): 'fullgraph' is torch.compile's own "

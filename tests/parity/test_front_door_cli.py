@@ -144,7 +144,7 @@ def test_did_you_mean_only_for_near_misses():
     (dict(format="onnx"), "parity.compile takes no option 'format': it is an option of parity.export"),
     (dict(stric=True), "parity.compile takes no option 'stric'; did you mean 'strict'? its options are backend, "
                        "device, strict, dynamic, mesh, in_shardings, out_shardings, cache_dir, auto, fast_path, "
-                       "precision, fullgraph"),
+                       "precision, fullgraph, backend_options"),
     (dict(auto=dict(candidates=("xla", "onx"))),
      f"unknown backend 'onx'; did you mean 'onnx'? choose from: {BACKENDS} {PLUGIN_HINT}"),
     (dict(auto=dict(candidates=("onnx", "reference")), device="tpu"),

@@ -5,7 +5,13 @@ numbers it declines), and no composite: softmax, layer_norm, attention, dropout,
 primitives by parity, so it runs every op and every model of the zoo.
 
 Compiling a graph checks it once (every node claimed, inputs typed) and returns a
-closure that walks the nodes in order, calling one kernel per node.
+:class:`NumpyExecutable` that walks the nodes in order, calling one kernel per node.
+
+It uses the whole runtime interface (docs/plugins.md, "The runtime interface"): one option
+(``check_finite``: stop at the first node that makes NaN or inf from finite operands), parameters
+bound once (``bind``), tensors in
+through DLPack, and its compiled form kept in parity's disk cache (the graph's text: a real
+runtime would keep its own binary there).
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from parity.backends import Backend, Deviation, OpClaim, declining_complex
-from parity.ir import OP_TABLE, primitives
+from parity.backends.runtime import BackendOption, resolve_options
+from parity.ir import OP_TABLE, parse, primitives
 
 from .kernels import KERNELS
 
@@ -31,6 +38,13 @@ class NumpyBackend(Backend):
     # What it does not claim on purpose, with why (errors name it): complex numbers.
     declined, declined_dtypes = declining_complex("the numpy template has no complex kernels")
 
+    # The runtime interface. What parity.compile(..., backend_options={...}) may pass (checked by parity):
+    backend_options = (BackendOption("check_finite", bool, False, "raise FloatingPointError at the first node "
+                                     "that makes NaN or inf from finite operands, naming it and its line"),)
+    binds_parameters = True  # compile takes parameters=; the executable has bind()
+    takes_dlpack = True  # inputs arrive as DLPack tensors (torch's, from parity.compile), read in place
+    artifact_version = "numpy-template 1"  # save_artifact/load_artifact: kept in parity's disk cache
+
     def __init__(self):
         # Claim only what has a kernel: a primitive a newer parity adds shows as unsupported.
         self._claims = {op.name: OpClaim(frozenset(d for d in op.dtypes if d not in self.declined_dtypes))
@@ -39,23 +53,61 @@ class NumpyBackend(Backend):
     def claims(self):
         return self._claims
 
-    def compile(self, graph, device: str = "cpu"):
+    def compile(self, graph, device: str = "cpu", *, backend_options=None, parameters=frozenset()):
+        # conformance compiles with no keywords: the declared defaults, no parameters
+        options = resolve_options(self, backend_options)
         if device != "cpu":
             raise ValueError(f"the numpy backend runs on cpu only, not {device!r}")
         for node in graph.nodes:
             if node.op not in self._claims:
                 kind = OP_TABLE[node.op].kind.value
                 raise NotImplementedError(f"numpy backend: {kind} {node.op!r} is not claimed ({node.loc})")
-        dtypes = [v.type.dtype for v in graph.inputs]
+        return NumpyExecutable(graph, options["check_finite"], parameters)
 
-        def run(*arrays):
-            env = {v: _as_numpy(a, d) for v, a, d in zip(graph.inputs, arrays, dtypes)}
-            with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are results, not warnings
-                for node in graph.nodes:
-                    _step(node, env)
-            return [env[v] for v in graph.outputs]
+    def save_artifact(self, executable) -> bytes:
+        return str(executable.graph).encode()
 
-        return run
+    def load_artifact(self, graph, device, payload, *, backend_options=None, parameters=frozenset()):
+        # The bytes come from a directory only this user can write, checked by parity; still read
+        # them as data (never pickle) and check they are what was asked for.
+        saved = parse(payload.decode())
+        if saved.content_hash() != graph.content_hash():
+            raise ValueError("the numpy backend's artifact holds another graph")
+        return self.compile(saved, device, backend_options=backend_options, parameters=parameters)
+
+
+class NumpyExecutable:
+    """One compiled graph: ``bind`` keeps the parameters (parity passes None in their places at
+    each call and binds again only those that changed); a call runs every node's kernel."""
+
+    def __init__(self, graph, check_finite: bool = False, parameters=frozenset()):
+        self.graph, self.check_finite, self.parameters = graph, check_finite, frozenset(parameters)
+        self._dtypes = [v.type.dtype for v in graph.inputs]
+        self._bound: dict = {}  # graph input -> its bound array
+
+    def bind(self, values) -> None:
+        for k, value in values.items():
+            self._bound[self.graph.inputs[k]] = _as_numpy(value, self._dtypes[k])
+
+    def __call__(self, *arrays):
+        env = dict(self._bound)
+        env.update({v: _as_numpy(a, d) for v, a, d in zip(self.graph.inputs, arrays, self._dtypes) if a is not None})
+        with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are results, not warnings
+            for node in self.graph.nodes:
+                _step(node, env)
+                if self.check_finite:
+                    _check_finite(node, env)
+        return [env[v] for v in self.graph.outputs]
+
+
+def _check_finite(node, env) -> None:
+    """The ``check_finite`` option: raise if ``node`` made NaN or inf out of finite float operands."""
+    def finite(v):
+        return env[v].dtype.kind != "f" or bool(np.isfinite(env[v]).all())
+
+    if all(finite(v) for v in node.inputs) and not all(finite(v) for v in node.outputs):
+        raise FloatingPointError(f"numpy backend (check_finite): {node.op} at {node.loc or 'an unknown line'} "
+                                 f"made NaN or inf from finite operands")
 
 
 def _step(node, env) -> None:
@@ -67,12 +119,14 @@ def _step(node, env) -> None:
 
 
 def _as_numpy(array, dtype) -> np.ndarray:
-    """Graph inputs as NumPy arrays of their IR dtype (torch tensors cross via their bits for bf16)."""
-    if type(array).__module__.startswith("torch"):
+    """Graph inputs as NumPy arrays of their IR dtype: a NumPy array as it is, a DLPack tensor read
+    in place (``np.from_dlpack``, no copy); bfloat16, which NumPy's DLPack does not take, via its bits."""
+    if isinstance(array, np.ndarray):
+        return array if array.dtype == dtype.numpy else np.asarray(array, dtype=dtype.numpy)
+    if type(array).__module__.startswith("torch") and str(array.dtype) == "torch.bfloat16":
         import torch
 
-        tensor = array.detach().cpu().contiguous()
-        if tensor.dtype is torch.bfloat16:
-            return tensor.view(torch.int16).numpy().view(dtype.numpy)
-        return tensor.numpy()
+        return array.detach().cpu().contiguous().view(torch.int16).numpy().view(dtype.numpy)
+    if hasattr(array, "__dlpack__"):
+        return np.from_dlpack(array)
     return np.asarray(array, dtype=dtype.numpy)
