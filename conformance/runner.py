@@ -124,6 +124,7 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
         cells += cells_for(keys, targets, extra, cpu_only=zoo.is_whole_model_row)
         chosen_count = len(chosen) + len({r.case for r in extra})  # model and random-draw cases too
+    judged = targets
     if frontend and cases is None:
         from .jax_frontend.rows import frontend_rows
 
@@ -133,7 +134,9 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
             targets = [*targets, column]
             cells += cells_for(keys, [column], more)
             chosen_count += len(more)
-    deviations = check_deviations(targets, cells, whole=cases is None and not (ops or dtypes),
+            # --quick runs one case per primitive: a deviation measured on another case is not judged
+            judged = targets if not quick else judged
+    deviations = check_deviations(judged, cells, whole=cases is None and not (ops or dtypes),
                                   applies=_deviation_applies(which))
     type_rules = _type_rules(ops)
     options = {"backends": [t.backend for t in targets], "devices": list(devices or []),
