@@ -15,6 +15,7 @@ import json
 import math
 
 from ..ir.dtypes import DType
+from .jax_frontend.spec import FRONTEND_FAMILY
 from .opdb import FAMILIES
 from .reports import matrix, to_json
 from .results import ConformanceRun
@@ -127,7 +128,7 @@ def to_html(result: ConformanceRun) -> str:
         out += [f"<th{' class=target' if k == 0 else ''}>{d}</th>" for k, d in enumerate(dtypes)]
     out.append("</tr></thead><tbody>")
     family = None
-    order = list(FAMILIES) + ["graphs", "models", "random draws"]
+    order = list(FAMILIES) + ["graphs", "models", "random draws", FRONTEND_FAMILY]
     for op, _row in sorted(matrix(result), key=lambda row: order.index(family_of[row[0]])):  # stable: table order
         if family_of[op] != family:
             family = family_of[op]

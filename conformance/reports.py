@@ -24,6 +24,7 @@ from dataclasses import asdict
 import numpy as np
 
 from ..ir.ops import OP_TABLE
+from .jax_frontend.spec import FRONTEND_FAMILY, is_frontend_row
 from .opdb import family_of
 from .results import CRASHED, DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, TIMED_OUT, UNSUPPORTED, Cell, ConformanceRun
 from .selection import suite_digest
@@ -80,11 +81,14 @@ def to_json(result: ConformanceRun) -> dict:
 
 def family_kind(op: str) -> tuple[str, str]:
     """(family, kind) of a row; multi-op cases not named after an op are 'graphs', the
-    rows of ``--models`` are 'models' and 'random draws' (conformance/zoo.py)."""
+    rows of ``--models`` are 'models' and 'random draws' (conformance/zoo.py), the JAX
+    frontend's rows 'frontend jax' (conformance/jax_frontend)."""
     if op.startswith("model:"):
         return "models", "model"
     if op.startswith("random:"):
         return "random draws", "random"
+    if is_frontend_row(op):
+        return FRONTEND_FAMILY, "frontend"
     if op not in OP_TABLE:
         return "graphs", "graph"
     return family_of(op), OP_TABLE[op].kind.value
@@ -142,7 +146,7 @@ def _fmt_ulp(ulps: float) -> str:
     return f"{ulps:.3g} ulp" if ulps < 1e4 else f"{ulps:.1e} ulp"
 
 
-KIND_MARK = {"primitive": "P", "composite": "C", "graph": "G", "model": "M", "random": "R"}
+KIND_MARK = {"primitive": "P", "composite": "C", "graph": "G", "model": "M", "random": "R", "frontend": "F"}
 _MARK = {CRASHED: "💥", TIMED_OUT: "⏱", PASS: "✅", DEVIATION: "⚠️", FAIL: "❌", UNSUPPORTED: "–", NOT_RUN: "·"}
 
 

@@ -53,7 +53,7 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         cases: Sequence[Case] | None = None, progress: ProgressFn | None = None, models: bool | str = False,
         architectures: Sequence[str] | None = None, anchors: bool = True,
         workers: WorkerOptions | None = None, plugins: Sequence[str] = (),
-        isolate: bool | WorkerOptions = True) -> ConformanceRun:
+        isolate: bool | WorkerOptions = True, frontend: bool = False) -> ConformanceRun:
     """Run the selected cases on every target and build the matrix (see the module docstring).
 
     ``models`` adds the rows of :mod:`.zoo`: the model zoo (forward and training step
@@ -124,12 +124,25 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         keys = list(dict.fromkeys((r.op, r.dtype) for r in extra))
         cells += cells_for(keys, targets, extra, cpu_only=zoo.is_whole_model_row)
         chosen_count = len(chosen) + len({r.case for r in extra})  # model and random-draw cases too
-    deviations = check_deviations(targets, cells, whole=cases is None and not (ops or dtypes),
+    judged = targets
+    if frontend and cases is None:
+        from .jax_frontend.rows import frontend_rows
+
+        more, keys, column = frontend_rows(ops=ops, dtypes=dtypes, quick=quick,
+                                           progress=(lambda text: progress(1, 1, text)) if progress else None)
+        if keys:
+            targets = [*targets, column]
+            cells += cells_for(keys, [column], more)
+            chosen_count += len(more)
+            # --quick runs one case per primitive: a deviation measured on another case is not judged
+            judged = targets if not quick else judged
+    deviations = check_deviations(judged, cells, whole=cases is None and not (ops or dtypes),
                                   applies=_deviation_applies(which))
     type_rules = _type_rules(ops)
     options = {"backends": [t.backend for t in targets], "devices": list(devices or []),
                "dtypes": [d.short for d in dtypes], "ops": ops, "quick": quick}
     options["models"] = models
+    options["frontend"] = frontend
     return ConformanceRun(targets, cells, deviations, type_rules, chosen_count, time.perf_counter() - start,
                           options, section)
 

@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_argument("--architectures", metavar="A,B",
                          help="with --models zoo: only these zoo models (mlp, cnn, ...); with --models hf/all: only "
                               "these Hugging Face architectures")
+    conform.add_argument("--no-frontend", action="store_true",
+                         help="leave out the JAX frontend's rows (jax:PRIMITIVE, each translation rule against JAX "
+                              "itself; not run without jax)")
     conform.add_argument("--no-anchors", action="store_true", help="with --models hf/all: skip the torch.compile anchors")
     conform.add_argument("--precision", default="exact", metavar="TIER",
                          help="the precision tier measured: exact (the contract), fast (a column 'NAME@fast' per "
@@ -244,7 +247,7 @@ def _run_conform(args) -> int:
                                 progress=progress, models=args.models,
                                 architectures=args.architectures.split(",") if args.architectures else None,
                                 anchors=not args.no_anchors, workers=workers, plugins=tuple(args.plugin),
-                                isolate=isolation_options(args))
+                                isolate=isolation_options(args), frontend=not args.no_frontend)
     except (WorkerRunError, ValueError) as exc:  # a journal to refuse, a worker that cannot start, no host for a backend
         raise UsageError(str(exc)) from None  # one line on stderr, exit 2 (main)
     if not args.summary_only:

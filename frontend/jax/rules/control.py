@@ -27,13 +27,14 @@ def scan(ctx: JaxContext, *operands: Value):
         outs = ctx.inline(s.body, consts + carry + x_i)
         carry, ys_by_step[i] = outs[:s.num_carry], outs[s.num_carry:]
     n_ys = len(ctx.eqn.result_types) - s.num_carry
+    if s.length == 0:  # no step: the stacked outputs are empty (a zero-step scan crashed here, found by
+        # conformance/jax_frontend's zero_steps case)
+        return [*carry, *(ctx.full(0, t.dtype, t.shape) for t in ctx.eqn.result_types[s.num_carry:])]
     ys = []
     for k in range(n_ys):
         rows = [ys_by_step[i][k] for i in range(s.length)]
         stacked = [b.reshape(r, shape=(1, *r.type.shape)) for r in rows]
         ys.append(stacked[0] if len(stacked) == 1 else b.concatenate(*stacked, dimension=0))
-    if s.length == 0:
-        return [*carry, *(ctx.full(0, t.dtype, t.shape) for t in ctx.eqn.result_types[s.num_carry:])]
     return [*carry, *ys]
 
 

@@ -6,6 +6,7 @@ broadcasting, so every operand is broadcast to the result's shape first.
 
 from __future__ import annotations
 
+from ....ir.dtypes import DType
 from ....ir.graph import Value
 from ..context import JaxContext, refuse
 
@@ -16,8 +17,7 @@ UNARY = {name: name for name in (
     "is_finite")}
 BINARY = {name: name for name in ("add", "sub", "mul", "div", "rem", "max", "min", "atan2", "eq", "ne", "lt",
                                   "le", "gt", "ge", "shift_left")}
-BINARY |= {"add_any": "add", "shift_right_arithmetic": "shift_right_arithmetic",
-           "shift_right_logical": "shift_right_logical"}
+BINARY |= {"add_any": "add", "shift_right_logical": "shift_right_logical"}
 # bool operands take the logical op, integers the bitwise one
 LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_or"),
            "xor": ("logical_xor", "bitwise_xor"), "not": ("logical_not", "bitwise_not")}
@@ -49,6 +49,24 @@ def _logical(name: str):
 
     rule.__name__ = f"translate_{name}"
     return rule
+
+
+def shift_right_arithmetic(ctx: JaxContext, x: Value, y: Value):
+    """XLA's arithmetic shift copies the top bit on unsigned ints too (uint8 200 >> 1 is 228); the IR's
+    shifts an unsigned int logically, so an unsigned operand shifts as the signed int of its bits (found by
+    the frontend's conformance cases: conformance/jax_frontend)."""
+    shape = ctx.out.shape
+    x, y = ctx.broadcast(x, shape), ctx.broadcast(y, shape)
+    dtype = x.type.dtype
+    if not dtype.is_unsigned:
+        return ctx.b.shift_right_arithmetic(x, y)
+    signed = _SIGNED_OF[dtype]
+    y = ctx.b.min(y, ctx.full(dtype.bits, dtype, shape))  # past the width either way; stays positive once signed
+    shifted = ctx.b.shift_right_arithmetic(ctx.b.bitcast_convert(x, dtype=signed), ctx.b.bitcast_convert(y, dtype=signed))
+    return ctx.b.bitcast_convert(shifted, dtype=dtype)
+
+
+_SIGNED_OF = {DType.uint8: DType.int8, DType.uint32: DType.int32}
 
 
 def round_(ctx: JaxContext, x: Value):
@@ -121,6 +139,7 @@ TABLE |= {name: _binary(op) for name, op in BINARY.items()}
 TABLE |= {name: _logical(name) for name in LOGICAL}
 TABLE |= {
     "round": round_,
+    "shift_right_arithmetic": shift_right_arithmetic,
     "pow": pow_,
     "select_n": select_n,
     "clamp": clamp,

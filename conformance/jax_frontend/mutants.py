@@ -1,0 +1,222 @@
+"""Faults planted in the JAX translation rules, each of which the frontend case set must kill.
+
+A :class:`RuleFault` replaces one primitive's rule in the live table
+(``parity.frontend.jax.rules.TABLE``) for as long as its primitive's cases run; it is
+*killed* when one of that primitive's cells fails (an unexpected failure, or an error) where
+the unplanted rules' cells do not. Faults keep the result's type wherever the fault class
+allows, so that it is the numbers that catch them, not the frontend's own type check
+(``TranslationBug``); which one caught each is kept in :attr:`Outcome.caught_by`.
+
+Example::
+
+    >>> [o.status for o in run_rule_faults(["sub_operands_swapped"])]
+    ['killed']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from ..results import FAIL
+from ..verdicts import cells_for
+
+KILLED, SURVIVED, BASELINE_FAILS = "killed", "survived", "baseline fails"
+
+
+@dataclass(frozen=True)
+class RuleFault:
+    """``plant(original, table)`` returns the faulty rule for ``primitive``."""
+
+    name: str
+    primitive: str
+    fault_class: str
+    plant: Callable
+    killing: str = ""  # a fragment of the names of the cases that kill it, beside the --quick ones (CI's test)
+
+
+@dataclass
+class Outcome:
+    fault: str
+    primitive: str
+    fault_class: str
+    status: str
+    killed_by: str = ""  # the first failing case
+    caught_by: str = ""  # "numbers" or "type check" or "exception"
+    message: str = ""
+
+
+def _operands(order: Callable[[tuple], tuple]):
+    """The original rule on reordered operands."""
+    def plant(original, table):
+        return lambda ctx, *xs: original(ctx, *order(xs))
+
+    return plant
+
+
+def _rule_of(other: str):
+    """Another primitive's rule in place of this one's."""
+    def plant(original, table):
+        return table[other]
+
+    return plant
+
+
+def _params(change: Callable[[dict], dict]):
+    """The original rule, seeing changed equation params."""
+    def plant(original, table):
+        def faulty(ctx, *xs):
+            ctx.params = change(dict(ctx.params))
+            ctx.eqn = replace(ctx.eqn, params=ctx.params)
+            return original(ctx, *xs)
+
+        return faulty
+
+    return plant
+
+
+def _swap(xs):
+    return (xs[1], xs[0], *xs[2:])
+
+
+def _shifted_slice(p):
+    """Start and limit of the last dim moved by one, the window's size kept (off by one)."""
+    start, limit = list(p["start_indices"]), list(p["limit_indices"])
+    start[-1], limit[-1] = (start[-1] + 1, limit[-1] + 1) if start[-1] == 0 else (start[-1] - 1, limit[-1] - 1)
+    return p | {"start_indices": tuple(start), "limit_indices": tuple(limit)}
+
+
+def _pad_sides_swapped(p):
+    return p | {"padding_config": tuple((hi, lo, inner) for lo, hi, inner in p["padding_config"])}
+
+
+def _broadcast_dims_shifted(p):
+    """The operand's dims mapped one result dim further right where that is still valid (a dropped leading dim)."""
+    dims = tuple(p["broadcast_dimensions"])
+    rank = len(p["shape"])
+    moved = tuple(d + 1 if i == 0 and d + 1 < (dims[1] if len(dims) > 1 else rank) else d for i, d in enumerate(dims))
+    return p | {"broadcast_dimensions": moved}
+
+
+def _convert_through_f16(original, table):
+    from ...ir.dtypes import DType
+
+    def faulty(ctx, x):
+        narrow = ctx.convert(x, DType.float16) if x.type.dtype.is_float else x
+        return ctx.convert(narrow, ctx.out.dtype)
+
+    return faulty
+
+
+def _cond_branches_swapped(original, table):
+    def faulty(ctx, index, *xs):
+        from ...ir.dtypes import DType
+
+        flipped = ctx.b.sub(ctx.full(len(ctx.params["branches"]) - 1, index.type.dtype, index.type.shape), index)
+        return original(ctx, flipped if index.type.dtype is not DType.bool else ctx.b.op("logical_not", index), *xs)
+
+    return faulty
+
+
+FAULTS: tuple[RuleFault, ...] = (
+    RuleFault("sub_operands_swapped", "sub", "swapped operands", _operands(_swap)),
+    RuleFault("div_operands_swapped", "div", "swapped operands", _operands(_swap)),
+    RuleFault("atan2_operands_swapped", "atan2", "swapped operands", _operands(_swap)),
+    RuleFault("pow_operands_swapped", "pow", "swapped operands", _operands(_swap)),
+    RuleFault("select_n_cases_swapped", "select_n", "swapped operands", _operands(lambda xs: (xs[0], xs[2], xs[1]))),
+    RuleFault("clamp_bounds_swapped", "clamp", "swapped operands", _operands(lambda xs: (xs[2], xs[1], xs[0]))),
+    RuleFault("concatenate_reversed", "concatenate", "swapped operands", _operands(lambda xs: xs[::-1])),
+    RuleFault("dynamic_update_slice_starts_reversed", "dynamic_update_slice", "swapped operands",
+              _operands(lambda xs: (xs[0], xs[1], *xs[2:][::-1]))),
+    RuleFault("lt_as_gt", "lt", "wrong comparison", _rule_of("gt")),
+    RuleFault("ge_as_gt", "ge", "wrong comparison", _rule_of("gt")),
+    RuleFault("ne_as_eq", "ne", "wrong comparison", _rule_of("eq")),
+    RuleFault("max_as_min", "max", "wrong comparison", _rule_of("min")),
+    RuleFault("argmax_as_argmin", "argmax", "wrong comparison", _rule_of("argmin")),
+    RuleFault("reduce_window_max_as_min", "reduce_window_max", "wrong comparison", _rule_of("reduce_window_min")),
+    RuleFault("cummax_as_cummin", "cummax", "wrong comparison", _rule_of("cummin")),
+    RuleFault("rsqrt_as_sqrt", "rsqrt", "wrong op", _rule_of("sqrt")),
+    RuleFault("expm1_as_exp", "expm1", "wrong op", _rule_of("exp")),
+    RuleFault("logistic_as_tanh", "logistic", "wrong op", _rule_of("tanh")),
+    RuleFault("shift_right_arithmetic_as_logical", "shift_right_arithmetic", "wrong op",
+              _rule_of("shift_right_logical")),
+    RuleFault("rem_as_sub", "rem", "wrong op", _rule_of("sub")),
+    RuleFault("and_as_or", "and", "wrong op", _rule_of("or")),
+    RuleFault("broadcast_in_dim_dims_shifted", "broadcast_in_dim", "dropped broadcast dim",
+              _params(_broadcast_dims_shifted), "square_dims"),
+    RuleFault("slice_off_by_one", "slice", "off by one", _params(_shifted_slice)),
+    RuleFault("pad_sides_swapped", "pad", "off by one", _params(_pad_sides_swapped)),
+    RuleFault("rev_first_dim_only", "rev", "dropped dim", _params(lambda p: p | {"dimensions": p["dimensions"][:1]})),
+    RuleFault("cumsum_reverse_ignored", "cumsum", "dropped attribute", _params(lambda p: p | {"reverse": False}),
+              "reverse:"),
+    RuleFault("scan_reverse_ignored", "scan", "dropped attribute", _params(lambda p: p | {"reverse": False}),
+              "reverse"),
+    RuleFault("integer_pow_exponent_plus_one", "integer_pow", "off by one", _params(lambda p: p | {"y": p["y"] + 1})),
+    RuleFault("round_method_ignored", "round", "dropped attribute",
+              _params(lambda p: p | {"rounding_method": "TO_NEAREST_EVEN"}), "away:"),
+    RuleFault("convert_through_f16", "convert_element_type", "wrong convert dtype", _convert_through_f16,
+              "to_f64:random"),
+    RuleFault("cond_branches_swapped", "cond", "swapped operands", _cond_branches_swapped),
+)
+
+
+@contextlib.contextmanager
+def planted(fault: RuleFault):
+    """``fault`` in the rule table for the duration (restored on exit, whatever happens)."""
+    from .bridge import rule_table
+
+    table = rule_table()
+    original = table[fault.primitive]
+    table[fault.primitive] = fault.plant(original, table)
+    try:
+        yield
+    finally:
+        table[fault.primitive] = original
+
+
+def _cells(cases):
+    from ..declared import Declared
+    from .check import run_cases
+    from .rows import frontend_target
+
+    target = frontend_target()
+    results = run_cases(cases, Declared.of(target.instance, "cpu"))
+    keys = list(dict.fromkeys((c.op, c.dtype.short) for c in cases))
+    return cells_for(keys, [target], results), results
+
+
+def run_rule_faults(names: Iterable[str] | None = None, quick: bool = False) -> list[Outcome]:
+    """Each fault (or those called ``names``) planted alone, on its primitive's cases (``quick``:
+    its ``--quick`` cases and those its ``killing`` names)."""
+    from . import registry
+
+    wanted = set(names) if names is not None else None
+    outcomes = []
+    for fault in FAULTS:
+        if wanted is not None and fault.name not in wanted:
+            continue
+        cases = list(registry.cases_of(fault.primitive))
+        if quick:
+            chosen = registry.select(ops=f"^jax:{re.escape(fault.primitive)}$", quick=True)
+            cases = chosen + [c for c in cases if fault.killing and fault.killing in c.name and c not in chosen]
+        outcomes.append(_judge(fault, cases))
+    return outcomes
+
+
+def _judge(fault: RuleFault, cases: Sequence) -> Outcome:
+    base, _ = _cells(cases)
+    with planted(fault):
+        cells, results = _cells(cases)
+    ids = dict(fault=fault.name, primitive=fault.primitive, fault_class=fault.fault_class)
+    if any(c.status == FAIL for c in base):
+        return Outcome(**ids, status=BASELINE_FAILS, message="the unplanted rule fails already")
+    dead = [c for c in cells if c.status == FAIL]
+    if not dead:
+        return Outcome(**ids, status=SURVIVED, message=f"all {len(results)} cases still pass")
+    first = next(r for r in results if r.case == dead[0].worst_case) if dead[0].worst_case else None
+    first = first or next(r for r in results if r.status != "pass")
+    caught = ("type check" if "TranslationBug" in first.message else
+              "exception" if first.status == "error" else "numbers")
+    return Outcome(**ids, status=KILLED, killed_by=first.case, caught_by=caught, message=first.message[:300])

@@ -1,0 +1,72 @@
+"""The frontend-conformance case set: one entry per primitive of the rule table.
+
+Each family module maps a primitive name to a zero-argument function returning its cases
+(:class:`~.spec.FrontendCase`, or :class:`~.spec.Refusal` for a rule that refuses). Names
+of the table this JAX never emits are :data:`NOT_EMITTED`. A registry test fails when a
+primitive has a rule and no entry, or an entry and no rule: a new rule needs its entry here.
+
+Example::
+
+    >>> sorted({c.dtype.short for c in cases_of("neg")})[:3]
+    ['bf16', 'f16', 'f32']
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+
+from ...ir.dtypes import DType
+from ..opdb.common import EDGE
+from . import cases_control, cases_elementwise, cases_indexing, cases_shape
+from .spec import FrontendCase, NotEmitted, Refusal, row_of
+
+FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control)
+
+NOT_EMITTED = {n.primitive: n for n in (
+    NotEmitted("copy_p", "copy", "the primitive's name before JAX 0.4.36 (now `copy`)"),
+    NotEmitted("scatter_add", "scatter-add", "an older spelling of `scatter-add`"),
+    NotEmitted("expand_dims", None, "JAX 0.10.2 expands dims with broadcast_in_dim; no primitive of this name"),
+)}
+
+
+@functools.lru_cache(maxsize=1)
+def entries() -> dict:
+    """primitive name → its case builder, over every family (a name in two families is an error)."""
+    names = [name for family in FAMILIES for name in family.CASES]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"two families give cases for {twice}")
+    return {name: build for family in FAMILIES for name, build in family.CASES.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def cases_of(primitive: str) -> tuple[FrontendCase | Refusal, ...]:
+    found = tuple(entries()[primitive]())
+    ids = [c.id for c in found]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"duplicate case ids for {primitive}: {sorted(i for i in ids if ids.count(i) > 1)}")
+    return found
+
+
+def all_cases() -> list[FrontendCase | Refusal]:
+    return [c for name in entries() for c in cases_of(name)]
+
+
+def select(*, ops: str | None = None, dtypes: Iterable[DType] = (), quick: bool = False) -> list:
+    """The cases a run covers: rows (``jax:NAME``) matching ``ops``, in ``dtypes``; ``quick``
+    keeps, per primitive, its first edge case in its first dtype and the first other case, or
+    else its first case."""
+    pattern = re.compile(ops) if ops else None
+    wanted = set(dtypes)
+    chosen = []
+    for name in entries():
+        if pattern is not None and not pattern.search(row_of(name)):
+            continue
+        mine = [c for c in cases_of(name) if not wanted or c.dtype in wanted]
+        if quick:
+            edge = next((c for c in mine if EDGE in getattr(c, "tags", ())), None)
+            mine = [edge] if edge is not None else mine[:1]
+        chosen += mine
+    return chosen
