@@ -2,7 +2,7 @@
 
 Each family module maps a primitive name to a zero-argument function returning its cases
 (:class:`~.spec.FrontendCase`, or :class:`~.spec.Refusal` for a rule that refuses). Names
-of the table this JAX never emits are :data:`NOT_EMITTED`. A registry test fails when a
+of the table this JAX never emits on the concrete shapes cases trace are :data:`NOT_EMITTED`. A registry test fails when a
 primitive has a rule and no entry, or an entry and no rule: a new rule needs its entry here.
 
 Example::
@@ -28,6 +28,10 @@ NOT_EMITTED = {n.primitive: n for n in (
     NotEmitted("copy_p", "copy", "the primitive's name before JAX 0.4.36 (now `copy`)"),
     NotEmitted("scatter_add", "scatter-add", "an older spelling of `scatter-add`"),
     NotEmitted("expand_dims", None, "JAX 0.10.2 expands dims with broadcast_in_dim; no primitive of this name"),
+    # emitted, but never on the concrete shapes these cases trace
+    NotEmitted("dim_as_value", None, "emitted only where a size is symbolic (jax.export.symbolic_shape), and these "
+               "cases trace concrete shapes; tests/jax/test_export.py checks it (a mean over a symbolic batch, "
+               "exported and run at several sizes)"),
 )}
 
 
