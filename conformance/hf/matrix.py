@@ -58,8 +58,17 @@ _BATCHNORM_TWO_SAMPLES = (
     "sums x-hat unrounded in float64, the IR's batch_norm decomposition rounds the mean, 1/sigma and x-hat "
     "to float32 before summing (each sum itself rounded once)")
 
+_CANCELLING_BIAS_SUM = (
+    "the bias gradient is a 32-term sum (batch x tokens) that cancels: its float64 value is ~1e-8 where the terms' "
+    "magnitudes sum to ~0.6, a condition number of 5.4e7 at the worst feature (1.1e7 the median), so a float32 sum "
+    "in any order may be off by eps x cond = 3.2 times its value; eager's own order is off by 15%, ORT's by 2.6x "
+    "that (measured 2026-12-06 from eager's upstream gradient at that layer)")
+
 #: Recorded deviations, as data: each with the backend and the number measured there.
 DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation("mobilevit", "gradients", "onnx", 3.0,
+              "grad mobilevit.encoder.layer.2.transformer.layer.1.output.dense.bias: 0.29 of its scale from eager, "
+              "2.60x eager's distance from float64", _CANCELLING_BIAS_SUM),
     Deviation("mobilenet-v2", "gradients", "reference", 2.5,
               "grad layer.0.reduce_1x1.normalization.weight: 2.6e-4 of its scale from eager, 2.07x eager's "
               "distance from float64 (eager: 0.0022 on 26.4)", _BATCHNORM_TWO_SAMPLES),
