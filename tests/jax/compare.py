@@ -4,22 +4,33 @@ failing that, when its distance from a float64 run of the same JAX function is a
 NOISE_FACTOR times jax.jit's own float32 distance from it (ill-conditioned outputs;
 NOISE_LEVEL_FACTOR where jax.jit's error is at least the float64 value itself, an analytically
 zero gradient that both runs give as rounding noise). NaN and
-±inf must sit where jax.jit's do."""
+±inf must sit where jax.jit's do. Integer and bool results, and PRNG keys (as their key data), must
+equal jax.jit's exactly."""
 
 from __future__ import annotations
 
 import jax
 import numpy as np
 
+import parity.jax
 from parity.conformance.hf.check import NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL
 
 
+def _is_key(a) -> bool:
+    return jax.dtypes.issubdtype(getattr(a, "dtype", np.float32), jax.dtypes.prng_key)
+
+
+def _plain(a):
+    """A leaf as a NumPy array; a PRNG key array as its key data."""
+    return np.asarray(jax.random.key_data(a) if _is_key(a) else a)
+
+
 def float64_run(fun, *args):
-    """``fun`` under x64 on the arguments widened to float64: the oracle."""
+    """``fun`` under x64 on the arguments widened to float64 (PRNG keys as they are): the oracle."""
     with jax.enable_x64(True):
-        wide = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f"
-                                      else np.asarray(a), args)
-        return jax.tree_util.tree_map(np.asarray, jax.jit(fun)(*wide))
+        wide = jax.tree_util.tree_map(lambda a: a if _is_key(a) else np.asarray(a, np.float64)
+                                      if np.asarray(a).dtype.kind == "f" else np.asarray(a), args)
+        return jax.tree_util.tree_map(_plain, jax.jit(fun)(*wide))
 
 
 def mismatches(got, want, exact) -> list[str]:
@@ -29,7 +40,14 @@ def mismatches(got, want, exact) -> list[str]:
     assert got_tree == want_tree, f"pytree {got_tree} instead of jax.jit's {want_tree}"
     problems = []
     for i, (g, w, x) in enumerate(zip(got_leaves, want_leaves, jax.tree_util.tree_leaves(exact))):
-        g, w, x = np.asarray(g), np.asarray(w), np.asarray(x, np.float64)
+        if _is_key(g) != _is_key(w):
+            problems.append(f"leaf {i}: {g.dtype} instead of {w.dtype}")
+            continue
+        g, w, x = _plain(g), _plain(w), np.asarray(x, np.float64)
+        if w.dtype.kind in "biu":  # integers, bools and key data have no rounding to allow for
+            if not np.array_equal(g, w):
+                problems.append(f"leaf {i}: {w.dtype} differs from jax.jit's at {int(np.sum(g != w))} places")
+            continue
         if g.shape != w.shape or g.dtype != w.dtype:
             problems.append(f"leaf {i}: {g.dtype}{g.shape} instead of {w.dtype}{w.shape}")
             continue
@@ -52,3 +70,12 @@ def mismatches(got, want, exact) -> list[str]:
             problems.append(f"leaf {i}: off jax.jit by {worst:.3g} (scale {scale:.3g}); from float64: "
                             f"{ours:.3g} vs jax.jit's {own:.3g}{' (both rounding noise)' if noise else ''}")
     return problems
+
+
+def assert_matches_jax_jit(fun, args, backend: str, what: str):
+    """``parity.jax.jit(fun)`` on ``backend`` returns jax.Arrays (keys as key arrays) that match
+    jax.jit's by the rule above; ``what`` names the cell in the failure."""
+    got = parity.jax.jit(fun, backend=backend)(*args)
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(got))
+    problems = mismatches(got, jax.jit(fun)(*args), float64_run(fun, *args))
+    assert not problems, f"{what} on {backend}:\n" + "\n".join(problems)
