@@ -43,7 +43,7 @@ def mismatches(got, want, exact) -> list[str]:
         if _is_key(g) != _is_key(w):
             problems.append(f"leaf {i}: {g.dtype} instead of {w.dtype}")
             continue
-        g, w, x = _plain(g), _plain(w), np.asarray(x, np.float64)
+        g, w, x = _plain(g), _plain(w), np.asarray(_plain(x), np.float64)
         if w.dtype.kind in "biu":  # integers, bools and key data have no rounding to allow for
             if not np.array_equal(g, w):
                 problems.append(f"leaf {i}: {w.dtype} differs from jax.jit's at {int(np.sum(g != w))} places")
