@@ -56,6 +56,10 @@ DEVIATIONS = (
     _ulps("jax:cosh", F64, "10 ulp (measured 10.0)", "XLA:CPU's cosh near 1e43"),
     _ulps("jax:sinh", F64, "10 ulp (measured 10.0)", "XLA:CPU's sinh near 1e43"),
     _ulps("jax:atanh", F64, "9 ulp (measured 9.0)", "XLA:CPU's f64 atanh on ordinary arguments (-0.395)"),
+    _ulps("jax:erf_inv", F32, "14 ulp (measured 13.73 on uniform draws in (-1, 1))",
+          "XLA's float32 erf_inv, which the rule builds op for op (its results equal jax.jit's within 2 ulp), "
+          "computes w = -log1p(-x*x): near |x| = 1, 1 - x*x cancels and the rounding of x*x is amplified, so "
+          "the float32 steps stray from their float64 evaluation"),
     _ulps("jax:erf", F32, "5.7 ulp (measured 5.61)", "XLA:CPU's f32 erf polynomial near ±3.72 (as the xla "
                                                     "backend's, docs/conformance.md)"),
     # f16/bf16 accumulations in the narrow dtype

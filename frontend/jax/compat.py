@@ -27,6 +27,7 @@ import jax
 import numpy as np
 from jax._src import core as jax_core
 from jax._src import source_info_util
+from jax._src.random import prng as jax_prng
 
 from ...ir.dims import Dim, Symbol
 from ...ir.dtypes import DType
@@ -72,6 +73,7 @@ class Eqn:
     result_types: tuple[TensorType, ...]
     loc: SourceLoc | None
     has_effects: bool
+    on_keys: bool = False  # an operand or result is a PRNG key array, seen as its u32[..., 2] key data
 
 
 @dataclass(frozen=True)
@@ -91,17 +93,20 @@ class Traced:
     body: SubProgram
     out_tree: Any
     in_types: tuple[TensorType, ...]
+    out_keys: tuple[bool, ...] = ()  # which flat outputs are threefry key arrays (their key data in the IR)
 
 
 def trace(fun: Callable, flat_args: Sequence[Any]) -> Traced:
-    """Trace ``fun(*flat_args)`` (arrays or ``jax.ShapeDtypeStruct``) to its program."""
+    """Trace ``fun(*flat_args)`` (arrays, PRNG key arrays or ``jax.ShapeDtypeStruct``) to its program."""
     specs = [a if isinstance(a, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(np.shape(a), _dtype_of(a))
              for a in flat_args]
     closed, out_shapes = jax.make_jaxpr(fun, return_shape=True)(*specs)
     in_types = tuple(tensor_type(v.aval) for v in closed.jaxpr.invars)
     if None in in_types:
         raise UnsupportedArgument(in_types.index(None), closed.jaxpr.invars[in_types.index(None)].aval.str_short())
-    return Traced(_program(closed.jaxpr, closed.consts), jax.tree_util.tree_structure(out_shapes), in_types)
+    out_keys = tuple(_is_key_dtype(v.aval.dtype) for v in closed.jaxpr.outvars)
+    return Traced(_program(closed.jaxpr, closed.consts), jax.tree_util.tree_structure(out_shapes), in_types,
+                  out_keys)
 
 
 def body_of(eqn: Eqn) -> SubProgram | None:
@@ -140,7 +145,7 @@ def as_program(jaxpr: Any) -> SubProgram:
 
 
 def _program(jaxpr: Any, consts: Sequence[Any]) -> SubProgram:
-    const_pairs = tuple((v, np.asarray(c)) for v, c in zip(jaxpr.constvars, consts))
+    const_pairs = tuple((v, np.asarray(key_data(c) if is_prng_key(c) else c)) for v, c in zip(jaxpr.constvars, consts))
     if len(const_pairs) != len(jaxpr.constvars):  # an open jaxpr with constvars: not produced by tracing
         raise ValueError(f"a jaxpr with {len(jaxpr.constvars)} constvars came without their values")
     return SubProgram(tuple(_eqn(e) for e in jaxpr.eqns), tuple(jaxpr.invars),
@@ -151,8 +156,10 @@ def _eqn(eqn: Any) -> Eqn:
     # a primitive passed as a parameter (select_and_scatter_add's select_prim) by its name
     # and an enum (gather's GatherScatterMode) by its member's name
     params = {k: _plain(v) for k, v in eqn.params.items()}
+    on_keys = any(_is_key_dtype(v.aval.dtype) for v in (*eqn.invars, *eqn.outvars))
     return Eqn(eqn.primitive.name, params, tuple(_operand(v) for v in eqn.invars), tuple(eqn.outvars),
-               tuple(tensor_type(v.aval) for v in eqn.outvars), user_loc(eqn.source_info), bool(eqn.effects))
+               tuple(tensor_type(v.aval) for v in eqn.outvars), user_loc(eqn.source_info), bool(eqn.effects),
+               on_keys)
 
 
 def _plain(value: Any) -> Any:
@@ -164,6 +171,8 @@ def _plain(value: Any) -> Any:
         return ir_dim(value)
     if isinstance(value, tuple) and any(_is_symbolic(v) for v in value):  # a shape: reshape's new_sizes, iota's
         return tuple(ir_dim(v) for v in value)
+    if isinstance(value, jax_prng.PRNGImpl):  # random_wrap's and random_seed's impl
+        return value.name
     return value
 
 
@@ -227,12 +236,26 @@ def user_loc(source_info: Any) -> SourceLoc | None:
     return SourceLoc(frame.file_name, frame.start_line, frame.function_name)
 
 
+# The PRNG implementation whose keys parity translates (JAX's default): a key is two uint32 words
+THREEFRY = "threefry2x32"
+
+
 def tensor_type(aval: Any) -> TensorType | None:
-    """An abstract value (``ShapedArray``) as an IR type; None for a typed PRNG key (``key<fry>``),
-    which the IR has no type for (the equation making one is refused by name)."""
-    if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key):
-        return None
-    return DType.from_numpy(aval.dtype)[tuple(ir_dim(d) for d in aval.shape)]
+    """An abstract value (``ShapedArray``) as an IR type. A threefry PRNG key array ``key<fry>[*S]``
+    is its key data, ``u32[*S, 2]``; None for another PRNG implementation's keys."""
+    shape = tuple(ir_dim(d) for d in aval.shape)
+    if _is_key_dtype(aval.dtype):
+        return DType.uint32[(*shape, 2)] if key_impl_name(aval.dtype) == THREEFRY else None
+    return DType.from_numpy(aval.dtype)[shape]
+
+
+def _is_key_dtype(dtype: Any) -> bool:
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def key_impl_name(key_dtype: Any) -> str:
+    """The PRNG implementation of a key dtype (``"threefry2x32"`` for ``key<fry>``)."""
+    return key_dtype._impl.name
 
 
 def is_dropped(var: Any) -> bool:
@@ -240,8 +263,10 @@ def is_dropped(var: Any) -> bool:
     return isinstance(var, jax_core.DropVar)
 
 
-def _dtype_of(x: Any) -> np.dtype:
+def _dtype_of(x: Any) -> Any:
     dtype = getattr(x, "dtype", None)
+    if dtype is not None and _is_key_dtype(dtype):
+        return dtype
     return np.dtype(dtype) if dtype is not None else jax.numpy.asarray(x).dtype
 
 
@@ -253,7 +278,17 @@ def is_tracer(x: Any) -> bool:
 def is_prng_key(x: Any) -> bool:
     """Whether ``x`` is a typed PRNG key array (``jax.random.key(0)``)."""
     dtype = getattr(x, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    return dtype is not None and _is_key_dtype(dtype)
+
+
+def key_data(key: Any) -> Any:
+    """A threefry key array's data, ``u32[*shape, 2]``, what the IR holds for it."""
+    return jax.random.key_data(key)
+
+
+def wrap_key_data(data: Any) -> Any:
+    """The threefry key array whose data is ``data`` (a graph's key output back as keys)."""
+    return jax.random.wrap_key_data(data, impl=THREEFRY)
 
 
 def primitives_used(program: SubProgram) -> set[str]:

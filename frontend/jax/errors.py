@@ -51,12 +51,14 @@ class EffectNotSupported(JaxCaptureError):
 
 
 class UnsupportedArgument(ParityError, TypeError):
-    """An argument of a type the IR has no counterpart for (a typed PRNG key)."""
+    """An argument of a type the IR has no counterpart for (a PRNG key of an implementation other than
+    threefry2x32)."""
 
     def __init__(self, position: int, type_name: str):
         super().__init__(f"array argument {position} (in flattened order) is a {type_name}, which parity cannot "
-                         "take: it translates no random-number primitives yet (docs/jax.md)\n  fix: draw the "
-                         "random numbers outside the compiled function and pass them in as arrays")
+                         "take: it translates keys of JAX's default PRNG, threefry2x32, only (docs/jax.md)\n  fix: "
+                         "make the key with jax.random.key(seed) and the default implementation, or draw the random "
+                         "numbers outside the compiled function and pass them in as arrays")
 
 
 class TranslationBug(ParityError, AssertionError):

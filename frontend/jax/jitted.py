@@ -24,7 +24,7 @@ import numpy as np
 from ...ir.graph import Graph
 from ...ir.precision import Precision
 from . import auto
-from .compat import is_prng_key, is_tracer, trace
+from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, trace, wrap_key_data
 from .errors import UnsupportedArgument
 from .run import as_numpy, compile_graph, to_jax
 from .translate import jaxpr_to_ir
@@ -37,6 +37,7 @@ class Compiled:
     graph: Graph
     run: Callable
     out_tree: Any
+    out_keys: tuple[bool, ...]  # which flat outputs are PRNG keys (the executable returns their data)
     backend: str
     pick: auto.AutoPick | None = None
 
@@ -67,14 +68,17 @@ class JaxJitted:
                             "runs a whole JAX program, so put the transformation inside it: "
                             "parity.jax.jit(jax.grad(f))")
         for i, leaf in enumerate(leaves):
-            if is_prng_key(leaf):
+            if is_prng_key(leaf) and key_impl_name(leaf.dtype) != THREEFRY:
                 raise UnsupportedArgument(i, str(leaf.dtype))
-        arrays = as_numpy(leaves)
-        key = (statics, in_tree, tuple((a.shape, a.dtype) for a in arrays))
-        compiled = self.cache.get(key)
+        keys = tuple(is_prng_key(leaf) for leaf in leaves)
+        arrays = as_numpy([key_data(leaf) if is_key else leaf for leaf, is_key in zip(leaves, keys)])
+        signature = (statics, in_tree, keys, tuple((a.shape, a.dtype) for a in arrays))
+        compiled = self.cache.get(signature)
         if compiled is None:
-            compiled = self.cache[key] = self._compile(statics, in_tree, arrays)
-        return jax.tree_util.tree_unflatten(compiled.out_tree, to_jax(compiled.run(*arrays)))
+            compiled = self.cache[signature] = self._compile(statics, in_tree, leaves, arrays)
+        outputs = [wrap_key_data(o) if is_key else o
+                   for o, is_key in zip(to_jax(compiled.run(*arrays)), compiled.out_keys, strict=True)]
+        return jax.tree_util.tree_unflatten(compiled.out_tree, outputs)
 
     # -- static and dynamic arguments ---------------------------------------------------
 
@@ -104,16 +108,18 @@ class JaxJitted:
 
     # -- compiling ------------------------------------------------------------------------
 
-    def _compile(self, statics: tuple, in_tree, arrays: list[np.ndarray]) -> Compiled:
+    def _compile(self, statics: tuple, in_tree, leaves: list, arrays: list[np.ndarray]) -> Compiled:
+        """``leaves`` are the call's (PRNG keys as keys), ``arrays`` what the executable takes (keys as data)."""
         flat = self._flat_function(statics, in_tree)
-        traced = trace(flat, arrays)
+        traced = trace(flat, leaves)
         graph = jaxpr_to_ir(traced, flat.__name__)
         if self.backend != "auto":
             return Compiled(graph, compile_graph(self.backend, graph, self.device, self.precision),
-                            traced.out_tree, self.backend)
-        want = [np.asarray(o) for o in jax.tree_util.tree_leaves(jax.jit(flat)(*arrays))]
+                            traced.out_tree, traced.out_keys, self.backend)
+        want = [np.asarray(key_data(o) if is_key else o) for o, is_key in
+                zip(jax.tree_util.tree_leaves(jax.jit(flat)(*leaves)), traced.out_keys, strict=True)]
         run, pick = auto.choose(graph, self.device, self.precision, arrays, want)
-        return Compiled(graph, run, traced.out_tree, pick.backend, pick)
+        return Compiled(graph, run, traced.out_tree, traced.out_keys, pick.backend, pick)
 
 
 def _statics(fun: Callable, argnums, argnames) -> tuple[tuple[int, ...], tuple[str, ...]]:

@@ -27,7 +27,8 @@ from ...ir.passes.dce import dce
 from .compat import Eqn, Operand, SubProgram, Traced, body_of, is_dropped
 from .context import JaxContext, Refused
 from .errors import EffectNotSupported, SymbolicSizeNotSupported, TranslationBug, UntranslatedPrimitive
-from .rules import TABLE
+from .rules import KEY_NATIVE, TABLE
+from .rules.keys import on_key_data
 
 
 def jaxpr_to_ir(traced: Traced, name: str) -> Graph:
@@ -74,9 +75,11 @@ def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value
         raise EffectNotSupported(eqn.primitive, eqn.loc)
     if rule is None:
         raise UntranslatedPrimitive(eqn.primitive, eqn.loc)
-    ctx = JaxContext(b, eqn, lambda program, values: inline_program(b, program, values, eqn.loc))
     with b.location(eqn.loc):
         try:
+            if eqn.on_keys and eqn.primitive not in KEY_NATIVE:
+                eqn = on_key_data(eqn)
+            ctx = JaxContext(b, eqn, lambda program, values: inline_program(b, program, values, eqn.loc))
             result = rule(ctx, *inputs)
         except Refused as exc:
             raise UntranslatedPrimitive(eqn.primitive, eqn.loc, str(exc)) from None

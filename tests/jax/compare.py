@@ -4,22 +4,33 @@ failing that, when its distance from a float64 run of the same JAX function is a
 NOISE_FACTOR times jax.jit's own float32 distance from it (ill-conditioned outputs;
 NOISE_LEVEL_FACTOR where jax.jit's error is at least the float64 value itself, an analytically
 zero gradient that both runs give as rounding noise). NaN and
-±inf must sit where jax.jit's do."""
+±inf must sit where jax.jit's do. Integer and bool results, and PRNG keys (as their key data), must
+equal jax.jit's exactly."""
 
 from __future__ import annotations
 
 import jax
 import numpy as np
 
+import parity.jax
 from parity.conformance.hf.check import NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL
 
 
+def _is_key(a) -> bool:
+    return jax.dtypes.issubdtype(getattr(a, "dtype", np.float32), jax.dtypes.prng_key)
+
+
+def _plain(a):
+    """A leaf as a NumPy array; a PRNG key array as its key data."""
+    return np.asarray(jax.random.key_data(a) if _is_key(a) else a)
+
+
 def float64_run(fun, *args):
-    """``fun`` under x64 on the arguments widened to float64: the oracle."""
+    """``fun`` under x64 on the arguments widened to float64 (PRNG keys as they are): the oracle."""
     with jax.enable_x64(True):
-        wide = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f"
-                                      else np.asarray(a), args)
-        return jax.tree_util.tree_map(np.asarray, jax.jit(fun)(*wide))
+        wide = jax.tree_util.tree_map(lambda a: a if _is_key(a) else np.asarray(a, np.float64)
+                                      if np.asarray(a).dtype.kind == "f" else np.asarray(a), args)
+        return jax.tree_util.tree_map(_plain, jax.jit(fun)(*wide))
 
 
 def mismatches(got, want, exact) -> list[str]:
@@ -32,7 +43,14 @@ def mismatches(got, want, exact) -> list[str]:
     exact_leaves = _Lazy(exact)
     problems = []
     for i, (g, w) in enumerate(zip(got_leaves, want_leaves)):
-        g, w = np.asarray(g), np.asarray(w)
+        if _is_key(g) != _is_key(w):
+            problems.append(f"leaf {i}: {g.dtype} instead of {w.dtype}")
+            continue
+        g, w = _plain(g), _plain(w)
+        if w.dtype.kind in "biu":  # integers, bools and key data have no rounding to allow for
+            if not np.array_equal(g, w):
+                problems.append(f"leaf {i}: {w.dtype} differs from jax.jit's at {int(np.sum(g != w))} places")
+            continue
         if g.shape != w.shape or g.dtype != w.dtype:
             problems.append(f"leaf {i}: {g.dtype}{g.shape} instead of {w.dtype}{w.shape}")
             continue
@@ -48,7 +66,7 @@ def mismatches(got, want, exact) -> list[str]:
         worst = float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
         if worst <= RTOL * scale:
             continue
-        x = np.where(np.isfinite(w), np.asarray(exact_leaves[i], np.float64), 0)
+        x = np.where(np.isfinite(w), np.asarray(_plain(exact_leaves[i]), np.float64), 0)
         own = float(np.max(np.abs(w - x), initial=0.0))
         ours = float(np.max(np.abs(g - x), initial=0.0))
         noise = own >= float(np.max(np.abs(x), initial=0.0))  # jax.jit has no correct digit: both are noise
@@ -70,3 +88,12 @@ class _Lazy:
             tree = self._source() if callable(self._source) else self._source
             self._leaves = jax.tree_util.tree_leaves(tree)
         return self._leaves[i]
+
+
+def assert_matches_jax_jit(fun, args, backend: str, what: str):
+    """``parity.jax.jit(fun)`` on ``backend`` returns jax.Arrays (keys as key arrays) that match
+    jax.jit's by the rule above; ``what`` names the cell in the failure."""
+    got = parity.jax.jit(fun, backend=backend)(*args)
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(got))
+    problems = mismatches(got, jax.jit(fun)(*args), float64_run(fun, *args))
+    assert not problems, f"{what} on {backend}:\n" + "\n".join(problems)

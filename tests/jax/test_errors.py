@@ -108,19 +108,20 @@ def test_a_refusal_inside_a_library_helper_names_the_users_call():
                                       "the JAX primitive `gather` has no parity translation")
 
 
-def dropout(key_data, x):
-    keep = jax.random.bernoulli(jax.random.wrap_key_data(key_data), 0.5, x.shape)
-    return jnp.where(keep, x, 0.0)
+def eight_bit_draw(key):
+    return jax.random.bits(key, (4,), jnp.uint8)
 
 
-def test_random_numbers_are_refused_at_the_users_line_until_they_translate():
-    """Typed keys have no IR type: a key argument is refused at the door, a key made inside
-    the function at the line that makes it."""
-    with pytest.raises(UnsupportedArgument, match=r"array argument 0 \(in flattened order\) is a key<fry>, "
-                                                  r"which parity cannot take.*\n  fix: draw the random numbers "
-                                                  r"outside the compiled function"):
-        parity.jax.jit(lambda k, x: x, backend="reference")(jax.random.key(0), jnp.ones(2))
+def test_random_numbers_parity_does_not_translate_are_refused_at_the_door_or_the_users_line():
+    """A key of another PRNG implementation is refused at the door; a draw of a width parity
+    does not translate at the line that draws it."""
+    with pytest.raises(UnsupportedArgument, match=r"array argument 0 \(in flattened order\) is a key<rbg>, "
+                                                  r"which parity cannot take: it translates keys of JAX's default "
+                                                  r"PRNG, threefry2x32, only.*\n  fix: make the key with "
+                                                  r"jax.random.key\(seed\)"):
+        parity.jax.jit(lambda k, x: x, backend="reference")(jax.random.key(0, impl="rbg"), jnp.ones(2))
     with pytest.raises(UntranslatedPrimitive) as info:
-        parity.jax.jit(dropout, backend="reference")(jax.random.key_data(jax.random.key(0)), jnp.ones(4))
-    assert str(info.value).startswith(f"{_line_of(dropout, 'wrap_key_data')} in dropout: the JAX primitive "
-                                      "`random_wrap` has no parity translation")
+        parity.jax.jit(eight_bit_draw, backend="reference")(jax.random.key(0))
+    assert str(info.value).startswith(f"{_line_of(eight_bit_draw, 'jax.random.bits')} in eight_bit_draw: the "
+                                      "JAX primitive `random_bits` has no parity translation")
+    assert "8-bit random bits" in str(info.value)

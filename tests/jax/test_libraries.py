@@ -7,15 +7,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-import parity.jax
-
-from .compare import float64_run, mismatches
+from .compare import assert_matches_jax_jit
 
 
 def _check(fun, args, backend):
-    got = parity.jax.jit(fun, backend=backend)(*args)
-    problems = mismatches(got, jax.jit(fun)(*args), float64_run(fun, *args))
-    assert not problems, "\n".join(problems)
+    assert_matches_jax_jit(fun, args, backend, getattr(fun, "__name__", "the program"))
 
 
 @pytest.mark.parametrize("backend", ["xla", "onnx"])

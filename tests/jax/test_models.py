@@ -3,12 +3,9 @@ parity.jax.jit on every backend, against jax.jit within the rule of tests/jax/co
 
 from __future__ import annotations
 
-import jax
 import pytest
 
-import parity.jax
-
-from .compare import float64_run, mismatches
+from .compare import assert_matches_jax_jit
 from .models import MODELS, stage_of
 
 BACKENDS = ("reference", "xla", "onnx", "inductor", "triton")
@@ -35,7 +32,4 @@ CELLS = [pytest.param(b, m, s, marks=() if (b, m, s) in CI_SUBSET else pytest.ma
 def test_matches_jax_jit(backend, model_name, stage):
     model = MODELS[model_name]()
     fun, args = stage_of(model, stage)
-    got = parity.jax.jit(fun, backend=backend)(*args)
-    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(got))
-    problems = mismatches(got, jax.jit(fun)(*args), float64_run(fun, *args))
-    assert not problems, f"{model_name} {stage} on {backend}:\n" + "\n".join(problems)
+    assert_matches_jax_jit(fun, args, backend, f"{model_name} {stage}")

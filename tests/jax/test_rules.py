@@ -47,6 +47,12 @@ CASES = {
     "take_along_axis_and_grad": (lambda x, i: jax.value_and_grad(lambda v: jnp.take_along_axis(
         jax.nn.log_softmax(v), i[..., None], axis=-1).sum())(x), (X4[:, :5, 0, :], np.array([[0, 2, 1, 2, 0],
                                                                                        [1, 1, 2, 0, 7]], np.int32))),
+    # sorting: ties, -0.0 against 0.0, ±inf and NaN; argsort carries an iota along; top_k on an inner axis
+    "sort_argsort_top_k": (lambda x, i: (jnp.sort(x), jnp.argsort(x), jnp.argsort(x, axis=0), lax.top_k(x, 3),
+                                         lax.top_k(x, 1, axis=0), jnp.sort(i), lax.top_k(i, 2)),
+                           (np.array([[3., 0., -0., np.nan, 1., 1., -np.inf, np.inf],
+                                      [2., 2., 2., 1., 5., -1., 0., 7.]], np.float32),
+                            np.array([[5, 3, 3, 1, 9, 0, 2, 2]], np.int32))),
     # loops and branches
     "scan_reverse_two_carries": (lambda xs: lax.scan(lambda c, x: ((c[0] * 0.5 + x, c[1] + x.sum()), c[0] - x),
                                                      (jnp.zeros(3), 0.0), xs, reverse=True), (X4[0, :, 0, :],)),

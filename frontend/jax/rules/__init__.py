@@ -3,8 +3,8 @@
 Values are rules ``rule(ctx, *operands)`` (``ctx`` is a
 :class:`~parity.frontend.jax.context.JaxContext`). The table is assembled here from one
 module per op family, named after the ``ir/ops`` families they build (elementwise, shape,
-reduction, contraction, indexing, window) plus ``control`` (scan, cond, and the
-refusals); nothing else registers entries. Calls whose body is inlined (``jit``,
+reduction, contraction, indexing, sorting, window) plus ``control`` (scan, cond, and the
+refusals) and ``random`` (threefry keys; ``keys`` adapts the shape rules to key arrays); nothing else registers entries. Calls whose body is inlined (``jit``,
 ``custom_jvp_call``, ``remat``...) are listed in compat.py, not here.
 
 Example::
@@ -16,9 +16,11 @@ Example::
 from __future__ import annotations
 
 from ...tables import merge_tables
-from . import contraction, control, elementwise, indexing, reduction, shape, window
+from . import contraction, control, elementwise, indexing, random, reduction, shape, sorting, window
 
-FAMILIES = (elementwise, shape, reduction, contraction, indexing, window, control)
+FAMILIES = (elementwise, shape, reduction, contraction, indexing, sorting, window, control, random)
+# the primitives that take PRNG key arrays as their data themselves; the others go through on_key_data
+KEY_NATIVE = frozenset(random.TABLE)
 
 
 TABLE = merge_tables(FAMILIES, "JAX primitive")

@@ -134,6 +134,43 @@ def integer_pow(ctx: JaxContext, x: Value):
     return result
 
 
+# XLA's single-precision erf_inv (Giles, "Approximating the erfinv function", 2010): a degree-8
+# polynomial in w = -log1p(-x*x) - 2.5 (w < 5) or sqrt(-log1p(-x*x)) - 3, times x; highest degree first
+_ERF_INV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                    -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERF_INV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                 -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def erf_inv(ctx: JaxContext, x: Value):
+    """The inverse error function as jax.jit computes it on CPU for float32 (jax.random.normal draws
+    through it): XLA's polynomial, evaluated in float32, and ±inf at ±1."""
+    dtype, shape = x.type.dtype, tuple(x.type.shape)
+    if dtype is not DType.float32:
+        refuse(f"erf_inv of {dtype.short} (parity translates XLA's float32 polynomial): compute it in float32")
+    b = ctx.b
+
+    def const(v):
+        return ctx.full(v, dtype, shape)
+
+    w = b.neg(b.log1p(b.neg(b.mul(x, x))))
+    central = b.lt(w, const(5.0))
+    w = b.select(central, b.sub(w, const(2.5)), b.sub(b.sqrt(w), const(3.0)))
+    p = None
+    for lo, hi in zip(_ERF_INV_CENTRAL, _ERF_INV_TAIL):
+        c = b.select(central, const(lo), const(hi))
+        p = c if p is None else b.add(c, b.mul(p, w))
+    at_one = b.eq(b.abs(x), const(1.0))
+    return b.select(at_one, b.mul(x, const(float("inf"))), b.mul(p, x))
+
+
+def bitcast_convert_type(ctx: JaxContext, x: Value):
+    if ctx.out.dtype.bits != x.type.dtype.bits:
+        refuse(f"a bitcast from {x.type.dtype.short} to {ctx.out.dtype.short}, which changes the shape (parity "
+               "translates bitcasts between dtypes of one width)")
+    return ctx.b.bitcast_convert(x, dtype=ctx.out.dtype)
+
+
 TABLE = {name: _unary(op) for name, op in UNARY.items()}
 TABLE |= {name: _binary(op) for name, op in BINARY.items()}
 TABLE |= {name: _logical(name) for name in LOGICAL}
@@ -150,4 +187,6 @@ TABLE |= {
     "optimization_barrier": identities,
     "square": square,
     "integer_pow": integer_pow,
+    "erf_inv": erf_inv,
+    "bitcast_convert_type": bitcast_convert_type,
 }
