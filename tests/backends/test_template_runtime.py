@@ -70,3 +70,17 @@ def test_its_artifact_is_loaded_from_the_disk_cache(tmp_path):
     again, loaded = disk_cache.compile_cached(graph, parity_numpy_backend.NumpyBackend(), "cpu", str(tmp_path))
     assert loaded
     np.testing.assert_array_equal(again(np.zeros(3, np.float32))[0], first(np.zeros(3, np.float32))[0])
+
+
+def test_a_batch_that_changes_runs_on_the_symbolic_graph():
+    """parity recaptures a function whose batch changed with symbolic sizes (automatic dynamic);
+    the template's executable binds the symbols from each call's inputs. (It raised TypeError:
+    'Symbol' object cannot be interpreted as an integer, in the full suite, where an earlier
+    test had called the same Sequential with another batch.)"""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).eval()
+    compiled = parity.compile(model, backend="numpy", dynamic=True, cache_dir=False)
+    with torch.no_grad():
+        for batch in (3, 5, 1, 7):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(compiled(x), model(x))

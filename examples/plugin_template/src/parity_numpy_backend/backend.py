@@ -21,6 +21,7 @@ import numpy as np
 from parity.backends import Backend, Deviation, OpClaim, declining_complex
 from parity.backends.runtime import BackendOption, resolve_options
 from parity.ir import OP_TABLE, parse, primitives
+from parity.ir.shapes import ShapeBindings
 
 from .kernels import KERNELS
 
@@ -84,6 +85,7 @@ class NumpyExecutable:
         self.graph, self.check_finite, self.parameters = graph, check_finite, frozenset(parameters)
         self._dtypes = [v.type.dtype for v in graph.inputs]
         self._bound: dict = {}  # graph input -> its bound array
+        self._static = all(v.type.is_static for v in graph.values())
 
     def bind(self, values) -> None:
         for k, value in values.items():
@@ -92,9 +94,14 @@ class NumpyExecutable:
     def __call__(self, *arrays):
         env = dict(self._bound)
         env.update({v: _as_numpy(a, d) for v, a, d in zip(self.graph.inputs, arrays, self._dtypes) if a is not None})
+        # A graph with symbolic sizes (parity recaptures a function whose batch changed): each call
+        # binds the symbols from its inputs' shapes, and every type and attribute is read resolved.
+        sizes = None if self._static else ShapeBindings(error=ValueError)
+        if sizes is not None:
+            sizes.bind_inputs(self.graph, [env[v].shape for v in self.graph.inputs])
         with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are results, not warnings
             for node in self.graph.nodes:
-                _step(node, env)
+                _step(node, env, sizes)
                 if self.check_finite:
                     _check_finite(node, env)
         return [env[v] for v in self.graph.outputs]
@@ -110,12 +117,14 @@ def _check_finite(node, env) -> None:
                                  f"made NaN or inf from finite operands")
 
 
-def _step(node, env) -> None:
-    """Run one node: its kernel on its operands' arrays, results typed as the graph says."""
-    outs = [v.type for v in node.outputs]
-    result = KERNELS[node.op](node.attrs, outs, *[env[v] for v in node.inputs])
-    for v, r in zip(node.outputs, result if isinstance(result, tuple) else (result,)):
-        env[v] = np.asarray(r).astype(v.type.dtype.numpy, copy=False).reshape(v.type.shape)
+def _step(node, env, sizes=None) -> None:
+    """Run one node: its kernel on its operands' arrays, results typed as the graph says (with
+    symbolic sizes resolved by ``sizes``, a ShapeBindings, where the graph has them)."""
+    outs = [v.type if sizes is None else sizes.resolve(v.type) for v in node.outputs]
+    attrs = node.attrs if sizes is None else sizes.resolve_attrs(node.attrs, strict=True)
+    result = KERNELS[node.op](attrs, outs, *[env[v] for v in node.inputs])
+    for v, t, r in zip(node.outputs, outs, result if isinstance(result, tuple) else (result,)):
+        env[v] = np.asarray(r).astype(t.dtype.numpy, copy=False).reshape(t.shape)
 
 
 def _as_numpy(array, dtype) -> np.ndarray:
