@@ -18,8 +18,8 @@ from parity.frontend.jax.errors import SymbolicSizeNotSupported, UnsupportedSymb
 from .compare import float64_run, mismatches
 from .models import MODELS, stage_of
 
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx", reason="ONNX export needs onnx (pip install 'parity[onnx]')")
+ort = pytest.importorskip("onnxruntime", reason="the exported files run in onnxruntime (pip install 'parity[onnx]')")
 
 SIZES = (1, 8)  # the symbolic batch at which each file runs (traced at none of them)
 
