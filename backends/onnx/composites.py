@@ -32,7 +32,6 @@ from ...ir.ops.pooling import _windows
 from ...ir.types import TensorType
 from .context import OnnxNodeContext
 from .emitter import ONNX_DTYPES
-from .shape import reshape_to
 
 _F16, _BF16, _F32, _F64 = DType.float16, DType.bfloat16, DType.float32, DType.float64
 _FLOATS = frozenset({_F16, _BF16, _F32, _F64})
@@ -164,73 +163,53 @@ def _avg_divisor_fits(attrs, in_types) -> bool:
     return all(w.pad_high == w.pad for w in _windows("avg_pool", in_types[0], attrs))
 
 
-def _heads(batch) -> list:
-    """The IR's batch dims [*B] as the two leading dims [B, H] of ONNX Attention (tuples are products)."""
-    if len(batch) < 2:
-        return [1, *batch] if batch else [1, 1]
-    return [tuple(batch[:-1]), batch[-1]]
-
-
 def scaled_dot_product_attention(ctx, q, k, v, mask):
-    if not ctx.attrs["has_mask"] and not ctx.attrs["causal"]:
-        return unmasked_attention(ctx, q, k, v)
-    return onnx_attention(ctx, q, k, v, mask)
+    """softmax(q @ k^T * scale, masked) @ v in float32 (float16 and bfloat16 are rounded once
+    at the end, the IR's rule): the IR's own formula, node by node.
 
+    Not ONNX's Attention: under the opset parity emits, ORT has no Attention kernel and
+    inlines the op's function, which scales q and k by sqrt(scale) each (two roundings
+    more), adds an all-zero bias, copies k and v for grouped heads and reads its shapes
+    back per call: about 40 nodes where this is 7 to 11. A GPT-2 decode step with a static
+    cache ran 314 ORT nodes with it (bench/results/programs.md). Without mask or causal flag,
+    float32 is bit for bit what ORT's native Attention kernel (opset 23) computes.
 
-def onnx_attention(ctx, q, k, v, mask):
-    """ONNX Attention on [B, H, L, E] views; rows with every key masked get zeros (the IR's rule)."""
-    q_t, k_t, v_t, mask_t = ctx.in_types
-    heads = _heads(q_t.shape[:-2])
-
-    def four_d(x, t):
-        return reshape_to(ctx, x, [*heads, *t.shape[-2:]], t.shape)
-
-    a = ctx.attrs
-    inputs = [four_d(x, t) for x, t in ((q, q_t), (k, k_t), (v, v_t))]
-    if a["has_mask"]:
-        inputs.append(four_d(mask, mask_t))
-    out = ctx.op("Attention", *inputs, is_causal=int(a["causal"]), scale=a["scale"])
-    out = reshape_to(ctx, out, ctx.out.shape, [*heads, *ctx.out.shape[-2:]])
-    if not a["has_mask"]:
-        return out
-    # A query whose keys are all masked: zeros (ORT would average v or return NaN).
-    if mask_t.dtype is DType.bool:
-        attends = ctx.op("ReduceMax", ctx.cast(mask, DType.int32), ctx.em.ints([-1]), keepdims=1)
-        empty = ctx.op("Equal", attends, ctx.scalar(0, DType.int32))
-    else:
-        top = ctx.op("ReduceMax", mask, ctx.em.ints([-1]), keepdims=1)
-        empty = ctx.op("Equal", top, ctx.scalar(-np.inf, ctx.dtype))
-    empty = ctx.expand(empty, [*mask_t.shape[:-1], 1], ctx.out.shape)
-    return ctx.where(empty, ctx.full(0.0, ctx.out), out, ctx.dtype)
-
-
-def unmasked_attention(ctx, q, k, v):
-    """softmax(q @ k^T * scale) @ v without mask or causal flag, in float32 (float16 and
-    bfloat16 are rounded once at the end, the IR's rule): the IR's own formula, and for
-    float32 bit for bit what ORT's native Attention kernel (opset 23) computes.
-
-    Under the opset parity emits, ORT has no Attention kernel and inlines the op's function,
-    which adds an all-zero bias, copies k and v for grouped heads, casts to the same dtype
-    and selects fully masked rows (none here); it also scales q and k by sqrt(scale) each,
-    two roundings more. Without those passes the encoder block runs as fast as its torch.onnx
-    export in raw ORT (docs/backends/onnx.md).
-
-    A row whose scores are all -inf gets zeros, as the IR's softmax gives (ORT's gives NaN,
-    and so did its Attention: conformance case ``infinite_scores``). A row sum of -inf rules
-    out NaN and +inf in the row, so a row maximum of -inf then means every score is -inf.
+    A masked score is -inf (a bool mask selects, a float mask is added), so ORT's Softmax,
+    which subtracts the row maximum first, sees the sign of a zero score nowhere. A row
+    whose scores are all -inf gets zeros, as the IR's softmax gives (ORT's gives NaN:
+    conformance case ``infinite_scores``). A row sum of -inf rules out NaN and +inf in the
+    row, so a row maximum of -inf then means every score is -inf.
     """
-    dtype = ctx.dtype
+    dtype, attrs = ctx.dtype, ctx.attrs
     if dtype is not DType.float32:
         q, k, v = (ctx.cast(x, DType.float32) for x in (q, k, v))
-    rank = ctx.in_types[1].rank
-    k_t = ctx.op("Transpose", k, perm=[*range(rank - 2), rank - 1, rank - 2])
-    scores = ctx.op("Mul", ctx.op("MatMul", q, k_t), ctx.scalar(ctx.attrs["scale"], DType.float32))
+    q_t, k_t, _, mask_t = ctx.in_types
+    rank = k_t.rank
+    keys = ctx.op("Transpose", k, perm=[*range(rank - 2), rank - 1, rank - 2])
+    scores = ctx.op("Mul", ctx.op("MatMul", q, keys), ctx.scalar(attrs["scale"], DType.float32))
+    minus_inf = ctx.scalar(-np.inf, DType.float32)
+    if attrs["causal"]:
+        scores = ctx.op("Where", _causal_keep(ctx, q_t.shape[-2], k_t.shape[-2]), scores, minus_inf)
+    elif attrs["has_mask"] and mask_t.dtype is DType.bool:
+        scores = ctx.op("Where", mask, scores, minus_inf)
+    elif attrs["has_mask"]:
+        scores = ctx.op("Add", scores, mask if dtype is DType.float32 else ctx.cast(mask, DType.float32))
     out = ctx.op("MatMul", ctx.op("Softmax", scores, axis=-1), v)
-    last, minus_inf = ctx.em.ints([-1]), ctx.scalar(-np.inf, DType.float32)
+    last = ctx.em.ints([-1])
     empty = ctx.op("And", ctx.op("Equal", ctx.op("ReduceSum", scores, last, keepdims=1), minus_inf),
                    ctx.op("Equal", ctx.op("ReduceMax", scores, last, keepdims=1), minus_inf))
     out = ctx.where(empty, ctx.scalar(0.0, DType.float32), out, DType.float32)
     return out if dtype is DType.float32 else ctx.cast(out, dtype)
+
+
+def _causal_keep(ctx, queries, keys) -> str:
+    """bool [L, S]: query i attends to key j <= i (top-left aligned; sizes may be symbolic)."""
+    def counts(size):
+        limit = ctx.scalar(size, DType.int64) if isinstance(size, int) else ctx.op("Squeeze", ctx.em.symbol(size))
+        return ctx.op("Range", ctx.scalar(0, DType.int64), limit, ctx.scalar(1, DType.int64))
+
+    rows = ctx.op("Unsqueeze", counts(queries), ctx.em.ints([1]))
+    return ctx.op("GreaterOrEqual", rows, counts(keys))
 
 
 def relu(ctx, x):

@@ -148,6 +148,11 @@ def _attention_cases() -> list[Case]:
             case(op, d, "plain", lambda rng, d=d: (*qkv(rng, d), dummy), {"scale": 5 ** -0.5}),
             case(op, d, "causal", lambda rng, d=d: (*qkv(rng, d, length=4, source=4), dummy),
                  {"scale": 0.5, "causal": True}),
+            # top-left aligned when L != S: fewer queries than keys, and more
+            case(op, d, "causal_wide", lambda rng, d=d: (*qkv(rng, d, length=3, source=5), dummy),
+                 {"scale": 0.5, "causal": True}, tags=(EDGE,)),
+            case(op, d, "causal_tall", lambda rng, d=d: (*qkv(rng, d, length=5, source=3), dummy),
+                 {"scale": 0.5, "causal": True}, tags=(EDGE,)),
             case(op, d, "bool_mask", lambda rng, d=d: with_mask(rng, d), {"scale": 0.4, "has_mask": True},
                  tags=(EDGE,)),
             case(op, d, "additive_mask", lambda rng, d=d: with_mask(rng, d, bool_mask=False),
