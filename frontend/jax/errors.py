@@ -50,6 +50,19 @@ class EffectNotSupported(JaxCaptureError):
                          "function, or call it outside parity.jax.jit")
 
 
+class LongUnrolledLoop(UserWarning):
+    """A ``scan`` or ``fori_loop`` unrolled into so many IR nodes that compiling it is slow."""
+
+    @staticmethod
+    def message(loc: SourceLoc | None, steps: int, nodes: int) -> str:
+        where = f"{loc}: " if loc else ""
+        return (f"{where}this loop of {steps:,} steps is unrolled into {nodes:,} IR nodes: parity's IR has no loops, "
+                "so the backend compiles every step, and backend='xla' takes minutes at this size "
+                "(docs/jax.md, \"Loops\")\n  fix: backend='onnx' compiles it in seconds (its calls run slower "
+                "than jax.jit's rolled loop); or compile fewer steps (a Python loop over chunks of the sequence, "
+                "each a call of the compiled function); or run this function with jax.jit")
+
+
 class UnsupportedArgument(ParityError, TypeError):
     """An argument of a type the IR has no counterpart for (a PRNG key of an implementation other than
     threefry2x32)."""

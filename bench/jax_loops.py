@@ -1,0 +1,231 @@
+"""What unrolling ``scan`` costs: JAX loops through ``parity.jax.jit`` against ``jax.jit``.
+
+parity's JAX frontend unrolls ``lax.scan`` / ``fori_loop`` with a static trip count into
+straight-line IR (frontend/jax/rules/control.py); ``jax.jit`` keeps the loop rolled (a
+StableHLO ``while``). Two workloads, forward and ``value_and_grad``, with float32 inputs:
+
+- ``stack``: a 12-layer Flax NNX residual MLP (LayerNorm → Linear → gelu, width 64, batch 8)
+  whose layers are stacked by ``nnx.vmap`` and run by ``nnx.scan``;
+- ``lstm``: an LSTM (hidden 64, input 32, batch 8) written with ``jnp``, its steps run by
+  ``jax.lax.scan`` (64 steps; ``--sweep`` also 8, 16, 32, 64, 128).
+
+Per program and backend: capture (``make_jaxpr`` + translation to IR) and backend compile in
+seconds, the IR's node count, and the steady call (median over interleaved rounds after
+warm-up); for ``jax.jit``, trace + lower + compile. Every backend's outputs are checked
+against ``jax.jit``'s (bench/measure.py ``check_outputs``) before it is timed. The disk cache
+is off (``PARITY_CACHE_DIR=""``) so every compile is cold. Run from the repository root::
+
+    python -m parity.bench.jax_loops --backends xla,onnx --markdown bench/results/jax_loops.md
+    python -m parity.bench.jax_loops --workloads lstm --sweep 8,16,32,64,128 --backends xla,onnx
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+FEATURES, HIDDEN, BATCH = 32, 64, 8  # the LSTM
+WIDTH, LAYERS = 64, 12  # the NNX stack
+PLANS = {"full": dict(rounds=7, batch_s=0.02, budget_s=1.5, min_rounds=3, warmup=1),
+         "quick": dict(rounds=3, batch_s=0.002, budget_s=0.05, min_rounds=3, warmup=1)}  # a smoke run
+
+
+@dataclass
+class Program:
+    """A pure function of float32 array leaves, and the leaves to call it with."""
+
+    name: str
+    fun: Callable
+    args: tuple
+    trips: int  # the loop's trip count
+
+
+@dataclass
+class Row:
+    program: str
+    trips: int
+    candidate: str
+    nodes: int | None = None
+    capture_s: float | None = None  # trace + translate (parity) or trace + lower (jax.jit)
+    compile_s: float | None = None
+    compile_cpu_s: float | None = None  # the process's CPU time while compiling: less moved by other load
+    steady_ms: float | None = None
+    steady_cpu_ms: float | None = None
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def lstm_programs(steps: int) -> list[Program]:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def loss(params, xs):
+        def step(carry, x):
+            h, c = carry
+            i, f, g, o = jnp.split(x @ params["wx"] + h @ params["wh"] + params["b"], 4, axis=-1)
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+            h = jax.nn.sigmoid(o) * jnp.tanh(c)
+            return (h, c), h
+
+        zeros = jnp.zeros((BATCH, HIDDEN), jnp.float32)
+        _, hs = jax.lax.scan(step, (zeros, zeros), xs)
+        return (hs ** 2).mean()
+
+    rng = np.random.default_rng(0)  # NumPy draws: no eager JAX op to compile before the measurement
+
+    def normal(*shape, scale=1.0):
+        return jnp.asarray(scale * rng.standard_normal(shape), jnp.float32)
+
+    params = {"wx": normal(FEATURES, 4 * HIDDEN, scale=0.2), "wh": normal(HIDDEN, 4 * HIDDEN, scale=0.2),
+              "b": jnp.zeros(4 * HIDDEN, jnp.float32)}
+    xs = normal(steps, BATCH, FEATURES)
+    return [Program(f"lstm{steps} forward", loss, (params, xs), steps),
+            Program(f"lstm{steps} value_and_grad", jax.value_and_grad(loss), (params, xs), steps)]
+
+
+def stack_programs(layers: int = LAYERS) -> list[Program]:
+    import jax
+    from flax import nnx
+
+    class Block(nnx.Module):
+        def __init__(self, rngs: nnx.Rngs):
+            self.norm = nnx.LayerNorm(WIDTH, rngs=rngs)
+            self.linear = nnx.Linear(WIDTH, WIDTH, rngs=rngs)
+
+        def __call__(self, x):
+            return x + nnx.gelu(self.linear(self.norm(x)))
+
+    @nnx.split_rngs(splits=layers)
+    @nnx.vmap(in_axes=(0,), out_axes=0)
+    def make_blocks(rngs: nnx.Rngs) -> Block:
+        return Block(rngs)
+
+    @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+    def run_blocks(block: Block, x):
+        return block(x)
+
+    graphdef, params = nnx.split(make_blocks(nnx.Rngs(0)))
+
+    def loss(p, x):
+        return (run_blocks(nnx.merge(graphdef, p), x) ** 2).mean()
+
+    x = jax.random.normal(jax.random.key(1), (BATCH, WIDTH))
+    return [Program(f"stack{layers} forward", loss, (params, x), layers),
+            Program(f"stack{layers} value_and_grad", jax.value_and_grad(loss), (params, x), layers)]
+
+
+def measure(program: Program, backends: Sequence[str], plan: str = "full") -> list[Row]:
+    """One program on jax.jit and each backend: compile times, checked outputs, steady times."""
+    import jax
+    import numpy as np
+
+    from ..frontend.jax.compat import trace
+    from ..frontend.jax.run import as_numpy, compile_graph
+    from ..frontend.jax.translate import jaxpr_to_ir
+    from ..ir.precision import Precision
+    from .measure import TimingPlan, check_outputs, median, time_interleaved
+
+    leaves, tree = jax.tree_util.tree_flatten(program.args)
+
+    def flat(*ls):
+        return program.fun(*jax.tree_util.tree_unflatten(tree, ls))
+
+    start = time.perf_counter()
+    lowered = jax.jit(flat).lower(*leaves)
+    jax_row = Row(program.name, program.trips, "jax.jit", capture_s=time.perf_counter() - start)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    jitted = lowered.compile()
+    jax_row.compile_s, jax_row.compile_cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
+    want = [np.asarray(o) for o in jax.tree_util.tree_leaves(jitted(*leaves))]
+    calls = {"jax.jit": lambda: jax.block_until_ready(jitted(*leaves))}
+
+    start = time.perf_counter()
+    graph = jaxpr_to_ir(trace(flat, leaves), program.name.replace(" ", "_"))
+    capture_s = time.perf_counter() - start
+    arrays = as_numpy(leaves)
+    rows = [jax_row]
+    for backend in backends:
+        row = Row(program.name, program.trips, backend, nodes=len(graph.nodes), capture_s=capture_s)
+        rows.append(row)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        try:
+            run = compile_graph(backend, graph, "cpu", Precision.EXACT)
+            row.compile_s, row.compile_cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
+            got = [np.asarray(o) for o in run(*arrays)]
+        except Exception as exc:  # a backend that cannot run the program is a row of the table, not a crash
+            row.note = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+            continue
+        wrong = check_outputs(got, want)
+        if wrong:
+            row.note = f"wrong: {wrong}"
+            continue
+        calls[backend] = lambda run=run: run(*arrays)
+    cpu: dict[str, list[float]] = {}
+    times = time_interleaved(calls, TimingPlan(**PLANS[plan]), cpu)
+    for row in rows:
+        if row.candidate in times:
+            row.steady_ms = median(times[row.candidate]) * 1e3
+            row.steady_cpu_ms = median(cpu[row.candidate]) * 1e3
+    return rows
+
+
+def table(rows: Sequence[Row]) -> list[str]:
+    lines = ["| program | candidate | IR nodes | capture s | compile s (cpu) | steady ms (cpu) | vs jax.jit |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    anchor = {r.program: r.steady_ms for r in rows if r.candidate == "jax.jit"}
+    for r in rows:
+        ratio = (f"{r.steady_ms / anchor[r.program]:.1f}×" if r.steady_ms and anchor.get(r.program) else "")
+        lines.append(f"| {r.program} | {r.candidate} | {_num(r.nodes, '{:,}')} | {_num(r.capture_s, '{:.2f}')} | "
+                     f"{_pair(r.compile_s, r.compile_cpu_s, '{:.2f}')} | {_pair(r.steady_ms, r.steady_cpu_ms, '{:.3f}')} | "
+                     f"{ratio or r.note} |")
+    return lines
+
+
+def _num(value, fmt: str) -> str:
+    return "" if value is None else fmt.format(value)
+
+
+def _pair(wall, cpu, fmt: str) -> str:
+    return "" if wall is None else f"{fmt.format(wall)} ({fmt.format(cpu)})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m parity.bench.jax_loops", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", default="stack,lstm", help="comma-separated, from: stack, lstm")
+    parser.add_argument("--backends", default="xla,onnx", help="parity backends, comma-separated")
+    parser.add_argument("--sweep", default="64", help="LSTM trip counts, comma-separated (default: 64)")
+    parser.add_argument("--forward-only", action="store_true", help="skip the value_and_grad programs")
+    parser.add_argument("--quick", action="store_true", help="a few short timing rounds (a smoke run, not a result)")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    args = parser.parse_args(argv)
+    os.environ["PARITY_CACHE_DIR"] = ""  # cold compiles: no disk cache, compiler caches in a temporary directory
+    backends = [b for b in args.backends.split(",") if b]
+    programs: list[Program] = []
+    for workload in args.workloads.split(","):
+        if workload == "stack":
+            programs += stack_programs()
+        elif workload == "lstm":
+            programs += [p for steps in args.sweep.split(",") for p in lstm_programs(int(steps))]
+        else:
+            parser.error(f"unknown workload {workload!r}: choose from stack, lstm")
+    if args.forward_only:
+        programs = [p for p in programs if p.name.endswith("forward")]
+    rows = []
+    for program in programs:
+        new = measure(program, backends, "quick" if args.quick else "full")
+        rows += new
+        print("\n".join(table(new)[2:]), flush=True)
+    text = "\n".join(table(rows)) + "\n"
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
