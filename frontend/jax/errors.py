@@ -57,8 +57,8 @@ class LongUnrolledLoop(UserWarning):
     def message(loc: SourceLoc | None, steps: int, nodes: int) -> str:
         where = f"{loc}: " if loc else ""
         return (f"{where}this loop of {steps:,} steps is unrolled into {nodes:,} IR nodes: parity's IR has no loops, "
-                "so the backend compiles every step, and backend='xla' takes minutes at this size "
-                "(docs/jax.md, \"Loops\")\n  fix: backend='onnx' compiles it in seconds (its calls run slower "
+                "so the backend compiles every step: on backend='xla' that takes tens of seconds to minutes, "
+                "growing faster than the step count (docs/jax.md, \"Loops\")\n  fix: backend='onnx' compiles it in seconds (its calls run slower "
                 "than jax.jit's rolled loop); or compile fewer steps (a Python loop over chunks of the sequence, "
                 "each a call of the compiled function); or run this function with jax.jit")
 

@@ -16,9 +16,10 @@ from ..compat import branches_of, scan_params
 from ..context import JaxContext
 from ..errors import DataDependentLoop, EffectNotSupported, LongUnrolledLoop
 
-# One scan unrolled into more IR nodes than this warns: past it the xla backend's compile
-# passes ~25 s of CPU and ~15x jax.jit's for the same loop (bench/results/jax_loops.md).
-UNROLLED_NODES_WARNING = 2000
+# One scan unrolled into more IR nodes than this warns: a training step holding such a loop
+# compiles on xla for over 20 s of CPU, 15x jax.jit's rolled loop and growing faster than the
+# trip count (bench/results/jax_loops.md; docs/jax.md, "Loops").
+UNROLLED_NODES_WARNING = 1000
 
 
 def scan(ctx: JaxContext, *operands: Value):
@@ -34,9 +35,6 @@ def scan(ctx: JaxContext, *operands: Value):
         x_i = [_row(b, x, i) for x in xs]
         outs = ctx.inline(s.body, consts + carry + x_i)
         carry, ys_by_step[i] = outs[:s.num_carry], outs[s.num_carry:]
-    unrolled = len(b.nodes) - nodes_before
-    if unrolled > UNROLLED_NODES_WARNING:
-        warn_at(ctx.eqn.loc, LongUnrolledLoop.message(ctx.eqn.loc, s.length, unrolled), LongUnrolledLoop)
     n_ys = len(ctx.eqn.result_types) - s.num_carry
     if s.length == 0:  # no step: the stacked outputs are empty (a zero-step scan crashed here, found by
         # conformance/jax_frontend's zero_steps case)
@@ -46,6 +44,9 @@ def scan(ctx: JaxContext, *operands: Value):
         rows = [ys_by_step[i][k] for i in range(s.length)]
         stacked = [b.reshape(r, shape=(1, *r.type.shape)) for r in rows]
         ys.append(stacked[0] if len(stacked) == 1 else b.concatenate(*stacked, dimension=0))
+    unrolled = len(b.nodes) - nodes_before
+    if unrolled > UNROLLED_NODES_WARNING:
+        warn_at(ctx.eqn.loc, LongUnrolledLoop.message(ctx.eqn.loc, s.length, unrolled), LongUnrolledLoop)
     return [*carry, *ys]
 
 
