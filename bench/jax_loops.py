@@ -118,8 +118,53 @@ def stack_programs(layers: int = LAYERS) -> list[Program]:
             Program(f"stack{layers} value_and_grad", jax.value_and_grad(loss), (params, x), layers)]
 
 
-def measure(program: Program, backends: Sequence[str], plan: str = "full") -> list[Row]:
-    """One program on jax.jit and each backend: compile times, checked outputs, steady times."""
+def ort_scan_lstm(steps: int) -> Callable:
+    """The LSTM forward as onnxruntime would run a loop op: one ONNX ``Scan`` whose body is one
+    step (written by hand here; parity's IR has no loop op to lower). Takes the program's flat
+    leaves (b, wh, wx, xs: pytree order), returns [loss]. What a loop op could buy on onnx."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    from ..backends.onnx.backend import make_session
+
+    f32 = TensorProto.FLOAT
+    node = helper.make_node
+    body = helper.make_graph(
+        [node("MatMul", ["x", "wx"], ["xw"]), node("MatMul", ["h", "wh"], ["hw"]), node("Add", ["xw", "hw"], ["s"]),
+         node("Add", ["s", "b"], ["z"]), node("Split", ["z"], ["i", "f", "g", "o"], axis=1, num_outputs=4),
+         *(node("Sigmoid", [n], [f"{n}_s"]) for n in "ifo"), node("Tanh", ["g"], ["g_t"]),
+         node("Mul", ["f_s", "c"], ["fc"]), node("Mul", ["i_s", "g_t"], ["ig"]), node("Add", ["fc", "ig"], ["c2"]),
+         node("Tanh", ["c2"], ["c2_t"]), node("Mul", ["o_s", "c2_t"], ["h2"]), node("Identity", ["h2"], ["h_out"])],
+        "step",
+        [helper.make_tensor_value_info(n, f32, [BATCH, HIDDEN]) for n in ("h", "c")]
+        + [helper.make_tensor_value_info("x", f32, [BATCH, FEATURES])],
+        [helper.make_tensor_value_info(n, f32, [BATCH, HIDDEN]) for n in ("h2", "c2", "h_out")])
+    zeros = np.zeros((BATCH, HIDDEN), np.float32)
+    graph = helper.make_graph(
+        [node("Scan", ["h0", "c0", "xs"], ["hT", "cT", "hs"], body=body, num_scan_inputs=1),
+         node("Mul", ["hs", "hs"], ["sq"]), node("ReduceMean", ["sq"], ["loss"], keepdims=0)],
+        "lstm_scan",
+        [helper.make_tensor_value_info("b", f32, [4 * HIDDEN]),
+         helper.make_tensor_value_info("wh", f32, [HIDDEN, 4 * HIDDEN]),
+         helper.make_tensor_value_info("wx", f32, [FEATURES, 4 * HIDDEN]),
+         helper.make_tensor_value_info("xs", f32, [steps, BATCH, FEATURES])],
+        [helper.make_tensor_value_info("loss", f32, [])],
+        [onnx.numpy_helper.from_array(zeros, "h0"), onnx.numpy_helper.from_array(zeros, "c0")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    onnx.checker.check_model(model, full_check=True)
+    session = make_session(model)
+
+    def run(b, wh, wx, xs):
+        return session.run(["loss"], {"b": b, "wh": wh, "wx": wx, "xs": xs})
+
+    return run
+
+
+def measure(program: Program, backends: Sequence[str], plan: str = "full",
+            by_hand: dict[str, Callable[[], Callable]] | None = None) -> list[Row]:
+    """One program on jax.jit and each backend: compile times, checked outputs, steady times.
+    ``by_hand``: more candidates, by name, each a function that builds a callable of the flat leaves."""
     import jax
     import numpy as np
 
@@ -127,7 +172,7 @@ def measure(program: Program, backends: Sequence[str], plan: str = "full") -> li
     from ..frontend.jax.run import as_numpy, compile_graph
     from ..frontend.jax.translate import jaxpr_to_ir
     from ..ir.precision import Precision
-    from .measure import TimingPlan, check_outputs, median, time_interleaved
+    from .measure import TimingPlan, median, time_interleaved
 
     leaves, tree = jax.tree_util.tree_flatten(program.args)
 
@@ -148,22 +193,16 @@ def measure(program: Program, backends: Sequence[str], plan: str = "full") -> li
     capture_s = time.perf_counter() - start
     arrays = as_numpy(leaves)
     rows = [jax_row]
-    for backend in backends:
-        row = Row(program.name, program.trips, backend, nodes=len(graph.nodes), capture_s=capture_s)
+    builders = {backend: lambda backend=backend: compile_graph(backend, graph, "cpu", Precision.EXACT)
+                for backend in backends}
+    for name, build in {**builders, **(by_hand or {})}.items():
+        row = Row(program.name, program.trips, name)
+        if name in builders:
+            row.nodes, row.capture_s = len(graph.nodes), capture_s
         rows.append(row)
-        start, cpu_start = time.perf_counter(), time.process_time()
-        try:
-            run = compile_graph(backend, graph, "cpu", Precision.EXACT)
-            row.compile_s, row.compile_cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
-            got = [np.asarray(o) for o in run(*arrays)]
-        except Exception as exc:  # a backend that cannot run the program is a row of the table, not a crash
-            row.note = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
-            continue
-        wrong = check_outputs(got, want)
-        if wrong:
-            row.note = f"wrong: {wrong}"
-            continue
-        calls[backend] = lambda run=run: run(*arrays)
+        run = _admitted(row, build, arrays, want)
+        if run is not None:
+            calls[name] = lambda run=run: run(*arrays)
     cpu: dict[str, list[float]] = {}
     times = time_interleaved(calls, TimingPlan(**PLANS[plan]), cpu)
     for row in rows:
@@ -171,6 +210,28 @@ def measure(program: Program, backends: Sequence[str], plan: str = "full") -> li
             row.steady_ms = median(times[row.candidate]) * 1e3
             row.steady_cpu_ms = median(cpu[row.candidate]) * 1e3
     return rows
+
+
+def _admitted(row: Row, build: Callable[[], Callable], arrays: list, want: list) -> Callable | None:
+    """``build()`` timed into ``row``; the callable it builds, if its outputs match ``want``
+    (else None, with the reason in ``row.note``: a failing or wrong candidate is not timed)."""
+    import numpy as np
+
+    from .measure import check_outputs
+
+    start, cpu_start = time.perf_counter(), time.process_time()
+    try:
+        run = build()
+        row.compile_s, row.compile_cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
+        got = [np.asarray(o) for o in run(*arrays)]
+    except Exception as exc:  # a backend that cannot run the program is a row of the table, not a crash
+        row.note = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+        return None
+    wrong = check_outputs(got, want)
+    if wrong:
+        row.note = f"wrong: {wrong}"
+        return None
+    return run
 
 
 def table(rows: Sequence[Row]) -> list[str]:
@@ -200,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sweep", default="64", help="LSTM trip counts, comma-separated (default: 64)")
     parser.add_argument("--forward-only", action="store_true", help="skip the value_and_grad programs")
     parser.add_argument("--quick", action="store_true", help="a few short timing rounds (a smoke run, not a result)")
+    parser.add_argument("--ort-scan", action="store_true",
+                        help="also time the LSTM forward as one hand-built ONNX Scan on onnxruntime (a loop op's cost)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
     args = parser.parse_args(argv)
     os.environ["PARITY_CACHE_DIR"] = ""  # cold compiles: no disk cache, compiler caches in a temporary directory
@@ -216,7 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         programs = [p for p in programs if p.name.endswith("forward")]
     rows = []
     for program in programs:
-        new = measure(program, backends, "quick" if args.quick else "full")
+        by_hand = ({"ort Scan (by hand)": lambda steps=program.trips: ort_scan_lstm(steps)}
+                   if args.ort_scan and program.name.startswith("lstm") and program.name.endswith("forward") else {})
+        new = measure(program, backends, "quick" if args.quick else "full", by_hand)
         rows += new
         print("\n".join(table(new)[2:]), flush=True)
     text = "\n".join(table(rows)) + "\n"

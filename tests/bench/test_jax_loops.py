@@ -16,15 +16,17 @@ def capture(program: jax_loops.Program):
     return capture(lambda *ls: program.fun(*jax.tree_util.tree_unflatten(tree, ls)), *leaves).nodes
 
 
-def test_a_two_step_lstm_on_the_reference_is_measured_beside_jax_jit(tmp_path, monkeypatch):
+def test_a_two_step_lstm_on_the_reference_and_as_an_onnx_scan_is_measured_beside_jax_jit(tmp_path, monkeypatch):
     monkeypatch.setenv("PARITY_CACHE_DIR", "")  # main turns the disk cache off; restored after the test
     out = tmp_path / "loops.md"
     assert jax_loops.main(["--workloads", "lstm", "--sweep", "2", "--backends", "reference", "--forward-only",
-                           "--quick", "--markdown", str(out)]) == 0
+                           "--ort-scan", "--quick", "--markdown", str(out)]) == 0
     rows = [line.strip("| ").split(" | ") for line in out.read_text().splitlines()[2:]]
-    assert [r[:2] for r in rows] == [["lstm2 forward", "jax.jit"], ["lstm2 forward", "reference"]]
-    assert rows[0][2] == "" and int(rows[1][2]) == len(capture(jax_loops.lstm_programs(2)[0]))
-    assert [r[6] for r in rows][0] == "1.0×" and rows[1][6].endswith("×")  # checked against jax.jit, then timed
+    assert [r[:2] for r in rows] == [["lstm2 forward", "jax.jit"], ["lstm2 forward", "reference"],
+                                     ["lstm2 forward", "ort Scan (by hand)"]]
+    assert rows[0][2] == rows[2][2] == "" and int(rows[1][2]) == len(capture(jax_loops.lstm_programs(2)[0]))
+    assert rows[0][6] == "1.0×"
+    assert rows[1][6].endswith("×") and rows[2][6].endswith("×")  # checked against jax.jit, then timed
 
 
 def test_a_candidate_off_jax_jit_is_reported_and_not_timed(monkeypatch):
