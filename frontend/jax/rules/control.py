@@ -16,10 +16,11 @@ from ..compat import branches_of, scan_params
 from ..context import JaxContext
 from ..errors import DataDependentLoop, EffectNotSupported, LongUnrolledLoop
 
-# One scan unrolled into more IR nodes than this warns: a training step holding such a loop
-# compiles on xla for over 20 s of CPU, 15x jax.jit's rolled loop and growing faster than the
-# trip count (bench/results/jax_loops.md; docs/jax.md, "Loops").
-UNROLLED_NODES_WARNING = 1000
+# One scan unrolled into more IR nodes than this warns. Past it the xla backend compiles for
+# tens of seconds to minutes, growing faster than the trip count (an LSTM's gradient with loops
+# of 1,216 and 1,824 nodes: 59 s of CPU, 41x jax.jit's), while the 12-layer nnx.scan stack's
+# gradient (loops of 1,190 and 1,120 nodes, 9.3 s) stays quiet: bench/results/jax_loops.md.
+UNROLLED_NODES_WARNING = 1500
 
 
 def scan(ctx: JaxContext, *operands: Value):
