@@ -120,6 +120,7 @@ def test_a_loop_unrolled_past_the_threshold_warns_at_the_users_line_with_its_siz
     assert message.startswith(f"{where} in decaying_sum: this loop of 300 steps is unrolled into ")
     unrolled = int(message.split("unrolled into ")[1].split(" IR nodes")[0].replace(",", ""))
     assert UNROLLED_NODES_WARNING < unrolled <= len(graph.nodes)
+    assert "on backend='xla', and on 'auto' (the default, which compiles every backend)" in message
     assert "fix: backend='onnx' compiles it in seconds" in message and "run this function with jax.jit" in message
     with warnings.catch_warnings():
         warnings.simplefilter("error", LongUnrolledLoop)
