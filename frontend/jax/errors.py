@@ -54,7 +54,7 @@ class LongUnrolledLoop(UserWarning):
     """A ``scan`` or ``fori_loop`` unrolled into so many IR nodes that compiling it is slow
     (a warning: the program still runs). Example::
 
-        >>> LongUnrolledLoop.message(SourceLoc("rnn.py", 9, "loss"), 64, 3648)[:64]
+        >>> LongUnrolledLoop.message(SourceLoc("rnn.py", 9, "loss"), 64, 3648)[:65]
         'rnn.py:9 in loss: this loop of 64 steps is unrolled into 3,648 IR'
     """
 
