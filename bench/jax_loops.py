@@ -10,13 +10,17 @@ StableHLO ``while``). Two workloads, forward and ``value_and_grad``, with float3
   ``jax.lax.scan`` (64 steps; ``--sweep`` also 8, 16, 32, 64, 128).
 
 Per program and backend: capture (``make_jaxpr`` + translation to IR) and backend compile in
-seconds, the IR's node count, and the steady call (median over interleaved rounds after
-warm-up); for ``jax.jit``, trace + lower + compile. Every backend's outputs are checked
-against ``jax.jit``'s (bench/measure.py ``check_outputs``) before it is timed. The disk cache
-is off (``PARITY_CACHE_DIR=""``) so every compile is cold. Run from the repository root::
+seconds, wall and the process's CPU time (which other load does not inflate; inductor's C++
+compiles run in worker processes it does not count), the IR's node count, and the steady call
+(median over interleaved rounds after warm-up); for ``jax.jit``, trace + lower + compile.
+``--ort-scan`` adds the LSTM forward built by hand as one ONNX ``Scan``: what a loop op would
+run on onnxruntime. Every candidate's outputs are checked against ``jax.jit``'s
+(bench/measure.py ``check_outputs``) before it is timed. The disk cache is off
+(``PARITY_CACHE_DIR=""``) so every compile is cold. Results: bench/results/jax_loops.md.
+Run from the repository root (``TRITON_INTERPRET=1`` for triton without a GPU)::
 
-    python -m parity.bench.jax_loops --backends xla,onnx --markdown bench/results/jax_loops.md
-    python -m parity.bench.jax_loops --workloads lstm --sweep 8,16,32,64,128 --backends xla,onnx
+    python -m parity.bench.jax_loops --backends xla,onnx,inductor --markdown /tmp/loops.md
+    python -m parity.bench.jax_loops --workloads lstm --sweep 8,16,32,64,128 --backends xla,onnx --ort-scan
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 FEATURES, HIDDEN, BATCH = 32, 64, 8  # the LSTM
 WIDTH, LAYERS = 64, 12  # the NNX stack
@@ -45,6 +49,8 @@ class Program:
 
 @dataclass
 class Row:
+    """One candidate's measurements of one program (None: not measured)."""
+
     program: str
     trips: int
     candidate: str
@@ -54,8 +60,7 @@ class Row:
     compile_cpu_s: float | None = None  # the process's CPU time while compiling: less moved by other load
     steady_ms: float | None = None
     steady_cpu_ms: float | None = None
-    note: str = ""
-    extra: dict = field(default_factory=dict)
+    note: str = ""  # why a candidate was not timed (it failed, or its outputs were off jax.jit's)
 
 
 def lstm_programs(steps: int) -> list[Program]:
