@@ -260,6 +260,8 @@ def _pair(wall, cpu, fmt: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .measure import write_report
+
     parser = argparse.ArgumentParser(prog="python -m parity.bench.jax_loops", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", default="stack,lstm", help="comma-separated, from: stack, lstm")
     parser.add_argument("--backends", default="xla,onnx", help="parity backends, comma-separated")
@@ -289,11 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         new = measure(program, backends, "quick" if args.quick else "full", by_hand)
         rows += new
         print("\n".join(table(new)[2:]), flush=True)
-    text = "\n".join(table(rows)) + "\n"
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
+    print(write_report(table(rows), args.markdown or ""))
     return 0
 
 
