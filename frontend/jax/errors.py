@@ -50,6 +50,25 @@ class EffectNotSupported(JaxCaptureError):
                          "function, or call it outside parity.jax.jit")
 
 
+class LongUnrolledLoop(UserWarning):
+    """A ``scan`` or ``fori_loop`` unrolled into so many IR nodes that compiling it is slow
+    (a warning: the program still runs). Example::
+
+        >>> LongUnrolledLoop.message(SourceLoc("rnn.py", 9, "loss"), 64, 3648)[:65]
+        'rnn.py:9 in loss: this loop of 64 steps is unrolled into 3,648 IR'
+    """
+
+    @staticmethod
+    def message(loc: SourceLoc | None, steps: int, nodes: int) -> str:
+        where = f"{loc}: " if loc else ""
+        return (f"{where}this loop of {steps:,} steps is unrolled into {nodes:,} IR nodes: parity's IR has no loops, "
+                "so the backend compiles every step: on backend='xla', and on 'auto' (the default, which "
+                "compiles every backend), that takes tens of seconds to minutes, growing faster than the step "
+                "count (docs/jax.md, \"Loops\")\n  fix: backend='onnx' compiles it in seconds (its calls run slower "
+                "than jax.jit's rolled loop); or compile fewer steps (a Python loop over chunks of the sequence, "
+                "each a call of the compiled function); or run this function with jax.jit")
+
+
 class UnsupportedArgument(ParityError, TypeError):
     """An argument of a type the IR has no counterpart for (a PRNG key of an implementation other than
     threefry2x32)."""

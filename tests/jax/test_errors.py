@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -11,12 +12,15 @@ import pytest
 from jax import lax
 
 import parity.jax
+from parity.frontend.jax import capture
 from parity.frontend.jax.errors import (
     DataDependentLoop,
     EffectNotSupported,
+    LongUnrolledLoop,
     UnsupportedArgument,
     UntranslatedPrimitive,
 )
+from parity.frontend.jax.rules.control import UNROLLED_NODES_WARNING
 from parity.ir.errors import ParityError
 
 
@@ -94,6 +98,33 @@ def test_a_fori_loop_with_a_static_trip_count_runs():
 
     got = parity.jax.jit(power_of_two, backend="reference")(jnp.ones(2))
     np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.jit(power_of_two)(jnp.ones(2))))
+
+
+def decaying_sum(xs):
+    return lax.scan(lambda c, x: (c * 0.5 + x, None), jnp.zeros(2), xs)[0]
+
+
+def two_decaying_sums(xs):
+    return decaying_sum(xs) + decaying_sum(xs[::-1])
+
+
+def test_a_loop_unrolled_past_the_threshold_warns_at_the_users_line_with_its_size_and_the_options():
+    """Translation only (no compile): 300 steps of a 6-node body warn, once; two loops of 200 steps
+    stay quiet, though together they unroll past the threshold (the count is per loop)."""
+    where = _line_of(decaying_sum, "lax.scan")
+    with pytest.warns(LongUnrolledLoop) as record:
+        graph = capture(decaying_sum, jnp.ones((300, 2)))
+    assert len(record) == 1
+    assert f"{record[0].filename}:{record[0].lineno}" == where  # attributed to the user's line
+    message = str(record[0].message)
+    assert message.startswith(f"{where} in decaying_sum: this loop of 300 steps is unrolled into ")
+    unrolled = int(message.split("unrolled into ")[1].split(" IR nodes")[0].replace(",", ""))
+    assert UNROLLED_NODES_WARNING < unrolled <= len(graph.nodes)
+    assert "on backend='xla', and on 'auto' (the default, which compiles every backend)" in message
+    assert "fix: backend='onnx' compiles it in seconds" in message and "run this function with jax.jit" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LongUnrolledLoop)
+        assert len(capture(two_decaying_sums, jnp.ones((200, 2))).nodes) > UNROLLED_NODES_WARNING
 
 
 def test_a_refusal_inside_a_library_helper_names_the_users_call():

@@ -1,17 +1,26 @@
 """Control flow: ``scan`` (also ``fori_loop`` with a static trip count) unrolled, ``cond`` as a
 select over its branches, and the refusals: a data-dependent ``while``, host callbacks.
 
-Unrolling, not loops in the IR: every backend runs straight-line IR today, and a 64-step
-RNN unrolls and compiles in the time docs/jax.md records. (``jit``, ``custom_jvp_call``,
+Unrolling, not loops in the IR: every backend runs straight-line IR today. What it costs
+(compile time grows faster than the trip count on xla) is measured in
+bench/results/jax_loops.md, and a scan that unrolls past :data:`UNROLLED_NODES_WARNING`
+nodes warns at the user's line (docs/jax.md, "Loops"). (``jit``, ``custom_jvp_call``,
 ``custom_vjp_call`` and ``remat`` are inlined by the walk itself: translate.py.)
 """
 
 from __future__ import annotations
 
 from ....ir.graph import Value
+from ...source import warn_at
 from ..compat import branches_of, scan_params
 from ..context import JaxContext
-from ..errors import DataDependentLoop, EffectNotSupported
+from ..errors import DataDependentLoop, EffectNotSupported, LongUnrolledLoop
+
+# One scan unrolled into more IR nodes than this warns. Past it the xla backend compiles for
+# tens of seconds to minutes, growing faster than the trip count (an LSTM's gradient with loops
+# of 1,216 and 1,824 nodes: 59 s of CPU, 41x jax.jit's), while the 12-layer nnx.scan stack's
+# gradient (loops of 1,190 and 1,120 nodes, 9.3 s) stays quiet: bench/results/jax_loops.md.
+UNROLLED_NODES_WARNING = 1500
 
 
 def scan(ctx: JaxContext, *operands: Value):
@@ -22,6 +31,7 @@ def scan(ctx: JaxContext, *operands: Value):
     xs = operands[s.num_consts + s.num_carry:]
     ys_by_step: dict[int, list[Value]] = {}
     steps = range(s.length - 1, -1, -1) if s.reverse else range(s.length)
+    nodes_before = len(b.nodes)
     for i in steps:
         x_i = [_row(b, x, i) for x in xs]
         outs = ctx.inline(s.body, consts + carry + x_i)
@@ -35,6 +45,9 @@ def scan(ctx: JaxContext, *operands: Value):
         rows = [ys_by_step[i][k] for i in range(s.length)]
         stacked = [b.reshape(r, shape=(1, *r.type.shape)) for r in rows]
         ys.append(stacked[0] if len(stacked) == 1 else b.concatenate(*stacked, dimension=0))
+    unrolled = len(b.nodes) - nodes_before
+    if unrolled > UNROLLED_NODES_WARNING:
+        warn_at(ctx.eqn.loc, LongUnrolledLoop.message(ctx.eqn.loc, s.length, unrolled), LongUnrolledLoop)
     return [*carry, *ys]
 
 
