@@ -176,9 +176,10 @@ def scaled_dot_product_attention(ctx, q, k, v, mask):
 
     A masked score is -inf (a bool mask selects, a float mask is added), so ORT's Softmax,
     which subtracts the row maximum first, sees the sign of a zero score nowhere. A row
-    whose scores are all -inf gets zeros, as the IR's softmax gives (ORT's gives NaN:
-    conformance case ``infinite_scores``). A row sum of -inf rules out NaN and +inf in the
-    row, so a row maximum of -inf then means every score is -inf.
+    whose scores are all -inf gets zero weights, as the IR's softmax gives (ORT's gives NaN:
+    conformance case ``infinite_scores``), so its output is zeros (NaN where v holds an
+    infinity, as in the IR and torch: case ``masked_row_infinite_values``). A row sum of -inf
+    rules out NaN and +inf in the row, so a row maximum of -inf then means every score is -inf.
     """
     dtype, attrs = ctx.dtype, ctx.attrs
     if dtype is not DType.float32:
@@ -194,11 +195,13 @@ def scaled_dot_product_attention(ctx, q, k, v, mask):
         scores = ctx.op("Where", mask, scores, minus_inf)
     elif attrs["has_mask"]:
         scores = ctx.op("Add", scores, mask if dtype is DType.float32 else ctx.cast(mask, DType.float32))
-    out = ctx.op("MatMul", ctx.op("Softmax", scores, axis=-1), v)
     last = ctx.em.ints([-1])
     empty = ctx.op("And", ctx.op("Equal", ctx.op("ReduceSum", scores, last, keepdims=1), minus_inf),
                    ctx.op("Equal", ctx.op("ReduceMax", scores, last, keepdims=1), minus_inf))
-    out = ctx.where(empty, ctx.scalar(0.0, DType.float32), out, DType.float32)
+    # The weights of an empty row are zeros before the product, as in the IR (0 * inf is NaN
+    # there too). ORT's Where may turn a selected -0.0 into +0.0, and no weight is -0.0.
+    weights = ctx.op("Where", empty, ctx.scalar(0.0, DType.float32), ctx.op("Softmax", scores, axis=-1))
+    out = ctx.op("MatMul", weights, v)
     return out if dtype is DType.float32 else ctx.cast(out, dtype)
 
 
@@ -231,7 +234,7 @@ NATIVE: dict[str, Native] = {
     "gelu": Native(gelu, frozenset({_F16, _BF16, _F32})),  # ORT has no float64 Erf
     "einsum": Native(einsum, _FLOATS | {DType.int32, DType.int64}, _same_label_sizes),
     "max_pool": Native(max_pool, _FLOATS | {DType.int8, DType.uint8}),
-    # ORT's float64 Attention is float32-accurate (2.6e7 ULP off with is_causal, 1.4e8 from the float32 scale).
+    # The rule computes in float32 (the IR's rule for narrower floats); float64 takes the decomposition.
     "scaled_dot_product_attention": Native(scaled_dot_product_attention, frozenset({_F16, _BF16, _F32})),
     "avg_pool": Native(avg_pool, frozenset({_F16, _BF16, _F32}), _avg_divisor_fits),  # no float64 kernel
 }

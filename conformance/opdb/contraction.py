@@ -157,6 +157,8 @@ def _attention_cases() -> list[Case]:
                  tags=(EDGE,)),
             case(op, d, "additive_mask", lambda rng, d=d: with_mask(rng, d, bool_mask=False),
                  {"scale": 0.4, "has_mask": True}, tags=(EDGE,)),
+            case(op, d, "masked_row_infinite_values", lambda rng, d=d: _infinite_values(with_mask(rng, d)),
+                 {"scale": 0.4, "has_mask": True}, tags=(EDGE,)),
             case(op, d, "unbatched", lambda rng, d=d: (*qkv(rng, d, b=()), dummy), {"scale": 1.0}),
             case(op, d, "large_scores", lambda rng, d=d: _scaled(qkv(rng, d), 8.0, d) + (dummy,), {"scale": 1.0},
                  tags=(EDGE,)),
@@ -164,6 +166,15 @@ def _attention_cases() -> list[Case]:
                  {"scale": 0.5}, tags=(EDGE,)),
         ]
     return out
+
+
+def _infinite_values(qkvm):
+    """The bool-mask case with inf and -inf among the values: the fully masked query's zero
+    weights times inf give NaN in its row (the IR zeroes weights, not outputs, as torch)."""
+    q, k, v, m = qkvm
+    v = v.copy()
+    v[0, 1, 0], v[0, 2, 2] = np.inf, -np.inf
+    return q, k, v, m
 
 
 def _infinite_rows(qkv, d: DType):
