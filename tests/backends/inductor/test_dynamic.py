@@ -1,0 +1,78 @@
+"""A graph with symbolic dims compiles once in Inductor, with symbolic sizes, and serves every
+later size (backends/inductor/symbolic.py); a graph that has no symbolic form compiles per
+shape, and says why."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from parity.backends.inductor import LOWERINGS
+from parity.backends.inductor.backend import PerShapeCompileWarning
+from parity.backends.inductor.symbolic import NoSymbolicForm, to_symbolic_fx
+from parity.ir import GraphBuilder, evaluate, f32, i32
+from parity.ir.dims import Symbol
+from parity.ir.dtypes import DType
+
+B = Symbol("B")
+
+
+def _sized_graph():
+    """Ops whose attributes or results follow B: a reshape to B*3, an iota of length B, a slice to
+    B, a sum over B, beside elementwise math."""
+    b = GraphBuilder("sized")
+    x, y = b.input(f32[B, 3]), b.input(i32[B])
+    flat = b.reshape(b.tanh(x), shape=(B * 3,))
+    counted = b.add(y, b.iota(shape=(B,), dimension=0, dtype=DType.int32))
+    tail = b.slice(y, start_indices=(1,), limit_indices=(B,), strides=(1,))
+    return b.build([flat, counted, tail, b.reduce_sum(y, axes=(0,))])
+
+
+def test_one_compile_serves_every_size_and_size_1_specialises(backend):
+    graph = _sized_graph()
+    run = backend.compile(graph, "cpu")
+    assert not run.compiles_per_shape and not backend.compiles_per_shape_for(graph)
+    before = backend.compile_count
+    counts = []
+    for n in (3, 5, 1, 7, 64):
+        rng = np.random.default_rng(n)
+        x = rng.standard_normal((n, 3)).astype(np.float32) * 3
+        y = rng.integers(-1000, 1000, n).astype(np.int32)
+        flat, counted, tail, total = (t.numpy() for t in run(x, y))
+        want = evaluate(graph, [x, y])
+        np.testing.assert_array_max_ulp(flat, want[0], maxulp=4)  # tanh: transcendental, 4 ULP
+        for got, expected in zip((counted, tail, total), want[1:]):
+            np.testing.assert_array_equal(got, expected)  # integer ops: exact
+        counts.append(backend.compile_count - before)
+    # one dynamic compile at 3 serves 5, 7 and 64; size 1 is specialised (as torch's), a compile of its own
+    assert counts == [1, 1, 2, 2, 2]
+
+
+def test_a_size_symbol_that_is_no_input_dim_compiles_per_shape_with_one_warning(backend):
+    b = GraphBuilder("pairs")
+    n = Symbol("N")
+    graph = b.build([b.neg(b.input(f32[n * 2]))])
+    assert backend.compiles_per_shape_for(graph)  # known before any compile: auto reads it
+    run = backend.compile(graph, "cpu")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_array_equal(run(np.arange(6, dtype=np.float32))[0].numpy(), -np.arange(6))
+    (warning,) = [w for w in caught if w.category is PerShapeCompileWarning]
+    first, fix = str(warning.message).splitlines()
+    assert first == ("the inductor backend compiles @pairs again for each new input shape: dimension N has no input "
+                     "dim of its own (input 0 is f32[N*2]): Inductor reads every size from one, so it has no symbolic "
+                     "form with dynamic kernels.")
+    assert fix.startswith("  fix: nothing is needed for correct results; each new size costs a compile")
+    assert run.compiles_per_shape
+
+
+def test_a_rule_that_reads_a_size_as_a_number_names_its_op(monkeypatch):
+    # a rule that turns a size into a Python int fixes its symbol in the trace: no symbolic form
+    monkeypatch.setitem(LOWERINGS, "neg", lambda ctx, x: torch.neg(x) * int(x.shape[0]) / int(x.shape[0]))
+    b = GraphBuilder("fixed")
+    graph = b.build([b.neg(b.input(f32[B]))])
+    with pytest.raises(NoSymbolicForm, match=r"^neg uses dimension B as a plain number \(the trace fixed it to 5\)$"):
+        to_symbolic_fx(graph, {"B": 5})
