@@ -12,7 +12,7 @@ import torch
 
 from parity.backends.inductor import LOWERINGS
 from parity.backends.inductor.backend import PerShapeCompileWarning
-from parity.backends.inductor.symbolic import NoSymbolicForm, to_symbolic_fx
+from parity.backends.inductor.symbolic import DynamicKernel, NoSymbolicForm, to_symbolic_fx
 from parity.ir import GraphBuilder, evaluate, f32, i32
 from parity.ir.dims import Symbol
 from parity.ir.dtypes import DType
@@ -76,3 +76,26 @@ def test_a_rule_that_reads_a_size_as_a_number_names_its_op(monkeypatch):
     graph = b.build([b.neg(b.input(f32[B]))])
     with pytest.raises(NoSymbolicForm, match=r"^neg uses dimension B as a plain number \(the trace fixed it to 5\)$"):
         to_symbolic_fx(graph, {"B": 5})
+
+
+def test_a_kernel_runs_only_for_sizes_its_guards_admit():
+    # slicing y[1:B] at B = 3 assumes B - 1 is no size 1 (torch specialises those): B = 2 is not
+    # admitted and compiles on its own, as size 1 does (no compile here: the guards are the trace's)
+    graph = _sized_graph()
+    kernel = DynamicKernel(to_symbolic_fx(graph, {"B": 3}), run=None)
+    assert [kernel.fits({"B": n}) for n in (2, 3, 5, 64)] == [False, True, True, True]
+    with pytest.raises(NoSymbolicForm, match=r"^slice uses dimension B as a plain number \(the trace fixed it to 2\)"):
+        to_symbolic_fx(graph, {"B": 2})
+
+
+def test_auto_asks_the_backend_about_each_graph_where_it_can_answer(backend):
+    from parity.frontend.auto import _compiles_per_shape
+
+    pairs = GraphBuilder("pairs")
+    per_shape = pairs.build([pairs.neg(pairs.input(f32[Symbol("N") * 2]))])
+    assert [_compiles_per_shape(backend, g, "cpu") for g in (_sized_graph(), per_shape)] == [False, True]
+
+    class DeclaresForEveryGraph:  # a plugin without compiles_per_shape_for: its declaration holds
+        compiles_per_shape = True
+
+    assert _compiles_per_shape(DeclaresForEveryGraph(), _sized_graph(), "cpu") is True
