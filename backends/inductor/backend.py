@@ -1,12 +1,14 @@
 """The inductor backend: IR graphs traced to ATen FX graphs and compiled by TorchInductor.
 
-``compile(graph, device)`` returns an :class:`InductorExecutable`. On its first call
-with a set of input shapes it traces the graph to ATen (:func:`~.lowering.to_fx`) and
-compiles that with Inductor's ``compile_fx``: C++/OpenMP kernels on CPU (a C++ compiler
-is needed), Triton kernels on CUDA. Compiled graphs are kept per (graph content hash,
-device, input shapes) by the backend, so a graph is never compiled twice in a process;
-Inductor's own on-disk caches (``$TORCHINDUCTOR_CACHE_DIR``) make a second process's
-compile cheaper.
+``compile(graph, device)`` returns an :class:`InductorExecutable`. A static graph is traced to
+ATen (:func:`~.lowering.to_fx`) and compiled with Inductor's ``compile_fx`` right there: C++/OpenMP
+kernels on CPU (a C++ compiler is needed), Triton kernels on CUDA. A graph with symbolic dims is
+traced once with symbolic sizes at its first call and compiled to dynamic kernels that serve every
+later size (:mod:`.symbolic`); sizes 0 and 1, and sizes a kernel's guards do not admit, compile per
+shape, as does a graph with no symbolic form (one :class:`PerShapeCompileWarning` says why).
+Compiled graphs are kept by the backend per (graph content hash, device, shapes or size hints), so
+a graph is never compiled twice in a process; Inductor's own on-disk caches
+(``$TORCHINDUCTOR_CACHE_DIR``) make a second process's compile cheaper.
 
 Inductor's global configuration is never changed: each compile runs inside
 ``torch._inductor.config.patch`` with :data:`INDUCTOR_CONFIG`.
@@ -199,7 +201,8 @@ class InductorBackend(Backend):
         executable = InductorExecutable(self, graph, device, key)
         if all(v.type.is_static for v in graph.inputs):
             # Inductor's compile is the expensive part: do it here, where callers (auto's budget,
-            # the disk cache) time a compile, not at the first call. Symbolic graphs compile per size.
+            # the disk cache) time a compile, not at the first call. A symbolic graph compiles at its
+            # first call: that call's sizes are the hints Inductor compiles its dynamic kernels for.
             shapes = tuple(tuple(v.type.shape) for v in graph.inputs)
             executable._compiled[shapes] = self.compiled(graph, executable._key, device, shapes)
         return executable
@@ -209,8 +212,8 @@ class InductorBackend(Backend):
         return self._graphs.get_or_build((key, device, shapes), lambda: _in_fresh_thread(_compile, graph, device, shapes))
 
     def compiles_per_shape_for(self, graph: Graph, device: str = "cpu") -> bool:
-        """Whether ``graph``, with symbolic dims, compiles again for each concrete shape on ``device``: a
-        size symbol is no input's whole dim (known before any trace), or a trace in this process
+        """Whether ``graph``, with symbolic dims, compiles again for each concrete shape on ``device``:
+        a size symbol is no input's whole dim (known before any trace), or a trace in this process
         found an op that needs a size as a number. ``backend="auto"`` reads it per graph."""
         return self.per_shape_reason(graph, graph.content_hash(), device) is not None
 
@@ -229,6 +232,7 @@ class InductorBackend(Backend):
         for kernel in kernels:
             if kernel.fits(sizes):
                 return kernel
+
         def build(hints: dict[str, int]) -> DynamicKernel:
             return self._graphs.get_or_build((key, device, "symbolic", tuple(sorted(hints.items()))),
                                              lambda: _in_fresh_thread(_compile_symbolic, graph, device, hints))

@@ -3,9 +3,10 @@
 :data:`LOWERINGS` maps every op the backend lowers to its rule (``rule(ctx, *tensors)``,
 see :mod:`.context`); the family modules hold the rules, grouped as ``ir/ops`` is.
 :func:`to_fx` runs the rules on fake tensors under ``make_fx``, which records the ATen
-ops they call: the result is the graph Inductor compiles. Sizes are concrete (a graph
-with symbolic dims is traced once per set of input shapes). Constants of more than one
-element become extra inputs, after the graph's own (:attr:`FxGraph.constants`).
+ops they call: the result is the graph Inductor compiles. :func:`to_fx` traces at concrete
+sizes; :mod:`.symbolic` traces a graph with symbolic dims once with symbolic sizes, through
+the same :func:`trace`. Constants of more than one element become extra inputs, after the
+graph's own (:attr:`FxGraph.constants`).
 
 Example::
 
