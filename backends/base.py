@@ -143,6 +143,8 @@ class Backend(abc.ABC):
     # Whether a graph with symbolic dims is compiled again for each concrete shape it is called
     # with (XLA's executables have static shapes). backend="auto" prefers a backend whose one
     # executable serves every size for such a graph (a decode loop's sizes change every token).
+    # A backend that can tell per graph defines compiles_per_shape_for(graph, device) -> bool, which
+    # auto asks instead (inductor: only a graph with no symbolic form compiles per shape).
     compiles_per_shape: bool = False
     # The runtime interface (backends/runtime.py, docs/plugins.md "The runtime interface"), all opt-in:
     # what parity.compile(..., backend_options={...}) may pass; compile() then takes backend_options= (a dict).

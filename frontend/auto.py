@@ -263,7 +263,7 @@ def _serving_every_size(ready: list, record: AutoChoice) -> list:
     """A graph with symbolic dims: the candidates whose one executable serves every size, when
     there is one (a backend that compiles per concrete shape would compile again at each new size,
     every token of a decode loop); else all of them."""
-    serving = [r for r in ready if not getattr(r[1], "compiles_per_shape", False)]
+    serving = [r for r in ready if not _compiles_per_shape(r[1], r[3], record.device)]
     if not serving:
         return ready
     for name, *_ in ready:
@@ -271,6 +271,13 @@ def _serving_every_size(ready: list, record: AutoChoice) -> list:
             _drop(record, name, "not raced: it compiles one executable per concrete shape, and this graph's sizes "
                                 "are symbolic (each new size, each token of a decode loop, would compile again)")
     return serving
+
+
+def _compiles_per_shape(backend, graph, device: str) -> bool:
+    """The backend's answer for this graph where it gives one (``compiles_per_shape_for``), else
+    its declaration for every graph (``compiles_per_shape``)."""
+    per_graph = getattr(backend, "compiles_per_shape_for", None)
+    return per_graph(graph, device) if per_graph is not None else getattr(backend, "compiles_per_shape", False)
 
 
 def expected_compile_s(name: str, backend, options, nodes: int) -> tuple[float | None, str]:

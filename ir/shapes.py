@@ -173,10 +173,11 @@ class ShapeBindings:
 
     def resolve_attr(self, value: Any, *, strict: bool = False) -> Any:
         """An attribute value with bound symbols replaced, in tuples too. An unbound symbol
-        stays, or with ``strict`` raises ``self.error``."""
+        stays, or with ``strict`` raises ``self.error``. A symbol bound to something other than
+        an int (a tracer's symbolic size) gives what arithmetic on it gives."""
         if isinstance(value, DimExpr):
             resolved = substitute(value, self.sizes)
-            if strict and not isinstance(resolved, int):
+            if strict and isinstance(resolved, DimExpr):
                 names = ", ".join(sorted(free_symbols(resolved)))
                 raise self.error(f"dimension {names} has no size: no input binds it")
             return resolved

@@ -7,7 +7,7 @@ Example::
     ('native', 'decomposed')
 """
 
-from .backend import INDUCTOR_CONFIG, InductorBackend, InductorExecutable
+from .backend import INDUCTOR_CONFIG, InductorBackend, InductorExecutable, PerShapeCompileWarning
 from .lowering import LOWERINGS, to_fx
 
-__all__ = ["INDUCTOR_CONFIG", "LOWERINGS", "InductorBackend", "InductorExecutable", "to_fx"]
+__all__ = ["INDUCTOR_CONFIG", "LOWERINGS", "InductorBackend", "InductorExecutable", "PerShapeCompileWarning", "to_fx"]

@@ -1,12 +1,14 @@
 """The inductor backend: IR graphs traced to ATen FX graphs and compiled by TorchInductor.
 
-``compile(graph, device)`` returns an :class:`InductorExecutable`. On its first call
-with a set of input shapes it traces the graph to ATen (:func:`~.lowering.to_fx`) and
-compiles that with Inductor's ``compile_fx``: C++/OpenMP kernels on CPU (a C++ compiler
-is needed), Triton kernels on CUDA. Compiled graphs are kept per (graph content hash,
-device, input shapes) by the backend, so a graph is never compiled twice in a process;
-Inductor's own on-disk caches (``$TORCHINDUCTOR_CACHE_DIR``) make a second process's
-compile cheaper.
+``compile(graph, device)`` returns an :class:`InductorExecutable`. A static graph is traced to
+ATen (:func:`~.lowering.to_fx`) and compiled with Inductor's ``compile_fx`` right there: C++/OpenMP
+kernels on CPU (a C++ compiler is needed), Triton kernels on CUDA. A graph with symbolic dims is
+traced once with symbolic sizes at its first call and compiled to dynamic kernels that serve every
+later size (:mod:`.symbolic`); sizes 0 and 1, and sizes a kernel's guards do not admit, compile per
+shape, as does a graph with no symbolic form (one :class:`PerShapeCompileWarning` says why).
+Compiled graphs are kept by the backend per (graph content hash, device, shapes or size hints), so
+a graph is never compiled twice in a process; Inductor's own on-disk caches
+(``$TORCHINDUCTOR_CACHE_DIR``) make a second process's compile cheaper.
 
 Inductor's global configuration is never changed: each compile runs inside
 ``torch._inductor.config.patch`` with :data:`INDUCTOR_CONFIG`.
@@ -37,12 +39,14 @@ from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from ...ir.ops import OP_TABLE
 from ...ir.passes import decompose
+from ...ir.shapes import ShapeBindings
 from ..base import Backend, CompilePrior, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
 from ..compiler_caches import use_private_inductor_cache
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
 from .lowering import LOWERINGS, as_tensor, to_fx
+from .symbolic import DynamicKernel, NoSymbolicForm, compile_symbolic, no_symbolic_form
 
 # Inductor settings for every compile (patched around it, never set globally):
 # - compile_threads=1: no pool of compile worker processes (their start-up costs more than
@@ -63,6 +67,10 @@ SCRIPT_METHOD_WARNING = r"`torch\.jit\.script_method` is deprecated"
 _USER_DTYPES = {**TORCH_DTYPES, DType.uint32: torch.uint32}
 
 
+class PerShapeCompileWarning(UserWarning):
+    """A graph with symbolic dims compiles per concrete shape on inductor (it has no symbolic form)."""
+
+
 class InductorDeviceError(ParityError):
     """The requested device is not available to the inductor backend here."""
 
@@ -76,11 +84,12 @@ class InductorExecutable:
 
     takes_torch_tensors = True  # CompiledGraph hands over its tensors as they are
 
-    def __init__(self, backend: InductorBackend, graph: Graph, device: str):
+    def __init__(self, backend: InductorBackend, graph: Graph, device: str, key: str):
+        """``key``: the content hash of the graph given to compile (``graph`` is it decomposed)."""
         self.backend = backend
         self.graph = graph
         self.device = device
-        self._key = graph.content_hash()
+        self._key = key
         self._compiled: dict[tuple, Any] = {}
 
     def __call__(self, *inputs: Any) -> list[torch.Tensor]:
@@ -90,9 +99,33 @@ class InductorExecutable:
         shapes = tuple(tuple(t.shape) for t in tensors)
         run = self._compiled.get(shapes)
         if run is None:
-            run = self._compiled[shapes] = self.backend.compiled(self.graph, self._key, self.device, shapes)
+            run = self._compiled[shapes] = self._kernel_for(shapes)
         results = run(tensors)
         return [self._result(r, v.type.dtype, tensors) for r, v in zip(results, self.graph.outputs)]
+
+    @property
+    def compiles_per_shape(self) -> bool:
+        """Whether this graph, with symbolic dims, compiles again for each new shape: it has no
+        symbolic form on inductor (:meth:`InductorBackend.per_shape_reason` says why)."""
+        return self.backend.per_shape_reason(self.graph, self._key, self.device) is not None
+
+    def _kernel_for(self, shapes: tuple):
+        """The compiled graph for a first call at ``shapes``: the graph's dynamic kernel where it
+        has one that admits these sizes (sizes 0 and 1 are specialised, as torch does), else a
+        compile at these shapes."""
+        if all(v.type.is_static for v in self.graph.inputs):
+            return self.backend.compiled(self.graph, self._key, self.device, shapes)
+        bindings = ShapeBindings(error=ParityError)
+        bindings.bind_inputs(self.graph, shapes)  # a shape the graph cannot take fails here
+        sizes = bindings.sizes
+        why = self.backend.per_shape_reason(self.graph, self._key, self.device)
+        if why is not None:
+            self.backend.record_per_shape(self.graph, self._key, self.device, why)
+        elif min(sizes.values(), default=2) >= 2:
+            kernel = self.backend.dynamic(self.graph, self._key, self.device, sizes)
+            if kernel is not None:
+                return kernel
+        return self.backend.compiled(self.graph, self._key, self.device, shapes)
 
     def _tensor(self, x: Any, dtype: DType, i: int) -> torch.Tensor:
         if isinstance(x, torch.Tensor):
@@ -126,16 +159,19 @@ class InductorBackend(Backend):
     name = "inductor"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
-    # A symbolic graph is traced to ATen and compiled per concrete shape (to_fx binds the sizes):
-    # auto must not pick it for a graph whose sizes change per call. Measured: parity[inductor]
-    # on the serving program (48 requests of 1-64 rows) spent 132 s compiling its first run.
-    compiles_per_shape = True
+    # A symbolic graph is traced once with symbolic sizes and compiled to dynamic kernels that serve
+    # every size (symbolic.py). A graph that has no symbolic form compiles per concrete shape, with
+    # a warning: compiles_per_shape_for says which graphs (auto reads it per graph).
+    compiles_per_shape = False
     # A cold compile generates and builds C++ (g++) and, first in a process, loads Inductor.
     compile_priors = (CompilePrior("cpu", per_graph_s=10.0, per_node_s=0.1,
                                    basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
 
     def __init__(self):
         self._graphs = BuildOnceCache()
+        self._kernels: dict[tuple[str, str], list[DynamicKernel]] = {}  # (graph hash, device) -> kernels
+        self._no_symbolic_form: dict[tuple[str, str], str] = {}  # (graph hash, device) -> why
+        self._lock = threading.Lock()
 
     @property
     def compile_count(self) -> int:
@@ -160,11 +196,13 @@ class InductorBackend(Backend):
             raise InductorDeviceError(f"device {device!r} is not available to the inductor backend: torch here "
                                       f"sees no CUDA device. Use device='cpu'.")
         check_not_declined(self, graph)
+        key = graph.content_hash()  # of the graph as given: what compiles_per_shape_for is asked about
         graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
-        executable = InductorExecutable(self, graph, device)
+        executable = InductorExecutable(self, graph, device, key)
         if all(v.type.is_static for v in graph.inputs):
             # Inductor's compile is the expensive part: do it here, where callers (auto's budget,
-            # the disk cache) time a compile, not at the first call. Symbolic graphs compile per size.
+            # the disk cache) time a compile, not at the first call. A symbolic graph compiles at its
+            # first call: that call's sizes are the hints Inductor compiles its dynamic kernels for.
             shapes = tuple(tuple(v.type.shape) for v in graph.inputs)
             executable._compiled[shapes] = self.compiled(graph, executable._key, device, shapes)
         return executable
@@ -172,6 +210,64 @@ class InductorBackend(Backend):
     def compiled(self, graph: Graph, key: str, device: str, shapes: tuple):
         """The Inductor-compiled callable of ``graph`` at ``shapes`` (built once per process)."""
         return self._graphs.get_or_build((key, device, shapes), lambda: _in_fresh_thread(_compile, graph, device, shapes))
+
+    def compiles_per_shape_for(self, graph: Graph, device: str = "cpu") -> bool:
+        """Whether ``graph``, with symbolic dims, compiles again for each concrete shape on ``device``:
+        a size symbol is no input's whole dim (known before any trace), or a trace in this process
+        found an op that needs a size as a number. ``backend="auto"`` reads it per graph."""
+        return self.per_shape_reason(graph, graph.content_hash(), device) is not None
+
+    def per_shape_reason(self, graph: Graph, key: str, device: str) -> str | None:
+        """Why ``graph``, with symbolic dims, compiles per concrete shape on ``device``; None when it
+        has a symbolic form as far as known so far, or is static (it has one shape)."""
+        if all(v.type.is_static for v in graph.inputs):
+            return None
+        return self._no_symbolic_form.get((key, device)) or no_symbolic_form(graph)
+
+    def dynamic(self, graph: Graph, key: str, device: str, sizes: dict[str, int]) -> DynamicKernel | None:
+        """A dynamic kernel of ``graph`` whose guards admit ``sizes``, compiled with them as hints
+        when none does yet; None when the graph has no symbolic form (warned once, with why)."""
+        with self._lock:
+            kernels = list(self._kernels.get((key, device), ()))
+        for kernel in kernels:
+            if kernel.fits(sizes):
+                return kernel
+
+        def build(hints: dict[str, int]) -> DynamicKernel:
+            return self._graphs.get_or_build((key, device, "symbolic", tuple(sorted(hints.items()))),
+                                             lambda: _in_fresh_thread(_compile_symbolic, graph, device, hints))
+
+        try:
+            kernel = build(sizes)
+        except NoSymbolicForm as exc:
+            # These sizes may be special to the graph (B = 2 makes B - 1 a size 1, which torch
+            # specialises): trace at larger hints, multiples of these (a size that must divide by 3
+            # still does). Only a graph that fixes a size there too has no symbolic form.
+            larger = {name: size * 8 for name, size in sizes.items()}
+            if any(k.fits(larger) for k in kernels):
+                return None  # a kernel serves the larger sizes: these ones compile on their own
+            try:
+                kernel = build(larger)
+            except NoSymbolicForm:
+                self.record_per_shape(graph, key, device, str(exc))
+                return None
+        with self._lock:
+            known = self._kernels.setdefault((key, device), [])
+            if kernel not in known:
+                known.append(kernel)
+        return kernel if kernel.fits(sizes) else None
+
+    def record_per_shape(self, graph: Graph, key: str, device: str, why: str) -> None:
+        """Record that ``graph`` compiles per shape on ``device``, and why; warn the first time."""
+        with self._lock:
+            first = (key, device) not in self._no_symbolic_form
+            self._no_symbolic_form[(key, device)] = why
+        if first:
+            warnings.warn(PerShapeCompileWarning(
+                f"the inductor backend compiles @{graph.name} again for each new input shape: {why}, so it has no "
+                f"symbolic form with dynamic kernels.\n  fix: nothing is needed for correct results; each new size costs "
+                f"a compile (seconds). For sizes that change every call, choose backend='onnx' or 'reference', or "
+                f"keep the sizes fixed (dynamic=False)"), stacklevel=2)
 
 
 def _in_fresh_thread(fn, *args):
@@ -183,7 +279,8 @@ def _in_fresh_thread(fn, *args):
         return pool.submit(fn, *args).result()
 
 
-def _compile(graph: Graph, device: str, shapes: tuple):
+def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]):
+    """``compile_fx`` of ``module`` for ``examples``, with parity's Inductor settings and cache."""
     from torch._inductor import config
 
     with warnings.catch_warnings():  # torch's own import of torch.jit.script_method, not the user's code
@@ -191,12 +288,20 @@ def _compile(graph: Graph, device: str, shapes: tuple):
         from torch._inductor.compile_fx import compile_fx
 
     use_private_inductor_cache()  # under parity's checked cache root, unless the user chose one
-    fx = to_fx(graph, shapes, device)
     # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
     # thread's function, while the calling thread waits on the result (_in_fresh_thread).
     with config.patch(INDUCTOR_CONFIG), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
-        run = compile_fx(fx.module, [*fx.examples, *fx.constants])
+        return compile_fx(module, examples)
+
+
+def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int]) -> DynamicKernel:
+    return compile_symbolic(graph, sizes, device, _inductor_compile)
+
+
+def _compile(graph: Graph, device: str, shapes: tuple):
+    fx = to_fx(graph, shapes, device)
+    run = _inductor_compile(fx.module, [*fx.examples, *fx.constants])
     constants = list(fx.constants)
     lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe
 

@@ -30,7 +30,7 @@ def _empty_or(transform):
     def rule(ctx: InductorNodeContext, x):
         if x.numel() == 0:
             out = ctx.out_types[0]
-            return torch.zeros(tuple(int(d) for d in out.shape), dtype=carried(out.dtype), device=x.device)
+            return torch.zeros(tuple(out.shape), dtype=carried(out.dtype), device=x.device)
         return transform(ctx, x)
 
     return rule
@@ -53,7 +53,7 @@ def _rfft(ctx: InductorNodeContext, x):
 
 
 def _irfft(ctx: InductorNodeContext, x):
-    lengths = tuple(int(d) for d in ctx.out_types[0].shape[-ctx.attrs["ndims"]:])
+    lengths = tuple(ctx.out_types[0].shape[-ctx.attrs["ndims"]:])  # ints, or symbolic sizes (symbolic.py)
     return torch.fft.irfftn(x, s=lengths, dim=_dims(ctx), norm=ctx.attrs["norm"])
 
 

@@ -3,9 +3,10 @@
 :data:`LOWERINGS` maps every op the backend lowers to its rule (``rule(ctx, *tensors)``,
 see :mod:`.context`); the family modules hold the rules, grouped as ``ir/ops`` is.
 :func:`to_fx` runs the rules on fake tensors under ``make_fx``, which records the ATen
-ops they call: the result is the graph Inductor compiles. Sizes are concrete (a graph
-with symbolic dims is traced once per set of input shapes). Constants of more than one
-element become extra inputs, after the graph's own (:attr:`FxGraph.constants`).
+ops they call: the result is the graph Inductor compiles. :func:`to_fx` traces at concrete
+sizes; :mod:`.symbolic` traces a graph with symbolic dims once with symbolic sizes, through
+the same :func:`trace`. Constants of more than one element become extra inputs, after the
+graph's own (:attr:`FxGraph.constants`).
 
 Example::
 
@@ -19,7 +20,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,9 +78,31 @@ def to_fx(graph: Graph, shapes: Sequence[Sequence[int]], device: str = "cpu") ->
     """Trace ``graph`` (composites it does not claim already expanded) at ``shapes``."""
     bindings = ShapeBindings(error=ParityError)
     in_types = bindings.bind_inputs(graph, shapes)
-    constants = [n for n in graph.nodes if n.op == "constant" and not is_inline_constant(n)]
-    constant_tensors = tuple(as_tensor(n.attrs["value"], n.outputs[0].type.dtype).to(device) for n in constants)
+    constant_tensors = graph_constants(graph, device)
     symbolic = not all(v.type.is_static for v in graph.values())
+
+    def node_context(node: Node) -> InductorNodeContext:
+        attrs = bindings.resolve_attrs(node.attrs, strict=True) if symbolic else node.attrs
+        return InductorNodeContext(attrs, tuple(bindings.resolve(v.type) for v in node.inputs),
+                                   tuple(bindings.resolve(v.type) for v in node.outputs), op_name=node.op)
+
+    examples = [torch.zeros(tuple(t.shape), dtype=carried(t.dtype), device=device) for t in in_types]
+    module = trace(graph, node_context, [*examples, *constant_tensors], device)
+    return FxGraph(module, constant_tensors, tuple(examples))
+
+
+def graph_constants(graph: Graph, device: str) -> tuple[torch.Tensor, ...]:
+    """The graph's constants of more than one element, as tensors: extra inputs of the traced graph."""
+    return tuple(as_tensor(n.attrs["value"], n.outputs[0].type.dtype).to(device)
+                 for n in graph.nodes if n.op == "constant" and not is_inline_constant(n))
+
+
+def trace(graph: Graph, node_context: Callable[[Node], InductorNodeContext], examples: Sequence[torch.Tensor],
+          device: str, after_node: Callable[[Node], None] = lambda node: None) -> torch.fx.GraphModule:
+    """The ATen graph of ``graph``'s rules, traced by ``make_fx`` on ``examples`` (the graph's inputs,
+    then :func:`graph_constants`; fake tensors of one FakeTensorMode are traced in that mode).
+    ``node_context(node)`` gives each rule its context; ``after_node(node)`` runs after each rule."""
+    constants = [n for n in graph.nodes if n.op == "constant" and not is_inline_constant(n)]
 
     def run(*tensors):
         env = dict(zip(graph.inputs, tensors))
@@ -87,17 +110,14 @@ def to_fx(graph: Graph, shapes: Sequence[Sequence[int]], device: str = "cpu") ->
         for node in graph.nodes:
             if node.outputs[0] in env:
                 continue  # a constant passed as an input
-            attrs = bindings.resolve_attrs(node.attrs, strict=True) if symbolic else node.attrs
-            ctx = InductorNodeContext(attrs, tuple(bindings.resolve(v.type) for v in node.inputs),
-                                      tuple(bindings.resolve(v.type) for v in node.outputs), op_name=node.op)
-            env.update(zip(node.outputs, lower_node(ctx, node, [env[v] for v in node.inputs])))
+            env.update(zip(node.outputs, lower_node(node_context(node), node, [env[v] for v in node.inputs])))
+            after_node(node)
         return tuple(env[v] for v in graph.outputs)
 
-    examples = [torch.zeros(tuple(t.shape), dtype=carried(t.dtype), device=device) for t in in_types]
     with torch.device(device):  # tensors the rules create (full, arange) are made there
-        module = make_fx(run, tracing_mode="fake")(*examples, *constant_tensors)
+        module = make_fx(run, tracing_mode="fake")(*examples)
     views_as_reshapes(module)
-    return FxGraph(module, constant_tensors, tuple(examples))
+    return module
 
 
 def views_as_reshapes(module: torch.fx.GraphModule) -> int:

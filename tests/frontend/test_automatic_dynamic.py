@@ -35,7 +35,7 @@ def _calls(compiled, eager, batches):
     return [w for w in caught if issubclass(w.category, GraphBreakWarning)]
 
 
-@pytest.mark.parametrize("backend", ["onnx", "xla", "reference"])
+@pytest.mark.parametrize("backend", ["onnx", "xla", "reference", pytest.param("inductor", marks=pytest.mark.matrix)])
 def test_a_batch_that_changes_is_captured_twice_then_served_at_every_size(backend):
     mlp = _mlp()
     torch._dynamo.reset()  # automatic dynamic remembers changed dims per code object (Sequential.forward)

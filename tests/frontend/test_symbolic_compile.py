@@ -24,7 +24,7 @@ def _layer():
     return nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
 
 
-@pytest.mark.parametrize("backend", ["reference", "onnx", "xla"])
+@pytest.mark.parametrize("backend", ["reference", "onnx", "xla", pytest.param("inductor", marks=pytest.mark.matrix)])
 def test_one_capture_serves_every_batch_and_sequence(backend):
     counters.clear()
     layer = _layer()

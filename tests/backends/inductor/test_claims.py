@@ -87,22 +87,3 @@ def test_the_unclaimed_8_bit_reductions_still_fail_on_inductor(backend):
         got = backend.compile(graph, "cpu")(values)[0]
         expected = evaluate(graph, [values])[0]
         assert got.tolist() != expected.tolist(), f"{op}[{dtype.short}] now matches: claim it again"
-
-
-def test_a_symbolic_graph_compiles_once_per_shape_as_the_backend_declares(backend):
-    """compiles_per_shape tells auto not to race inductor for graphs whose sizes change
-    (docs/frontend.md, 'Across shapes'): true while each new size is a new Inductor compile.
-    Once symbolic graphs compile to dynamic kernels this fails: then drop the declaration."""
-    import numpy as np
-
-    from parity.ir import GraphBuilder, f32
-    from parity.ir.dims import Symbol
-
-    b = GraphBuilder()
-    x = b.input(f32[Symbol("N"), 3])
-    run = backend.compile(b.build([b.tanh(x)]), "cpu")
-    before = backend.compile_count
-    for n in (2, 5):
-        assert np.allclose(run(np.ones((n, 3), np.float32))[0], np.tanh(1.0))
-    assert backend.compile_count == before + 2
-    assert type(backend).compiles_per_shape is True
