@@ -16,7 +16,7 @@ import numpy as np
 from ...ir.context import NodeContext
 from ...ir.dtypes import DType
 from ...ir.errors import UnsupportedOpError
-from ...ir.types import Dim, DimExpr, TensorType
+from ...ir.types import Dim, TensorType
 from .emitter import ONNX_DTYPES, Emitter
 
 _BITS = {DType.float16: DType.int16, DType.bfloat16: DType.int16, DType.float32: DType.int32,
@@ -75,17 +75,8 @@ class OnnxNodeContext(NodeContext):
         return self.op("Add", x, self.op("Div", self.scalar(-0.0, self.dtype), self.op("Sub", one, flag)))
 
     def expand(self, x: str, x_shape: Sequence[Dim], shape: Sequence[Dim]) -> str:
-        """Broadcast ``x`` (of ``x_shape``, same rank) to ``shape``.
-
-        ORT's Expand broadcasts a size-1 dim to a target of 0 as 1, so dims that may be
-        empty (0 or a symbol, where x has 1) are cut back to the target with a Slice.
-        """
-        out = self.op("Expand", x, self.em.shape(shape))
-        risky = [i for i, (n, d) in enumerate(zip(x_shape, shape)) if n == 1 and (d == 0 or isinstance(d, DimExpr))]
-        if not risky:
-            return out
-        ends = [shape[i] for i in risky]
-        return self.op("Slice", out, self.em.ints([0] * len(risky)), self.em.shape(ends), self.em.ints(risky))
+        """Broadcast ``x`` (of ``x_shape``, same rank) to ``shape`` (:meth:`Emitter.expand`)."""
+        return self.em.expand(x, x_shape, shape)
 
     def full(self, value: Any, t: TensorType) -> str:
         """A tensor of type ``t`` filled with ``value``."""

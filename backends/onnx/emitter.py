@@ -133,6 +133,20 @@ class Emitter:
     def scalar(self, value: Any, dtype: DType) -> str:
         return self.const(np.array(value, dtype.numpy))
 
+    def expand(self, x: str, x_shape: Sequence[Dim], shape: Sequence[Dim]) -> str:
+        """Broadcast ``x`` (of ``x_shape``; a shorter shape is aligned on the right) to ``shape``.
+
+        ORT's Expand broadcasts a size-1 dim to a target of 0 as 1, so dims that may be
+        empty (0 or a symbol, where x has 1) are cut back to the target with a Slice.
+        """
+        x_shape = (1,) * (len(shape) - len(x_shape)) + tuple(x_shape)
+        out = self.op("Expand", x, self.shape(shape))
+        risky = [i for i, (n, d) in enumerate(zip(x_shape, shape)) if n == 1 and (d == 0 or isinstance(d, DimExpr))]
+        if not risky:
+            return out
+        ends = [shape[i] for i in risky]
+        return self.op("Slice", out, self.ints([0] * len(risky)), self.shape(ends), self.ints(risky))
+
     def ints(self, values: Sequence[int]) -> str:
         """A 1-D int64 constant (axes, pads, static shapes)."""
         return self.const(np.array(list(values), np.int64).reshape(len(values)))

@@ -39,6 +39,7 @@ from .complex_numbers import Parts, carrier_type, empty_parts, is_complex_node, 
 from .composites import NATIVE
 from .composites import RULES as COMPOSITES
 from .context import OnnxNodeContext
+from .elementwise import BINARY
 from .elementwise import RULES as ELEMENTWISE
 from .emitter import Emitter, value_info, with_subgraphs
 from .fft import RULES as FFT
@@ -154,8 +155,11 @@ class _Views:
     broadcasts), and an elementwise node whose operands are such views computes on the
     broadcast of their shapes, so ``x * 2.0`` reads no expanded tensor of 2.0s and
     ``exp(bias)`` runs once per bias element. Anything else gets the full tensor (one
-    Expand per value, made on first need). Only static shapes without zero sizes take part
-    (ORT's Expand and broadcasting disagree with numpy about 1 → 0).
+    Expand per value, made on first need). Static shapes without zero sizes take part, and
+    with symbolic sizes the broadcasts and the binary ops that are one ONNX op
+    (:data:`_COMPACT_WHEN_SYMBOLIC`): a symbol may be 0 at run time, where ORT's binary ops
+    broadcast as numpy does (tested) but its Expand gives 1 (``Emitter.expand`` cuts it back).
+    A service's varying batch then adds a bias [N] to [B, N] with no Expand of it to B rows.
     """
 
     def __init__(self, em: Emitter, legalize: bool):
@@ -166,8 +170,10 @@ class _Views:
 
     @staticmethod
     def may_stay_compact(node: Node) -> bool:
-        return all(v.type.is_static and 0 not in v.type.shape and not v.type.dtype.is_complex
-                   for v in (*node.inputs, *node.outputs))
+        values = (*node.inputs, *node.outputs)
+        if any(v.type.dtype.is_complex or 0 in v.type.shape for v in values):
+            return False
+        return all(v.type.is_static for v in values) or node.op in _COMPACT_WHEN_SYMBOLIC
 
     def full(self, value, name: str) -> str:
         """``name`` at the IR value's full shape."""
@@ -178,7 +184,7 @@ class _Views:
             # ORT has no bfloat16 Expand: Cast around it (exact)
             wide = COMPUTE_IN_WIDER.get(("broadcast_in_dim", dtype)) if self.legalize else None
             x = name if wide is None else self.em.cast(name, wide)
-            x = self.em.op("Expand", x, self.em.shape(value.type.shape))
+            x = self.em.expand(x, self.shape_of[name], value.type.shape)
             self.expanded[name] = x if wide is None else self.em.cast(x, dtype)
         return self.expanded[name]
 
@@ -205,10 +211,23 @@ class _Views:
 
     def record(self, node: Node, operands: Sequence[str], outputs: Sequence[str]) -> None:
         """Outputs of an elementwise node are as large as the broadcast of its operands."""
-        shape = np.broadcast_shapes(*(self.shape_of.get(name, v.type.shape) for v, name in zip(node.inputs, operands)))
+        shape = _broadcast_shapes([self.shape_of.get(name, v.type.shape) for v, name in zip(node.inputs, operands)])
         for v, name in zip(node.outputs, outputs):
             if shape != tuple(v.type.shape):
                 self.shape_of[name] = shape
+
+
+# Ops that stay compact with symbolic sizes: their rules are one ONNX op that broadcasts
+# numpy-style (elementwise.BINARY) or a bit-exact Where (select), and read no shapes.
+_COMPACT_WHEN_SYMBOLIC = frozenset({"broadcast_in_dim", "select", *BINARY})
+
+
+def _broadcast_shapes(shapes: Sequence[Sequence]) -> tuple:
+    """numpy's broadcast of shapes aligned on the right, with symbols (equal where not 1: the
+    IR's operands have equal full shapes, and a view holds only their sizes and 1s)."""
+    rank = max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    return tuple(next((d for d in dims if not (isinstance(d, int) and d == 1)), 1) for dims in zip(*padded))
 
 
 def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bool = True) -> list[str]:

@@ -118,3 +118,25 @@ def test_a_bias_after_a_matmul_is_added_to_the_rounded_product(m, k, n):
     both, rounded_product = BACKEND.compile(b.build([out, product]), "cpu")(*args)  # the product is kept
     np.testing.assert_array_equal(alone, both)
     np.testing.assert_array_equal(alone, rounded_product + args[2])  # one rounding after the rounded product
+
+
+def test_a_bias_on_a_symbolic_batch_is_not_expanded_and_empty_batches_stay_empty():
+    from parity.ir import Symbol
+
+    batch = Symbol("B")
+    b = GraphBuilder()
+    x, bias = b.input(f32[batch, 5]), b.input(f32[5])
+    row = b.broadcast_in_dim(bias, shape=(batch, 5), broadcast_dimensions=(1,))
+    scaled = b.mul(row, _scalar(b, 2.0, f32, (batch, 5)))  # compact too: [5] * []
+    graph = b.build([b.add(x, scaled), scaled])  # the second output needs the full [B, 5]
+    ops = [n.op_type for n in to_model(graph).graph.node]
+    assert ops.count("Expand") == 1, ops  # only for the second output
+    rng = np.random.default_rng(2)
+    compiled = BACKEND.compile(graph, "cpu")
+    for rows in (3, 1, 0):
+        args = [rng.standard_normal((rows, 5)).astype(np.float32), rng.standard_normal(5).astype(np.float32)]
+        got = compiled(*args)
+        want = evaluate(graph, args)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape == (rows, 5)
+            np.testing.assert_array_equal(g, w)
