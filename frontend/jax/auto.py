@@ -58,13 +58,15 @@ def candidates(device: str) -> list[str]:
 
 
 def choose(graph: Graph, device: str, precision: Precision, arrays: Sequence[np.ndarray],
-           want: Sequence[np.ndarray], names: Sequence[str] | None = None) -> tuple[Callable, AutoPick]:
-    """The fastest candidate whose outputs on ``arrays`` match ``want`` (jax.jit's)."""
+           want: Sequence[np.ndarray], names: Sequence[str] | None = None,
+           cache_dir: str | None = None) -> tuple[Callable, AutoPick]:
+    """The fastest candidate whose outputs on ``arrays`` match ``want`` (jax.jit's); each compiled
+    through the executable cache (``cache_dir``: on disk too)."""
     compiled: dict[str, Callable] = {}
     pick = AutoPick(backend="")
     for name in candidates(device) if names is None else names:
         try:
-            run = compile_graph(name, graph, device, precision)
+            run = compile_graph(name, graph, device, precision, cache_dir=cache_dir)
             why = mismatch([np.asarray(o) for o in run(*arrays)], want)
         except Exception as exc:  # noqa: BLE001 - a candidate that fails is dropped, with the reason
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"

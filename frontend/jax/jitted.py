@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import numpy as np
 
+from ...backends.disk_cache import resolve_cache_dir
+from ...backends.registry import get_backend
 from ...ir.graph import Graph
 from ...ir.precision import Precision
+from ..runtime_options import checked_backend_options, checked_precision
 from . import auto
 from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, trace, wrap_key_data
 from .errors import UnsupportedArgument
@@ -45,12 +48,16 @@ class Compiled:
 class JaxJitted:
     def __init__(self, fun: Callable, *, static_argnums: int | Sequence[int] | None = None,
                  static_argnames: str | Sequence[str] | None = None, backend: str = "auto", device: str = "cpu",
-                 precision: Precision | str = Precision.EXACT):
+                 precision: Precision | str = Precision.EXACT, cache_dir: str | bool | None = None,
+                 backend_options: Mapping | None = None):
         self.fun = fun
         self.static_argnums, self.static_argnames = _statics(fun, static_argnums, static_argnames)
         self.backend = backend
         self.device = device
-        self.precision = Precision.parse(precision)
+        named = None if backend == "auto" else get_backend(backend)  # auto takes no options, no vendor tier
+        self.precision = checked_precision(precision, backend, named)
+        self.backend_options = checked_backend_options(backend, named, backend_options)
+        self.cache_dir = resolve_cache_dir(cache_dir)  # the executables' disk cache (None: off)
         self.cache: dict[tuple, Compiled] = {}
         functools.update_wrapper(self, fun)
 
@@ -114,11 +121,12 @@ class JaxJitted:
         traced = trace(flat, leaves)
         graph = jaxpr_to_ir(traced, flat.__name__)
         if self.backend != "auto":
-            return Compiled(graph, compile_graph(self.backend, graph, self.device, self.precision),
-                            traced.out_tree, traced.out_keys, self.backend)
+            run = compile_graph(self.backend, graph, self.device, self.precision, cache_dir=self.cache_dir,
+                                backend_options=self.backend_options)
+            return Compiled(graph, run, traced.out_tree, traced.out_keys, self.backend)
         want = [np.asarray(key_data(o) if is_key else o) for o, is_key in
                 zip(jax.tree_util.tree_leaves(jax.jit(flat)(*leaves)), traced.out_keys, strict=True)]
-        run, pick = auto.choose(graph, self.device, self.precision, arrays, want)
+        run, pick = auto.choose(graph, self.device, self.precision, arrays, want, cache_dir=self.cache_dir)
         return Compiled(graph, run, traced.out_tree, traced.out_keys, pick.backend, pick)
 
 
