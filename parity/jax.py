@@ -19,7 +19,7 @@ __all__ = ["export", "jit"]
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None, backend: str = "auto", device: str = "cpu",
-        precision: str = "exact", cache_dir=None, backend_options: dict | None = None):
+        precision: str = "exact", cache_dir=None, backend_options: dict | None = None, auto=None):
     """Compile a JAX function with a parity backend, with ``jax.jit``'s conventions.
 
     Arguments and results are pytrees of arrays; ``static_argnums`` / ``static_argnames``
@@ -32,7 +32,9 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     contract) or "fast" (a backend's declared fast tier). ``cache_dir`` and ``backend_options``
     are ``parity.compile``'s: executables are kept on disk (by default in the per-user cache;
     ``False``: off) so a new process loads them instead of compiling, and the named backend's
-    own options reach its ``compile`` (docs/plugins.md). Usable as a decorator, with or
+    own options reach its ``compile`` (docs/plugins.md). ``auto`` (a ``parity.AutoOptions``)
+    tunes ``backend="auto"``'s race, which is ``parity.compile``'s held to ``jax.jit``'s
+    outputs: its budget, candidates, a conformance matrix. Usable as a decorator, with or
     without arguments.
 
     Example::
@@ -54,11 +56,12 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend,
                              device=device, precision=precision, cache_dir=cache_dir,
-                             backend_options=backend_options)
+                             backend_options=backend_options, auto=auto)
     if not callable(fun):
         raise validate.UsageError(f"parity.jax.jit compiles a function, got {type(fun).__name__} {fun!r}")
     return JaxJitted(fun, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend,
-                     device=device, precision=precision, cache_dir=cache_dir, backend_options=backend_options)
+                     device=device, precision=precision, cache_dir=cache_dir, backend_options=backend_options,
+                     auto=auto)
 
 
 def export(fun: Callable, *args, format: str = "onnx", path=None, input_names: Sequence[str] | None = None,

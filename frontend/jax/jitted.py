@@ -25,8 +25,10 @@ from ...backends.disk_cache import resolve_cache_dir
 from ...backends.registry import get_backend
 from ...ir.graph import Graph
 from ...ir.precision import Precision
+from ..auto_options import AutoOptions, resolve_auto_options
+from ..auto_race import AutoChoice
 from ..runtime_options import checked_backend_options, checked_precision
-from . import auto
+from .auto import choose_backend
 from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, trace, wrap_key_data
 from .errors import UnsupportedArgument
 from .run import as_numpy, compile_graph, to_jax
@@ -42,16 +44,20 @@ class Compiled:
     out_tree: Any
     out_keys: tuple[bool, ...]  # which flat outputs are PRNG keys (the executable returns their data)
     backend: str
-    pick: auto.AutoPick | None = None
+    pick: AutoChoice | None = None  # backend="auto": the race's record
 
 
 class JaxJitted:
     def __init__(self, fun: Callable, *, static_argnums: int | Sequence[int] | None = None,
                  static_argnames: str | Sequence[str] | None = None, backend: str = "auto", device: str = "cpu",
                  precision: Precision | str = Precision.EXACT, cache_dir: str | bool | None = None,
-                 backend_options: Mapping | None = None):
+                 backend_options: Mapping | None = None, auto: AutoOptions | None = None):
         self.fun = fun
         self.static_argnums, self.static_argnames = _statics(fun, static_argnums, static_argnames)
+        if backend == "auto":  # as parity.compile: $PARITY_BACKEND (or auto.forced) names one backend
+            auto = resolve_auto_options(auto)
+            backend = auto.forced or backend
+        self.auto = auto if backend == "auto" else None
         self.backend = backend
         self.device = device
         named = None if backend == "auto" else get_backend(backend)  # auto takes no options, no vendor tier
@@ -126,8 +132,8 @@ class JaxJitted:
             return Compiled(graph, run, traced.out_tree, traced.out_keys, self.backend)
         want = [np.asarray(key_data(o) if is_key else o) for o, is_key in
                 zip(jax.tree_util.tree_leaves(jax.jit(flat)(*leaves)), traced.out_keys, strict=True)]
-        run, pick = auto.choose(graph, self.device, self.precision, arrays, want, cache_dir=self.cache_dir)
-        return Compiled(graph, run, traced.out_tree, traced.out_keys, pick.backend, pick)
+        run, pick = choose_backend(graph, self, arrays, want)
+        return Compiled(graph, run, traced.out_tree, traced.out_keys, pick.choice, pick)
 
 
 def _statics(fun: Callable, argnums, argnames) -> tuple[tuple[int, ...], tuple[str, ...]]:
