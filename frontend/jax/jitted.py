@@ -31,6 +31,7 @@ from ..runtime_options import checked_backend_options, checked_precision
 from .auto import choose_backend
 from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, trace, wrap_key_data
 from .errors import UnsupportedArgument
+from .names import input_name, parameter_names
 from .run import as_numpy, compile_graph, to_jax
 from .translate import jaxpr_to_ir
 
@@ -119,12 +120,20 @@ class JaxJitted:
         flat.__name__ = getattr(self.fun, "__name__", "jax_fn").replace("<lambda>", "lambda")
         return flat
 
+    def _argument_names(self, statics: tuple, in_tree, count: int) -> list[str]:
+        """The flat arguments' names in the user's terms (``params.w1``), for errors."""
+        dyn_args, dyn_kwargs = jax.tree_util.tree_unflatten(in_tree, range(count))
+        positions = [i for i in range(len(dyn_args) + len(statics)) if i not in self.static_argnums]
+        parameters = parameter_names(self.fun, positions[:len(dyn_args)])
+        return [input_name(path, parameters)
+                for path, _ in jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]
+
     # -- compiling ------------------------------------------------------------------------
 
     def _compile(self, statics: tuple, in_tree, leaves: list, arrays: list[np.ndarray]) -> Compiled:
         """``leaves`` are the call's (PRNG keys as keys), ``arrays`` what the executable takes (keys as data)."""
         flat = self._flat_function(statics, in_tree)
-        traced = trace(flat, leaves)
+        traced = trace(flat, leaves, self._argument_names(statics, in_tree, len(leaves)))
         graph = jaxpr_to_ir(traced, flat.__name__)
         if self.backend != "auto":
             run = compile_graph(self.backend, graph, self.device, self.precision, cache_dir=self.cache_dir,
