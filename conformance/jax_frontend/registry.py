@@ -7,8 +7,8 @@ primitive has a rule and no entry, or an entry and no rule: a new rule needs its
 
 Example::
 
-    >>> sorted({c.dtype.short for c in cases_of("neg")})[:3]
-    ['bf16', 'f16', 'f32']
+    >>> sorted({c.dtype.short for c in cases_of("neg")})[:4]
+    ['bf16', 'c64', 'f16', 'f32']
 """
 
 from __future__ import annotations
