@@ -103,6 +103,7 @@ class Group:
     """What the serial runner runs as one step: cases compiled together (one op × dtype of the
     op database, one zoo row, a chunk of fuzzer graphs), on each of ``targets`` in turn.
     ``kind``: "cases" (op database), "zoo" (a model or random row, :func:`.zoo.row_results`),
+    "jax" (one primitive's cases of the JAX frontend's rows, on ``jax/cpu``),
     "hf" / "hf-anchor" (a Hugging Face architecture, :mod:`.hf.matrix`) or "fuzz" (graphs
     ``s{seed}-{index}`` of the fuzzer's stream)."""
 
@@ -157,8 +158,9 @@ def _routed(units: list[_Unit], hosts) -> list[_Unit]:
     for u in units:
         by_host: dict[str, list] = {}
         for t in u.targets:
-            # torch.compile's anchors come with torch, which every host has: the first runs them
-            host = hosts[0][0] if u.kind == "hf-anchor" else next(
+            # torch.compile's anchors come with torch, which every host has, and the JAX frontend's rows
+            # are no backend's: the first host runs them
+            host = hosts[0][0] if u.kind in ("hf-anchor", "jax") else next(
                 (name for name, offered in hosts if t[0] in offered), None)
             if host is None:
                 raise ValueError(f"no host offers backend {t[0]!r} (--hosts {_hosts_text(hosts)}): add it to a "

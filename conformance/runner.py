@@ -40,6 +40,9 @@ from .case import Case
 from .controller import Group, WorkerOptions, run_groups, worker_spec
 from .execute import Prepared, run_bundle
 from .isolation import case_seconds, default_memory_mb, isolated
+from .jax_frontend.check import COLUMN as FRONTEND_COLUMN
+from .jax_frontend.check import DEVICE as FRONTEND_DEVICE
+from .jax_frontend.rows import planned_groups
 from .plugins import load_plugins
 from .results import CaseResult, ConformanceRun, ProgressFn, Target
 from .selection import resolve_targets, select_cases
@@ -89,18 +92,21 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
         raise ValueError("a run on workers names its cases by id: select them with ops/dtypes/quick, not cases=")
     apart = isolated(live, loaded) if workers is None and isolate is not False and cases is None else []
     zoo_apart = which == "zoo" and bool(apart)  # the zoo's rows of isolated plugins run on their worker too
+    jax_ran = None  # the JAX frontend's results, when workers ran them (else they run below, here)
     if workers is None:
         results = _run_serial(list(groups.values()), [t for t in live if t not in apart], progress)
         zoo_results: list[CaseResult] = []
         if apart:
-            more, zoo_results, _ = _run_on_workers(list(groups.values()), apart, _isolation(isolate, plugins), ops,
+            more, zoo_results, _, _ = _run_on_workers(list(groups.values()), apart, _isolation(isolate, plugins), ops,
                                                    dtypes, quick,
                                                    len(chosen), "zoo" if zoo_apart else None, architectures, anchors,
                                                    progress)
             results += more
     else:
-        results, zoo_results, hf = _run_on_workers(list(groups.values()), live, workers, ops, dtypes, quick,
-                                                   len(chosen), which, architectures, anchors, progress)
+        jax_groups = planned_groups(ops=ops, dtypes=dtypes, quick=quick) if frontend and cases is None else []
+        results, zoo_results, hf, jax_ran = _run_on_workers(list(groups.values()), live, workers, ops, dtypes, quick,
+                                                            len(chosen), which, architectures, anchors, progress,
+                                                            jax_groups)
     cells = cells_of_cases(chosen, targets, results)
     section: dict = {}
     chosen_count = len(chosen)
@@ -128,7 +134,7 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     if frontend and cases is None:
         from .jax_frontend.rows import frontend_rows
 
-        more, keys, column = frontend_rows(ops=ops, dtypes=dtypes, quick=quick,
+        more, keys, column = frontend_rows(ops=ops, dtypes=dtypes, quick=quick, ran=jax_ran,
                                            progress=(lambda text: progress(1, 1, text)) if progress else None)
         if keys:
             targets = [*targets, column]
@@ -155,11 +161,13 @@ def _isolation(isolate: bool | WorkerOptions, plugins: Sequence[str]) -> WorkerO
 
 
 def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: WorkerOptions, ops, dtypes, quick: bool,
-                    count: int, which: str | None, architectures, anchors: bool, progress: ProgressFn | None):
-    """(op results, zoo results, ``hf`` section or None) of a run on workers: the op database's
-    groups, then, as ``which`` asks, the zoo's random and model rows and the Hugging Face
-    zoo's architectures (each on every parity backend, then on torch.compile's anchors),
-    through one controller and one journal."""
+                    count: int, which: str | None, architectures, anchors: bool, progress: ProgressFn | None,
+                    jax_groups: Sequence[tuple[str, ...]] = ()):
+    """(op results, zoo results, ``hf`` section or None, JAX frontend results or None) of a run on
+    workers: the op database's groups, then, as ``which`` asks, the zoo's random and model rows and
+    the Hugging Face zoo's architectures (each on every parity backend, then on torch.compile's
+    anchors), then ``jax_groups`` (case ids of the JAX frontend's rows, one primitive each, on
+    ``jax/cpu``), through one controller and one journal."""
     spec = worker_spec(workers.plugins, workers.memory_mb, ops, [d.short for d in dtypes], quick)
     header = {"ops": ops, "dtypes": sorted(d.short for d in dtypes), "quick": quick,
               "targets": [[t.backend, t.device] for t in live], "cases": count}
@@ -183,13 +191,19 @@ def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: Worke
                 hf_groups.append(Group((hf.anchor_case_id(name),), tuple((a, "cpu") for a in hf.ANCHORS),
                                        "hf-anchor"))
         header["hf"] = [[*g.case_ids, *map(list, g.targets)] for g in hf_groups]
-    results = run_groups(plan + zoo_groups + hf_groups, workers, spec, header, progress)
+    frontend_plan = [Group(ids, ((FRONTEND_COLUMN, FRONTEND_DEVICE),), "jax") for ids in jax_groups]
+    if frontend_plan:  # a journal of another selection of the frontend's rows is not resumed
+        header["jax"] = [list(ids) for ids in jax_groups]
+    results = run_groups(plan + zoo_groups + hf_groups + frontend_plan, workers, spec, header, progress)
+    jax_start = len(results) - sum(len(g.case_ids) for g in frontend_plan)
+    jax_ran = results[jax_start:] if frontend_plan else None
+    results = results[:jax_start]
     ops_end = sum(len(g.case_ids) * len(g.targets) for g in plan)
     zoo_end = ops_end + sum(len(g.case_ids) * len(g.targets) for g in zoo_groups)
     if hf is None:
-        return results[:ops_end], results[ops_end:zoo_end], None
+        return results[:ops_end], results[ops_end:zoo_end], None, jax_ran
     rows, anchor_results = hf.split_anchors(results[zoo_end:])
-    return results[:ops_end], results[ops_end:zoo_end] + rows, hf.section_of(rows, anchor_results)
+    return results[:ops_end], results[ops_end:zoo_end] + rows, hf.section_of(rows, anchor_results), jax_ran
 
 
 def _run_serial(groups: list[list[Case]], live: list[Target], progress: ProgressFn | None) -> list[CaseResult]:

@@ -1,7 +1,8 @@
 """One conformance case laid open (``parity conform --show-case ID``): its inputs, the graph
 under test, the reference interpreter's outputs (in the case's dtypes) beside the float64
 oracle's, and each backend's outputs with its verdict — what a plugin author needs to see
-why a cell fails without reading the runner.
+why a cell fails without reading the runner. A JAX frontend row's case (``jax:NAME[DTYPE]:CASE``)
+shows ``jax.jit``'s outputs and the row's verdict in place of the backends'.
 
 Example::
 
@@ -23,7 +24,9 @@ from ..backends.base import Backend
 from ..backends.registry import get_backend
 from ..ir.interpreter import evaluate
 from ..ir.usage import UsageError
+from .declared import Declared
 from .execute import NotClaimed, Prepared, execute, lower_for, run_case
+from .jax_frontend.spec import ROW_PREFIX as FRONTEND_PREFIX
 from .selection import select_cases
 
 #: Elements printed per array; a larger one is summarised by NumPy (its edges).
@@ -44,7 +47,10 @@ def find_case(case_id: str):
 
 
 def show_case(case_id: str, backends: Sequence[str | Backend] = ("reference",), device: str = "cpu") -> str:
-    """The text ``--show-case`` prints for ``case_id`` on each of ``backends`` (names or instances)."""
+    """The text ``--show-case`` prints for ``case_id`` on each of ``backends`` (names or instances);
+    a JAX frontend row's case (``jax:neg[f32]:random``) on its one column, ``jax/cpu``."""
+    if case_id.startswith(FRONTEND_PREFIX):
+        return show_frontend_case(case_id)
     case = find_case(case_id)
     p = Prepared(case)
     lines = [f"case {case.id} (op {case.op}, dtype {case.dtype.short})",
@@ -59,6 +65,49 @@ def show_case(case_id: str, backends: Sequence[str | Backend] = ("reference",), 
         backend = b if isinstance(b, Backend) else get_backend(b)
         lines += ["", *_backend_lines(backend, device, p)]
     return "\n".join(lines)
+
+
+def show_frontend_case(case_id: str) -> str:
+    """A JAX frontend case laid open: its inputs, the graph parity captures (the rules under test),
+    the reference interpreter's and the oracle's outputs, ``jax.jit``'s, and the row's verdict; a
+    refusal case: the error the capture raised and its verdict."""
+    from .jax_frontend import bridge
+    from .jax_frontend.check import COLUMN, DEVICE, jax_for, jax_result, run_case
+    from .jax_frontend.deviations import jax_column
+    from .jax_frontend.registry import find
+    from .jax_frontend.spec import Refusal
+
+    try:
+        case = find(case_id)
+    except KeyError as missing:
+        raise UsageError(f"--show-case {case_id!r}: {missing.args[0]}") from None
+    declared = Declared.of(jax_column(), DEVICE)
+    result = run_case(case, declared)
+    verdict = f"{COLUMN} on {DEVICE}: {result.status}" + (f", max {result.max_ulp:.3g} ULP" if result.max_ulp
+                                                          is not None else "") + f" ({result.path})"
+    verdict_lines = ["", verdict] + ([f"  {result.message}"] if result.message else [])
+    if isinstance(case, Refusal):
+        lines = [f"case {case.id} (JAX primitive {case.primitive}: the capture must refuse it with {case.error})"]
+        try:
+            bridge.capture(case.fun, list(case.args))
+            lines.append("the capture: no error")
+        except Exception as exc:  # noqa: BLE001 - the refusal is what the case shows
+            lines += ["the capture refused:", *(f"  {line}" for line in f"{type(exc).__name__}: {exc}".splitlines())]
+        return "\n".join(lines + verdict_lines)
+    arrays = case.arrays()
+    with jax_for(arrays, case.x64):
+        graph = bridge.capture(case.fun, arrays)
+    lines = [f"case {case.id} (JAX primitive {case.primitive}, dtype {case.dtype.short})", "", "inputs:"]
+    lines += [_array(f"  input {k}", a) for k, a in enumerate(arrays)]
+    lines += ["", "graph parity captures (the translation rules under test):",
+              *("  " + line for line in str(graph).splitlines()), ""]
+    lines += ["reference interpreter (the spec, in the case's dtypes):"]
+    lines += [_array(f"  out{k}", o) for k, o in enumerate(evaluate(graph, arrays))]
+    lines += ["oracle (float64; what jax.jit is measured against):"]
+    lines += [_array(f"  out{k}", o) for k, o in enumerate(evaluate(graph, arrays, oracle=True))]
+    lines += ["jax.jit on cpu (the row's outputs):"]
+    lines += [_array(f"  out{k}", o) for k, o in enumerate(jax_result(case, arrays))]
+    return "\n".join(lines + verdict_lines)
 
 
 def _backend_lines(backend: Backend, device: str, p: Prepared) -> list[str]:

@@ -53,6 +53,7 @@ class WorkerSpec:
 class Task:
     """Run ``case_ids`` (one op × dtype, bundled as the serial runner bundles them) on each
     of ``targets`` in order. ``kind`` "zoo": the cases of one zoo row (conformance/zoo.py);
+    "jax": cases of the JAX frontend's rows (conformance/jax_frontend/, the one target ``jax/cpu``);
     "hf" / "hf-anchor": one Hugging Face architecture's stages on parity backends / its
     anchor case on torch.compile anchors (conformance/hf/matrix.py); "fuzz": graphs of
     fuzzer stream ``seed`` (their ids end in ``s{seed}-{index}``)."""
@@ -169,6 +170,9 @@ class Session:
         from .tiers import column_backend
         from .zoo import row_results
 
+        if task.kind == "jax":
+            yield from self._jax_frontend(task, loaded)
+            return
         if task.kind in ("hf", "hf-anchor"):
             for i, target in enumerate(task.targets):
                 self.load(target[0], task.kind)
@@ -191,6 +195,18 @@ class Session:
                 yield row_results(task.case_ids, backend, name, device)
                 continue
             yield run_bundle(backend, device, bundle, self.claims[name])
+
+    def _jax_frontend(self, task: Task, loaded) -> Iterator[list]:
+        """Cases of the JAX frontend's rows (one primitive's, so a convention's staleness is
+        judged over them together) on the ``jax/cpu`` column, as the serial run runs them."""
+        from .declared import Declared
+        from .jax_frontend.check import DEVICE, run_cases
+        from .jax_frontend.deviations import jax_column
+        from .jax_frontend.registry import find
+
+        column = Declared.of(jax_column(), DEVICE)  # imports jax: the target's load
+        loaded(0)
+        yield run_cases([find(i) for i in task.case_ids], column)
 
     def _hugging_face(self, task: Task) -> Iterator[list]:
         """One architecture of the Hugging Face zoo ("hf": its stages on each parity backend;

@@ -29,8 +29,8 @@ from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error
 from .graph_breaks import BreakWatch, graph_break_error, skipped_frame_error
 from .pipeline import make_dynamo_backend
-from .plugin_runtime import checked_backend_options, checked_precision
 from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
+from .runtime_options import checked_backend_options, checked_precision
 from .session import AUTO, CompileOptions, Session, compiled_repr
 from .sharding import caller_site, configure
 from .user_errors import eager_error, from_user_frame, quiet_tracing_logs

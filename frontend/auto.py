@@ -33,10 +33,11 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    candidate that declares flush-to-zero, times auto_check.underflow_scale). When every compiled
    candidate is dropped, the ones the budget left out are compiled and checked; when none
    matches, the graph runs in eager torch with one :class:`~parity.frontend.errors.AutoFallbackWarning`.
-5. **Warm-up and timing**: the rest run :data:`WARMUP_RUNS` more times untimed (XLA's first
+5. **Warm-up and timing**: the rest run ``WARMUP_RUNS`` more times untimed (XLA's first
    runs are slow), then in interleaved rounds until the budget is spent (at least one
-   round, at most :data:`MAX_ROUNDS`; a candidate over :data:`PRUNE` × the fastest leaves
-   the race); the lowest median wins. The choice is kept per graph (keyed by the
+   round, at most ``MAX_ROUNDS``; a candidate over ``PRUNE`` × the fastest leaves
+   the race; those three and the race's steps 1, 3 and 5 are frontend/auto_race.py's, shared
+   with parity.jax.jit); the lowest median wins. The choice is kept per graph (keyed by the
    candidates' IR content hashes, the device, the precision tier, the budget and every backend
    considered with its installed version) in this process and in the disk cache
    (on by default), so a second process compiles only the chosen backend and races nothing.
@@ -58,41 +59,44 @@ Example::
 from __future__ import annotations
 
 import functools
-import json
 import math
-import statistics
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import torch
 
-from ..backends.base import ANY_OP, compile_prior
 from ..backends.host import host
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
-from ..ir.graph import SourceLoc
-from ..ir.ops import node_dtype
 from .auto_arbiter import Arbiter, short
 from .auto_carry import carried_pick, family_key, is_symbolic, remember_family
 from .auto_check import eager_graph
-from .auto_compile_times import compile_floor, record_compile
 from .auto_contract import NEVER_AUTO
 from .auto_installed import installed_candidates
 from .auto_options import AutoOptions, resolve_auto_options  # noqa: F401 - re-exported
-from .compiled_graph import STATS, CompiledGraph, compiled_executable
+from .auto_race import (  # noqa: F401 - AutoChoice, Candidate, _CHOICES re-exported (parity.auto_choices, tests)
+    _CHOICES,
+    AutoChoice,
+    Candidate,
+    admitted,
+    choice_key,
+    choose,
+    compile_within_budget,
+    drop,
+    fastest,
+    known_choice,
+    remember,
+    set_status,
+    time_rounds,
+    warm_up,
+)
+from .auto_race import candidate_names as race_candidates
+from .compiled_graph import CompiledGraph, compiled_executable
 from .errors import AutoFallbackWarning, UnsupportedAtenOp, auto_fallback_text
 from .partition import rejected_nodes
 from .session import AUTO, Session
 from .single_backend import compile_split, translate_for
 from .source import graph_user_locs, in_user_code, warn_at
-
-MAX_ROUNDS = 20
-WARMUP_RUNS = 2  # untimed runs of each candidate after the check run, before timing
-PRUNE = 3.0  # after a round, candidates slower than this × the fastest stop being timed
-
-# Choices made in this process: choice key -> backend name; also a graph family's first pick
-# (frontend/auto_carry.py: family key -> backend name).
-_CHOICES: dict[str, str] = {}
 
 
 class AutoBackend:
@@ -102,44 +106,6 @@ class AutoBackend:
     supports_sharding = False
 
 
-@dataclass
-class Candidate:
-    """One backend's fate for one graph: ``status`` is chosen / timed / dropped."""
-
-    name: str
-    status: str
-    why: str = ""
-    times_s: list[float] = field(default_factory=list)
-
-    @property
-    def median_s(self) -> float | None:
-        return statistics.median(self.times_s) if self.times_s else None
-
-
-@dataclass
-class AutoChoice:
-    """What ``backend="auto"`` did for one graph: the candidates, their times and the choice."""
-
-    kind: str
-    device: str
-    candidates: list[Candidate] = field(default_factory=list)
-    choice: str | None = None
-    source: str = ""  # measured / only candidate / cached in this process / cached on disk / forced
-    notes: list[str] = field(default_factory=list)
-    runs_eagerly: bool = False  # no candidate matched eager torch: the graph runs in eager torch
-    where: SourceLoc | None = None  # then: the user's first line the graph covers
-
-    def __str__(self) -> str:
-        runs = self.choice or ("eager torch" if self.runs_eagerly else "no single backend")
-        at = f" at {self.where}" if self.runs_eagerly and self.where is not None else ""
-        lines = [f"{self.kind} graph{at} on {self.device}: {runs} ({self.source})"]
-        for c in self.candidates:
-            t = f"{c.median_s * 1e6:10.1f} µs median of {len(c.times_s)}" if c.times_s else " " * 10 + " -"
-            lines.append(f"  {c.name:10} {c.status:8} {t}  {c.why}".rstrip())
-        lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-
 def auto_choices(compiled) -> list[AutoChoice]:
     """The :class:`AutoChoice` of every graph ``compiled`` (what ``parity.compile`` returned
     with ``backend="auto"``) has compiled so far; a choice is final after the graph's first call."""
@@ -147,47 +113,6 @@ def auto_choices(compiled) -> list[AutoChoice]:
 
 
 # -- which backends may run a graph -------------------------------------------------------
-
-
-def candidate_names(options) -> list[str]:
-    auto = options.auto or AutoOptions()
-    if auto.candidates is not None:
-        return list(auto.candidates)
-    return [n for n in backend_names() if options.device not in NEVER_AUTO.get(n, ((), ""))[0]]
-
-
-@functools.lru_cache(maxsize=8)
-def load_matrix(path: str) -> dict[tuple[str, str, str, str], str]:
-    """(op, dtype, backend, device) -> status, from a ``parity conform --json`` report."""
-    with open(path) as f:
-        doc = json.load(f)
-    return {(c["op"], c["dtype"], c["backend"], c["device"]): c["status"] for c in doc["cells"]}
-
-
-def conformance_blockers(graph, backend, device: str, matrix_path: str | None) -> list[str]:
-    """Why ``backend`` is not conformant for ``graph``'s ops and dtypes on ``device`` (empty: it is)."""
-    cells = sorted({(node.op, node_dtype(node)) for node in graph.nodes}, key=lambda c: (c[0], c[1].short))
-    found = []
-    if matrix_path is not None:
-        matrix = load_matrix(matrix_path)
-        for op, dtype in cells:
-            status = matrix.get((op, dtype.short, backend.name, device))
-            if status != "pass":
-                found.append(f"{op} {dtype.short}: {status or 'not in the matrix'}")
-        return found
-    for op, dtype in cells:
-        for d in backend.deviations:
-            if (d.op == op or (d.op == ANY_OP and not d.flush_to_zero)) and d.dtype in (None, dtype) \
-                    and d.device in (None, device) and not d.flush_to_zero:
-                found.append(f"{op} {dtype.short}: recorded deviation {d.max_error}")
-    return found
-
-
-def _flush_notes(backend, device: str, graph) -> list[str]:
-    dtypes = {v.type.dtype for v in graph.inputs} | {node_dtype(n) for n in graph.nodes}
-    return [f"{backend.name} flushes subnormals to zero in {d.dtype.short} on {device} (recorded; excused by "
-            f"conformance)" for d in backend.deviations
-            if d.flush_to_zero and d.dtype in dtypes and d.device in (None, device)]
 
 
 # -- compiling one FX graph ----------------------------------------------------------------
@@ -201,7 +126,7 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
     matrix = (options.auto or AutoOptions()).matrix
     ready = []  # (name, backend, translation, graph)
     refusals = []
-    for name in candidate_names(options):
+    for name in race_candidates(options.device, options.auto, backend_names(), NEVER_AUTO):
         try:
             backend = get_backend(name)
         except (ParityError, ImportError) as exc:
@@ -217,13 +142,8 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
             refusals.append((backend, err))
             record.candidates.append(Candidate(name, "dropped", f"does not claim: {err.why}"))
             continue
-        blockers = conformance_blockers(graph, backend, options.device, matrix)
-        if blockers:
-            record.candidates.append(Candidate(name, "dropped", "not conformant: " + "; ".join(blockers[:3])))
-            continue
-        record.notes += _flush_notes(backend, options.device, graph)
-        record.candidates.append(Candidate(name, "timed"))
-        ready.append((name, backend, translation, graph))
+        if admitted(record, name, backend, graph, options.device, matrix):
+            ready.append((name, backend, translation, graph))
     if not ready:
         return _nothing_runs_whole(gm, session, kind, record, refusals)
     budget_s = (options.auto or AutoOptions()).budget_s
@@ -231,32 +151,54 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
     family = family_key(gm, kind, options, budget_s, installed, machine())
     if any(is_symbolic(graph) for *_, graph in ready):
         ready = _serving_every_size(ready, record)
-    key = _choice_key(ready, options.device, options.precision, budget_s, installed)
-    known, source = _known_choice(key, options, ready)
+    key = choice_key(ready, options.device, options.precision, budget_s, installed)
+    known, source = known_choice(key, options, ready, machine())
     if known is None:  # the same graph at another shape was raced: no race per new size
         known, source = carried_pick(_CHOICES, family, [r[0] for r in ready])
     if known is not None and any(r[0] == known for r in ready):
         ready = [r for r in ready if r[0] == known]
         record.source = source
-    compiled, spent, exhausted = _compile_within_budget(ready, options, record, budget_s)
+    compiled, spent, exhausted = compile_within_budget(ready, options, record, budget_s, _builder(options))
     # A pick made without a candidate whose cost was unknown stays in this process only: the
     # next process knows every compile time measured here, and may order them better.
     on_disk = not exhausted
 
-    def remember(name: str) -> None:
-        _remember(key, name, options, ready, on_disk)
+    def keep(name: str) -> None:
+        remember(key, name, options, ready, machine(), on_disk)
         remember_family(_CHOICES, family, name)
 
     if len(compiled) == 1:
         (name,) = compiled
         if len(ready) == 1:
-            _choose(record, name, record.source or "only candidate")
+            choose(record, name, record.source or "only candidate")
         else:
-            _choose(record, name, "the only one compiled within the budget")
-        remember(name)
+            choose(record, name, "the only one compiled within the budget")
+        keep(name)
         return compiled[name]
-    return AutoGraph(gm, compiled, record, remember, budget_s - spent,
+    return AutoGraph(gm, compiled, record, keep, budget_s - spent,
                      compile_rest=_rest_compiler(ready, compiled, options, record), session=session)
+
+
+def _builder(options):
+    """How auto_race.compile_within_budget compiles one candidate: a CompiledGraph on torch tensors."""
+    def build(backend, translation, graph) -> CompiledGraph:
+        executable = compiled_executable(graph, backend, options.device, options.cache_dir, precision=options.precision)
+        return CompiledGraph(translation, graph, executable)
+
+    return build
+
+
+def machine() -> dict:
+    """What a race's timings depend on besides the graphs: the CPU model, the CPUs this process
+    may run on, and torch's thread count (the same host gives other winners at 1 thread and at
+    all of them; a cache directory on a disk that moved to other hardware sees another CPU).
+
+    Example::
+
+        >>> sorted(machine())
+        ['cpu', 'cpus', 'torch_threads']
+    """
+    return {**host(), "torch_threads": torch.get_num_threads()}
 
 
 def _serving_every_size(ready: list, record: AutoChoice) -> list:
@@ -268,7 +210,7 @@ def _serving_every_size(ready: list, record: AutoChoice) -> list:
         return ready
     for name, *_ in ready:
         if all(name != r[0] for r in serving):
-            _drop(record, name, "not raced: it compiles one executable per concrete shape, and this graph's sizes "
+            drop(record, name, "not raced: it compiles one executable per concrete shape, and this graph's sizes "
                                 "are symbolic (each new size, each token of a decode loop, would compile again)")
     return serving
 
@@ -280,50 +222,6 @@ def _compiles_per_shape(backend, graph, device: str) -> bool:
     return per_graph(graph, device) if per_graph is not None else getattr(backend, "compiles_per_shape", False)
 
 
-def expected_compile_s(name: str, backend, options, nodes: int) -> tuple[float | None, str]:
-    """What compiling a graph of ``nodes`` IR nodes on ``name`` is expected to cost, and how it is
-    known: ``"measured"`` (the longest compile measured on a graph no larger), ``"prior"`` (the
-    backend's declared :class:`~parity.backends.base.CompilePrior`), or ``""`` (None: unknown)."""
-    floor = compile_floor(name, options, nodes)
-    if floor is not None:
-        return floor, "measured"
-    prior = compile_prior(backend, options.device)
-    return (prior.seconds(nodes), "prior") if prior is not None else (None, "")
-
-
-def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: float) -> tuple[dict, float, bool]:
-    """{name: CompiledGraph} of the candidates compiled within ``budget_s``, the seconds spent,
-    and whether a candidate was left out because the budget was spent."""
-    expected = {name: expected_compile_s(name, backend, options, len(graph.nodes))
-                for name, backend, _, graph in ready}
-    compiled, spent, exhausted = {}, 0.0, False
-    # cheapest expected first (unknown costs count as 0); stable: registry order on ties
-    for name, backend, translation, graph in sorted(ready, key=lambda entry: expected[entry[0]][0] or 0.0):
-        seconds, source = expected[name]
-        left = max(budget_s - spent, 0.0)
-        if compiled and spent >= budget_s:
-            _drop(record, name, f"not raced: auto's budget (AutoOptions(budget_s={budget_s:g})) was spent compiling "
-                                f"{', '.join(compiled)} ({spent:.2f} s)")
-            exhausted = True
-            continue
-        if compiled and seconds is not None and seconds > left:
-            known = (f"it took {seconds:.2f} s to compile a graph no larger than this one" if source == "measured"
-                     else f"its declared cold-compile prior is {seconds:.2f} s for a graph of {len(graph.nodes)} "
-                          f"nodes (no compile of it measured yet)")
-            _drop(record, name, f"not raced: {known}, more than the {left:.2f} s left of auto's budget "
-                                f"(AutoOptions(budget_s={budget_s:g}))")
-            continue
-        before, t0 = STATS["backend_compiles"], time.perf_counter()
-        executable = compiled_executable(graph, backend, options.device, options.cache_dir,
-                                         precision=options.precision)
-        took = time.perf_counter() - t0
-        spent += took
-        if STATS["backend_compiles"] > before:  # a real compile, not one from a cache
-            record_compile(name, options, len(graph.nodes), took)
-        compiled[name] = CompiledGraph(translation, graph, executable)
-    return compiled, spent, exhausted
-
-
 def _rest_compiler(ready: list, compiled: dict, options, record: AutoChoice):
     """What :class:`AutoGraph` calls when every candidate compiled within the budget was rejected:
     compiles the ones left out (for the spent budget or their expected cost), budget or not, and
@@ -333,11 +231,11 @@ def _rest_compiler(ready: list, compiled: dict, options, record: AutoChoice):
     def compile_rest() -> dict:
         more = {}
         for entry in rest:
-            _set_status(record, entry[0], "timed", "raced after every candidate within the budget was rejected")
+            set_status(record, entry[0], "timed", "raced after every candidate within the budget was rejected")
             try:
-                more.update(_compile_within_budget([entry], options, record, math.inf)[0])
+                more.update(compile_within_budget([entry], options, record, math.inf, _builder(options))[0])
             except Exception as exc:  # noqa: BLE001 - eager torch runs the graph if none compiles
-                _drop(record, entry[0], f"failed to compile: {type(exc).__name__}: {str(exc)[:200]}")
+                drop(record, entry[0], f"failed to compile: {type(exc).__name__}: {str(exc)[:200]}")
         return more
 
     return compile_rest
@@ -357,82 +255,7 @@ def _nothing_runs_whole(gm, session: Session, kind: str, record: AutoChoice, ref
     return compile_split(gm, session, backend, kind, err, compile_part=lambda sub: compile_auto(sub, session, kind))
 
 
-def _drop(record: AutoChoice, name: str, why: str) -> None:
-    _set_status(record, name, "dropped", why)
-
-
-def _set_status(record: AutoChoice, name: str, status: str, why: str) -> None:
-    for c in record.candidates:
-        if c.name == name:
-            c.status, c.why = status, why
-
-
-def _choose(record: AutoChoice, name: str, source: str) -> None:
-    record.choice, record.source = name, source
-    for c in record.candidates:
-        if c.name == name:
-            c.status = "chosen"
-
-
 # -- the choice's cache --------------------------------------------------------------------
-
-
-def _choice_key(ready: list, device: str, precision, budget_s: float, installed: list) -> str:
-    """The race's identity: device, precision tier (a pick at one tier is no pick at another),
-    each candidate's graph, the budget (a pick that left a candidate out for its cost is
-    no pick under a budget that lets it race: AutoOptions(budget_s=60) then races Inductor),
-    and every backend considered with its installed version (frontend/auto_installed.py: a
-    pick made while a plugin since uninstalled or upgraded was installed is raced again)."""
-    import hashlib
-
-    text = json.dumps([device, precision.value, sorted((name, graph.content_hash()) for name, _, _, graph in ready),
-                       budget_s, installed])
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _disk_key(key: str, options, ready: list) -> dict:
-    from ..backends.disk_cache import cache_key, stack_versions
-
-    versions = {}
-    for name, *_ in ready:
-        versions.update(stack_versions(name))
-    disk_key = cache_key(key, AUTO, options.device, [], versions, precision=options.precision)
-    disk_key["machine"] = machine()  # a pick is a timing: it holds for the machine that timed it
-    return disk_key
-
-
-def machine() -> dict:
-    """What a race's timings depend on besides the graphs: the CPU model, the CPUs this process
-    may run on, and torch's thread count (the same host gives other winners at 1 thread and at
-    all of them; a cache directory on a disk that moved to other hardware sees another CPU).
-
-    Example::
-
-        >>> sorted(machine())
-        ['cpu', 'cpus', 'torch_threads']
-    """
-    return {**host(), "torch_threads": torch.get_num_threads()}
-
-
-def _known_choice(key: str, options, ready: list) -> tuple[str | None, str]:
-    if key in _CHOICES:
-        return _CHOICES[key], "cached in this process"
-    if options.cache_dir:
-        from ..backends.disk_cache import DiskCache
-
-        payload = DiskCache(options.cache_dir).load(_disk_key(key, options, ready))
-        if payload:
-            return payload.decode(), "cached on disk"
-    return None, ""
-
-
-def _remember(key: str, name: str, options, ready: list, on_disk: bool = True) -> None:
-    _CHOICES[key] = name
-    if options.cache_dir and on_disk:
-        from ..backends.disk_cache import DiskCache
-
-        DiskCache(options.cache_dir).store(_disk_key(key, options, ready), name.encode())
-
 
 
 # -- checking and timing on the first call ---------------------------------------------------
@@ -493,8 +316,8 @@ class AutoGraph:
         self._warm_up(list(results), inputs)
         times = self._time(list(results), inputs, self.budget_s - (time.perf_counter() - started))
         torch.random.set_rng_state(after)  # as if the graph had run once
-        name = min(results, key=lambda n: statistics.median(times[n]) if times[n] else 0.0)
-        _choose(record, name, "measured" if len(results) > 1 else "the only one that matched")
+        name = fastest({n: times.get(n, []) for n in results})
+        choose(record, name, "measured" if len(results) > 1 else "the only one that matched")
         self.remember(name)
         self.chosen = self.compiled[name]
         return list(results[name])
@@ -530,38 +353,23 @@ class AutoGraph:
         return self.chosen(list(inputs))
 
     def _warm_up(self, names: list[str], inputs: list) -> None:
-        """Untimed runs, so that no candidate is timed on its slow first runs."""
-        if len(names) < 2:
-            return
+        """Untimed runs (auto_race.warm_up) that leave torch's generator where it was."""
         state = torch.random.get_rng_state()
-        for _ in range(WARMUP_RUNS):
-            for name in names:
-                self.compiled[name](list(inputs))
+        warm_up({n: functools.partial(self._run, n, inputs) for n in names})
         torch.random.set_rng_state(state)
 
     def _time(self, names: list[str], inputs: list, budget_s: float) -> dict[str, list[float]]:
-        times = {n: [] for n in names}
-        if len(names) < 2:
-            return times
-        started, rounds = time.perf_counter(), 0
+        """auto_race.time_rounds on the first inputs, recorded; torch's generator left where it was."""
         state = torch.random.get_rng_state()
-        racing = list(names)
-        while rounds < MAX_ROUNDS and (rounds == 0 or time.perf_counter() - started < budget_s) \
-                and len(racing) > 1:
-            for name in racing:  # interleaved: load changes hit every candidate alike
-                run = self.compiled[name]
-                t0 = time.perf_counter()
-                run(list(inputs))
-                times[name].append(time.perf_counter() - t0)
-            rounds += 1
-            # A candidate whose best run is slower than PRUNE × the leader's best is out of the race.
-            best = min(min(times[n]) for n in racing)
-            racing = [n for n in racing if min(times[n]) <= PRUNE * best]
+        times = time_rounds({n: functools.partial(self._run, n, inputs) for n in names}, budget_s)
         torch.random.set_rng_state(state)
         for c in self.record.candidates:
             if c.name in times:
                 c.times_s = times[c.name]
         return times
 
+    def _run(self, name: str, inputs: list):
+        return self.compiled[name](list(inputs))  # the boxed convention clears the list it gets
+
     def _drop(self, name: str, why: str) -> None:
-        _drop(self.record, name, why)
+        drop(self.record, name, why)

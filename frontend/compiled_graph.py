@@ -1,6 +1,6 @@
 """A compiled FX graph at run time: :class:`CompiledGraph` (torch tensors in, the backend's
-executable, torch tensors out), the executable cache it is built from, and the random
-keys drawn per call.
+executable, torch tensors out), its executables from the frontends' shared cache
+(frontend/executables.py) adapted to torch tensors, and the random keys drawn per call.
 
 Example::
 
@@ -12,70 +12,29 @@ Example::
 
 from __future__ import annotations
 
-import collections
 import enum
-import threading
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import torch
 
-from ..backends.base import precision_for
-from ..backends.disk_cache import compile_cached
 from ..backends.runtime import RuntimeRequest
 from ..ir.dims import evaluate as evaluate_dim
 from ..ir.dims import free_symbols
 from ..ir.graph import Graph
 from ..ir.precision import Precision
+from .executables import _EXECUTABLES, STATS, reset_caches  # noqa: F401 - re-exported (tests, fast_path_disk)
+from .executables import compiled_executable as cached_executable
 from .plugin_runtime import adapt
 from .tensors import array_converter, fresh_result_converter, result_converter
 from .translate import Translation
 
-#: Counters of the work done: "translations" (FX graphs translated to IR),
-#: "backend_compiles" (calls of backend.compile), "cache_hits" (executables reused) and
-#: "disk_loads" (executables read from the disk cache instead of compiled).
-STATS: collections.Counter = collections.Counter()
-
-_EXECUTABLES: dict[tuple[str, str, str, str, str], Any] = {}
-_LOCK = threading.Lock()
-
-
-def reset_caches() -> None:
-    """Forget compiled executables and zero :data:`STATS` (tests, notebooks)."""
-    with _LOCK:
-        _EXECUTABLES.clear()
-        STATS.clear()
-
 
 def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | None = None, *,
                         precision: Precision = Precision.EXACT, request: RuntimeRequest | None = None):
-    """backend.compile(graph, device) at the tier the backend runs ``precision`` at
-    (backends.base.precision_for), with ``request``'s options and parameters where the backend
-    declares them (frontend/plugin_runtime.py), cached by (content hash, backend, device, tier,
-    request) in this process and, with a ``cache_dir``, on disk across processes."""
-    if not graph.outputs:
-        # Nothing to compute (a region whose every effect is an input's mutation, which the
-        # frontend applies): no backend is asked; onnxruntime refuses a graph without values.
-        return _computes_nothing
-    precision = precision_for(backend, precision)
-    request = request.for_backend(backend) if request is not None else None
-    key = (graph.content_hash(), backend.name, device, precision.value, request.key() if request else "")
-    with _LOCK:
-        cached = _EXECUTABLES.get(key)
-        if cached is not None:
-            STATS["cache_hits"] += 1
-            return cached
-    executable, loaded = compile_cached(graph, backend, device, cache_dir, precision, request)
-    STATS["disk_loads" if loaded else "backend_compiles"] += 1
-    executable = adapt(executable, backend, graph, request)  # cached with it: one binding per executable
-    with _LOCK:
-        _EXECUTABLES[key] = executable
-    return executable
-
-
-def _computes_nothing(*arrays) -> list:
-    return []
+    """frontend/executables.py's compiled_executable, called with torch tensors: adapted by
+    plugin_runtime.adapt (DLPack tensors, parameters bound once) where the backend asks for it."""
+    return cached_executable(graph, backend, device, cache_dir, precision=precision, request=request, adapt=adapt)
 
 
 def draw_keys(n: int) -> list:

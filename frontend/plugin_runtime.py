@@ -1,5 +1,5 @@
-"""The frontend's half of a backend's runtime interface (backends/runtime.py): the user's
-``backend_options`` checked against what the backend declares, the graph inputs that are
+"""The torch frontend's half of a backend's runtime interface (backends/runtime.py; the user's
+``backend_options`` are checked in runtime_options.py): the graph inputs that are
 module parameters or buffers, and :class:`BoundExecutable`, which binds those once, refreshes
 them only when they change, and hands DLPack tensors to a backend that takes them.
 
@@ -12,63 +12,24 @@ p.add_(...)``) bumps the counter. A write through ``p.data`` does not, and is no
 
 Example::
 
-    >>> from parity.backends.registry import get_backend
-    >>> checked_backend_options("reference", get_backend("reference"), None)
-    {}
+    >>> from parity.frontend.session import CompileOptions
+    >>> runtime_request(CompileOptions(backend_options={"threads": 2}), frozenset({0})).key()
+    "([('threads', 2)], [0])"
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 
 import numpy as np
 import torch
 
-from ..backends.runtime import RuntimeRequest, VendorTier, binds_parameters, resolve_options, takes_dlpack, vendor_tier
-from ..ir.errors import ParityError
+from ..backends.runtime import RuntimeRequest, binds_parameters, takes_dlpack
 from ..ir.graph import Graph
-from ..ir.precision import Precision
-from ..ir.usage import UsageError
 from .tensors import IR_TO_TORCH, array_converter, to_torch
 
 #: the FX graph's ``meta`` key under which compile_fx_graph records its parameter placeholders
 PARAMETERS_META = "parity_parameter_placeholders"
-
-
-def checked_backend_options(name: str, backend, given: Mapping | None) -> dict:
-    """``given`` (parity.compile's ``backend_options``) resolved against what the backend named
-    ``name`` declares; ``backend="auto"`` takes none (it picks among backends with other options)."""
-    if given is not None and not isinstance(given, Mapping):
-        raise UsageError(f"backend_options should be a dict of the backend's options, got {type(given).__name__} "
-                         f"{given!r}")
-    if backend is None:  # auto
-        if given:
-            raise UsageError(f"backend_options {dict(given)!r} are one backend's options, and backend='auto' picks "
-                             f"among several; name the backend: backend='NAME', backend_options={{...}}")
-        return {}
-    return resolve_options(backend, given)
-
-
-def checked_precision(precision, name: str, backend) -> Precision | VendorTier:
-    """``precision=`` as the tier to compile at: parity's ("exact", "fast"), or a vendor tier the
-    named backend declares (``backend`` None: auto, which never picks a vendor tier)."""
-    if isinstance(precision, VendorTier):
-        return precision
-    tier = vendor_tier(backend, precision) if backend is not None and isinstance(precision, str) else None
-    if tier is not None:
-        return tier
-    try:
-        return Precision.parse(precision)
-    except ParityError as err:
-        declared = [p.value for p in getattr(backend, "precisions", ()) if isinstance(p, VendorTier)]
-        if declared:
-            extra = f"; or one the {name} backend declares: {', '.join(map(repr, declared))}"
-        elif backend is None:
-            extra = "; a vendor tier is one backend's, and backend='auto' never picks one: name that backend"
-        else:
-            extra = f"; the {name} backend declares no tier of its own"
-        raise UsageError(f"{err}{extra}") from None
 
 
 def mark_parameter_placeholders(gm: torch.fx.GraphModule, kind: str) -> None:

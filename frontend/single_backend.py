@@ -20,10 +20,10 @@ from __future__ import annotations
 import torch
 
 from ..ir.graph import Graph
-from ..ir.passes import dce, decompose
 from .claims import ClaimCheck
 from .compiled_graph import STATS, CompiledGraph, compiled_executable
 from .errors import UnsupportedAtenOp
+from .executables import prepare
 from .partition import Fallback, PartitionReport, compile_partitioned, is_compute, rejected_nodes
 from .plugin_runtime import parameter_inputs, runtime_request
 from .session import Session
@@ -80,11 +80,3 @@ def fallback_report(compiled) -> list:
     have no report.
     """
     return list(compiled.session.reports)
-
-
-def prepare(graph: Graph, backend) -> Graph:
-    """Expand the composites ``backend`` does not claim, then drop dead nodes."""
-    claims = backend.claims()
-    graph, _ = decompose(graph, claimed=lambda op: op in claims)
-    graph, _ = dce(graph)
-    return graph

@@ -19,7 +19,7 @@ __all__ = ["export", "jit"]
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None, backend: str = "auto", device: str = "cpu",
-        precision: str = "exact"):
+        precision: str = "exact", cache_dir=None, backend_options: dict | None = None, auto=None):
     """Compile a JAX function with a parity backend, with ``jax.jit``'s conventions.
 
     Arguments and results are pytrees of arrays; ``static_argnums`` / ``static_argnames``
@@ -29,7 +29,12 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     part of the program) and compiled on ``backend`` ("xla", "onnx", "inductor", "triton",
     "reference", or "auto": the fastest installed backend whose outputs match ``jax.jit``'s
     on the first call). Results are ``jax.Array``s. ``precision`` is "exact" (the IR's
-    contract) or "fast" (a backend's declared fast tier). Usable as a decorator, with or
+    contract) or "fast" (a backend's declared fast tier). ``cache_dir`` and ``backend_options``
+    are ``parity.compile``'s: executables are kept on disk (by default in the per-user cache;
+    ``False``: off) so a new process loads them instead of compiling, and the named backend's
+    own options reach its ``compile`` (docs/plugins.md). ``auto`` (a ``parity.AutoOptions``)
+    tunes ``backend="auto"``'s race, which is ``parity.compile``'s held to ``jax.jit``'s
+    outputs: its budget, candidates, a conformance matrix. Usable as a decorator, with or
     without arguments.
 
     Example::
@@ -50,11 +55,13 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     validate.backend(backend, also=("auto",))
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend,
-                             device=device, precision=precision)
+                             device=device, precision=precision, cache_dir=cache_dir,
+                             backend_options=backend_options, auto=auto)
     if not callable(fun):
         raise validate.UsageError(f"parity.jax.jit compiles a function, got {type(fun).__name__} {fun!r}")
     return JaxJitted(fun, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend,
-                     device=device, precision=precision)
+                     device=device, precision=precision, cache_dir=cache_dir, backend_options=backend_options,
+                     auto=auto)
 
 
 def export(fun: Callable, *args, format: str = "onnx", path=None, input_names: Sequence[str] | None = None,

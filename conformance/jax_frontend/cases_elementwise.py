@@ -18,11 +18,13 @@ from ...ir.dtypes import DType
 from .. import values as V
 from ..bounds import EXACT, Bound
 from ..opdb.common import EDGE, LAYOUT, LONG, RANDOM
-from .spec import FrontendCase
+from .spec import FrontendCase, Refusal
 
-# IR dtypes JAX computes in (complex is left out of the frontend's cases)
-JAX_DTYPES = tuple(d for d in DType if not d.is_complex)
+# IR dtypes JAX computes in, as the frontend's cases take them: complex64 for the rules whose IR op
+# takes it (complex128 not yet)
+JAX_DTYPES = tuple(d for d in DType if d is not DType.complex128)
 FLOATS = (DType.float16, DType.bfloat16, DType.float32, DType.float64)
+COMPLEX = (DType.complex64,)
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,6 +89,27 @@ _LOGICAL = {"and": ("bitwise_and", "logical_and", "bitwise_and"), "or": ("bitwis
 
 def _unary(name: str) -> list[FrontendCase]:
     return from_opdb(name, name, _lax(name)) + _layouts(name, _lax(name), 1)
+
+
+def _complex_sign(z):
+    from jax import lax
+
+    return lax.sign(z)
+
+
+def _complex_sin(z):
+    from jax import lax
+
+    return lax.sin(z)
+
+
+# complex64 operands of ops the IR defines on real numbers only: refused at the user's line
+_COMPLEX_REFUSED = {"sign": _complex_sign, "sin": _complex_sin}
+
+
+def _refused_on_complex(name: str) -> list[Refusal]:
+    z = np.array([1 + 2j, -0.5 - 1j], np.complex64)
+    return [Refusal(name, _COMPLEX_REFUSED[name], (z,), "UntranslatedPrimitive", "complex_refused", DType.complex64)]
 
 
 def _binary(name: str, ir_op: str | None = None, fun=None) -> list[FrontendCase]:
@@ -211,9 +234,16 @@ def _barrier(x, y):
 
 
 CASES = {name: functools.partial(_unary, name) for name in _UNARY}
+CASES |= {name: (lambda name=name: _unary(name) + _refused_on_complex(name)) for name in _COMPLEX_REFUSED}
 CASES |= {name: functools.partial(_binary, name) for name in _BINARY + _SHIFTS}
 CASES |= {name: functools.partial(_logical, name) for name in _LOGICAL}
 CASES |= {
+    # the modulus of a complex number: the IR's complex_abs (c64 -> f32)
+    "abs": lambda: _unary("abs") + from_opdb("abs", "complex_abs", _lax("abs"), dtypes=COMPLEX),
+    "real": lambda: from_opdb("real", "real", _lax("real")),
+    "imag": lambda: from_opdb("imag", "imag", _lax("imag")),
+    "conj": lambda: from_opdb("conj", "conj", _lax("conj")),
+    "complex": lambda: from_opdb("complex", "complex", _lax("complex")),
     # cotangents are floats (an integer's is float0), of the value's own shape
     "add_any": lambda: from_opdb("add_any", "add", _add_any, dtypes=FLOATS),
     "round": _round,

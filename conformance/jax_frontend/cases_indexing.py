@@ -51,7 +51,7 @@ def _dot_general() -> list[FrontendCase]:
             ("lhs_contract_first", (((0,), (1,)), ((), ())), (5, 3), (4, 5)),
             ("two_contracted", (((1, 2), (0, 1)), ((), ())), (3, 4, 2), (4, 2, 5))]
     for name, dims, ls, rs in rows:
-        for d in (F32, F64, BF16):
+        for d in (F32, F64, BF16, DType.complex64):
             out.append(_case("dot_general", d, functools.partial(lambda x, y, dims: lax.dot_general(x, y, dims),
                                                                  dims=dims), [_normal(ls), _normal(rs)], name))
     out.append(_case("dot_general", BF16, lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ())),

@@ -8,7 +8,7 @@ xla backend's summation blocks (``Backend.summation``, probed per host) rather t
 Example::
 
     >>> sorted(d.dtype.short for d in DEVIATIONS if d.flush_to_zero)
-    ['bf16', 'f32', 'f64']
+    ['bf16', 'c64', 'f32', 'f64']
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ DEVIATIONS = (
     Deviation("*", _FTZ, "flush-to-zero", dtype=F32, flush_to_zero=True),
     Deviation("*", _FTZ, "flush-to-zero", dtype=BF16, flush_to_zero=True),
     Deviation("*", _FTZ, "flush-to-zero", dtype=F64, flush_to_zero=True),
+    Deviation("*", _FTZ + "; a complex64's parts are f32s, flushed alike (measured: add, mul, sqrt, abs, eq on "
+              "their c64 subnormal cases)", "flush-to-zero", dtype=DType.complex64, flush_to_zero=True),
     # transcendentals beyond the class bound, measured on the frontend's cases (2026-12-06, jax 0.10.2)
     _ulps("jax:exp2", F16, "4.2 ulp (measured 4.12)", "XLA:CPU's f16 exp2 is not rounded once from a wider result"),
     _ulps("jax:exp2", BF16, "52 ulp (measured 51.0 once subnormals are flushed; 34.5 on the specials)", _EXP2),
@@ -123,11 +125,20 @@ class Convention:
         hit = np.asarray(self.where(arrays))
         if not hit.any():
             return None
-        got, spec = np.asarray(want[0]).astype(np.float64), np.asarray(oracle[0], np.float64)
+        got = np.asarray(want[0])
         with np.errstate(all="ignore"):
-            spec = spec.astype(np.asarray(want[0]).dtype).astype(np.float64)  # the spec rounded to the dtype
-        same = (got == spec) | (np.isnan(got) & np.isnan(spec))
+            spec = np.asarray(oracle[0]).astype(got.dtype)  # the spec rounded to the dtype
+        same = np.ones(got.shape, bool)
+        for g, e in _parts(got, spec):  # a complex number is the same when both parts are
+            g, e = g.astype(np.float64), e.astype(np.float64)
+            same &= (g == e) | (np.isnan(g) & np.isnan(e))
         return bool((~same & hit).any())
+
+
+def _parts(got: np.ndarray, spec: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    if got.dtype.kind == "c":
+        return [(got.real, spec.real), (got.imag, spec.imag)]
+    return [(got, spec)]
 
 
 def _at_or_below_smallest_normal(*operands: int, factor: float = 1.0):
@@ -161,6 +172,19 @@ def _both_infinite(arrays):
     return np.isinf(np.asarray(arrays[0], np.float64)) & np.isinf(np.asarray(arrays[1], np.float64))
 
 
+def _negative_zero_imaginary(arrays):
+    """Complex operands whose imaginary part is -0 or a negative subnormal (read as -0 under DAZ)."""
+    z = np.asarray(arrays[0])
+    tiny = float(DType.from_numpy(z.dtype).real_dtype.finfo.tiny)
+    return np.signbit(z.imag) & (np.abs(z.imag.astype(np.float64)) < tiny)
+
+
+def _infinite_and_nan_parts(arrays):
+    z = np.asarray(arrays[0])
+    return (np.isinf(z.real) & np.isnan(z.imag)) | (np.isnan(z.real) & np.isinf(z.imag))
+
+
+C64 = (DType.complex64,)
 CONVENTIONS = (
     Convention("atan2", _F, _both_infinite,
                "atan2(±inf, ±inf) is NaN on XLA:CPU; the spec (C99) gives ±π/4 or ±3π/4"),
@@ -183,6 +207,11 @@ CONVENTIONS = (
                "atanh of the smallest normal f64 (2.2e-308) is 0"),
     Convention("erf", (DType.float32,), _at_or_below_smallest_normal(0),
                "erf of the smallest normal f32 (1.18e-38) is 0 (spec 1.33e-38)"),
+    Convention("sqrt", C64, _negative_zero_imaginary,
+               "complex sqrt on the branch cut ignores the sign of a zero imaginary part: sqrt(-1 - 0j) = +1j and "
+               "sqrt(-2.5 - 1e-45j) = +1.58j on XLA:CPU; the spec (C99 csqrt, conj-symmetric) gives -1j and -1.58j"),
+    Convention("abs", C64, _infinite_and_nan_parts,
+               "|inf + nan·j| and |nan + inf·j| are NaN on XLA:CPU; the spec (C99 cabs, as hypot) gives +inf"),
 )
 
 

@@ -120,6 +120,28 @@ def _cond_branches_swapped(original, table):
     return faulty
 
 
+def _conj_dropped(original, table):
+    def faulty(ctx, x):
+        return ctx.convert(x, ctx.out.dtype)
+
+    return faulty
+
+
+def _complex_abs_as_real_part(original, table):
+    def faulty(ctx, x):
+        return ctx.b.op("real", x) if x.type.dtype.is_complex else original(ctx, x)
+
+    return faulty
+
+
+def _dot_general_conjugated(original, table):
+    """A complex lhs conjugated first (numpy's vdot convention in place of lax.dot_general's)."""
+    def faulty(ctx, x, y):
+        return original(ctx, ctx.b.op("conj", x) if x.type.dtype.is_complex else x, y)
+
+    return faulty
+
+
 FAULTS: tuple[RuleFault, ...] = (
     RuleFault("sub_operands_swapped", "sub", "swapped operands", _operands(_swap)),
     RuleFault("div_operands_swapped", "div", "swapped operands", _operands(_swap)),
@@ -159,6 +181,12 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("convert_through_f16", "convert_element_type", "wrong convert dtype", _convert_through_f16,
               "to_f64:random"),
     RuleFault("cond_branches_swapped", "cond", "swapped operands", _cond_branches_swapped),
+    # complex64: each keeps the result's type, so the numbers must catch it
+    RuleFault("complex_parts_swapped", "complex", "swapped operands", _operands(_swap)),
+    RuleFault("real_as_imag", "real", "wrong op", _rule_of("imag")),
+    RuleFault("conj_dropped", "conj", "dropped op", _conj_dropped),
+    RuleFault("complex_abs_as_real_part", "abs", "wrong op", _complex_abs_as_real_part, "random"),
+    RuleFault("dot_general_conjugated", "dot_general", "wrong op", _dot_general_conjugated, "matmul"),
 )
 
 

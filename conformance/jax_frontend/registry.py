@@ -7,8 +7,8 @@ primitive has a rule and no entry, or an entry and no rule: a new rule needs its
 
 Example::
 
-    >>> sorted({c.dtype.short for c in cases_of("neg")})[:3]
-    ['bf16', 'f16', 'f32']
+    >>> sorted({c.dtype.short for c in cases_of("neg")})[:4]
+    ['bf16', 'c64', 'f16', 'f32']
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from ...ir.dtypes import DType
 from ..opdb.common import EDGE
 from . import cases_control, cases_elementwise, cases_indexing, cases_random, cases_shape
-from .spec import FrontendCase, NotEmitted, Refusal, row_of
+from .spec import ROW_PREFIX, FrontendCase, NotEmitted, Refusal, row_of
 
 FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random)
 
@@ -52,6 +52,18 @@ def cases_of(primitive: str) -> tuple[FrontendCase | Refusal, ...]:
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate case ids for {primitive}: {sorted(i for i in ids if ids.count(i) > 1)}")
     return found
+
+
+def find(case_id: str) -> FrontendCase | Refusal:
+    """The case whose id is ``case_id`` (``jax:neg[f32]:random``); KeyError naming the row's ids if none."""
+    primitive = case_id.removeprefix(ROW_PREFIX).partition("[")[0]
+    mine = cases_of(primitive) if primitive in entries() else ()
+    for case in mine:
+        if case.id == case_id:
+            return case
+    raise KeyError(f"no JAX frontend case {case_id!r}" + (f"; the cases of {row_of(primitive)}: "
+                                                          f"{', '.join(c.id for c in mine)}" if mine else
+                                                          f"; the rows: {', '.join(row_of(n) for n in entries())}"))
 
 
 def all_cases() -> list[FrontendCase | Refusal]:

@@ -36,8 +36,10 @@ def frontend_target() -> Target:
 
 
 def frontend_rows(*, ops: str | None = None, dtypes: Iterable[DType] = (), quick: bool = False,
-                  progress=None) -> tuple[list[CaseResult], list[tuple[str, str]], Target]:
-    """(case results, the (row, dtype) keys of the matrix, the column) of the selected cases."""
+                  progress=None, ran: list[CaseResult] | None = None) -> tuple[list[CaseResult],
+                                                                             list[tuple[str, str]], Target]:
+    """(case results, the (row, dtype) keys of the matrix, the column) of the selected cases;
+    ``ran``: their results from workers (:func:`planned_groups`' cases), else they run here."""
     from . import registry
 
     target = frontend_target()
@@ -46,9 +48,12 @@ def frontend_rows(*, ops: str | None = None, dtypes: Iterable[DType] = (), quick
     keys += [(row_of(name), "-") for name in not_emitted(ops)]
     if not target.available:
         return [], keys, target
-    if progress:
-        progress(f"JAX frontend: {len(chosen)} cases")
-    results = run_cases(chosen, Declared.of(target.instance, DEVICE))
+    if ran is not None:
+        results = list(ran)
+    else:
+        if progress:
+            progress(f"JAX frontend: {len(chosen)} cases")
+        results = run_cases(chosen, Declared.of(target.instance, DEVICE))
     for name, entry in registry.NOT_EMITTED.items():
         if (row_of(name), "-") in keys:
             results.append(CaseResult(case=f"{row_of(name)}[-]:not_emitted", op=row_of(name), dtype="-",
@@ -57,6 +62,19 @@ def frontend_rows(*, ops: str | None = None, dtypes: Iterable[DType] = (), quick
                                       + (f"; its rule is {entry.same_rule_as}'s, tested there" if entry.same_rule_as
                                          else "")))
     return results, keys, target
+
+
+def planned_groups(*, ops: str | None = None, dtypes: Iterable[DType] = (), quick: bool = False) -> list[tuple]:
+    """The selected cases' ids, one tuple per primitive (a convention's staleness is judged over a
+    row's cases together): what a run on workers hands them as tasks. Empty without JAX."""
+    from . import registry
+
+    if not jax_available():
+        return []
+    by_row: dict[str, list[str]] = {}
+    for case in registry.select(ops=ops, dtypes=dtypes, quick=quick):
+        by_row.setdefault(case.op, []).append(case.id)
+    return [tuple(ids) for ids in by_row.values()]
 
 
 def not_emitted(ops: str | None) -> list[str]:

@@ -1,11 +1,19 @@
-"""``backend="auto"`` for JAX programs, a first version: once per graph, at its first call,
-compile every installed backend auto may time (frontend/auto_contract.py), check each
-against ``jax.jit``'s outputs on those inputs within :data:`RTOL_BY_DTYPE`, time the ones
-that pass (median of a few runs after a warm-up) and keep the fastest.
+"""``backend="auto"`` for JAX programs: the race of frontend/auto_race.py, the torch frontend's,
+held to ``jax.jit``'s outputs.
 
-Not yet here, unlike the PyTorch frontend's auto (frontend/auto.py, which imports torch):
-a time budget, the float64 second chance for ill-conditioned outputs, picks kept on disk,
-and the conformance matrix as a filter.
+Shared with ``parity.compile``: the candidates (every installed backend auto may time, or
+``AutoOptions.candidates``; ``$PARITY_BACKEND`` / ``AutoOptions.forced`` picks one), the
+conformance filter (``AutoOptions.matrix`` or the recorded deviations), compiling within
+``AutoOptions.budget_s`` (cheapest expected first, from measured compile times or the
+backends' priors), warm-up and interleaved, pruned timing rounds, the record
+(:class:`~parity.frontend.auto_race.AutoChoice`) and the pick kept in this process and on
+disk, so a second process compiles only the pick.
+
+What differs, and why it stays here: each candidate is checked against ``jax.jit``'s outputs
+on the first inputs (:func:`mismatch`), where the torch frontend runs eager torch on the FX
+graph; no torch generator to keep still; and when no candidate matches there is no eager
+fallback to run (a JAX program is one graph: :class:`AutoFoundNothing` names each candidate's
+reason). The torch frontend's float64 second chance for ill-conditioned outputs is not here yet.
 
 Example::
 
@@ -16,80 +24,119 @@ Example::
 
 from __future__ import annotations
 
-import statistics
+import functools
+import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...backends.registry import backend_names
+from ...backends.host import host
+from ...backends.registry import backend_names, get_backend
+from ...backends.runtime import RuntimeRequest
 from ...ir.dtypes import DType
 from ...ir.errors import ParityError
 from ...ir.graph import Graph
-from ...ir.precision import Precision
+from .. import auto_race as race
 from ..auto_contract import NEVER_AUTO, RTOL_BY_DTYPE
-from .run import compile_graph
-
-TIMED_RUNS = 5
-
-
-@dataclass
-class AutoPick:
-    """What auto chose for one graph: the backend, each candidate's median time, and why any dropped."""
-
-    backend: str
-    times_s: dict[str, float] = field(default_factory=dict)
-    dropped: dict[str, str] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        timed = ", ".join(f"{n} {t * 1e6:.1f} µs" for n, t in sorted(self.times_s.items(), key=lambda kv: kv[1]))
-        dropped = "; ".join(f"{n}: {why}" for n, why in self.dropped.items())
-        return f"{self.backend} (fastest of {timed or 'none'})" + (f"; dropped {dropped}" if dropped else "")
+from ..auto_installed import installed_candidates
+from ..auto_options import AutoOptions
+from ..auto_race import AutoChoice, Candidate
+from ..executables import compiled_executable, prepare
+from .run import check_claims
 
 
 class AutoFoundNothing(ParityError):
     """No installed backend ran the graph within the contract."""
 
 
-def candidates(device: str) -> list[str]:
-    return [n for n in backend_names() if device not in NEVER_AUTO.get(n, ((), ""))[0]]
+def choose_backend(graph: Graph, options, arrays: Sequence[np.ndarray],
+                   want: Sequence[np.ndarray]) -> tuple[Callable, AutoChoice]:
+    """The fastest candidate whose outputs on ``arrays`` match ``want`` (jax.jit's), and the
+    record of the race. ``options`` has ``device``, ``precision``, ``cache_dir`` and ``auto``
+    (an AutoOptions or None)."""
+    auto = options.auto or AutoOptions()
+    record = AutoChoice(f"@{graph.name}", options.device)
+    ready = _ready(graph, options, auto, record)
+    if not ready:
+        raise AutoFoundNothing(_nothing_text(graph, record))
+    installed = installed_candidates(c.name for c in record.candidates)
+    key = race.choice_key(ready, options.device, options.precision, auto.budget_s, installed)
+    known, source = race.known_choice(key, options, ready, host())
+    if known is not None and any(r[0] == known for r in ready):
+        ready = [r for r in ready if r[0] == known]
+        record.source = source
+    build = functools.partial(_build, options)
+    compiled, spent, exhausted = race.compile_within_budget(ready, options, record, auto.budget_s, build)
+    matched = _checked(compiled, arrays, want, record)
+    if not matched:  # the ones the budget left out get their chance
+        rest = [r for r in ready if r[0] not in compiled]
+        matched = _checked(race.compile_within_budget(rest, options, record, math.inf, build)[0], arrays, want, record)
+    if not matched:
+        raise AutoFoundNothing(_nothing_text(graph, record))
+    left = auto.budget_s - spent
+    started = time.perf_counter()
+    runs = {name: functools.partial(run, *arrays) for name, run in matched.items()}
+    race.warm_up(runs)
+    times = race.time_rounds(runs, left - (time.perf_counter() - started))
+    for c in record.candidates:
+        if c.name in times:
+            c.times_s = times[c.name]
+    name = race.fastest(times)
+    race.choose(record, name, record.source or ("measured" if len(matched) > 1 else "the only one that matched"))
+    race.remember(key, name, options, ready, host(), on_disk=not exhausted)
+    if any(c.why.startswith("differs from jax.jit") for c in record.candidates):
+        warnings.warn(f"parity.jax.jit(backend='auto') on @{graph.name} dropped a backend whose outputs differ "
+                      f"from jax.jit's:\n{record}", stacklevel=4)
+    return matched[name], record
 
 
-def choose(graph: Graph, device: str, precision: Precision, arrays: Sequence[np.ndarray],
-           want: Sequence[np.ndarray], names: Sequence[str] | None = None) -> tuple[Callable, AutoPick]:
-    """The fastest candidate whose outputs on ``arrays`` match ``want`` (jax.jit's)."""
-    compiled: dict[str, Callable] = {}
-    pick = AutoPick(backend="")
-    for name in candidates(device) if names is None else names:
+def _ready(graph: Graph, options, auto: AutoOptions, record: AutoChoice) -> list:
+    """(name, backend, None, prepared graph) of every candidate that claims the graph and is
+    conformant for it; the others recorded as dropped, with why."""
+    ready = []
+    for name in race.candidate_names(options.device, auto, backend_names(), NEVER_AUTO):
         try:
-            run = compile_graph(name, graph, device, precision)
+            backend = get_backend(name)
+            if options.device not in backend.available_devices():
+                raise ParityError(f"no {options.device} device here")
+            prepared = prepare(graph, backend)
+            check_claims(backend, prepared)
+        except (ParityError, ImportError) as exc:
+            record.candidates.append(Candidate(name, "dropped", f"does not run it: {str(exc).splitlines()[0]}"))
+            continue
+        if race.admitted(record, name, backend, prepared, options.device, auto.matrix):
+            ready.append((name, backend, None, prepared))
+    return ready
+
+
+def _build(options, backend, translation, graph: Graph) -> Callable:
+    return compiled_executable(graph, backend, options.device, options.cache_dir, precision=options.precision,
+                               request=RuntimeRequest())
+
+
+def _checked(compiled: dict, arrays: Sequence[np.ndarray], want: Sequence[np.ndarray], record: AutoChoice) -> dict:
+    """The candidates of ``compiled`` whose outputs on ``arrays`` match ``want``; the rest dropped, with why."""
+    matched = {}
+    for name, run in compiled.items():
+        try:
             why = mismatch([np.asarray(o) for o in run(*arrays)], want)
         except Exception as exc:  # noqa: BLE001 - a candidate that fails is dropped, with the reason
-            why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-        if why is not None:
-            pick.dropped[name] = why
-            continue
-        compiled[name] = run
-        pick.times_s[name] = _median_time(run, arrays)
-    if not compiled:
-        raise AutoFoundNothing(f"backend='auto' found no backend that runs @{graph.name} within the contract: "
-                               f"{pick.dropped}; name one with backend=...")
-    pick.backend = min(pick.times_s, key=pick.times_s.get)
-    if pick.dropped:
-        warnings.warn(f"parity.jax.jit(backend='auto') on @{graph.name}: {pick}", stacklevel=4)
-    return compiled[pick.backend], pick
+            why = f"failed on the first inputs: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        else:
+            why = None if why is None else f"differs from jax.jit on the first inputs: {why}"
+        if why is None:
+            matched[name] = run
+        else:
+            race.drop(record, name, why)
+    return matched
 
 
-def _median_time(run: Callable, arrays: Sequence[np.ndarray]) -> float:
-    run(*arrays)  # warm-up
-    times = []
-    for _ in range(TIMED_RUNS):
-        start = time.perf_counter()
-        run(*arrays)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _nothing_text(graph: Graph, record: AutoChoice) -> str:
+    return (f"backend='auto' found no backend that runs @{graph.name} within the contract:\n{record}\n"
+            "  fix: name a backend (backend='xla' runs every IR primitive), or pass "
+            "auto=parity.AutoOptions(candidates=(...)) with one that runs these ops")
 
 
 def mismatch(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> str | None:

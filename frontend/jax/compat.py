@@ -33,7 +33,7 @@ from ...ir.dims import Dim, Symbol
 from ...ir.dtypes import DType
 from ...ir.graph import SourceLoc
 from ...ir.types import TensorType
-from .errors import UnsupportedArgument, UnsupportedSymbolicDim
+from .errors import NoIrDtype, UnsupportedArgument, UnsupportedArgumentDtype, UnsupportedDtype, UnsupportedSymbolicDim
 
 TESTED_JAX_VERSIONS = ("0.10.2",)
 
@@ -96,10 +96,15 @@ class Traced:
     out_keys: tuple[bool, ...] = ()  # which flat outputs are threefry key arrays (their key data in the IR)
 
 
-def trace(fun: Callable, flat_args: Sequence[Any]) -> Traced:
-    """Trace ``fun(*flat_args)`` (arrays, PRNG key arrays or ``jax.ShapeDtypeStruct``) to its program."""
+def trace(fun: Callable, flat_args: Sequence[Any], names: Sequence[str] | None = None) -> Traced:
+    """Trace ``fun(*flat_args)`` (arrays, PRNG key arrays or ``jax.ShapeDtypeStruct``) to its program.
+    ``names``: the arguments' names in the user's terms (``params.w1``), for errors."""
     specs = [a if isinstance(a, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(np.shape(a), _dtype_of(a))
              for a in flat_args]
+    for i, spec in enumerate(specs):  # before tracing: the user's argument, not a line inside the function
+        if not _is_key_dtype(spec.dtype) and ir_dtype(spec.dtype) is None:
+            name = names[i] if names is not None else f"{i} (in flattened order)"
+            raise UnsupportedArgumentDtype(name, str(np.dtype(spec.dtype)))
     closed, out_shapes = jax.make_jaxpr(fun, return_shape=True)(*specs)
     in_types = tuple(tensor_type(v.aval) for v in closed.jaxpr.invars)
     if None in in_types:
@@ -157,9 +162,12 @@ def _eqn(eqn: Any) -> Eqn:
     # and an enum (gather's GatherScatterMode) by its member's name
     params = {k: _plain(v) for k, v in eqn.params.items()}
     on_keys = any(_is_key_dtype(v.aval.dtype) for v in (*eqn.invars, *eqn.outvars))
-    return Eqn(eqn.primitive.name, params, tuple(_operand(v) for v in eqn.invars), tuple(eqn.outvars),
-               tuple(tensor_type(v.aval) for v in eqn.outvars), user_loc(eqn.source_info), bool(eqn.effects),
-               on_keys)
+    try:
+        operands, results = tuple(_operand(v) for v in eqn.invars), tuple(tensor_type(v.aval) for v in eqn.outvars)
+    except NoIrDtype as missing:
+        raise UnsupportedDtype(eqn.primitive.name, user_loc(eqn.source_info), missing.dtype) from None
+    return Eqn(eqn.primitive.name, params, operands, tuple(eqn.outvars), results, user_loc(eqn.source_info),
+               bool(eqn.effects), on_keys)
 
 
 def _plain(value: Any) -> Any:
@@ -242,11 +250,23 @@ THREEFRY = "threefry2x32"
 
 def tensor_type(aval: Any) -> TensorType | None:
     """An abstract value (``ShapedArray``) as an IR type. A threefry PRNG key array ``key<fry>[*S]``
-    is its key data, ``u32[*S, 2]``; None for another PRNG implementation's keys."""
+    is its key data, ``u32[*S, 2]``; None for another PRNG implementation's keys. A dtype the IR
+    lacks (uint16, uint64, int4, float8...) raises :class:`NoIrDtype`."""
     shape = tuple(ir_dim(d) for d in aval.shape)
     if _is_key_dtype(aval.dtype):
         return DType.uint32[(*shape, 2)] if key_impl_name(aval.dtype) == THREEFRY else None
-    return DType.from_numpy(aval.dtype)[shape]
+    dtype = ir_dtype(aval.dtype)
+    if dtype is None:
+        raise NoIrDtype(str(np.dtype(aval.dtype)))
+    return dtype[shape]
+
+
+def ir_dtype(dtype: Any) -> DType | None:
+    """The IR's dtype for a JAX (NumPy) dtype; None where the IR has none."""
+    try:
+        return DType.from_numpy(dtype)
+    except (ValueError, TypeError):
+        return None
 
 
 def _is_key_dtype(dtype: Any) -> bool:

@@ -80,6 +80,64 @@ class UnsupportedArgument(ParityError, TypeError):
                          "numbers outside the compiled function and pass them in as arrays")
 
 
+#: For each JAX dtype parity's IR lacks: the dtype to convert to, and why that is safe.
+CONVERT_TO: dict[str, tuple[str, str]] = {
+    "uint16": ("jnp.uint32", "every uint16 value fits; jnp.int32 too"),
+    "uint64": ("jnp.int64", "exact below 2**63"),
+    "int4": ("jnp.int8", "every int4 value fits"),
+    "uint4": ("jnp.uint8", "every uint4 value fits"),
+    "int2": ("jnp.int8", "every int2 value fits"),
+    "uint2": ("jnp.uint8", "every uint2 value fits"),
+}
+
+
+def _ir_dtypes() -> str:
+    from ...ir.dtypes import DType
+
+    return ", ".join(str(d.numpy) for d in DType)
+
+
+def _convert_to(dtype: str) -> tuple[str, str]:
+    if dtype in CONVERT_TO:
+        return CONVERT_TO[dtype]
+    if dtype.startswith("float8"):
+        return "jnp.float16", f"every {dtype} value fits; jnp.bfloat16 too"
+    return "jnp.float32", "or another dtype of that list that holds its values"
+
+
+class NoIrDtype(ParityError, TypeError):
+    """A JAX dtype parity's IR has no counterpart for (compat.tensor_type); the frontend says which
+    argument or line made it (:class:`UnsupportedArgumentDtype`, :class:`UnsupportedDtype`)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        target, why = _convert_to(dtype)
+        super().__init__(f"parity's IR has no {dtype} dtype (it has {_ir_dtypes()})\n  fix: convert to {target} "
+                         f"({why})")
+
+
+class UnsupportedArgumentDtype(ParityError, TypeError):
+    """An argument whose dtype parity's IR has no counterpart for (uint16, uint64, int4, float8...)."""
+
+    def __init__(self, argument: str, dtype: str):
+        self.argument, self.dtype = argument, dtype
+        target, why = _convert_to(dtype)
+        super().__init__(f"argument `{argument}` is a {dtype} array, and parity's IR has no {dtype} dtype (it has "
+                         f"{_ir_dtypes()})\n  fix: convert it before the call, `{argument}.astype({target})` ({why}), "
+                         f"and convert the results back after the call if you need {dtype}")
+
+
+class UnsupportedDtype(JaxCaptureError):
+    """An equation whose result has a dtype parity's IR has no counterpart for."""
+
+    def __init__(self, primitive: str, loc: SourceLoc | None, dtype: str):
+        self.dtype = dtype
+        target, why = _convert_to(dtype)
+        super().__init__(primitive, loc, f"`{primitive}` makes a {dtype} array, and parity's IR has no {dtype} dtype "
+                         f"(it has {_ir_dtypes()})", f"compute in {target} there ({why}), and convert to {dtype} "
+                         "outside parity.jax.jit")
+
+
 class TranslationBug(ParityError, AssertionError):
     """A rule built a value of another type than JAX's result: a bug in parity, not in the user's code."""
 

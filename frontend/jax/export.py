@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from ...ir.graph import Graph
 from ..export import EXPORTERS, ExportError, warn_unchecked_sizes
 from .compat import is_prng_key, trace
 from .errors import UnsupportedArgument
+from .names import input_name, output_name, parameter_names
 from .translate import jaxpr_to_ir
 
 
@@ -64,13 +64,13 @@ def trace_for_export(fun: Callable, args: Sequence[Any], kwargs: Mapping[str, An
 
     name = getattr(fun, "__name__", "main").replace("<lambda>", "lambda")
     flat.__name__ = name if name.isidentifier() else "main"
-    traced = trace(flat, leaves)
+    parameters = parameter_names(fun, range(len(args)))
+    inputs = [input_name(path, parameters) for path, _ in leaves_with_paths]
+    traced = trace(flat, leaves, inputs)
     graph = jaxpr_to_ir(traced, flat.__name__)
-    parameters = _parameter_names(fun, len(args))
-    inputs = [_input_name(path, parameters) for path, _ in leaves_with_paths]
     out_paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(
         jax.tree_util.tree_unflatten(traced.out_tree, range(traced.out_tree.num_leaves)))[0]]
-    return TracedForExport(graph, inputs, [_output_name(path) for path in out_paths])
+    return TracedForExport(graph, inputs, [output_name(path) for path in out_paths])
 
 
 def export_function(fun: Callable, args: Sequence[Any], kwargs: Mapping[str, Any], *, format: str, path: Path,
@@ -113,41 +113,3 @@ def _given(names: Sequence[str] | None, default: list[str], what: str) -> list[s
         raise ExportError(f"{len(names)} {what} names for {len(default)} {what}s (flattened pytree leaves): "
                           f"{default}")
     return names
-
-
-def _parameter_names(fun: Callable, count: int) -> list[str]:
-    try:
-        params = [p.name for p in inspect.signature(fun).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):  # a builtin or a C-level callable: no signature
-        params = []
-    return params[:count] + [f"input{i}" for i in range(len(params[:count]), count)]
-
-
-def _input_name(path: tuple, parameters: list[str]) -> str:
-    """``((args, kwargs), ...)``'s path of a leaf as ``params.w1``: the parameter's name, then its keys."""
-    where, *rest = path[1:]  # path[0] picks args or kwargs
-    head = parameters[where.idx] if isinstance(where, jax.tree_util.SequenceKey) else str(where.key)
-    return head + _keys(rest)
-
-
-def _output_name(path: tuple) -> str:
-    if not path:
-        return "output0"
-    first, *rest = path
-    head = f"output{first.idx}" if isinstance(first, jax.tree_util.SequenceKey) else _key(first).lstrip(".")
-    return head + _keys(rest)
-
-
-def _keys(path) -> str:
-    return "".join(_key(k) for k in path)
-
-
-def _key(key) -> str:
-    if isinstance(key, jax.tree_util.SequenceKey):
-        return f"[{key.idx}]"
-    if isinstance(key, jax.tree_util.DictKey):
-        return f".{key.key}"
-    if isinstance(key, jax.tree_util.GetAttrKey):
-        return f".{key.name}"
-    return f"[{key}]"

@@ -14,18 +14,24 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import numpy as np
 
+from ...backends.disk_cache import resolve_cache_dir
+from ...backends.registry import get_backend
 from ...ir.graph import Graph
 from ...ir.precision import Precision
-from . import auto
+from ..auto_options import AutoOptions, resolve_auto_options
+from ..auto_race import AutoChoice
+from ..runtime_options import checked_backend_options, checked_precision
+from .auto import choose_backend
 from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, trace, wrap_key_data
 from .errors import UnsupportedArgument
+from .names import input_name, parameter_names
 from .run import as_numpy, compile_graph, to_jax
 from .translate import jaxpr_to_ir
 
@@ -39,18 +45,26 @@ class Compiled:
     out_tree: Any
     out_keys: tuple[bool, ...]  # which flat outputs are PRNG keys (the executable returns their data)
     backend: str
-    pick: auto.AutoPick | None = None
+    pick: AutoChoice | None = None  # backend="auto": the race's record
 
 
 class JaxJitted:
     def __init__(self, fun: Callable, *, static_argnums: int | Sequence[int] | None = None,
                  static_argnames: str | Sequence[str] | None = None, backend: str = "auto", device: str = "cpu",
-                 precision: Precision | str = Precision.EXACT):
+                 precision: Precision | str = Precision.EXACT, cache_dir: str | bool | None = None,
+                 backend_options: Mapping | None = None, auto: AutoOptions | None = None):
         self.fun = fun
         self.static_argnums, self.static_argnames = _statics(fun, static_argnums, static_argnames)
+        if backend == "auto":  # as parity.compile: $PARITY_BACKEND (or auto.forced) names one backend
+            auto = resolve_auto_options(auto)
+            backend = auto.forced or backend
+        self.auto = auto if backend == "auto" else None
         self.backend = backend
         self.device = device
-        self.precision = Precision.parse(precision)
+        named = None if backend == "auto" else get_backend(backend)  # auto takes no options, no vendor tier
+        self.precision = checked_precision(precision, backend, named)
+        self.backend_options = checked_backend_options(backend, named, backend_options)
+        self.cache_dir = resolve_cache_dir(cache_dir)  # the executables' disk cache (None: off)
         self.cache: dict[tuple, Compiled] = {}
         functools.update_wrapper(self, fun)
 
@@ -106,20 +120,29 @@ class JaxJitted:
         flat.__name__ = getattr(self.fun, "__name__", "jax_fn").replace("<lambda>", "lambda")
         return flat
 
+    def _argument_names(self, statics: tuple, in_tree, count: int) -> list[str]:
+        """The flat arguments' names in the user's terms (``params.w1``), for errors."""
+        dyn_args, dyn_kwargs = jax.tree_util.tree_unflatten(in_tree, range(count))
+        positions = [i for i in range(len(dyn_args) + len(statics)) if i not in self.static_argnums]
+        parameters = parameter_names(self.fun, positions[:len(dyn_args)])
+        return [input_name(path, parameters)
+                for path, _ in jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]
+
     # -- compiling ------------------------------------------------------------------------
 
     def _compile(self, statics: tuple, in_tree, leaves: list, arrays: list[np.ndarray]) -> Compiled:
         """``leaves`` are the call's (PRNG keys as keys), ``arrays`` what the executable takes (keys as data)."""
         flat = self._flat_function(statics, in_tree)
-        traced = trace(flat, leaves)
+        traced = trace(flat, leaves, self._argument_names(statics, in_tree, len(leaves)))
         graph = jaxpr_to_ir(traced, flat.__name__)
         if self.backend != "auto":
-            return Compiled(graph, compile_graph(self.backend, graph, self.device, self.precision),
-                            traced.out_tree, traced.out_keys, self.backend)
+            run = compile_graph(self.backend, graph, self.device, self.precision, cache_dir=self.cache_dir,
+                                backend_options=self.backend_options)
+            return Compiled(graph, run, traced.out_tree, traced.out_keys, self.backend)
         want = [np.asarray(key_data(o) if is_key else o) for o, is_key in
                 zip(jax.tree_util.tree_leaves(jax.jit(flat)(*leaves)), traced.out_keys, strict=True)]
-        run, pick = auto.choose(graph, self.device, self.precision, arrays, want)
-        return Compiled(graph, run, traced.out_tree, traced.out_keys, pick.backend, pick)
+        run, pick = choose_backend(graph, self, arrays, want)
+        return Compiled(graph, run, traced.out_tree, traced.out_keys, pick.choice, pick)
 
 
 def _statics(fun: Callable, argnums, argnames) -> tuple[tuple[int, ...], tuple[str, ...]]:

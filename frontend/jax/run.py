@@ -1,8 +1,11 @@
 """An IR graph from the JAX frontend on a backend by name, and its outputs back as ``jax.Array``s.
 
-The graph reaches the backend as conformance hands it one: composites the backend does not
-claim expanded into primitives, then ``compile_at`` at the precision asked for. A node the
-backend cannot run is refused before compiling, naming the user's JAX line.
+The graph takes the torch frontend's path to a backend (frontend/executables.py): composites
+the backend does not claim expanded, ``backend.compile`` at the precision asked for with the
+user's ``backend_options``, and the executable cache, in this process and on disk (a second
+process loads it). A node the backend cannot run is refused before compiling, naming the
+user's JAX line. A backend that ``takes_dlpack`` gets NumPy arrays, which speak DLPack (as
+``parity conform`` hands them); JAX arguments have no parameters to bind once.
 
 Example::
 
@@ -16,39 +19,44 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...backends.base import Backend, compile_at
+from ...backends.base import Backend
 from ...backends.registry import get_backend
+from ...backends.runtime import RuntimeRequest
 from ...ir.errors import UnsupportedOpError
 from ...ir.graph import Graph
 from ...ir.ops import node_dtype
-from ...ir.passes import decompose
 from ...ir.precision import Precision
+from ..executables import compiled_executable, prepare
 
 
-def for_backend(backend: Backend, graph: Graph) -> Graph:
-    """``graph`` with the composites ``backend`` does not claim expanded; refused (naming the
-    user's line) at the first node it does not claim in its dtype."""
+def check_claims(backend: Backend, graph: Graph) -> None:
+    """Refuse ``graph`` (prepared for ``backend``), naming the user's line, at its first node
+    ``backend`` does not claim in its dtype."""
     claims = backend.claims()
-    lowered, _ = decompose(graph, claimed=lambda op: op in claims)
-    for node in lowered.nodes:
+    for node in graph.nodes:
         claim = claims.get(node.op)
         dtype = node_dtype(node)
         if claim is None or dtype not in claim.dtypes:
             where = f"{node.loc}: " if node.loc else ""
             raise UnsupportedOpError(f"{where}the {backend.name} backend does not run {node.op} on {dtype.short}; "
                                      "choose another backend (backend='xla' runs every IR primitive)")
-    return lowered
 
 
-def compile_graph(name: str, graph: Graph, device: str, precision: Precision):
+def compile_graph(name: str, graph: Graph, device: str, precision: Precision, *, cache_dir: str | None = None,
+                  backend_options: Mapping | None = None):
+    """``graph`` compiled on the backend ``name`` (an executable on NumPy arrays), from the
+    executable cache where it is there; ``backend_options`` resolved already (runtime_options)."""
     backend = get_backend(name)
-    return compile_at(backend, for_backend(backend, graph), device, precision)
+    prepared = prepare(graph, backend)
+    check_claims(backend, prepared)
+    return compiled_executable(prepared, backend, device, cache_dir, precision=precision,
+                               request=RuntimeRequest(dict(backend_options or {})))
 
 
 def to_jax(outputs: Sequence) -> list[jax.Array]:

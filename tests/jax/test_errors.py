@@ -18,6 +18,8 @@ from parity.frontend.jax.errors import (
     EffectNotSupported,
     LongUnrolledLoop,
     UnsupportedArgument,
+    UnsupportedArgumentDtype,
+    UnsupportedDtype,
     UntranslatedPrimitive,
 )
 from parity.frontend.jax.rules.control import UNROLLED_NODES_WARNING
@@ -156,3 +158,33 @@ def test_random_numbers_parity_does_not_translate_are_refused_at_the_door_or_the
     assert str(info.value).startswith(f"{_line_of(eight_bit_draw, 'jax.random.bits')} in eight_bit_draw: the "
                                       "JAX primitive `random_bits` has no parity translation")
     assert "8-bit random bits" in str(info.value)
+
+
+def scaled(x, n, params):
+    return x * n + params["w"].astype(jnp.float32)
+
+
+def through_uint16(x):
+    return (x.astype(jnp.uint16) + 1).astype(jnp.float32)
+
+
+def test_a_uint16_argument_is_refused_by_its_name_and_dtype_with_the_conversion():
+    compiled = parity.jax.jit(scaled, static_argnums=1, backend="reference")
+    with pytest.raises(UnsupportedArgumentDtype) as info:
+        compiled(jnp.ones(2), 3, {"w": jnp.ones(2, jnp.uint16)})
+    message = str(info.value)
+    assert message.startswith("argument `params.w` is a uint16 array, and parity's IR has no uint16 dtype (it has "
+                              "bool, int8, ")
+    assert "fix: convert it before the call, `params.w.astype(jnp.uint32)` (every uint16 value fits" in message
+    assert isinstance(info.value, ParityError) and isinstance(info.value, TypeError)
+    with pytest.raises(UnsupportedArgumentDtype, match="argument `x` is a uint16 array"):  # export names it alike
+        parity.jax.export(through_uint16, jax.ShapeDtypeStruct((2,), jnp.uint16), format="stablehlo")
+
+
+def test_a_uint16_inside_the_function_is_refused_at_the_users_line():
+    with pytest.raises(UnsupportedDtype) as info:
+        parity.jax.jit(through_uint16, backend="reference")(jnp.ones(2))
+    message = str(info.value)
+    assert message.startswith(f"{_line_of(through_uint16, 'jnp.uint16')} in through_uint16: `convert_element_type` "
+                              "makes a uint16 array, and parity's IR has no uint16 dtype")
+    assert "fix: compute in jnp.uint32 there" in message and info.value.primitive == "convert_element_type"

@@ -71,18 +71,36 @@ def test_the_capture_and_the_xla_backend_never_import_torch():
     assert len(eval(out[0])) == 3
 
 
-def test_auto_keeps_the_fastest_backend_that_matches_jax_jit(monkeypatch):
-    monkeypatch.setattr(auto, "candidates", lambda device: ["xla", "onnx"])
-    compiled = parity.jax.jit(lambda x: jnp.tanh(x) * 2.0)
+def test_auto_keeps_the_fastest_backend_that_matches_jax_jit():
+    compiled = parity.jax.jit(lambda x: jnp.tanh(x) * 2.0, auto=parity.AutoOptions(candidates=("xla", "onnx")))
     x = jnp.linspace(-2, 2, 8)
     np.testing.assert_allclose(np.asarray(compiled(x)), np.asarray(jnp.tanh(x) * 2.0), rtol=1e-6)
     pick = next(iter(compiled.cache.values())).pick
-    assert set(pick.times_s) == {"xla", "onnx"} and not pick.dropped
-    assert pick.backend == min(pick.times_s, key=pick.times_s.get)
-    assert f"→ {pick.backend}" in repr(compiled)
+    medians = {c.name: c.median_s for c in pick.candidates}
+    assert set(medians) == {"xla", "onnx"} and None not in medians.values() and pick.source == "measured"
+    assert pick.choice == min(medians, key=medians.get)
+    assert f"→ {pick.choice}" in repr(compiled)
 
 
-def test_auto_drops_a_backend_whose_outputs_differ_from_jax_jit(monkeypatch):
+def test_auto_is_parity_compiles_race_its_pick_kept_for_the_next_function(tmp_path):
+    """The race of frontend/auto_race.py: the pick is kept (in this process and on disk), so the
+    same graph compiled again compiles only the pick and races nothing."""
+    from parity.frontend import auto_race
+    from parity.frontend.executables import STATS, reset_caches
+
+    options = parity.AutoOptions(candidates=("xla", "onnx"))
+    x = jnp.linspace(-2, 2, 8)
+    parity.jax.jit(lambda v: jnp.sin(v) + 1.0, auto=options, cache_dir=tmp_path)(x)
+    auto_race._CHOICES.clear()  # a new process: only the disk is shared
+    reset_caches()
+    again = parity.jax.jit(lambda v: jnp.sin(v) + 1.0, auto=options, cache_dir=tmp_path)
+    np.testing.assert_allclose(np.asarray(again(x)), np.sin(np.asarray(x)) + 1.0, rtol=1e-6)
+    pick = next(iter(again.cache.values())).pick
+    assert pick.source == "cached on disk"
+    assert STATS["backend_compiles"] + STATS["disk_loads"] == 1  # only the pick
+
+
+def test_auto_drops_a_backend_whose_outputs_differ_from_jax_jit():
     """A planted wrong backend (it negates every output) is dropped with the number that shows it."""
     from parity.backends.registry import get_backend, register_backend, unregister_backend
 
@@ -95,13 +113,21 @@ def test_auto_drops_a_backend_whose_outputs_differ_from_jax_jit(monkeypatch):
 
     register_backend(Negating())
     try:
-        monkeypatch.setattr(auto, "candidates", lambda device: ["negating", "xla"])
-        with pytest.warns(UserWarning, match=r"dropped negating: output 0 is off jax.jit's by 5\.44"):
-            compiled = parity.jax.jit(lambda x: jnp.exp(x))
+        with pytest.warns(UserWarning, match=r"negating +dropped .*differs from jax.jit on the first inputs: output 0 "
+                                             r"is off jax.jit's by 5\.44"):
+            compiled = parity.jax.jit(lambda x: jnp.exp(x), auto=parity.AutoOptions(candidates=("negating", "xla")))
             compiled(jnp.linspace(-1.0, 1.0, 4))
-        assert next(iter(compiled.cache.values())).pick.backend == "xla"
+        assert next(iter(compiled.cache.values())).pick.choice == "xla"
     finally:
         unregister_backend("negating")
+
+
+def test_auto_with_no_backend_that_matches_names_each_reason():
+    from parity.frontend.jax.auto import AutoFoundNothing
+
+    with pytest.raises(AutoFoundNothing, match=r"(?s)no backend that runs @lambda within the contract.*numpy +dropped +- +"
+                                               r"+does not run it: .*does not run .* on c64.*fix: name a backend"):
+        parity.jax.jit(lambda x: x * x, auto=parity.AutoOptions(candidates=("numpy",)))(jnp.ones(2, jnp.complex64))
 
 
 def test_mismatch_holds_floats_to_their_dtype_and_the_rest_exactly():

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from ....ir.dtypes import DType
 from ....ir.graph import Value
+from ....ir.ops import OP_TABLE
 from ..context import JaxContext, refuse
 
 # lax name -> IR op, for ops whose operands and result share the result's shape
 UNARY = {name: name for name in (
     "neg", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos",
-    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "abs", "sign", "floor", "ceil", "erf",
+    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "sign", "floor", "ceil", "erf",
     "is_finite")}
 BINARY = {name: name for name in ("add", "sub", "mul", "div", "rem", "max", "min", "atan2", "eq", "ne", "lt",
                                   "le", "gt", "ge", "shift_left")}
@@ -25,6 +26,7 @@ LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_
 
 def _unary(ir_op: str):
     def rule(ctx: JaxContext, x: Value):
+        _check_dtype(ir_op, x)
         return ctx.b.op(ir_op, x)
 
     rule.__name__ = f"translate_{ir_op}"
@@ -33,11 +35,27 @@ def _unary(ir_op: str):
 
 def _binary(ir_op: str):
     def rule(ctx: JaxContext, x: Value, y: Value):
+        _check_dtype(ir_op, x)
         shape = ctx.out.shape
         return ctx.b.op(ir_op, ctx.broadcast(x, shape), ctx.broadcast(y, shape))
 
     rule.__name__ = f"translate_{ir_op}"
     return rule
+
+
+def _check_dtype(ir_op: str, x: Value) -> None:
+    """Refuse (the user's line, the dtype) an operand dtype the IR op has no form for: complex
+    ``sin``, ``tanh``, ``sign``, ``max``... which JAX computes and the IR does not define."""
+    accepted = OP_TABLE[ir_op].dtypes
+    if x.type.dtype not in accepted:
+        refuse(f"the IR's {ir_op} takes no {x.type.dtype.short} operands (it takes "
+               f"{', '.join(d.short for d in DType if d in accepted)}); compute it on real parts, or outside "
+               "parity.jax.jit")
+
+
+def abs_(ctx: JaxContext, x: Value):
+    """``abs`` of a complex number is its modulus (c64 → f32), the IR's ``complex_abs``."""
+    return ctx.b.op("complex_abs" if x.type.dtype.is_complex else "abs", x)
 
 
 def _logical(name: str):
@@ -175,6 +193,7 @@ TABLE = {name: _unary(op) for name, op in UNARY.items()}
 TABLE |= {name: _binary(op) for name, op in BINARY.items()}
 TABLE |= {name: _logical(name) for name in LOGICAL}
 TABLE |= {
+    "abs": abs_,
     "round": round_,
     "shift_right_arithmetic": shift_right_arithmetic,
     "pow": pow_,

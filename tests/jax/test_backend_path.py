@@ -1,0 +1,74 @@
+"""parity.jax.jit takes the torch frontend's path to a backend (frontend/executables.py): the
+executable cache in memory and on disk (a second process loads, never compiles), and the
+runtime request, so a plugin's ``backend_options`` reach its ``compile``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import parity.jax
+from parity.frontend.executables import STATS, reset_caches
+from parity.validate import UsageError
+
+
+def test_with_the_memory_cache_gone_the_jax_function_loads_from_the_disk_cache(tmp_path):
+    """What a new process sees (CI's proof; the matrix test below runs two processes)."""
+    reset_caches()
+    x = jnp.linspace(-1.0, 1.0, 5)
+    first = parity.jax.jit(lambda v: jnp.tanh(v) * 3.0, backend="xla", cache_dir=tmp_path)(x)
+    assert (STATS["backend_compiles"], STATS["disk_loads"]) == (1, 0)
+    reset_caches()
+    second = parity.jax.jit(lambda v: jnp.tanh(v) * 3.0, backend="xla", cache_dir=tmp_path)(x)
+    assert (STATS["backend_compiles"], STATS["disk_loads"]) == (0, 1)
+    assert second.tolist() == first.tolist()
+    np.testing.assert_allclose(np.asarray(second), np.tanh(np.asarray(x)) * 3.0, rtol=1e-6)
+
+
+@pytest.mark.matrix
+def test_a_second_process_loads_the_compiled_jax_function_from_the_disk_cache(tmp_path):
+    program = textwrap.dedent(f"""
+        import jax.numpy as jnp
+        import parity.jax
+        from parity.frontend.executables import STATS
+        f = parity.jax.jit(lambda x: jnp.tanh(x) * 3.0 + 1.0, backend="xla", cache_dir={str(tmp_path)!r})
+        print(f(jnp.linspace(-1.0, 1.0, 5)).tolist())
+        print(STATS["backend_compiles"], STATS["disk_loads"])
+    """)
+    runs = [subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    first, second = ([line for line in run.splitlines() if line] for run in runs)
+    assert first[1] == "1 0", runs[0]  # compiled, and stored
+    assert second[1] == "0 1", runs[1]  # loaded from the disk, no compile
+    want = (np.tanh(np.linspace(-1.0, 1.0, 5, dtype=np.float32)) * 3.0 + 1.0).tolist()
+    np.testing.assert_allclose(eval(second[0]), want, rtol=1e-6)
+    assert eval(first[0]) == eval(second[0])
+
+
+def test_backend_options_reach_a_plugin_and_key_its_executables():
+    """The template plugin (examples/plugin_template, installed) stops at a node that makes inf
+    from finite operands under its check_finite option; without it, log(0) is -inf."""
+    reset_caches()
+    x = jnp.array([1.0, 0.0])
+    plain = parity.jax.jit(lambda v: jnp.log(v) * 2.0, backend="numpy", cache_dir=False)
+    assert plain(x).tolist() == [0.0, -np.inf]
+    checked = parity.jax.jit(lambda v: jnp.log(v) * 2.0, backend="numpy", cache_dir=False,
+                             backend_options={"check_finite": True})
+    with pytest.raises(FloatingPointError, match=r"check_finite\): log at .*test_backend_path.py:\d+"):
+        checked(x)
+    assert STATS["backend_compiles"] == 2  # the same graph under other options: another executable
+    parity.jax.jit(lambda v: jnp.log(v) * 2.0, backend="numpy", cache_dir=False)(x)
+    assert (STATS["backend_compiles"], STATS["cache_hits"]) == (2, 1)
+
+
+def test_backend_options_are_checked_against_the_backend_before_tracing():
+    with pytest.raises(UsageError, match="the numpy backend takes no option 'check_finit'; did you mean "
+                                         "'check_finite'"):
+        parity.jax.jit(jnp.exp, backend="numpy", backend_options={"check_finit": True})
+    with pytest.raises(UsageError, match="backend='auto' picks among several; name the backend"):
+        parity.jax.jit(jnp.exp, backend_options={"check_finite": True})
