@@ -142,12 +142,12 @@ def run_program(name: str, candidates: dict[str, Callable], *, quick: bool = Fal
                 log: Callable[[str], None] = print, decoder: str | None = None) -> dict:
     """Run program ``name`` on every candidate; the JSON entry the report reads. ``decoder`` picks
     the model of a decode program (bench/decode.py: DECODERS; default GPT-2)."""
-    from torch._dynamo.utils import counters
-
     program = PROGRAMS[name]
     if decoder is not None and not program.takes_decoder:
         raise ValueError(f"program {name!r} has no decoder model to choose; only the decode programs do "
                          f"({', '.join(p.name for p in PROGRAMS.values() if p.takes_decoder)})")
+    from torch._dynamo.utils import counters
+
     case = program.build(quick=quick, **({"decoder": decoder} if decoder else {}))
     want, _ = case.setup(lambda fn: fn)()
     entry = {"name": name, "description": program.description, "shape": case.shape, "unit": case.unit,
