@@ -40,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--programs", type=_names, default=None,
                         help="programs (loops whose shapes change), comma-separated, from: serving, decode_dynamic, "
                              "decode_static (default: all, unless --workloads names some; 'none' for none)")
+    parser.add_argument("--decoders", type=_names, default=None,
+                        help="the models the decode programs run, comma-separated, from: gpt2, llama, mistral, "
+                             "qwen2, phi3, gemma, gpt-neox, opt, falcon, stablelm, qwen3, gemma2 "
+                             "(the zoo's tiny configs), or 'all' (default: gpt2)")
     parser.add_argument("--json", metavar="PATH", help="write the full record as JSON")
     parser.add_argument("--chart", metavar="PATH", help="write a PNG chart")
     parser.add_argument("--markdown", metavar="PATH", help="write the tables as Markdown")
@@ -74,9 +78,15 @@ def run(args: argparse.Namespace) -> int:
     programs = (list(PROGRAMS) if args.workloads is None else []) if args.programs is None else \
         [p for p in args.programs if p != "none"]
     unknown += [p for p in programs if p not in PROGRAMS]
+    from .decode import DECODERS, DEFAULT_DECODER
+
+    decoders = [DEFAULT_DECODER] if args.decoders is None else \
+        list(DECODERS) if args.decoders == ["all"] else args.decoders
+    unknown += [d for d in decoders if d not in DECODERS]
     if unknown:  # a usage error: one line on stderr and exit status 2, as `parity bench` gives
         print(f"parity bench: unknown name(s) {unknown}; workloads: {list(WORKLOADS)}, "
-              f"anchors: {list(ANCHORS)}, backends: {backend_names()}, programs: {list(PROGRAMS)}", file=sys.stderr)
+              f"anchors: {list(ANCHORS)}, backends: {backend_names()}, programs: {list(PROGRAMS)}, "
+              f"decoders: {list(DECODERS)}", file=sys.stderr)
         raise SystemExit(2)
     if "triton" in backends and "TRITON_INTERPRET" not in os.environ:
         import torch
@@ -88,9 +98,25 @@ def run(args: argparse.Namespace) -> int:
     candidates = [make_candidate(k) for k in (*anchors, *(f"parity[{b}]" for b in backends))]
     record = run_suite(workloads, candidates, quick=args.quick, threads=args.threads, cold=cold)
     timed = [b for b in backends if b != "triton" or torch_has_cuda()]  # the interpreter is not timed
-    record["programs"] = [run_program(p, program_candidates(timed), quick=args.quick) for p in programs]
+    record["programs"] = [run_program(p, program_candidates(timed), quick=args.quick, **choice)
+                          for p, choice in program_runs(programs, decoders)]
     _output(record, args)
     return 0
+
+
+def program_runs(programs: Sequence[str], decoders: Sequence[str]) -> list[tuple[str, dict]]:
+    """``(program, run_program options)`` in run order: each decode program once per decoder model,
+    the others once.
+
+    Example::
+
+        >>> program_runs(["serving", "decode_static"], ["gpt2", "llama"])
+        [('serving', {}), ('decode_static', {'decoder': 'gpt2'}), ('decode_static', {'decoder': 'llama'})]
+    """
+    from .programs import PROGRAMS
+
+    return [(p, {"decoder": d} if d else {}) for p in programs
+            for d in (decoders if PROGRAMS[p].takes_decoder else [None])]
 
 
 def torch_has_cuda() -> bool:

@@ -1,4 +1,4 @@
-"""The decode workloads: ``model.generate()`` of a small GPT-2 (or Llama) with its forward compiled.
+"""The decode workloads: ``model.generate()`` of a decoder LM with its forward compiled.
 
 What a user does: ``model.forward = compile(model.forward)``, then ``model.generate(...)``.
 The timed call is one greedy ``generate()`` of :data:`NEW_TOKENS` tokens from a fixed prompt
@@ -7,11 +7,15 @@ token per step: the shapes change every call) or ``cache_implementation="static"
 shapes). The result is the tokens, which must equal eager's exactly. A candidate compiles
 the forward its own way (bench/programs.py: ``compile_with``).
 
+The models are the Hugging Face zoo's decoder LMs that generation is checked on
+(conformance/hf/generation.py: :data:`DECODERS`, built from the zoo's tiny configs, prompt
+included), so one place defines each model.
+
 Example::
 
-    >>> program, tokens, shape = decode_program("static", quick=True)
+    >>> program, tokens, shape = decode_program("static", quick=True, model="llama")
     >>> tokens, shape
-    (16, 'GPT-2 2×64, prompt 8 + 16 tokens, static cache')
+    (16, 'llama (zoo config), prompt 5 + 16 tokens, static cache')
 """
 
 from __future__ import annotations
@@ -21,49 +25,27 @@ from typing import Any
 
 import torch
 
+from ..conformance.hf.generation import GENERATION_MODELS, PROMPT_LENGTH, build_decoder
+
 NEW_TOKENS = {True: 16, False: 32}  # by quick
-PROMPT = 8
+PROMPT = PROMPT_LENGTH
+#: The decoder models by name, in the generation matrix's order; the bench's default is the first.
+DECODERS = GENERATION_MODELS
+DEFAULT_DECODER = "gpt2"
 
 
-def _gpt2(quick: bool):
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    layers, width = (2, 64) if quick else (4, 128)
-    config = transformers.GPT2Config(n_layer=layers, n_embd=width, n_head=4, vocab_size=512, n_positions=128,
-                                     bos_token_id=0, eos_token_id=1)
-    torch.manual_seed(0)
-    return transformers.GPT2LMHeadModel(config).eval()
-
-
-def _llama(quick: bool):
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    layers, width = (2, 64) if quick else (4, 128)
-    config = transformers.LlamaConfig(num_hidden_layers=layers, hidden_size=width, intermediate_size=2 * width,
-                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=512,
-                                      max_position_embeddings=128, bos_token_id=0, eos_token_id=1)
-    torch.manual_seed(0)
-    return transformers.LlamaForCausalLM(config).eval()
-
-
-#: The decoder models by name: GPT-2 (learned positions, MHA) and a Llama (RoPE, GQA, RMSNorm).
-MODELS = {"gpt2": ("GPT-2", _gpt2), "llama": ("Llama", _llama)}
-
-
-def decode_program(cache: str, quick: bool = False, model: str = "gpt2") -> tuple[Callable, int, str]:
+def decode_program(cache: str, quick: bool = False, model: str = DEFAULT_DECODER) -> tuple[Callable, int, str]:
     """``(program, tokens, shape)``: ``program(compile)`` compiles a fresh ``model``'s forward
-    (:data:`MODELS`) with ``compile`` and returns the call that generates ``tokens`` tokens."""
-    title, make = MODELS[model]
+    (one of :data:`DECODERS`) with ``compile`` and returns the call that generates ``tokens`` tokens."""
+    if model not in DECODERS:
+        raise ValueError(f"decode: unknown model {model!r}; the decoders are {', '.join(DECODERS)}")
     tokens = NEW_TOKENS[quick]
     kwargs: dict[str, Any] = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, pad_token_id=0)
     if cache == "static":
         kwargs["cache_implementation"] = "static"
 
     def program(compile_forward: Callable[[Callable], Callable]) -> Callable[[], torch.Tensor]:
-        lm = make(quick)
-        prompt = torch.randint(2, 512, (1, PROMPT), generator=torch.Generator().manual_seed(0))
+        lm, prompt = build_decoder(model)  # the same weights and prompt for every candidate
         lm.forward = compile_forward(lm.forward)
 
         def generate():
@@ -72,5 +54,4 @@ def decode_program(cache: str, quick: bool = False, model: str = "gpt2") -> tupl
 
         return generate
 
-    size = "2×64" if quick else "4×128"
-    return program, tokens, f"{title} {size}, prompt {PROMPT} + {tokens} tokens, {cache} cache"
+    return program, tokens, f"{model} (zoo config), prompt {PROMPT} + {tokens} tokens, {cache} cache"

@@ -51,6 +51,7 @@ class Program:
     name: str
     description: str
     build: Callable[..., ProgramCase]
+    takes_decoder: bool = False  # build(quick, decoder=...): one of bench/decode.py's DECODERS
 
 
 # -- serving: one model, batch sizes drawn at random from 1..64 -------------------------------
@@ -84,10 +85,10 @@ def _serving(quick: bool = False) -> ProgramCase:
 
 
 def _decode(cache: str) -> Callable[..., ProgramCase]:
-    def build(quick: bool = False) -> ProgramCase:
+    def build(quick: bool = False, decoder: str = "gpt2") -> ProgramCase:
         from .decode import PROMPT, decode_program
 
-        program, tokens, shape = decode_program(cache, quick)
+        program, tokens, shape = decode_program(cache, quick, decoder)
 
         def setup(compile_with):
             generate = program(compile_with)
@@ -103,9 +104,10 @@ def _decode(cache: str) -> Callable[..., ProgramCase]:
 PROGRAMS: dict[str, Program] = {
     "serving": Program("serving", "a service's varying batch: one compiled model, batch sizes drawn from 1–64",
                        _serving),
-    "decode_dynamic": Program("decode_dynamic", "GPT-2 generate(), greedy, dynamic KV cache (grows per token)",
-                              _decode("dynamic")),
-    "decode_static": Program("decode_static", "GPT-2 generate(), greedy, static KV cache", _decode("static")),
+    "decode_dynamic": Program("decode_dynamic", "a decoder LM's generate(), greedy, dynamic KV cache (grows per token)",
+                              _decode("dynamic"), takes_decoder=True),
+    "decode_static": Program("decode_static", "a decoder LM's generate(), greedy, static KV cache", _decode("static"),
+                             takes_decoder=True),
 }
 
 
@@ -137,14 +139,21 @@ class ProgramResult:
 
 
 def run_program(name: str, candidates: dict[str, Callable], *, quick: bool = False, repeats: int = 5,
-                log: Callable[[str], None] = print) -> dict:
-    """Run program ``name`` on every candidate; the JSON entry the report reads."""
+                log: Callable[[str], None] = print, decoder: str | None = None) -> dict:
+    """Run program ``name`` on every candidate; the JSON entry the report reads. ``decoder`` picks
+    the model of a decode program (bench/decode.py: DECODERS; default GPT-2)."""
+    program = PROGRAMS[name]
+    if decoder is not None and not program.takes_decoder:
+        raise ValueError(f"program {name!r} has no decoder model to choose; only the decode programs do "
+                         f"({', '.join(p.name for p in PROGRAMS.values() if p.takes_decoder)})")
     from torch._dynamo.utils import counters
 
-    case = PROGRAMS[name].build(quick=quick)
+    case = program.build(quick=quick, **({"decoder": decoder} if decoder else {}))
     want, _ = case.setup(lambda fn: fn)()
-    entry = {"name": name, "description": PROGRAMS[name].description, "shape": case.shape, "unit": case.unit,
+    entry = {"name": name, "description": program.description, "shape": case.shape, "unit": case.unit,
              "distinct_sizes": len(case.sizes), "results": {}}
+    if decoder:
+        entry["decoder"] = decoder
     for label, compile_with in candidates.items():
         result = ProgramResult()
         torch._dynamo.reset()
@@ -175,9 +184,13 @@ def run_program(name: str, candidates: dict[str, Callable], *, quick: bool = Fal
                                                    f"captures, {row.get('throughput', 0):.0f} {case.unit}/s"))
     torch._dynamo.reset()
     anchors = {k: r["throughput"] for k, r in entry["results"].items() if r["anchor"] and r.get("throughput")}
+    compiled_first = entry["results"].get("torch.compile", {}).get("first_run_s")
     for row in entry["results"].values():
         if anchors and row.get("throughput"):
             row["ratio_to_best_anchor"] = max(anchors.values()) / row["throughput"]  # time ratio: < 1 is faster
+        if compiled_first and row.get("first_run_s") is not None and row["status"] == "ok":
+            # issue 36: the first generate() costs at most 2x torch.compile's first one
+            row["first_run_vs_torch_compile"] = row["first_run_s"] / compiled_first
     return entry
 
 
