@@ -109,6 +109,9 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
         "8 s; xla-cnn-gradients runs in CI",
     "tests/jax/test_models.py::test_matches_jax_jit[xla-cnn-optax_step]":
         "7 s; xla-cnn-gradients runs in CI",
+    "tests/bench/test_decoders.py::test_the_entry_names_its_decoder_and_sets_each_first_run_against_torch_compiles":
+        "18 s (a Llama generate() under three candidates); a decode program's run is CI's "
+        "tests/bench/test_decode.py::test_decode_programs_report_tokens_per_second_and_flag_wrong_tokens",
 }
 
 
