@@ -30,8 +30,9 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    random numbers are compared with the first candidate's outputs instead, every candidate
    drawing the same keys) is dropped. No element is held to a difference below the underflow
    floor (auto_arbiter.underflow_floors: the dtype's smallest subnormal, or its smallest normal for a
-   candidate that declares flush-to-zero, times auto_check.underflow_scale). When every compiled
-   candidate is dropped, the ones the budget left out are compiled and checked; when none
+   candidate that declares flush-to-zero, times auto_check.underflow_scale); the only one
+   compiled within the budget too. When every compiled candidate is dropped, the ones the
+   budget left out are compiled and checked, cheapest expected first, until one matches; when none
    matches, the graph runs in eager torch with one :class:`~parity.frontend.errors.AutoFallbackWarning`.
 5. **Warm-up and timing**: the rest run :data:`WARMUP_RUNS` more times untimed (XLA's first
    runs are slow), then in interleaved rounds until the budget is spent (at least one
@@ -89,6 +90,9 @@ from .source import graph_user_locs, in_user_code, warn_at
 MAX_ROUNDS = 20
 WARMUP_RUNS = 2  # untimed runs of each candidate after the check run, before timing
 PRUNE = 3.0  # after a round, candidates slower than this × the fastest stop being timed
+# In every disk key of a pick: a pick stored under older rules is a miss. 2: the only candidate
+# compiled within the budget is checked against eager torch too (before, it was kept unchecked).
+PICK_RULES = 2
 
 # Choices made in this process: choice key -> backend name; also a graph family's first pick
 # (frontend/auto_carry.py: family key -> backend name).
@@ -247,14 +251,15 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
         _remember(key, name, options, ready, on_disk)
         remember_family(_CHOICES, family, name)
 
-    if len(compiled) == 1:
+    if len(ready) == 1:  # nothing to race, nothing to fall back on: a cached, carried or sole pick
         (name,) = compiled
-        if len(ready) == 1:
-            _choose(record, name, record.source or "only candidate")
-        else:
-            _choose(record, name, "the only one compiled within the budget")
+        _choose(record, name, record.source or "only candidate")
         remember(name)
         return compiled[name]
+    # The one compiled within the budget is checked too: were it rejected unseen, which backends
+    # happened to fit the budget (what is installed, what the cache has timed) would decide
+    # whether the program gets eager torch's numbers (MobileViT's training: onnx alone, once a
+    # plugin was uninstalled).
     return AutoGraph(gm, compiled, record, remember, budget_s - spent,
                      compile_rest=_rest_compiler(ready, compiled, options, record), session=session)
 
@@ -319,19 +324,21 @@ def _compile_within_budget(ready: list, options, record: AutoChoice, budget_s: f
 
 def _rest_compiler(ready: list, compiled: dict, options, record: AutoChoice):
     """What :class:`AutoGraph` calls when every candidate compiled within the budget was rejected:
-    compiles the ones left out (for the spent budget or their expected cost), budget or not, and
-    returns them ({name: CompiledGraph})."""
+    yields the ones left out (for the spent budget or their expected cost) compiled one at a
+    time, budget or not, the cheapest expected first, as ``(name, CompiledGraph)``. Past the
+    budget auto looks for a backend that runs the graph right, not the fastest: the caller
+    stops at the first that matches, so a minutes-long compile never follows one that did."""
     rest = [entry for entry in ready if entry[0] not in compiled]
 
-    def compile_rest() -> dict:
-        more = {}
-        for entry in rest:
+    def compile_rest():
+        expected = {name: expected_compile_s(name, backend, options, len(graph.nodes))[0] or 0.0
+                    for name, backend, _, graph in rest}
+        for entry in sorted(rest, key=lambda entry: expected[entry[0]]):
             _set_status(record, entry[0], "timed", "raced after every candidate within the budget was rejected")
             try:
-                more.update(_compile_within_budget([entry], options, record, math.inf)[0])
+                yield from _compile_within_budget([entry], options, record, math.inf)[0].items()
             except Exception as exc:  # noqa: BLE001 - eager torch runs the graph if none compiles
                 _drop(record, entry[0], f"failed to compile: {type(exc).__name__}: {str(exc)[:200]}")
-        return more
 
     return compile_rest
 
@@ -391,6 +398,7 @@ def _disk_key(key: str, options, ready: list) -> dict:
         versions.update(stack_versions(name))
     disk_key = cache_key(key, AUTO, options.device, [], versions, precision=options.precision)
     disk_key["machine"] = machine()  # a pick is a timing: it holds for the machine that timed it
+    disk_key["rules"] = PICK_RULES
     return disk_key
 
 
@@ -437,8 +445,8 @@ class AutoGraph:
     def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float, *,
                  compile_rest=None, session: Session | None = None):
         """``budget_s``: what is left of auto's budget for checking, warming up and timing;
-        ``compile_rest``: compiles the candidates the budget left out ({name: CompiledGraph}),
-        raced when every compiled one is rejected; ``session``: where the user called parity."""
+        ``compile_rest``: yields the candidates the budget left out, compiled one at a time
+        (``(name, CompiledGraph)``), checked when every compiled one is rejected; ``session``: where the user called parity."""
         self._boxed_call = True
         self.gm = gm
         self.compiled = compiled
@@ -476,10 +484,15 @@ class AutoGraph:
         start = torch.random.get_rng_state()
         arbiter = Arbiter(self.gm, inputs, start, random=any(c._num_keys for c in self.compiled.values()))
         results = self._checked(self.compiled, inputs, arbiter)
-        if not results and self.compile_rest is not None:  # race the ones the budget left out
-            rest = self.compile_rest()
-            self.compiled.update(rest)
-            results = self._checked(rest, inputs, arbiter)
+        source = "measured" if len(results) > 1 else "the only one compiled within the budget" \
+            if len(self.compiled) == 1 else "the only one that matched"
+        if not results and self.compile_rest is not None:  # the ones the budget left out, until one matches
+            for name, run in self.compile_rest():
+                self.compiled[name] = run
+                results = self._checked({name: run}, inputs, arbiter)
+                if results:
+                    source = "the only one that matched"
+                    break
         if not results:
             return self._run_eagerly(inputs, start)
         after = torch.random.get_rng_state()
@@ -487,7 +500,7 @@ class AutoGraph:
         times = self._time(list(results), inputs, self.budget_s - (time.perf_counter() - started))
         torch.random.set_rng_state(after)  # as if the graph had run once
         name = min(results, key=lambda n: statistics.median(times[n]) if times[n] else 0.0)
-        _choose(record, name, "measured" if len(results) > 1 else "the only one that matched")
+        _choose(record, name, source)
         self.remember(name)
         self.chosen = self.compiled[name]
         return list(results[name])
