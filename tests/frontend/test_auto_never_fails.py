@@ -116,6 +116,32 @@ def test_the_only_candidate_compiled_within_the_budget_keeps_its_name_when_it_ma
     assert costly.compiles == 0 and right.runs == 1  # checked once, no warm-up or timing of a lone candidate
 
 
+class CrashesOnRun(Planted):
+    """A backend that compiles, then raises on its first run (a runtime's bug, not the user's)."""
+
+    def compile(self, graph, device):
+        def call(*arrays):
+            raise RuntimeError("planted runtime failure")
+
+        return call
+
+
+def test_a_lone_candidate_that_fails_on_the_first_inputs_is_dropped_not_raised(planted):
+    """Before the lone candidate was checked, its failure reached the user's call."""
+    register_backend(CrashesOnRun("planted_crashes"))
+    costly = planted("planted_costly")
+    costly.compile_priors = (CompilePrior("cpu", per_graph_s=1000.0, per_node_s=0.0, basis="planted"),)
+    try:
+        f = parity.compile(_fn, auto=parity.AutoOptions(budget_s=60, candidates=("planted_crashes", "planted_costly")),
+                           cache_dir=False)
+        assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    finally:
+        unregister_backend("planted_crashes")
+    choice, by_name = _choice(f)
+    assert choice.choice == "planted_costly"
+    assert by_name["planted_crashes"].why == ("failed on the first inputs: RuntimeError: planted runtime failure")
+
+
 class Broken(Planted):
     """A backend whose compile fails."""
 
