@@ -30,8 +30,9 @@ For each FX graph AOTAutograd hands over (each partition, with ``strict=False``)
    random numbers are compared with the first candidate's outputs instead, every candidate
    drawing the same keys) is dropped. No element is held to a difference below the underflow
    floor (auto_arbiter.underflow_floors: the dtype's smallest subnormal, or its smallest normal for a
-   candidate that declares flush-to-zero, times auto_check.underflow_scale). When every compiled
-   candidate is dropped, the ones the budget left out are compiled and checked; when none
+   candidate that declares flush-to-zero, times auto_check.underflow_scale); the only one
+   compiled within the budget too. When every compiled candidate is dropped, the ones the
+   budget left out are compiled and checked, cheapest expected first, until one matches; when none
    matches, the graph runs in eager torch with one :class:`~parity.frontend.errors.AutoFallbackWarning`.
 5. **Warm-up and timing**: the rest run ``WARMUP_RUNS`` more times untimed (XLA's first
    runs are slow), then in interleaved rounds until the budget is spent (at least one
@@ -83,6 +84,7 @@ from .auto_race import (  # noqa: F401 - AutoChoice, Candidate, _CHOICES re-expo
     choose,
     compile_within_budget,
     drop,
+    expected_compile_s,
     fastest,
     known_choice,
     remember,
@@ -167,14 +169,15 @@ def compile_auto(gm: torch.fx.GraphModule, session: Session, kind: str):
         remember(key, name, options, ready, machine(), on_disk)
         remember_family(_CHOICES, family, name)
 
-    if len(compiled) == 1:
+    if len(ready) == 1:  # nothing to race, nothing to fall back on: a cached, carried or sole pick
         (name,) = compiled
-        if len(ready) == 1:
-            choose(record, name, record.source or "only candidate")
-        else:
-            choose(record, name, "the only one compiled within the budget")
+        choose(record, name, record.source or "only candidate")
         keep(name)
         return compiled[name]
+    # The one compiled within the budget is checked too: were it rejected unseen, which backends
+    # happened to fit the budget (what is installed, what the cache has timed) would decide
+    # whether the program gets eager torch's numbers (MobileViT's training: onnx alone, once a
+    # plugin was uninstalled).
     return AutoGraph(gm, compiled, record, keep, budget_s - spent,
                      compile_rest=_rest_compiler(ready, compiled, options, record), session=session)
 
@@ -224,19 +227,21 @@ def _compiles_per_shape(backend, graph, device: str) -> bool:
 
 def _rest_compiler(ready: list, compiled: dict, options, record: AutoChoice):
     """What :class:`AutoGraph` calls when every candidate compiled within the budget was rejected:
-    compiles the ones left out (for the spent budget or their expected cost), budget or not, and
-    returns them ({name: CompiledGraph})."""
+    yields the ones left out (for the spent budget or their expected cost) compiled one at a
+    time, budget or not, the cheapest expected first, as ``(name, CompiledGraph)``. Past the
+    budget auto looks for a backend that runs the graph right, not the fastest: the caller
+    stops at the first that matches, so a minutes-long compile never follows one that did."""
     rest = [entry for entry in ready if entry[0] not in compiled]
 
-    def compile_rest() -> dict:
-        more = {}
-        for entry in rest:
+    def compile_rest():
+        expected = {name: expected_compile_s(name, backend, options, len(graph.nodes))[0] or 0.0
+                    for name, backend, _, graph in rest}
+        for entry in sorted(rest, key=lambda entry: expected[entry[0]]):
             set_status(record, entry[0], "timed", "raced after every candidate within the budget was rejected")
             try:
-                more.update(compile_within_budget([entry], options, record, math.inf, _builder(options))[0])
+                yield from compile_within_budget([entry], options, record, math.inf, _builder(options))[0].items()
             except Exception as exc:  # noqa: BLE001 - eager torch runs the graph if none compiles
                 drop(record, entry[0], f"failed to compile: {type(exc).__name__}: {str(exc)[:200]}")
-        return more
 
     return compile_rest
 
@@ -267,8 +272,8 @@ class AutoGraph:
     def __init__(self, gm, compiled: dict, record: AutoChoice, remember, budget_s: float, *,
                  compile_rest=None, session: Session | None = None):
         """``budget_s``: what is left of auto's budget for checking, warming up and timing;
-        ``compile_rest``: compiles the candidates the budget left out ({name: CompiledGraph}),
-        raced when every compiled one is rejected; ``session``: where the user called parity."""
+        ``compile_rest``: yields the candidates the budget left out, compiled one at a time
+        (``(name, CompiledGraph)``), checked when every compiled one is rejected; ``session``: where the user called parity."""
         self._boxed_call = True
         self.gm = gm
         self.compiled = compiled
@@ -306,10 +311,15 @@ class AutoGraph:
         start = torch.random.get_rng_state()
         arbiter = Arbiter(self.gm, inputs, start, random=any(c._num_keys for c in self.compiled.values()))
         results = self._checked(self.compiled, inputs, arbiter)
-        if not results and self.compile_rest is not None:  # race the ones the budget left out
-            rest = self.compile_rest()
-            self.compiled.update(rest)
-            results = self._checked(rest, inputs, arbiter)
+        source = "measured" if len(results) > 1 else "the only one compiled within the budget" \
+            if len(self.compiled) == 1 else "the only one that matched"
+        if not results and self.compile_rest is not None:  # the ones the budget left out, until one matches
+            for name, run in self.compile_rest():
+                self.compiled[name] = run
+                results = self._checked({name: run}, inputs, arbiter)
+                if results:
+                    source = "the only one that matched"
+                    break
         if not results:
             return self._run_eagerly(inputs, start)
         after = torch.random.get_rng_state()
@@ -317,7 +327,7 @@ class AutoGraph:
         times = self._time(list(results), inputs, self.budget_s - (time.perf_counter() - started))
         torch.random.set_rng_state(after)  # as if the graph had run once
         name = fastest({n: times.get(n, []) for n in results})
-        choose(record, name, "measured" if len(results) > 1 else "the only one that matched")
+        choose(record, name, source)
         self.remember(name)
         self.chosen = self.compiled[name]
         return list(results[name])

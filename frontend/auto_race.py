@@ -40,6 +40,9 @@ from .session import AUTO
 MAX_ROUNDS = 20
 WARMUP_RUNS = 2  # untimed runs of each candidate after the check run, before timing
 PRUNE = 3.0  # after a round, candidates slower than this × the fastest stop being timed
+# In every disk key of a pick: a pick stored under older rules is a miss. 2: the only candidate
+# compiled within the budget is checked against the reference too (before, it was kept unchecked).
+PICK_RULES = 2
 
 # Choices made in this process: choice key -> backend name; also a graph family's first pick
 # (frontend/auto_carry.py: family key -> backend name).
@@ -227,6 +230,7 @@ def _disk_key(key: str, options, ready: list, machine: dict) -> dict:
         versions.update(stack_versions(name))
     disk_key = cache_key(key, AUTO, options.device, [], versions, precision=options.precision)
     disk_key["machine"] = machine  # a pick is a timing: it holds for the machine that timed it
+    disk_key["rules"] = PICK_RULES
     return disk_key
 
 

@@ -82,6 +82,8 @@ class EntryResult:
     compile_seconds: float = 0.0  # first forward + backward through the compiler, minus eager's
     graphs: int = 0  # IR graphs parity translated (0 for the torch.compile anchors)
     fallback: list = field(default_factory=list)  # parity.fallbacks, as text, when strict=False
+    # backend="auto": what ran each graph it compiled (a backend's name, or "eager torch")
+    picks: list = field(default_factory=list)
 
 
 def quiet_config(config) -> None:
@@ -252,6 +254,11 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
     else:
         result.step = Check(False, float("inf"), error="not run: the gradients stage failed")
     result.graphs = _translations() - before
+    if compiler == "auto":
+        import parity
+
+        result.picks = [c.choice or ("eager torch" if c.runs_eagerly else "no single backend")
+                        for c in parity.auto_choices(compiled)]
     if compiler != "eager" and compiler not in TORCH_COMPILE and not strict:
         from ...frontend.single_backend import fallback_report
 

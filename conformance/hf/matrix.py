@@ -69,6 +69,9 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("mobilevit", "gradients", "onnx", 3.0,
               "grad mobilevit.encoder.layer.2.transformer.layer.1.output.dense.bias: 0.29 of its scale from eager, "
               "2.60x eager's distance from float64", _CANCELLING_BIAS_SUM),
+    Deviation("mobilevit", "gradients", "xla", 3.25,
+              "grad mobilevit.encoder.layer.2.transformer.layer.0.layernorm_after.bias: 0.009 of its scale from "
+              "eager, 2.96x eager's distance from float64 (2026-12-06)", _CANCELLING_BIAS_SUM),
     Deviation("mobilenet-v2", "gradients", "reference", 2.5,
               "grad layer.0.reduce_1x1.normalization.weight: 2.6e-4 of its scale from eager, 2.07x eager's "
               "distance from float64 (eager: 0.0022 on 26.4)", _BATCHNORM_TWO_SAMPLES),
@@ -87,14 +90,21 @@ DEVIATIONS: tuple[Deviation, ...] = (
 
 
 def deviation_for(entry: EntryResult, stage: str) -> Deviation | None:
-    """The recorded deviation that excuses this failing stage, if its measurement fits one."""
+    """The recorded deviation that excuses this failing stage, if its measurement fits one. On
+    ``backend="auto"`` the stage ran on the backends auto picked per graph (``entry.picks``):
+    it is excused only when each of them carries a deviation recorded for this model and stage,
+    and within the largest of their measured ratios (MobileViT's cancelling bias sums: onnx's
+    forward with xla's backward lands at 2.02x eager's float64 distance, each alone at 2.6x and
+    2.96x)."""
     check = getattr(entry, stage)
     if check.passed or check.error:
         return None
-    for d in DEVIATIONS:
-        if (d.model, d.stage, d.backend) == (entry.name, stage, entry.compiler) and check.ratio64 <= d.ratio64:
-            return d
-    return None
+    backends = set(entry.picks) - {"eager torch"} if entry.compiler == "auto" else {entry.compiler}
+    recorded = {d.backend: d for d in DEVIATIONS if (d.model, d.stage) == (entry.name, stage)}
+    if not backends or not backends <= set(recorded):
+        return None
+    widest = max((recorded[b] for b in backends), key=lambda d: d.ratio64)
+    return widest if check.ratio64 <= widest.ratio64 else None
 
 
 def _status(entry: EntryResult, stage: str) -> tuple[str, str]:
@@ -103,8 +113,9 @@ def _status(entry: EntryResult, stage: str) -> tuple[str, str]:
         return "pass", ""
     deviation = deviation_for(entry, stage)
     if deviation is not None:
-        return "deviation", (f"{check.tensor}: {check.ratio64:.2f}x eager's float64 distance "
-                             f"(recorded up to {deviation.ratio64}x: {deviation.reason})")
+        ran = f" (auto ran it on {', '.join(sorted(set(entry.picks)))})" if entry.compiler == "auto" else ""
+        return "deviation", (f"{check.tensor}: {check.ratio64:.2f}x eager's float64 distance{ran} "
+                             f"(recorded up to {deviation.ratio64}x on {deviation.backend}: {deviation.reason})")
     if check.error:
         unsupported = check.error.startswith("UnsupportedAtenOp")
         return ("unsupported" if unsupported else "error"), error_summary(check.error)  # with the backend's why
@@ -114,7 +125,7 @@ def _status(entry: EntryResult, stage: str) -> tuple[str, str]:
 
 def _record(entry: EntryResult) -> dict:
     return {"model": entry.name, "compiler": entry.compiler, "compile_seconds": round(entry.compile_seconds, 3),
-            "graphs": entry.graphs,
+            "graphs": entry.graphs, **({"picks": entry.picks} if entry.picks else {}),
             **{stage: {"status": _status(entry, stage)[0], "worst": _finite(getattr(entry, stage).worst),
                        "tensor": getattr(entry, stage).tensor, "ratio64": _finite(getattr(entry, stage).ratio64)}
                for stage in STAGES}}

@@ -15,7 +15,7 @@ import torch
 
 import parity
 from parity.backends.base import ANY_OP, CompilePrior, Deviation
-from parity.backends.registry import register_backend, unregister_backend
+from parity.backends.registry import get_backend, register_backend, unregister_backend
 from parity.frontend import auto, auto_compile_times, auto_installed, compiled_graph
 from parity.frontend.errors import AutoFallbackWarning
 from parity.ir.dtypes import DType
@@ -70,6 +70,76 @@ def test_when_every_raced_candidate_is_rejected_the_ones_left_out_race(planted):
     for name in ("planted_wrong_a", "planted_wrong_b"):
         assert by_name[name].status == "dropped" and "differs from eager torch" in by_name[name].why
     assert f(X * 2).tolist() == [0.0, 0.0, 1.0, 5.0]
+
+
+def test_the_only_candidate_compiled_within_the_budget_is_checked_too(planted):
+    """MobileViT's training once a plugin was uninstalled: onnx alone fitted the budget and ran its
+    backward graph unchecked, off eager torch; with the plugin compiled beside it, the same onnx
+    was dropped. Whatever else fits the budget, a candidate is checked before it is kept."""
+    planted("planted_wrong", wrong_first=True)
+    costly = planted("planted_costly")
+    costly.compile_priors = (CompilePrior("cpu", per_graph_s=1000.0, per_node_s=0.0, basis="planted"),)
+    f = parity.compile(_fn, auto=parity.AutoOptions(budget_s=60, candidates=("planted_wrong", "planted_costly")),
+                       cache_dir=False)
+    assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    choice, by_name = _choice(f)
+    assert (choice.choice, choice.source) == ("planted_costly", "the only one that matched")
+    assert by_name["planted_wrong"].status == "dropped" and "differs from eager torch" in by_name["planted_wrong"].why
+
+
+def test_the_ones_left_out_compile_cheapest_first_until_one_matches(planted):
+    """Past the budget auto wants a backend that runs the graph right, not the fastest: once one
+    left out matches, a costlier one (Inductor's minutes) is not compiled."""
+    planted("planted_wrong", wrong_first=True)
+    priors = {"planted_dearer": 1000.0, "planted_dear": 100.0}  # listed dearest first: the order is by cost
+    for name, seconds in priors.items():
+        planted(name).compile_priors = (CompilePrior("cpu", per_graph_s=seconds, per_node_s=0.0, basis="planted"),)
+    f = parity.compile(_fn, auto=parity.AutoOptions(budget_s=60, candidates=("planted_wrong", *priors)),
+                       cache_dir=False)
+    assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    choice, by_name = _choice(f)
+    assert (choice.choice, choice.source) == ("planted_dear", "the only one that matched")
+    assert get_backend("planted_dearer").compiles == 0 and by_name["planted_dearer"].status == "dropped"
+    assert by_name["planted_dearer"].why.startswith("not raced: its declared cold-compile prior is 1000.00 s")
+
+
+def test_the_only_candidate_compiled_within_the_budget_keeps_its_name_when_it_matches(planted):
+    costly = planted("planted_costly")
+    costly.compile_priors = (CompilePrior("cpu", per_graph_s=1000.0, per_node_s=0.0, basis="planted"),)
+    right = planted("planted_right")
+    f = parity.compile(_fn, auto=parity.AutoOptions(budget_s=60, candidates=("planted_right", "planted_costly")),
+                       cache_dir=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AutoFallbackWarning)
+        assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    assert _choice(f)[0].source == "the only one compiled within the budget"
+    assert costly.compiles == 0 and right.runs == 1  # checked once, no warm-up or timing of a lone candidate
+
+
+class CrashesOnRun(Planted):
+    """A backend that compiles, then raises on its first run (a runtime's bug, not the user's)."""
+
+    def compile(self, graph, device):
+        def call(*arrays):
+            raise RuntimeError("planted runtime failure")
+
+        return call
+
+
+def test_a_lone_candidate_that_fails_on_the_first_inputs_is_dropped_not_raised(planted):
+    """Before the lone candidate was checked, its failure reached the user's call."""
+    register_backend(CrashesOnRun("planted_crashes"))
+    costly = planted("planted_costly")
+    costly.compile_priors = (CompilePrior("cpu", per_graph_s=1000.0, per_node_s=0.0, basis="planted"),)
+    try:
+        f = parity.compile(_fn, auto=parity.AutoOptions(budget_s=60, candidates=("planted_crashes", "planted_costly")),
+                           cache_dir=False)
+        assert f(X).tolist() == [0.0, 0.0, 1.0, 3.0]
+    finally:
+        unregister_backend("planted_crashes")
+    choice, by_name = _choice(f)
+    assert choice.choice == "planted_costly"
+    assert by_name["planted_crashes"].why == ("failed on the first inputs: RuntimeError: planted runtime failure")
 
 
 class Broken(Planted):
