@@ -32,6 +32,7 @@ from ...ir.ops.pooling import _windows
 from ...ir.types import TensorType
 from .context import OnnxNodeContext
 from .emitter import ONNX_DTYPES
+from .shape import dim_value
 
 _F16, _BF16, _F32, _F64 = DType.float16, DType.bfloat16, DType.float32, DType.float64
 _FLOATS = frozenset({_F16, _BF16, _F32, _F64})
@@ -208,8 +209,7 @@ def scaled_dot_product_attention(ctx, q, k, v, mask):
 def _causal_keep(ctx, queries, keys) -> str:
     """bool [L, S]: query i attends to key j <= i (top-left aligned; sizes may be symbolic)."""
     def counts(size):
-        limit = ctx.scalar(size, DType.int64) if isinstance(size, int) else ctx.op("Squeeze", ctx.em.symbol(size))
-        return ctx.op("Range", ctx.scalar(0, DType.int64), limit, ctx.scalar(1, DType.int64))
+        return ctx.op("Range", ctx.scalar(0, DType.int64), dim_value(ctx, size), ctx.scalar(1, DType.int64))
 
     rows = ctx.op("Unsqueeze", counts(queries), ctx.em.ints([1]))
     return ctx.op("GreaterOrEqual", rows, counts(keys))

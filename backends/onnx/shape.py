@@ -39,8 +39,7 @@ def constant(ctx: OnnxNodeContext):
 def iota(ctx: OnnxNodeContext):
     t, dim = ctx.out, ctx.attrs["dimension"]
     size = t.shape[dim]
-    limit = ctx.scalar(size, _I64) if isinstance(size, int) else ctx.op("Squeeze", ctx.em.symbol(size))
-    counts = ctx.op("Range", ctx.scalar(0, _I64), limit, ctx.scalar(1, _I64))
+    counts = ctx.op("Range", ctx.scalar(0, _I64), dim_value(ctx, size), ctx.scalar(1, _I64))
     if t.dtype is not _I64:
         counts = ctx.cast(counts, t.dtype)  # ints wrap; floats are exact below 2**24, then rounded once
     view = [1] * t.rank
@@ -132,7 +131,7 @@ def reverse(ctx, x):
 # -- indexing -----------------------------------------------------------------------------
 
 
-def _dim(ctx: OnnxNodeContext, d: Dim) -> str:
+def dim_value(ctx: OnnxNodeContext, d: Dim) -> str:
     """A rank-0 int64 holding dim ``d``."""
     return ctx.scalar(d, _I64) if isinstance(d, int) else ctx.op("Squeeze", ctx.em.symbol(d))
 
@@ -140,7 +139,7 @@ def _dim(ctx: OnnxNodeContext, d: Dim) -> str:
 def _clamped_indices(ctx: OnnxNodeContext, indices: str, index_dtype: DType, size: Dim) -> str:
     if index_dtype is not _I64:
         indices = ctx.cast(indices, _I64)
-    high = ctx.op("Sub", _dim(ctx, size), ctx.scalar(1, _I64))
+    high = ctx.op("Sub", dim_value(ctx, size), ctx.scalar(1, _I64))
     return ctx.op("Clip", indices, ctx.scalar(0, _I64), high)
 
 

@@ -9,7 +9,7 @@ import parity
 from parity.bench.measure import check_outputs
 from parity.bench.programs import PROGRAMS, run_program
 
-pytest.importorskip("transformers")
+pytest.importorskip("transformers", reason="the Hugging Face models need transformers (pip install transformers)")
 
 
 def favours_token_3(forward):

@@ -12,7 +12,7 @@ from parity.bench.decode import DECODERS, decode_program
 from parity.bench.programs import run_program
 from parity.conformance.hf.generation import GENERATION_MODELS
 
-pytest.importorskip("transformers")
+pytest.importorskip("transformers", reason="the Hugging Face models need transformers (pip install transformers)")
 
 
 def _parse(*argv):

@@ -13,7 +13,7 @@ import parity
 from parity.conformance.hf.generation import GENERATION_MODELS, check_generation
 from parity.ir.errors import ParityError
 
-pytest.importorskip("transformers")
+pytest.importorskip("transformers", reason="the Hugging Face models need transformers (pip install transformers)")
 
 # GPT-2's dynamic cache on onnx: its keys and values got separate size symbols (the cause
 # fixed in frontend/aten/attention.py); Mistral's sliding-window cache computes its offset

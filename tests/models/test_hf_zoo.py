@@ -17,7 +17,7 @@ from parity.conformance.hf.matrix import _status
 
 from .claimed import hf_graphs, why_declined
 
-pytest.importorskip("transformers")
+pytest.importorskip("transformers", reason="the Hugging Face models need transformers (pip install transformers)")
 
 # One per family and each root cause, spread over the backends to keep CI short: GQA + RoPE
 # (llama), MoE custom ops (mixtral), encoder masks on onnx (bert), relative buckets + cross

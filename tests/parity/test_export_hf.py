@@ -16,7 +16,7 @@ from parity.conformance.hf.check import RTOL, build
 from parity.conformance.hf.export_check import check_export
 from parity.frontend.export import ExportError, ExportWarning
 
-pytest.importorskip("transformers")
+pytest.importorskip("transformers", reason="the Hugging Face models need transformers (pip install transformers)")
 
 
 def run_onnx(path, feeds: dict) -> dict[str, np.ndarray]:
