@@ -292,6 +292,25 @@ class XlaExecutable:
             return lambda *arrays: [np.asarray(o) for o in compiled(*arrays, zero)]
         return lambda *arrays: [o if big else np.asarray(o) for o, big in zip(compiled(*arrays, zero), large)]
 
+    def jax_compiled(self) -> tuple[Any, Any] | None:
+        """The ``jax.stages.Compiled`` this executable calls on CPU and the run-time zero it takes
+        after the graph's inputs, for a caller holding JAX arrays that hands them to XLA itself
+        (``parity.jax.jit``); None for symbolic sizes, sharding, and another device.
+
+        Example::
+
+            >>> import numpy as np
+            >>> from parity.ir import GraphBuilder, f32
+            >>> b = GraphBuilder(); x = b.input(f32[2])
+            >>> compiled, zero = XlaBackend().compile(b.build([b.add(x, x)]), "cpu").jax_compiled()
+            >>> compiled(np.array([1, 2], np.float32), zero)[0].tolist()
+            [2.0, 4.0]
+        """
+        fast = self._fast
+        if fast is None or not fast[2]:
+            return None
+        return fast[0], self._zero
+
     def hlo_text(self) -> str:
         """The optimized HLO of the last compilation (after XLA's SPMD partitioner)."""
         if self._last is None:

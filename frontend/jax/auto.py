@@ -51,11 +51,13 @@ class AutoFoundNothing(ParityError):
     """No installed backend ran the graph within the contract."""
 
 
-def choose_backend(graph: Graph, options, arrays: Sequence[np.ndarray],
-                   want: Sequence[np.ndarray]) -> tuple[Callable, AutoChoice]:
+def choose_backend(graph: Graph, options, arrays: Sequence[np.ndarray], want: Sequence[np.ndarray],
+                   as_called: Callable[[Callable], Callable[[], object]] | None = None) -> tuple[Callable, AutoChoice]:
     """The fastest candidate whose outputs on ``arrays`` match ``want`` (jax.jit's), and the
     record of the race. ``options`` has ``device``, ``precision``, ``cache_dir`` and ``auto``
-    (an AutoOptions or None)."""
+    (an AutoOptions or None). ``as_called(executable)`` is the call the user will make with
+    it, timed in its place (the caller's conversions and dispatch included, results ready);
+    without it the executable is timed on ``arrays``."""
     auto = options.auto or AutoOptions()
     record = AutoChoice(f"@{graph.name}", options.device)
     ready = _ready(graph, options, auto, record)
@@ -77,7 +79,7 @@ def choose_backend(graph: Graph, options, arrays: Sequence[np.ndarray],
         raise AutoFoundNothing(_nothing_text(graph, record))
     left = auto.budget_s - spent
     started = time.perf_counter()
-    runs = {name: functools.partial(run, *arrays) for name, run in matched.items()}
+    runs = {name: as_called(run) if as_called else functools.partial(run, *arrays) for name, run in matched.items()}
     race.warm_up(runs)
     times = race.time_rounds(runs, left - (time.perf_counter() - started))
     for c in record.candidates:

@@ -325,3 +325,21 @@ def primitives_used(program: SubProgram) -> set[str]:
             if body is not None:
                 used |= primitives_used(body)
     return used
+
+
+def restructured(compiled: Any, in_tree: Any, out_tree: Any) -> Any | None:
+    """``compiled`` (a ``jax.stages.Compiled`` of flat arrays returning a flat list) as one that
+    takes the pytrees ``in_tree`` describes and returns ``out_tree``'s: the same executable, its
+    arguments flattened and checked by JAX's own C++ dispatch (what ``jax.jit`` pays per call)
+    instead of parity's Python. None where this JAX's ``Compiled`` has another shape inside
+    (the caller then flattens in Python) or the leaf counts differ.
+
+    ``jax.experimental.serialize_executable.deserialize_and_load`` builds its ``Compiled`` the same way."""
+    try:
+        flat_info = jax.tree_util.tree_leaves(compiled.args_info)
+        if len(flat_info) != in_tree.num_leaves or compiled.out_tree.num_leaves != out_tree.num_leaves:
+            return None
+        return jax.stages.Compiled(compiled._executable, compiled._params.const_args, in_tree.unflatten(flat_info),
+                                   out_tree, no_kwargs=False)
+    except (AttributeError, TypeError):
+        return None

@@ -29,7 +29,7 @@ from ..auto_options import AutoOptions, resolve_auto_options
 from ..auto_race import AutoChoice
 from ..runtime_options import checked_backend_options, checked_precision
 from .auto import choose_backend
-from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, trace, wrap_key_data
+from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, restructured, trace, wrap_key_data
 from .errors import UnsupportedArgument
 from .names import input_name, parameter_names
 from .run import as_numpy, compile_graph, to_jax
@@ -46,6 +46,10 @@ class Compiled:
     out_keys: tuple[bool, ...]  # which flat outputs are PRNG keys (the executable returns their data)
     backend: str
     pick: AutoChoice | None = None  # backend="auto": the race's record
+    # xla: the executable taking (dynamic args, dynamic kwargs, run-time zero) as the user's
+    # pytrees and returning the user's, JAX's C++ dispatch flattening and checking them; None
+    # for other backends, PRNG keys (passed as their data) and a JAX without the hook.
+    native: Any = None
 
 
 class JaxJitted:
@@ -66,6 +70,9 @@ class JaxJitted:
         self.backend_options = checked_backend_options(backend, named, backend_options)
         self.cache_dir = resolve_cache_dir(cache_dir)  # the executables' disk cache (None: off)
         self.cache: dict[tuple, Compiled] = {}
+        # The last signature's native call (Compiled.native), tried first: its own argument
+        # checks refuse another signature with a TypeError, and the full path takes over.
+        self._last_native: tuple | None = None
         functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
@@ -75,6 +82,22 @@ class JaxJitted:
         return f"<parity.jax.jit of {name}: backend={self.backend}{runs}, device={self.device}>"
 
     def __call__(self, *args, **kwargs):
+        last = self._last_native
+        if last is not None:
+            statics, native, zero = last
+            if not self.static_argnums and not self.static_argnames:
+                dyn_args, dyn_kwargs = args, kwargs
+            else:
+                split = self._split(args, kwargs)
+                dyn_args, dyn_kwargs = split[1] if split[0] == statics else (None, None)
+            if dyn_args is not None:
+                try:
+                    return native(dyn_args, dyn_kwargs, zero)
+                except TypeError:  # another signature (or a real error, which the full path raises)
+                    pass
+        return self._call_checked(args, kwargs)
+
+    def _call_checked(self, args: tuple, kwargs: dict):
         statics, dynamic = self._split(args, kwargs)
         leaves, in_tree = jax.tree_util.tree_flatten(dynamic)
         if any(is_tracer(leaf) for leaf in leaves):
@@ -90,9 +113,27 @@ class JaxJitted:
         compiled = self.cache.get(signature)
         if compiled is None:
             compiled = self.cache[signature] = self._compile(statics, in_tree, leaves, arrays)
+            compiled.native = self._native(compiled.run, dynamic, keys, compiled.out_tree, compiled.out_keys)
+        if compiled.native is not None:
+            self._last_native = (statics, *compiled.native)
+            return compiled.native[0](*dynamic, compiled.native[1])
         outputs = [wrap_key_data(o) if is_key else o
                    for o, is_key in zip(to_jax(compiled.run(*arrays)), compiled.out_keys, strict=True)]
         return jax.tree_util.tree_unflatten(compiled.out_tree, outputs)
+
+    @staticmethod
+    def _native(run: Callable, dynamic: tuple, keys: tuple[bool, ...], out_tree, out_keys: tuple[bool, ...]):
+        """(call, zero) for :attr:`Compiled.native`, where the executable ``run`` is XLA's on CPU."""
+        jax_compiled = getattr(run, "jax_compiled", None)
+        if jax_compiled is None or any(keys) or any(out_keys):
+            return None
+        found = jax_compiled()
+        if found is None:
+            return None
+        flat, zero = found
+        in_tree = jax.tree_util.tree_structure(((*dynamic, zero), {}))
+        native = restructured(flat, in_tree, out_tree)
+        return None if native is None else (native, zero)
 
     # -- static and dynamic arguments ---------------------------------------------------
 
@@ -141,7 +182,16 @@ class JaxJitted:
             return Compiled(graph, run, traced.out_tree, traced.out_keys, self.backend)
         want = [np.asarray(key_data(o) if is_key else o) for o, is_key in
                 zip(jax.tree_util.tree_leaves(jax.jit(flat)(*leaves)), traced.out_keys, strict=True)]
-        run, pick = choose_backend(graph, self, arrays, want)
+        dynamic = jax.tree_util.tree_unflatten(in_tree, leaves)
+        keys = tuple(is_prng_key(leaf) for leaf in leaves)
+
+        def as_called(run: Callable) -> Callable[[], Any]:  # what a call with ``run`` costs the user
+            native = self._native(run, dynamic, keys, traced.out_tree, traced.out_keys)
+            if native is not None:
+                return lambda: jax.block_until_ready(native[0](*dynamic, native[1]))
+            return lambda: jax.block_until_ready(to_jax(run(*arrays)))
+
+        run, pick = choose_backend(graph, self, arrays, want, as_called)
         return Compiled(graph, run, traced.out_tree, traced.out_keys, pick.choice, pick)
 
 
