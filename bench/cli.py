@@ -44,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the models the decode programs run, comma-separated, from: gpt2, llama, mistral, "
                              "qwen2, phi3, gemma, gpt-neox, opt, falcon, stablelm, qwen3, gemma2 "
                              "(the zoo's tiny configs), or 'all' (default: gpt2)")
+    parser.add_argument("--jax", type=_names, default=None,
+                        help="JAX programs under parity.jax.jit against jax.jit: the JAX zoo's models, comma-separated, "
+                             "from: mlp, cnn, transformer_lm, nnx_cnn_bn_dropout, nnx_vit, nnx_vae, nnx_lstm, "
+                             "linen_transformer, or 'all'; each forward, gradients and an optax step (needs "
+                             "parity[jax]; naming only these runs no torch workload)")
     parser.add_argument("--json", metavar="PATH", help="write the full record as JSON")
     parser.add_argument("--chart", metavar="PATH", help="write a PNG chart")
     parser.add_argument("--markdown", metavar="PATH", help="write the tables as Markdown")
@@ -66,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     from .suite import default_cold, run_suite
     from .workloads import WORKLOADS
 
-    # naming only workloads runs no program, and naming only programs runs no workload
-    workloads = (list(WORKLOADS) if args.programs is None else []) if args.workloads is None else args.workloads
+    # naming only workloads runs no program, and naming only programs (or JAX programs) runs no workload
+    only_jax = args.jax is not None and args.workloads is None and args.programs is None
+    workloads = ([] if only_jax else list(WORKLOADS) if args.programs is None else []) \
+        if args.workloads is None else args.workloads
     anchors = list(ANCHORS) if args.anchors is None else args.anchors
     unknown = [w for w in workloads if w not in WORKLOADS]
     unknown += [a for a in anchors if a not in ANCHORS]
@@ -75,8 +82,13 @@ def run(args: argparse.Namespace) -> int:
     unknown += [b for b in backends if b not in (*backend_names(), "auto")]  # auto: frontend/auto.py
     cold = default_cold(workloads) if args.cold is None else [w for w in args.cold if w != "none"]
     unknown += [w for w in cold if w not in WORKLOADS and w not in unknown]
-    programs = (list(PROGRAMS) if args.workloads is None else []) if args.programs is None else \
+    programs = ([] if only_jax else list(PROGRAMS) if args.workloads is None else []) if args.programs is None else \
         [p for p in args.programs if p != "none"]
+    cold = [] if only_jax and args.cold is None else cold
+    from ..conformance.jax_zoo import MODEL_NAMES
+
+    jax_models = [] if args.jax is None else list(MODEL_NAMES) if args.jax == ["all"] else args.jax
+    unknown += [m for m in jax_models if m not in MODEL_NAMES]
     unknown += [p for p in programs if p not in PROGRAMS]
     from .decode import DECODERS, DEFAULT_DECODER
 
@@ -86,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:  # a usage error: one line on stderr and exit status 2, as `parity bench` gives
         print(f"parity bench: unknown name(s) {unknown}; workloads: {list(WORKLOADS)}, "
               f"anchors: {list(ANCHORS)}, backends: {backend_names()}, programs: {list(PROGRAMS)}, "
-              f"decoders: {list(DECODERS)}", file=sys.stderr)
+              f"decoders: {list(DECODERS)}, JAX models: {list(MODEL_NAMES)}", file=sys.stderr)
         raise SystemExit(2)
     if "triton" in backends and "TRITON_INTERPRET" not in os.environ:
         import torch
@@ -100,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
     timed = [b for b in backends if b != "triton" or torch_has_cuda()]  # the interpreter is not timed
     record["programs"] = [run_program(p, program_candidates(timed), quick=args.quick, **choice)
                           for p, choice in program_runs(programs, decoders)]
+    if jax_models:
+        from .jax_zoo import run_jax_zoo
+
+        record["jax"] = run_jax_zoo(jax_models, backends, quick=args.quick)
     _output(record, args)
     return 0
 

@@ -78,7 +78,8 @@ def print_report(record: dict, console: Console | None = None) -> None:
         for label, r in w["results"].items():
             if r.get("status") in ("wrong", "error") or r.get("note"):
                 notes.append(f"{w['name']} / {label}: {r['status']}: {r.get('reason') or r.get('note')}")
-    console.print(table)
+    if record["workloads"]:  # none when only programs or JAX programs were asked for
+        console.print(table)
     if record["cold"]:
         cold = Table(title="cold compile (capture + lower + compile, fresh process, caches off) and peak RSS growth")
         for column in ("workload", "candidate", "cold compile", "first call", "peak RSS Δ"):
@@ -95,12 +96,33 @@ def print_report(record: dict, console: Console | None = None) -> None:
         console.print(f"  {note}", highlight=False, markup=False)
     if record.get("programs"):
         print_programs(record["programs"], console)
+    if record.get("jax"):
+        console.print("\nJAX programs: steady time per call (× jax.jit's), then the first call in seconds",
+                      highlight=False, markup=False)
+        for line in jax_markdown(record["jax"]).splitlines():
+            console.print(line, highlight=False, markup=False)
+
+
+def jax_markdown(rows: list[dict]) -> str:
+    """The ``parity bench --jax`` tables (bench/jax_zoo.py) and the geometric mean of each candidate's ratio."""
+    from .jax_zoo import first_calls, ratios, table
+
+    candidates = [c for c in dict.fromkeys(r["candidate"] for r in rows) if c != "jax.jit"]
+    means = []
+    for candidate in candidates:
+        got = ratios(rows, candidate)
+        if got:
+            means.append(f"{candidate} {math.exp(sum(map(math.log, got)) / len(got)):.2f}× over {len(got)}")
+    return "\n".join([*table(rows), "", "geometric mean of the ratios: " + ("; ".join(means) or "none timed"), "",
+                      *first_calls(rows)]) + "\n"
 
 
 def to_markdown(record: dict) -> str:
     """The steady-state and cold-compile tables as Markdown (for the README)."""
     labels = [c["label"] for c in record["candidates"]]
     lines = ["| workload | roofline | " + " | ".join(labels) + " |", "|---" * (len(labels) + 2) + "|"]
+    if not record["workloads"]:
+        lines = []
     for w in record["workloads"]:
         cells = []
         for label in labels:
@@ -125,6 +147,8 @@ def to_markdown(record: dict) -> str:
     text = "\n".join(lines) + "\n"
     if record.get("programs"):
         text += "\n" + programs_markdown(record["programs"])
+    if record.get("jax"):
+        text += "\n" + jax_markdown(record["jax"])
     return text
 
 

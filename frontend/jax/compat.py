@@ -270,7 +270,9 @@ def ir_dtype(dtype: Any) -> DType | None:
 
 
 def _is_key_dtype(dtype: Any) -> bool:
-    return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    # A NumPy dtype is never a key's (keys are JAX's extended dtypes); the test is per call and
+    # per argument, and issubdtype costs microseconds.
+    return not isinstance(dtype, np.dtype) and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
 
 def key_impl_name(key_dtype: Any) -> str:

@@ -104,10 +104,10 @@ class JaxJitted:
             raise TypeError(f"{self!r} was called inside a JAX transformation (jax.grad, jax.vmap, jax.jit): parity "
                             "runs a whole JAX program, so put the transformation inside it: "
                             "parity.jax.jit(jax.grad(f))")
-        for i, leaf in enumerate(leaves):
-            if is_prng_key(leaf) and key_impl_name(leaf.dtype) != THREEFRY:
-                raise UnsupportedArgument(i, str(leaf.dtype))
         keys = tuple(is_prng_key(leaf) for leaf in leaves)
+        for i, (leaf, is_key) in enumerate(zip(leaves, keys)):
+            if is_key and key_impl_name(leaf.dtype) != THREEFRY:
+                raise UnsupportedArgument(i, str(leaf.dtype))
         arrays = as_numpy([key_data(leaf) if is_key else leaf for leaf, is_key in zip(leaves, keys)])
         signature = (statics, in_tree, keys, tuple((a.shape, a.dtype) for a in arrays))
         compiled = self.cache.get(signature)

@@ -59,21 +59,32 @@ def compile_graph(name: str, graph: Graph, device: str, precision: Precision, *,
                                request=RuntimeRequest(dict(backend_options or {})))
 
 
+# NumPy arrays become jax.Arrays in one call of a jitted identity: JAX's C++ dispatch moves
+# each argument in about a microsecond, where jnp.asarray / jax.device_put take tens of
+# microseconds an array (measured: 6 small arrays 86 µs against 570 µs). XLA copies a
+# parameter it returns (nothing donated), so the result never aliases the backend's buffer.
+_ON_DEVICE = jax.jit(lambda *arrays: arrays)
+
+
 def to_jax(outputs: Sequence) -> list[jax.Array]:
-    """A backend's outputs as ``jax.Array``s: NumPy arrays copied in, torch tensors (inductor,
-    triton) through DLPack without importing torch."""
-    return [_to_jax(o) for o in outputs]
+    """A backend's outputs as ``jax.Array``s: NumPy arrays copied in (all in one call), torch
+    tensors (inductor, triton) through DLPack without importing torch."""
+    converted = [_to_jax(o) for o in outputs]
+    numpy_at = [i for i, o in enumerate(converted) if isinstance(o, np.ndarray)]
+    if numpy_at:
+        for i, array in zip(numpy_at, _ON_DEVICE(*(converted[i] for i in numpy_at))):
+            converted[i] = array
+    return converted
 
 
-def _to_jax(output) -> jax.Array:
-    if isinstance(output, jax.Array):
+def _to_jax(output) -> jax.Array | np.ndarray:
+    """``output`` as a jax.Array, or as a NumPy array that :func:`to_jax` moves with the rest."""
+    if isinstance(output, (jax.Array, np.ndarray)):
         return output
-    if isinstance(output, np.ndarray):
-        return jnp.asarray(output)
     try:
         return jax.dlpack.from_dlpack(output)
     except (TypeError, RuntimeError, BufferError):  # a dtype or layout DLPack does not carry
-        return jnp.asarray(np.asarray(output))
+        return np.asarray(output)
 
 
 def as_numpy(leaves: Sequence) -> list[np.ndarray]:

@@ -32,8 +32,8 @@ import numpy as np
 import onnxruntime as ort
 
 import parity.jax
+from parity.conformance.jax_zoo.plain import MODELS, STAGES, Model, stage_of
 from tests.jax.compare import float64_run, mismatches
-from tests.jax.models import MODELS, STAGES, Model, stage_of
 
 EXTRA_SIZES = (1, 8)  # batches a file with a symbolic batch also runs at
 

@@ -72,3 +72,19 @@ def test_backend_options_are_checked_against_the_backend_before_tracing():
         parity.jax.jit(jnp.exp, backend="numpy", backend_options={"check_finit": True})
     with pytest.raises(UsageError, match="backend='auto' picks among several; name the backend"):
         parity.jax.jit(jnp.exp, backend_options={"check_finite": True})
+
+
+def test_a_backends_numpy_outputs_come_back_as_jax_arrays_that_own_their_memory():
+    """to_jax moves NumPy outputs in one call; the backend may reuse its buffers (onnx binds them by
+    address), so a jax.Array returned must not alias them."""
+    import jax
+
+    from parity.frontend.jax.run import to_jax
+
+    buffers = [np.arange(4, dtype=np.float32), np.ones((2, 3), np.int32), np.array(True)]
+    got = to_jax(buffers)
+    assert all(isinstance(g, jax.Array) for g in got)
+    assert [g.dtype for g in got] == [b.dtype for b in buffers]
+    for buffer in buffers:
+        buffer[...] = 0  # the backend writes its next call's results
+    assert got[0].tolist() == [0.0, 1.0, 2.0, 3.0] and got[1].tolist() == [[1] * 3] * 2 and bool(got[2])

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import parity.jax
+from parity.conformance.jax_zoo.plain import MODELS, stage_of
 from parity.frontend.export import ExportError, ExportWarning
 from parity.frontend.jax import capture
 from parity.frontend.jax.errors import SymbolicSizeNotSupported, UnsupportedSymbolicDim
 
 from .compare import float64_run, mismatches
-from .models import MODELS, stage_of
 
 onnx = pytest.importorskip("onnx", reason="ONNX export needs onnx (pip install 'parity[onnx]')")
 ort = pytest.importorskip("onnxruntime", reason="the exported files run in onnxruntime (pip install 'parity[onnx]')")

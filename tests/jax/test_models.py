@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from parity.conformance.jax_zoo.plain import MODELS, stage_of
+
 from .compare import assert_matches_jax_jit
-from .models import MODELS, stage_of
 
 BACKENDS = ("reference", "xla", "onnx", "inductor", "triton")
 

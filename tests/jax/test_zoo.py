@@ -1,4 +1,4 @@
-"""The JAX model zoo (tests/jax/zoo.py): each model's forward pass, value_and_grad of its loss and
+"""The JAX model zoo (conformance/jax_zoo/flax_models.py): each model's forward pass, value_and_grad of its loss and
 one optax AdamW step, through parity.jax.jit on every backend, against jax.jit by the rule of
 tests/jax/compare.py. The models' new state (batch statistics, RNG counts and keys) is an
 output and is compared too: dropout masks and normal draws come from the same keys as jax.jit's."""
@@ -9,11 +9,12 @@ import functools
 
 import pytest
 
+from parity.conformance.jax_zoo.flax_models import ZOO, stage_of
+
 from .compare import assert_matches_jax_jit
-from .zoo import ZOO
 
 pytest.importorskip("flax.nnx", reason="the zoo needs Flax (pip install 'parity[jax]')")
-optax = pytest.importorskip("optax", reason="the zoo needs optax (pip install 'parity[jax]')")
+pytest.importorskip("optax", reason="the zoo needs optax (pip install 'parity[jax]')")
 
 BACKENDS = ("reference", "xla", "onnx", "inductor", "triton")
 STAGES = ("forward", "gradients", "optax_step")
@@ -23,22 +24,6 @@ STAGES = ("forward", "gradients", "optax_step")
 def _model(name):
     """Each model built once per process (Flax's initialisers are the slow part); its functions are pure."""
     return ZOO[name]()
-
-
-def _stage(model, stage):
-    """The function and arguments of one stage."""
-    if stage == "forward":
-        return model.forward, (model.params, model.state, model.batch)
-    if stage == "gradients":
-        return model.value_and_grad, (model.params, model.state, model.batch)
-    optimizer = optax.adamw(1e-2)
-
-    def step(params, opt_state, state, batch):
-        loss, state, grads = model.value_and_grad(params, state, batch)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, state, loss
-
-    return step, (model.params, optimizer.init(model.params), model.state, model.batch)
 
 
 @pytest.fixture
@@ -61,5 +46,5 @@ CELLS = [pytest.param(b, m, s, marks=() if (b, m, s) in CI_CELLS else pytest.mar
 @pytest.mark.usefixtures("triton_interpreted")
 @pytest.mark.parametrize("backend,model_name,stage", CELLS)
 def test_zoo_model_matches_jax_jit(backend, model_name, stage):
-    fun, args = _stage(_model(model_name), stage)
+    fun, args = stage_of(_model(model_name), stage)
     assert_matches_jax_jit(fun, args, backend, f"{model_name} {stage}")

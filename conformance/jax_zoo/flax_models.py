@@ -1,5 +1,5 @@
-"""The JAX model zoo of issue 37: tiny Flax NNX and Flax Linen models with random weights, each
-with a forward pass and a loss that return the model's new state (batch statistics, RNG counts).
+"""The JAX model zoo of issue 37 (tests/jax/test_zoo.py, ``parity bench --jax``): tiny Flax NNX and
+Flax Linen models with random weights, each with a forward pass and a loss that return the model's new state (batch statistics, RNG counts).
 
 - NNX ``cnn_bn_dropout``: convolutions, BatchNorm in train mode (statistics updated and
   returned), Dropout drawing its mask from the model's ``nnx.Rngs``, max- and average-pooling;
@@ -216,3 +216,21 @@ def linen_transformer(vocab=13, seq=6, dim=16, heads=2) -> ZooModel:
 
 
 ZOO = {make.__name__: make for make in (nnx_cnn_bn_dropout, nnx_vit, nnx_vae, nnx_lstm, linen_transformer)}
+
+
+def stage_of(model: ZooModel, stage: str) -> tuple[Callable, tuple]:
+    """The function and arguments of one stage: forward, value_and_grad, an optax AdamW step."""
+    if stage == "forward":
+        return model.forward, (model.params, model.state, model.batch)
+    if stage == "gradients":
+        return model.value_and_grad, (model.params, model.state, model.batch)
+    import optax  # the extra parity[jax]
+
+    optimizer = optax.adamw(1e-2)
+
+    def step(params, opt_state, state, batch):
+        loss, state, grads = model.value_and_grad(params, state, batch)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, state, loss
+
+    return step, (model.params, optimizer.init(model.params), model.state, model.batch)

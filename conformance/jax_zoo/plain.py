@@ -1,5 +1,5 @@
-"""Tiny models in plain jax.numpy for the JAX frontend's tests: an MLP, a CNN (convolutions,
-max- and average-pooling) and a causal transformer LM (embedding lookup, attention, layer
+"""Tiny models in plain jax.numpy for the JAX frontend's tests and ``parity bench --jax``: an MLP,
+a CNN (convolutions, max- and average-pooling) and a causal transformer LM (embedding lookup, attention, layer
 norm, GELU), each with a loss, its inputs and an optax step. Random weights, tiny shapes."""
 
 from __future__ import annotations
@@ -106,9 +106,7 @@ def stage_of(model: Model, stage: str) -> tuple[Callable, tuple]:
         return model.forward, (model.params, model.batch)
     if stage == "gradients":
         return jax.value_and_grad(model.loss), (model.params, model.batch)
-    import pytest
-
-    optax = pytest.importorskip("optax", reason="the optax step needs optax (pip install 'parity[jax]')")
+    import optax  # the extra parity[jax]
     optimizer = optax.adam(1e-2)
 
     def step(params, opt_state, batch):
