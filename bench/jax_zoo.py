@@ -9,7 +9,8 @@ back, ready (``jax.block_until_ready``). Per program:
 - ``jax.jit``'s first call (trace, compile, run) and steady time per call;
 - per backend, ``parity.jax.jit(fun, backend=NAME)``: its first call, cold (no disk cache, the
   in-process executable cache emptied first); its outputs against ``jax.jit``'s by the rule
-  ``backend="auto"`` holds candidates to (:func:`parity.frontend.jax.auto.mismatch`): a
+  ``backend="auto"`` holds candidates to (:func:`parity.frontend.jax.auto.mismatch_past_float64`,
+  the float64 second chance included): a
   failing or wrong candidate is reported, not timed; Triton's interpreter (no GPU) is checked,
   not timed; ``auto`` runs last and records its pick;
 - steady times from interleaved rounds (:func:`.measure.time_interleaved`): medians of per-call
@@ -51,7 +52,7 @@ def measure(model: str, stage: str, backends: Sequence[str], *, quick: bool = Fa
     import parity.jax
     from parity.conformance.jax_zoo import program
     from parity.frontend.executables import reset_caches
-    from parity.frontend.jax.auto import mismatch
+    from parity.frontend.jax.auto import float64_run, mismatch_past_float64
 
     fun, args = program(model, stage)
     jitted = jax.jit(fun)
@@ -60,6 +61,13 @@ def measure(model: str, stage: str, backends: Sequence[str], *, quick: bool = Fa
     want = [_plain(leaf) for leaf in jax.tree_util.tree_leaves(jax.block_until_ready(jitted(*args)))]
     anchor.first_call_s = time.perf_counter() - start
     rows, calls = [anchor], {"jax.jit": lambda: jax.block_until_ready(jitted(*args))}
+    exact_outputs: list = []
+
+    def exact():  # the float64 run, made once, when a candidate's output is off jax.jit's
+        if not exact_outputs:
+            exact_outputs.append(float64_run(fun, args))
+        return exact_outputs[0]
+
     for backend in sorted(backends, key=lambda b: b == "auto"):  # auto last: it reuses nothing named before
         row = JaxRow(model, stage, f"parity[{backend}]")
         rows.append(row)
@@ -72,7 +80,7 @@ def measure(model: str, stage: str, backends: Sequence[str], *, quick: bool = Fa
             row.note = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
             continue
         row.first_call_s = time.perf_counter() - start
-        wrong = mismatch(got, want)
+        wrong = mismatch_past_float64(got, want, exact)
         if wrong:
             row.note = f"wrong: {wrong}"
             continue

@@ -34,20 +34,13 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
-from .auto_contract import RTOL_BY_DTYPE
+from .auto_contract import NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL_BY_DTYPE
 from .tensors import IR_TO_TORCH
 
 # How close a candidate's outputs must be to eager torch's on the first inputs, per output
 # dtype (|got − want| ≤ rtol·|want| + rtol·max|want|); integers and booleans are exact.
 RTOL = {IR_TO_TORCH[dtype]: rtol for dtype, rtol in RTOL_BY_DTYPE.items()}  # frontend/auto_contract.py
 
-# A float output off eager's by more than RTOL still passes when it is no farther from a
-# float64 run of the same graph than NOISE_FACTOR times eager's own distance from it, or
-# NOISE_LEVEL_FACTOR times where eager has no correct digit (its error at least the float64
-# value's size: an analytically zero gradient, where every summation order gives other noise).
-# The rule the Hugging Face zoo's checker applies (conformance/hf/check.py); without it
-# BERT's, OPT's and BLOOM's backward graphs matched no candidate on backend="auto".
-NOISE_FACTOR, NOISE_LEVEL_FACTOR = 2.0, 16.0
 
 _aten = torch.ops.aten
 _TIES_UNORDERED = (_aten.sort.default, _aten.sort.stable, _aten.topk.default)

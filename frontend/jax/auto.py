@@ -13,7 +13,9 @@ What differs, and why it stays here: each candidate is checked against ``jax.jit
 on the first inputs (:func:`mismatch`), where the torch frontend runs eager torch on the FX
 graph; no torch generator to keep still; and when no candidate matches there is no eager
 fallback to run (a JAX program is one graph: :class:`AutoFoundNothing` names each candidate's
-reason). The torch frontend's float64 second chance for ill-conditioned outputs is not here yet.
+reason). A float output off jax.jit's gets the torch frontend's second chance
+(:func:`mismatch_past_float64`): against a float64 run of the same JAX function
+(:func:`float64_run`, made once, only when an output needs it).
 
 Example::
 
@@ -39,7 +41,7 @@ from ...ir.dtypes import DType
 from ...ir.errors import ParityError
 from ...ir.graph import Graph
 from .. import auto_race as race
-from ..auto_contract import NEVER_AUTO, RTOL_BY_DTYPE
+from ..auto_contract import NEVER_AUTO, NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL_BY_DTYPE
 from ..auto_installed import installed_candidates
 from ..auto_options import AutoOptions
 from ..auto_race import AutoChoice, Candidate
@@ -52,12 +54,14 @@ class AutoFoundNothing(ParityError):
 
 
 def choose_backend(graph: Graph, options, arrays: Sequence[np.ndarray], want: Sequence[np.ndarray],
-                   as_called: Callable[[Callable], Callable[[], object]] | None = None) -> tuple[Callable, AutoChoice]:
+                   as_called: Callable[[Callable], Callable[[], object]] | None = None,
+                   exact: Callable[[], Sequence[np.ndarray]] | None = None) -> tuple[Callable, AutoChoice]:
     """The fastest candidate whose outputs on ``arrays`` match ``want`` (jax.jit's), and the
     record of the race. ``options`` has ``device``, ``precision``, ``cache_dir`` and ``auto``
     (an AutoOptions or None). ``as_called(executable)`` is the call the user will make with
     it, timed in its place (the caller's conversions and dispatch included, results ready);
-    without it the executable is timed on ``arrays``."""
+    without it the executable is timed on ``arrays``. ``exact()`` gives the outputs of a
+    float64 run, the second chance of an output off jax.jit's (none without it)."""
     auto = options.auto or AutoOptions()
     record = AutoChoice(f"@{graph.name}", options.device)
     ready = _ready(graph, options, auto, record)
@@ -71,10 +75,12 @@ def choose_backend(graph: Graph, options, arrays: Sequence[np.ndarray], want: Se
         record.source = source
     build = functools.partial(_build, options)
     compiled, spent, exhausted = race.compile_within_budget(ready, options, record, auto.budget_s, build)
-    matched = _checked(compiled, arrays, want, record)
+    exact_once = _Once(exact)
+    matched = _checked(compiled, arrays, want, record, exact_once)
     if not matched:  # the ones the budget left out get their chance
         rest = [r for r in ready if r[0] not in compiled]
-        matched = _checked(race.compile_within_budget(rest, options, record, math.inf, build)[0], arrays, want, record)
+        matched = _checked(race.compile_within_budget(rest, options, record, math.inf, build)[0], arrays, want,
+                           record, exact_once)
     if not matched:
         raise AutoFoundNothing(_nothing_text(graph, record))
     left = auto.budget_s - spent
@@ -118,12 +124,29 @@ def _build(options, backend, translation, graph: Graph) -> Callable:
                                request=RuntimeRequest())
 
 
-def _checked(compiled: dict, arrays: Sequence[np.ndarray], want: Sequence[np.ndarray], record: AutoChoice) -> dict:
+class _Once:
+    """``function()``'s value, computed at the first call (None without a function, or when it fails)."""
+
+    def __init__(self, function: Callable | None):
+        self._function, self._done, self._value = function, function is None, None
+
+    def __call__(self):
+        if not self._done:
+            self._done = True
+            try:
+                self._value = self._function()
+            except Exception:  # noqa: BLE001 - a program with no float64 run gets no second chance
+                self._value = None
+        return self._value
+
+
+def _checked(compiled: dict, arrays: Sequence[np.ndarray], want: Sequence[np.ndarray], record: AutoChoice,
+             exact: Callable[[], Sequence[np.ndarray] | None]) -> dict:
     """The candidates of ``compiled`` whose outputs on ``arrays`` match ``want``; the rest dropped, with why."""
     matched = {}
     for name, run in compiled.items():
         try:
-            why = mismatch([np.asarray(o) for o in run(*arrays)], want)
+            why = mismatch_past_float64([np.asarray(o) for o in run(*arrays)], want, exact)
         except Exception as exc:  # noqa: BLE001 - a candidate that fails is dropped, with the reason
             why = f"failed on the first inputs: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         else:
@@ -166,3 +189,57 @@ def mismatch(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> str | Non
         if np.any(error > bound):
             return f"output {i} is off jax.jit's by {float(np.max(error)):.3g} (bound {rtol:g} of its scale {scale:.3g})"
     return None
+
+
+def mismatch_past_float64(got: Sequence[np.ndarray], want: Sequence[np.ndarray],
+                          exact: Callable[[], Sequence[np.ndarray] | None]) -> str | None:
+    """:func:`mismatch`, with a second chance for each float output off jax.jit's: it passes when
+    it is no farther from ``exact()`` (a float64 run of the program, asked for only then) than
+    NOISE_FACTOR times jax.jit's own distance from it (NOISE_LEVEL_FACTOR where jax.jit has no
+    correct digit), the rule the torch frontend's auto applies against eager.
+
+    Example::
+
+        >>> zero = lambda: [np.float64([0.0])]  # an analytically zero gradient
+        >>> mismatch([np.float32([-5e-8])], [np.float32([3e-8])]) is None
+        False
+        >>> mismatch_past_float64([np.float32([-5e-8])], [np.float32([3e-8])], zero) is None
+        True
+    """
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        why = mismatch([g], [w])
+        if why is None:
+            continue
+        why = why.replace("output 0", f"output {i}", 1)
+        if g.shape != w.shape or g.dtype != w.dtype or w.dtype.kind != "f":
+            return why
+        exact_outputs = exact()
+        if exact_outputs is None or np.shape(exact_outputs[i]) != w.shape:
+            return why
+        x = np.asarray(exact_outputs[i], np.float64)
+        finite = np.isfinite(w)
+        own = float(np.max(np.abs(w.astype(np.float64) - x)[finite], initial=0.0))
+        off = float(np.max(np.abs(g.astype(np.float64) - x)[finite], initial=0.0))
+        factor = NOISE_LEVEL_FACTOR if own >= float(np.max(np.abs(x)[finite], initial=0.0)) else NOISE_FACTOR
+        if own == 0.0 or not off <= factor * own:
+            ratio = "inf" if own == 0.0 else f"{off / own:.3g}"
+            return f"{why}; {ratio}x jax.jit's distance from a float64 run (at most {factor:g}x)"
+    return None
+
+
+def float64_run(fun: Callable, args: Sequence) -> list[np.ndarray]:
+    """The output leaves of ``fun(*args)`` under x64 with every float argument widened to float64
+    (PRNG keys and integers as they are; keys out as their data): the oracle of the second chance."""
+    import jax
+
+    from .compat import is_prng_key, key_data
+
+    def wide(leaf):
+        if is_prng_key(leaf):
+            return leaf
+        array = np.asarray(leaf)
+        return array.astype(np.float64) if array.dtype.kind == "f" else array
+
+    with jax.enable_x64(True):
+        outputs = jax.jit(fun)(*jax.tree_util.tree_map(wide, tuple(args)))
+        return [np.asarray(key_data(o) if is_prng_key(o) else o) for o in jax.tree_util.tree_leaves(outputs)]

@@ -28,7 +28,7 @@ from ...ir.precision import Precision
 from ..auto_options import AutoOptions, resolve_auto_options
 from ..auto_race import AutoChoice
 from ..runtime_options import checked_backend_options, checked_precision
-from .auto import choose_backend
+from .auto import choose_backend, float64_run
 from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, restructured, trace, wrap_key_data
 from .errors import UnsupportedArgument
 from .names import input_name, parameter_names
@@ -125,8 +125,12 @@ class JaxJitted:
     def _native(run: Callable, dynamic: tuple, keys: tuple[bool, ...], out_tree, out_keys: tuple[bool, ...]):
         """(call, zero) for :attr:`Compiled.native`, where the executable ``run`` is XLA's on CPU."""
         jax_compiled = getattr(run, "jax_compiled", None)
-        if jax_compiled is None or any(keys) or any(out_keys):
+        if jax_compiled is None:
             return None
+        if any(keys) or any(out_keys):
+            # The graph takes and returns the keys' data: compiled again with the conversions
+            # inside (one more XLA compile per signature), so the call needs none in Python.
+            return jax_compiled(_with_keys(keys, out_tree, out_keys), dynamic)
         found = jax_compiled()
         if found is None:
             return None
@@ -191,8 +195,23 @@ class JaxJitted:
                 return lambda: jax.block_until_ready(native[0](*dynamic, native[1]))
             return lambda: jax.block_until_ready(to_jax(run(*arrays)))
 
-        run, pick = choose_backend(graph, self, arrays, want, as_called)
+        run, pick = choose_backend(graph, self, arrays, want, as_called, lambda: float64_run(flat, leaves))
         return Compiled(graph, run, traced.out_tree, traced.out_keys, pick.choice, pick)
+
+
+def _with_keys(keys: tuple[bool, ...], out_tree, out_keys: tuple[bool, ...]) -> Callable:
+    """``outer`` for XlaExecutable.jax_compiled: the user's (args, kwargs, zero) in, PRNG keys
+    unwrapped to the data the graph takes, its outputs back in the user's tree, keys rewrapped."""
+    def outer(graph_fn: Callable) -> Callable:
+        def call(dyn_args, dyn_kwargs, zero):
+            leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
+            outputs = graph_fn(*(key_data(leaf) if is_key else leaf for leaf, is_key in zip(leaves, keys)), zero)
+            return jax.tree_util.tree_unflatten(out_tree, [wrap_key_data(o) if is_key else o
+                                                           for o, is_key in zip(outputs, out_keys, strict=True)])
+
+        return call
+
+    return outer
 
 
 def _statics(fun: Callable, argnums, argnames) -> tuple[tuple[int, ...], tuple[str, ...]]:

@@ -97,10 +97,18 @@ def test_numpy_arguments_and_a_tracer_after_the_first_call():
         jax.grad(lambda x: compiled(x).sum())(jnp.ones(3, jnp.float32))
 
 
-def test_prng_keys_take_the_checked_path_and_stay_keys():
-    compiled = parity.jax.jit(lambda key: jax.random.split(key), backend="xla")
-    key = jax.random.key(3)
-    got = compiled(key)
-    assert next(iter(compiled.cache.values())).native is None
-    assert jax.dtypes.issubdtype(got.dtype, jax.dtypes.prng_key)
-    np.testing.assert_array_equal(jax.random.key_data(got), jax.random.key_data(jax.random.split(key)))
+def test_prng_keys_in_and_out_are_converted_inside_the_executable(checked_calls):
+    def draw(key, x):
+        return jax.random.split(key), x + jax.random.uniform(key, x.shape)
+
+    compiled = parity.jax.jit(draw, backend="xla")
+    x = jnp.ones(3, jnp.float32)
+    compiled(jax.random.key(3), x)
+    assert next(iter(compiled.cache.values())).native is not None
+    for seed in (3, 4):  # native calls: the same key again, then another one
+        keys, values = compiled(jax.random.key(seed), x)
+        want_keys, want_values = jax.jit(draw)(jax.random.key(seed), x)
+        assert jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+        np.testing.assert_array_equal(jax.random.key_data(keys), jax.random.key_data(want_keys))
+        np.testing.assert_array_equal(np.asarray(values), np.asarray(want_values))  # threefry bits: exact
+    assert len(checked_calls) == 1
