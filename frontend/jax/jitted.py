@@ -29,7 +29,17 @@ from ..auto_options import AutoOptions, resolve_auto_options
 from ..auto_race import AutoChoice
 from ..runtime_options import checked_backend_options, checked_precision
 from .auto import choose_backend, float64_run
-from .compat import THREEFRY, is_prng_key, is_tracer, key_data, key_impl_name, restructured, trace, wrap_key_data
+from .compat import (
+    THREEFRY,
+    fast_call,
+    is_prng_key,
+    is_tracer,
+    key_data,
+    key_impl_name,
+    restructured,
+    trace,
+    wrap_key_data,
+)
 from .errors import UnsupportedArgument
 from .names import input_name, parameter_names
 from .run import as_numpy, compile_graph, to_jax
@@ -73,6 +83,7 @@ class JaxJitted:
         # The last signature's native call (Compiled.native), tried first: its own argument
         # checks refuse another signature with a TypeError, and the full path takes over.
         self._last_native: tuple | None = None
+        self._no_statics = not self.static_argnums and not self.static_argnames
         functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
@@ -84,17 +95,18 @@ class JaxJitted:
     def __call__(self, *args, **kwargs):
         last = self._last_native
         if last is not None:
-            statics, native, zero = last
-            if not self.static_argnums and not self.static_argnames:
-                dyn_args, dyn_kwargs = args, kwargs
-            else:
-                split = self._split(args, kwargs)
-                dyn_args, dyn_kwargs = split[1] if split[0] == statics else (None, None)
-            if dyn_args is not None:
+            if self._no_statics:
                 try:
-                    return native(dyn_args, dyn_kwargs, zero)
+                    return last[1](args, kwargs, last[2])
                 except TypeError:  # another signature (or a real error, which the full path raises)
                     pass
+            else:
+                statics, (dyn_args, dyn_kwargs) = self._split(args, kwargs)
+                if statics == last[0]:
+                    try:
+                        return last[1](dyn_args, dyn_kwargs, last[2])
+                    except TypeError:
+                        pass
         return self._call_checked(args, kwargs)
 
     def _call_checked(self, args: tuple, kwargs: dict):
@@ -130,7 +142,8 @@ class JaxJitted:
         if any(keys) or any(out_keys):
             # The graph takes and returns the keys' data: compiled again with the conversions
             # inside (one more XLA compile per signature), so the call needs none in Python.
-            return jax_compiled(_with_keys(keys, out_tree, out_keys), dynamic)
+            found = jax_compiled(_with_keys(keys, out_tree, out_keys), dynamic)
+            return None if found is None else (fast_call(found[0]), found[1])
         found = jax_compiled()
         if found is None:
             return None
