@@ -66,15 +66,23 @@ def _convolution(ctx, lhs, rhs):
     # regression xla-convolution-f32: 0 instead of 0 * inf). Padding explicitly made a
     # stride-2 transposed conv several times slower (measured); instead one single-channel
     # conv of the zeros' mask with the kernel's non-finite taps finds the outputs to set to NaN.
+    # Behind a conditional on "any kernel tap non-finite": with finite kernels (training,
+    # inference) the mask's kernels never run (conformance/jax_zoo's CNN, same process: forward
+    # 1.27x -> 1.11x jax.jit's time, gradients 1.51x -> 1.37x).
     f32 = np.float32
-    holes = lax.pad(np.zeros((1, 1, *ctx.in_types[0].shape[2:]), f32), np.array(1, f32),
-                    [(0, 0, 0)] * 2 + [(lo, hi, d) for lo, hi, d in zeros])
-    bad = lax.convert_element_type(lax.bitwise_not(lax.is_finite(rhs)), f32)
-    bad = lax.expand_dims(lax.reduce_max(bad, (1,)), (1,))
-    crop = [(min(lo, 0), min(hi, 0)) for lo, hi in a["padding"]]
-    hit = lax.conv_general_dilated(holes, bad, a["window_strides"], crop, None, a["rhs_dilation"],
-                                   dimension_numbers=numbers, precision=lax.Precision.HIGHEST)
-    return lax.select(lax.broadcast_in_dim(lax.gt(hit, np.array(0, f32)), out.shape, tuple(range(out.ndim))),
-                      lax.full_like(out, np.nan), out)
+
+    def poisoned(out, rhs):
+        holes = lax.pad(np.zeros((1, 1, *ctx.in_types[0].shape[2:]), f32), np.array(1, f32),
+                        [(0, 0, 0)] * 2 + [(lo, hi, d) for lo, hi, d in zeros])
+        bad = lax.convert_element_type(lax.bitwise_not(lax.is_finite(rhs)), f32)
+        bad = lax.expand_dims(lax.reduce_max(bad, (1,)), (1,))
+        crop = [(min(lo, 0), min(hi, 0)) for lo, hi in a["padding"]]
+        hit = lax.conv_general_dilated(holes, bad, a["window_strides"], crop, None, a["rhs_dilation"],
+                                       dimension_numbers=numbers, precision=lax.Precision.HIGHEST)
+        return lax.select(lax.broadcast_in_dim(lax.gt(hit, np.array(0, f32)), out.shape, tuple(range(out.ndim))),
+                          lax.full_like(out, np.nan), out)
+
+    any_bad = lax.reduce_or(lax.bitwise_not(lax.is_finite(rhs)), tuple(range(rhs.ndim)))
+    return lax.cond(any_bad, poisoned, lambda out, rhs: out, out, rhs)
 
 RULES: dict[str, Rule] = {"dot_general": _dot_general, "convolution": _convolution}

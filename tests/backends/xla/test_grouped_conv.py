@@ -88,8 +88,10 @@ def test_xla_alone_still_lets_a_float64_depthwise_nan_reach_other_groups():
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.short)
 def test_a_depthwise_backward_is_straight_line_code(backend, dtype):
     """MobileNet's depthwise conv and its two gradients (input: lhs-dilated transposed conv;
-    weight: one conv grouped by channel) lower to convolutions only: no while loop or
-    conditional, which cost ~0.6 s of XLA compile each."""
+    weight: one conv grouped by channel) lower to convolutions: no while loop (a group-by-group
+    lax.map cost ~0.6 s of XLA compile each), and one conditional, the NaN mask's gate of the
+    only conv with padding zeros (dx; contraction.py: ~17 ms of compile each, measured as 20
+    padded convs 0.30 s -> 0.66 s)."""
     b = GraphBuilder()
     x, w, dy = b.input(dtype[2, 8, 9, 9]), b.input(dtype[8, 1, 3, 3]), b.input(dtype[2, 8, 4, 4])
     forward = b.convolution(x, w, window_strides=(2, 2), padding=((0, 0), (0, 0)), lhs_dilation=(1, 1),
@@ -101,5 +103,5 @@ def test_a_depthwise_backward_is_straight_line_code(backend, dtype):
                        padding=((0, 0), (0, 0)), lhs_dilation=(1, 1), rhs_dilation=(2, 2), feature_group_count=8)
     run = backend.compile(b.build([forward, dx, dw]), "cpu")
     hlo = run.hlo_text()
-    assert " while(" not in hlo and " conditional(" not in hlo
+    assert " while(" not in hlo and hlo.count(" conditional(") == 1
     assert hlo.count(" convolution(") >= 3
