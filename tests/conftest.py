@@ -43,9 +43,10 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     "tests/conformance/test_workers_zoo.py::test_hugging_face_rows_and_anchors_on_workers_equal_the_serial_run":
         "108 s; zoo rows on workers are CI's test_zoo_rows_on_workers_equal_the_serial_run_and_resume_from_their_journal",
     "tests/conformance/test_workers_zoo.py::test_a_hugging_face_row_that_kills_its_worker_is_a_crashed_cell":
-        "103 s; a killed zoo row is CI's test_a_zoo_row_that_kills_its_worker_is_a_crashed_cell_and_the_rest_arrive",
+        "103 s; a zoo row that kills its worker is a crashed cell in CI's "
+        "tests/conformance/test_isolation.py::test_a_plugin_s_zoo_rows_run_on_its_worker_too",
     "tests/models/test_hf_zoo.py::test_forward_gradients_and_second_step_match_eager[whisper-xla]":
-        "85 s; xla's zoo cells in CI: llama, vit",
+        "85 s; xla's HF zoo cell in CI is llama (vit-xla runs in the full run)",
     "tests/models/test_hf_zoo.py::test_forward_gradients_and_second_step_match_eager[bert-xla]":
         "77 s; BERT runs on onnx and auto in CI",
     "tests/models/test_hf_zoo.py::test_forward_gradients_and_second_step_match_eager[mixtral-xla]":
@@ -65,7 +66,7 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[spectrogram-train-inductor]":
         "47 s; the spectrogram trains on reference, onnx and numpy in CI",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[vit-train-inductor]":
-        "41 s; the ViT trains on reference, onnx, numpy, xla and triton in CI",
+        "41 s; the ViT trains on reference, onnx, numpy and triton in CI",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[cnn-eval-inductor]":
         "25 s; cnn-train on inductor runs in CI",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[resnet_block-eval-inductor]":
@@ -88,7 +89,7 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[lstm-train-xla]":
         "20 s; the LSTM trains on onnx, reference and numpy in CI",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[gpt-train-xla]":
-        "16 s; gpt trains on onnx, reference and numpy in CI, xla trains cnn, resnet_block and vit",
+        "16 s; gpt trains on onnx, reference and numpy in CI, xla trains cnn, resnet_block and mlp (and Llama's attention)",
     "tests/models/test_hf_zoo.py::test_forward_gradients_and_second_step_match_eager[vit-xla]":
         "18 s; llama runs on xla in CI, the ViT on the other backends",
     "tests/models/test_hf_zoo.py::test_fnet_passes_where_its_ffts_are_claimed_and_is_unsupported_with_the_reason_elsewhere[triton]":
@@ -145,6 +146,9 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[mlp-train-inductor]":
         "10 s; an MLP's training step on inductor is CI's "
         "tests/backends/inductor/test_training.py::test_training_step_matches_eager, the zoo's resnet_block-train",
+    "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[vit-train-xla]":
+        "9 s; the ViT trains on reference, onnx, numpy and triton in CI, and xla trains attention in CI's "
+        "tests/models/test_hf_zoo.py [llama-xla]",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[cnn-eval-xla]":
         "6 s; cnn-eval runs on reference, onnx, numpy and triton in CI, cnn-train on xla",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[resnet_block-eval-xla]":
