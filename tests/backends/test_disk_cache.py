@@ -1,7 +1,6 @@
 """The disk cache: entries survive processes, other versions and damaged files are misses,
 concurrent writers leave a whole entry, and a second process runs without compiling."""
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -13,6 +12,8 @@ from parity.backends import disk_cache
 from parity.backends.disk_cache import DiskCache, cache_key, compile_cached, entry_key, resolve_cache_dir
 from parity.ir import GraphBuilder, f32
 from parity.ir.precision import Precision
+
+from ..second_process import first_run_here, second_process
 
 
 def _graph():
@@ -140,8 +141,7 @@ def test_an_executable_jax_cannot_serialize_runs_uncached(tmp_path, monkeypatch)
     assert disk_cache.STATS["stores"] == stores and not list(tmp_path.rglob("*.bin"))
 
 
-# What each process runs, one definition for both: the first run is this process (it only has to
-# store the entries), the second a fresh interpreter (the point: it must load them, not compile).
+# What both runs execute, the first here and the second in a fresh interpreter (tests/second_process.py).
 _COMPILE_EACH = textwrap.dedent("""
     import torch, parity
     from parity.frontend import compiled_graph
@@ -170,28 +170,10 @@ _SECOND_PROCESS = _COMPILE_EACH + textwrap.dedent("""
 """)
 
 
-def _first_run_here(cache_dir):
-    import torch
-
-    from parity.frontend import compiled_graph
-
-    torch._dynamo.reset()
-    compiled_graph.reset_caches()  # nothing compiled earlier in this process may stand in for the store
-    scope = {}
-    exec(_COMPILE_EACH, scope)
-    return scope["compile_each"](str(cache_dir))
-
-
-def _second_process(cache_dir):
-    proc = subprocess.run([sys.executable, "-c", _SECOND_PROCESS, str(cache_dir)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def test_second_process_loads_without_compiling(tmp_path):
-    first = _first_run_here(tmp_path)
+    first = first_run_here(_COMPILE_EACH, tmp_path)
     assert first["stats"].get("backend_compiles") == 2 and "disk_loads" not in first["stats"]
-    second = _second_process(tmp_path)
+    second = second_process(_SECOND_PROCESS, tmp_path)
     assert second["stats"].get("disk_loads") == 2 and "backend_compiles" not in second["stats"]
     for name in ("xla", "onnx"):
         assert first[name] == second[name] == [0.0, 0.0, 1.0, 3.0]
