@@ -68,7 +68,7 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[vit-train-inductor]":
         "41 s; the ViT trains on reference, onnx, numpy and triton in CI",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[cnn-eval-inductor]":
-        "25 s; cnn-train on inductor runs in CI",
+        "25 s; cnn-eval runs on reference, onnx and numpy in CI, resnet_block-train (convolutions, batch norm) on inductor",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[resnet_block-eval-inductor]":
         "17 s; resnet_block-train on inductor runs in CI",
     "tests/models/test_hf_zoo.py::test_forward_gradients_and_second_step_match_eager[gpt2-inductor]":
@@ -150,7 +150,9 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
         "9 s; the ViT trains on reference, onnx, numpy and triton in CI, and xla trains attention in CI's "
         "tests/models/test_hf_zoo.py [llama-xla]",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[cnn-eval-xla]":
-        "6 s; cnn-eval runs on reference, onnx, numpy and triton in CI, cnn-train on xla",
+        "6 s; cnn-eval runs on reference, onnx and numpy in CI, cnn-train on xla",
+    "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[cnn-eval-triton]":
+        "3 s; cnn-eval runs on reference, onnx and numpy in CI, cnn-train on triton",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[resnet_block-eval-xla]":
         "4 s; resnet_block-eval runs on reference, onnx, numpy and triton in CI, resnet_block-train on xla",
     "tests/test_export_dynamic.py::test_hugging_face_encoder_and_decoder_export_with_dynamic_batch_and_sequence[bert]":
