@@ -62,7 +62,7 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     # Inductor's C++ compiles make its model cells the slowest of the suite; CI keeps gpt-train, cnn-train,
     # resnet_block-train, mlp-train and the other backends of every model, and phi3 on the HF side
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[lstm-train-inductor]":
-        "66 s; the LSTM trains on onnx, xla, triton and reference in CI",
+        "66 s; the LSTM trains on reference and numpy in CI",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[spectrogram-train-inductor]":
         "47 s; the spectrogram trains on reference, onnx and numpy in CI",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[vit-train-inductor]":
@@ -79,7 +79,7 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     "tests/models/test_hf_zoo.py::test_forward_gradients_and_second_step_match_eager[phi3-inductor]":
         "87 s; inductor's model cells in CI are the zoo's resnet_block-train and tests/backends/inductor/test_training.py's MLP",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[lstm-train-triton]":
-        "56 s; the LSTM trains on onnx, reference and numpy in CI, triton trains cnn, resnet_block and vit",
+        "56 s; the LSTM trains on reference and numpy in CI, triton trains cnn, resnet_block and vit",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[gpt-train-inductor]":
         "54 s; inductor trains resnet_block (and test_training.py's MLP) in CI, gpt trains on onnx, reference and numpy",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[cnn-train-inductor]":
@@ -87,7 +87,7 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     "tests/models/test_hf_zoo.py::test_forward_gradients_and_second_step_match_eager[mixtral-auto]":
         "34 s; Mixtral runs on reference in CI, auto on BERT",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[lstm-train-xla]":
-        "20 s; the LSTM trains on onnx, reference and numpy in CI",
+        "20 s; the LSTM trains on reference and numpy in CI",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[gpt-train-xla]":
         "16 s; gpt trains on onnx, reference and numpy in CI, xla trains cnn, resnet_block and mlp (and Llama's attention)",
     "tests/models/test_hf_zoo.py::test_forward_gradients_and_second_step_match_eager[vit-xla]":
@@ -143,6 +143,8 @@ DEFERRED_TO_THE_FULL_RUN: dict[str, str] = {
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[spectrogram-train-triton]":
         "9 s; the spectrogram trains on reference, onnx and numpy in CI, and its gradients on triton are CI's "
         "tests/frontend/test_fft.py::test_gradients_match_eager[spectrogram--triton]",
+    "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[lstm-train-onnx]":
+        "7 s; the LSTM trains on reference and numpy in CI, onnx trains gpt, cnn, resnet_block, vit and spectrogram",
     "tests/models/test_zoo.py::test_forward_and_gradients_match_eager[mlp-train-inductor]":
         "10 s; an MLP's training step on inductor is CI's "
         "tests/backends/inductor/test_training.py::test_training_step_matches_eager, the zoo's resnet_block-train",
