@@ -1,7 +1,6 @@
 """The disk cache: entries survive processes, other versions and damaged files are misses,
 concurrent writers leave a whole entry, and a second process runs without compiling."""
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -13,6 +12,8 @@ from parity.backends import disk_cache
 from parity.backends.disk_cache import DiskCache, cache_key, compile_cached, entry_key, resolve_cache_dir
 from parity.ir import GraphBuilder, f32
 from parity.ir.precision import Precision
+
+from ..second_process import first_run_here, second_process
 
 
 def _graph():
@@ -140,37 +141,39 @@ def test_an_executable_jax_cannot_serialize_runs_uncached(tmp_path, monkeypatch)
     assert disk_cache.STATS["stores"] == stores and not list(tmp_path.rglob("*.bin"))
 
 
-_CHILD = textwrap.dedent("""
-    import json, sys
+# What both runs execute, the first here and the second in a fresh interpreter (tests/second_process.py).
+_COMPILE_EACH = textwrap.dedent("""
     import torch, parity
     from parity.frontend import compiled_graph
-    cache_dir, forbid = sys.argv[1], sys.argv[2] == "forbid"
-    if forbid:  # the second process must not lower or compile anything
-        from parity.backends.xla import backend as xla_backend
-        from parity.backends.onnx import persist as onnx_persist
-        def refuse(*args, **kwargs):
-            raise AssertionError("compiled although the disk cache holds the executable")
-        xla_backend.XlaBackend._build = refuse
-        onnx_persist.to_model = refuse
-    out = {}
-    for name in ("xla", "onnx"):
-        f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend=name, cache_dir=cache_dir)
-        out[name] = f(torch.tensor([-2.0, -0.5, 0.0, 1.0])).tolist()
-    out["stats"] = dict(compiled_graph.STATS)
-    print(json.dumps(out))
+
+    def compile_each(cache_dir):
+        before = dict(compiled_graph.STATS)
+        out = {}
+        for name in ("xla", "onnx"):
+            f = parity.compile(lambda x: torch.relu(x * 2 + 1), backend=name, cache_dir=cache_dir)
+            out[name] = f(torch.tensor([-2.0, -0.5, 0.0, 1.0])).tolist()
+        out["stats"] = {k: n - before.get(k, 0) for k, n in compiled_graph.STATS.items() if n != before.get(k, 0)}
+        return out
+""")
+
+_SECOND_PROCESS = _COMPILE_EACH + textwrap.dedent("""
+    import json, sys
+    from parity.backends.xla import backend as xla_backend
+    from parity.backends.onnx import persist as onnx_persist
+
+    def refuse(*args, **kwargs):  # the second process must not lower or compile anything
+        raise AssertionError("compiled although the disk cache holds the executable")
+
+    xla_backend.XlaBackend._build = refuse
+    onnx_persist.to_model = refuse
+    print(json.dumps(compile_each(sys.argv[1])))
 """)
 
 
-def _child(cache_dir, mode):
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(cache_dir), mode], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def test_second_process_loads_without_compiling(tmp_path):
-    first = _child(tmp_path, "allow")
+    first = first_run_here(_COMPILE_EACH, tmp_path)
     assert first["stats"].get("backend_compiles") == 2 and "disk_loads" not in first["stats"]
-    second = _child(tmp_path, "forbid")
+    second = second_process(_SECOND_PROCESS, tmp_path)
     assert second["stats"].get("disk_loads") == 2 and "backend_compiles" not in second["stats"]
     for name in ("xla", "onnx"):
         assert first[name] == second[name] == [0.0, 0.0, 1.0, 3.0]

@@ -15,30 +15,45 @@ from parity.ir.dtypes import DType
 
 from .test_workers import plugins_importable  # noqa: F401 - the fixture
 
+# One interpreter imports pin_to_slice once; each slice is pinned in a child forked from it (a
+# fresh process, as a worker is, without paying parity's import once per slice).
 PIN_AND_REPORT = """
-import os, threading, time
+import os, sys, threading
 from parity.conformance.worker import pin_to_slice
-started = threading.Event()
-early = threading.Thread(target=lambda: (started.set(), time.sleep(1)))  # a thread that exists before pinning
-early.start(); started.wait()
-pin_to_slice({slot}, {slots})
-late = []
-threading.Thread(target=lambda: late.append(sorted(os.sched_getaffinity(0)))).start()
-time.sleep(0.2)
-print(sorted(os.sched_getaffinity(0)), sorted(os.sched_getaffinity(early.native_id)), late[0])
+
+def report(slot, slots):
+    started, done = threading.Event(), threading.Event()
+    early = threading.Thread(target=lambda: (started.set(), done.wait()))  # a thread that exists before pinning
+    early.start(); started.wait()
+    pin_to_slice(slot, slots)
+    late = []
+    starts_later = threading.Thread(target=lambda: late.append(sorted(os.sched_getaffinity(0))))
+    starts_later.start(); starts_later.join()
+    print(sorted(os.sched_getaffinity(0)), sorted(os.sched_getaffinity(early.native_id)), late[0], flush=True)
+    done.set(); early.join()
+
+for pair in sys.argv[1:]:
+    slot, slots = map(int, pair.split(","))
+    pid = os.fork()
+    if pid == 0:
+        report(slot, slots)
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0, pair
 """
 
 
-def _pinned(slot: int, slots: int) -> str:
-    code = PIN_AND_REPORT.format(slot=slot, slots=slots)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+def _pinned(pairs: list[tuple[int, int]]) -> list[str]:
+    """What each (slot, slots) pinning gives: the process's CPUs, an earlier thread's, a later one's."""
+    args = [f"{slot},{slots}" for slot, slots in pairs]
+    out = subprocess.run([sys.executable, "-c", PIN_AND_REPORT, *args], capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
 
 
 def test_a_worker_pins_every_thread_it_has_and_every_one_it_starts_to_its_slice():
     cpus = sorted(os.sched_getaffinity(0))
-    for slot, slots in [(0, 2), (1, 2), (3, 4), (0, 0)]:
-        mine = cpu_slice(cpus, slot, slots)
-        assert _pinned(slot, slots) == f"{mine} {mine} {mine}"
+    pairs = [(0, 2), (1, 2), (3, 4), (0, 0)]
+    mine = [cpu_slice(cpus, slot, slots) for slot, slots in pairs]
+    assert _pinned(pairs) == [f"{m} {m} {m}" for m in mine]
     if len(cpus) >= 2:  # on one CPU every slice is the whole machine
         assert cpu_slice(cpus, 0, 2) != cpu_slice(cpus, 1, 2)
 

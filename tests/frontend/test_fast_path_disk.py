@@ -1,8 +1,6 @@
 """fast_path=True with a cache_dir: a new process's first call of a stored signature skips
 Dynamo and AOTAutograd, and only entries that change nothing are stored."""
 
-import json
-import subprocess
 import sys
 import textwrap
 
@@ -10,6 +8,8 @@ import torch
 
 import parity
 from parity.frontend.fast_path_disk import function_key
+
+from ..second_process import first_run_here, second_process
 
 SCALE = 2.0
 
@@ -61,39 +61,42 @@ def test_only_entries_that_change_nothing_are_stored(tmp_path):
     assert _entries(tmp_path) == ["fast_path-onnx"]
 
 
-_CHILD = textwrap.dedent("""
-    import json, sys
+# What both runs execute, the first here and the second in a fresh interpreter (tests/second_process.py).
+_COMPILE_EACH = textwrap.dedent("""
     import torch, parity
-    from parity.frontend import compiled_graph, pipeline
+    from parity.frontend import compiled_graph
 
     def f(x, y):
         return torch.relu(x * 2 + y), x - y
 
-    if sys.argv[2] == "forbid":  # the second process must not capture, translate or compile
-        def refuse(*args, **kwargs):
-            raise AssertionError("captured although the disk holds the entry")
-        pipeline.compile_fx_graph = refuse
-    out = {}
-    for name in ("xla", "onnx"):
-        g = parity.compile(f, backend=name, fast_path=True, cache_dir=sys.argv[1])
-        x, y = torch.arange(4.0) - 2, torch.ones(4)
-        a, b = g(x, y)
-        out[name] = [a.tolist(), b.tolist()]
-    out["stats"] = dict(compiled_graph.STATS)
-    print(json.dumps(out))
+    def compile_each(cache_dir):
+        before = dict(compiled_graph.STATS)
+        out = {}
+        for name in ("xla", "onnx"):
+            g = parity.compile(f, backend=name, fast_path=True, cache_dir=cache_dir)
+            x, y = torch.arange(4.0) - 2, torch.ones(4)
+            a, b = g(x, y)
+            out[name] = [a.tolist(), b.tolist()]
+        out["stats"] = {k: n - before.get(k, 0) for k, n in compiled_graph.STATS.items() if n != before.get(k, 0)}
+        return out
+""")
+
+_SECOND_PROCESS = _COMPILE_EACH + textwrap.dedent("""
+    import json, sys
+    from parity.frontend import pipeline
+
+    def refuse(*args, **kwargs):  # the second process must not capture, translate or compile
+        raise AssertionError("captured although the disk holds the entry")
+
+    pipeline.compile_fx_graph = refuse
+    print(json.dumps(compile_each(sys.argv[1])))
 """)
 
 
-def _child(cache_dir, mode):
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(cache_dir), mode], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def test_second_process_skips_capture(tmp_path):
-    first = _child(tmp_path, "allow")
+    first = first_run_here(_COMPILE_EACH, tmp_path)
     assert first["stats"].get("translations") == 2 and "fast_path_disk_loads" not in first["stats"]
-    second = _child(tmp_path, "forbid")
+    second = second_process(_SECOND_PROCESS, tmp_path)
     assert second["stats"] == {"disk_loads": 2, "fast_path_disk_loads": 2}
     want = [[0.0, 0.0, 1.0, 3.0], [-3.0, -2.0, -1.0, 0.0]]
     assert first["xla"] == first["onnx"] == second["xla"] == second["onnx"] == want
