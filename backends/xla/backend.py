@@ -292,12 +292,10 @@ class XlaExecutable:
             return lambda *arrays: [np.asarray(o) for o in compiled(*arrays, zero)]
         return lambda *arrays: [o if big else np.asarray(o) for o, big in zip(compiled(*arrays, zero), large)]
 
-    def jax_compiled(self, outer=None, specs: Sequence[Any] = ()) -> tuple[Any, Any] | None:
+    def jax_compiled(self) -> tuple[Any, Any] | None:
         """The ``jax.stages.Compiled`` this executable calls on CPU and the run-time zero it takes
         after the graph's inputs, for a caller holding JAX arrays that hands them to XLA itself
-        (``parity.jax.jit``); None for symbolic sizes, sharding, and another device. With
-        ``outer``, the graph compiled again inside it for ``specs`` and the zero
-        (:meth:`XlaBackend.compile_inside`).
+        (``parity.jax.jit``); None for symbolic sizes, sharding, and another device.
 
         Example::
 
@@ -311,10 +309,7 @@ class XlaExecutable:
         fast = self._fast
         if fast is None or not fast[2]:
             return None
-        if outer is None:
-            return fast[0], self._zero
-        return self.backend.compile_inside(self.graph, outer, [*specs, self._zero], self.device,
-                                           self.precision), self._zero
+        return fast[0], self._zero
 
     def hlo_text(self) -> str:
         """The optimized HLO of the last compilation (after XLA's SPMD partitioner)."""
@@ -396,30 +391,6 @@ class XlaBackend(Backend):
         key = executable_key(content_hash, device, in_types, precision)
         return self._executables.get_or_build(key, lambda: self._build(graph, device, in_types, precision))
 
-    def compile_inside(self, graph: Graph, outer, specs: Sequence[Any], device: str = "cpu",
-                       precision: Precision = Precision.EXACT):
-        """``graph`` (static, unsharded) compiled inside ``outer``: ``outer(fn)`` is a JAX function of
-        ``specs`` that calls ``fn``, the graph's lowering, on the graph's inputs followed by the
-        run-time zero (:data:`RUN_TIME_ZERO`, which ``specs`` must end with) and uses its list
-        of outputs. The same lowering and tier as :meth:`compile`, protections included; for a
-        JAX caller whose arguments are not the graph's arrays (``parity.jax.jit``'s PRNG keys,
-        whose data the graph takes). Returns the ``jax.stages.Compiled``.
-
-        Example::
-
-            >>> import jax.numpy as jnp
-            >>> from parity.ir import GraphBuilder, f32
-            >>> b = GraphBuilder(); x = b.input(f32[2])
-            >>> outer = lambda fn: lambda tree, zero: {"twice": fn(tree["x"], zero)[0]}
-            >>> run = XlaBackend().compile_inside(b.build([b.add(x, x)]), outer, [{"x": jnp.ones(2)}, RUN_TIME_ZERO])
-            >>> run({"x": jnp.ones(2)}, RUN_TIME_ZERO)["twice"].tolist()
-            [2.0, 2.0]
-        """
-        target = jax_device(device)
-        return self._lower_and_compile(lambda keep: outer(graph_function(graph, run_time_zero=True,
-                                                                         keep_products=keep)),
-                                       specs, target, precision)
-
     def _build(self, graph: Graph, device: str, in_types: Sequence[TensorType], precision: Precision):
         target = jax_device(device)
         options = COMPILER_OPTIONS.get(target.platform, {})
@@ -427,22 +398,15 @@ class XlaBackend(Backend):
             return compile_sharded(graph, graph_function(graph, run_time_zero=True), target.platform, in_types, options)
         specs = [*(_spec(t, target) for t in in_types),
                  jax.ShapeDtypeStruct((), np.int32, sharding=jax.sharding.SingleDeviceSharding(target))]
-        return self._lower_and_compile(lambda keep: graph_function(graph, run_time_zero=True, keep_products=keep),
-                                       specs, target, precision)
-
-    @staticmethod
-    def _lower_and_compile(function_for, specs: Sequence[Any], target, precision: Precision):
-        """``function_for(keep_products)`` lowered for ``specs`` and compiled, protected where it needs it."""
-        options = COMPILER_OPTIONS.get(target.platform, {})
         with jax.enable_x64(True):
             # First as it is: a graph whose products XLA does not fuse into sums in its own
             # loops needs no protection, and protecting them would split fusions XLA hands to
             # YNNPACK (softmax + layer norm 8192×1024: 1.09× jax.jit protected, 1.00× not).
-            plain = jax.jit(function_for(False)).lower(*specs)
+            plain = jax.jit(graph_function(graph, run_time_zero=True, keep_products=False)).lower(*specs)
             compiled = plain.compile(options)
             if precision is Precision.FAST or target.platform != "cpu" or not fuses_products(compiled.as_text()):
                 return compiled  # FAST: XLA's FMAs stay (conformance.bounds.FAST_BOUNDS)
-            protected = jax.jit(function_for(True)).lower(*specs)
+            protected = jax.jit(graph_function(graph, run_time_zero=True)).lower(*specs)
             if protected.as_text() == plain.as_text():
                 # No product to protect: the fused multiply is a rule's own (f64 log1p's, exp2's),
                 # and the same module would compile to the same executable a second time.

@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -306,6 +307,24 @@ def is_prng_key(x: Any) -> bool:
 def key_data(key: Any) -> Any:
     """A threefry key array's data, ``u32[*shape, 2]``, what the IR holds for it."""
     return jax.random.key_data(key)
+
+
+def key_base(key: Any) -> Any:
+    """A threefry key array's data without a dispatch (the array it holds); a TypeError for
+    anything else, as a call with the wrong signature gets (parity.jax.jit's native call)."""
+    if not isinstance(key, jax_prng.PRNGKeyArray):
+        raise TypeError(f"a PRNG key array was expected, got {type(key).__name__}")
+    return key._base_array
+
+
+def key_array(data: Any) -> Any:
+    """The threefry key array holding ``data`` (``u32[*S, 2]``), without a dispatch."""
+    return jax_prng.PRNGKeyArray(_threefry_impl(), data)
+
+
+@functools.cache
+def _threefry_impl() -> Any:
+    return jax.random.key(0, impl=THREEFRY)._impl  # JAX keeps the impl objects private
 
 
 def wrap_key_data(data: Any) -> Any:

@@ -88,3 +88,24 @@ def test_a_backends_numpy_outputs_come_back_as_jax_arrays_that_own_their_memory(
     for buffer in buffers:
         buffer[...] = 0  # the backend writes its next call's results
     assert got[0].tolist() == [0.0, 1.0, 2.0, 3.0] and got[1].tolist() == [[1] * 3] * 2 and bool(got[2])
+
+
+def test_a_program_with_prng_keys_loads_from_the_disk_cache_and_compiles_nothing(tmp_path, monkeypatch):
+    """Keys cross as their data around the one cached executable (jitted._with_keys): no second,
+    key-converting executable that a new process would have to compile."""
+    import jax
+
+    def draw(key, x):
+        return jax.random.split(key), x * jax.random.uniform(key, x.shape)
+
+    reset_caches()
+    first = parity.jax.jit(draw, backend="xla", cache_dir=tmp_path)(jax.random.key(1), jnp.ones(3))
+    reset_caches()
+    xla_compiles = []  # every XLA compilation of the second run, whoever asks for it
+    compile_lowered = jax.stages.Lowered.compile
+    monkeypatch.setattr(jax.stages.Lowered, "compile",
+                        lambda self, *a, **k: xla_compiles.append(1) or compile_lowered(self, *a, **k))
+    second = parity.jax.jit(draw, backend="xla", cache_dir=tmp_path)(jax.random.key(1), jnp.ones(3))
+    assert (STATS["backend_compiles"], STATS["disk_loads"], len(xla_compiles)) == (0, 1, 0)
+    np.testing.assert_array_equal(jax.random.key_data(second[0]), jax.random.key_data(first[0]))
+    np.testing.assert_array_equal(np.asarray(second[1]), np.asarray(first[1]))

@@ -97,7 +97,7 @@ def test_numpy_arguments_and_a_tracer_after_the_first_call():
         jax.grad(lambda x: compiled(x).sum())(jnp.ones(3, jnp.float32))
 
 
-def test_prng_keys_in_and_out_are_converted_inside_the_executable(checked_calls):
+def test_prng_keys_in_and_out_are_handed_over_as_their_data_and_rebuilt(checked_calls):
     def draw(key, x):
         return jax.random.split(key), x + jax.random.uniform(key, x.shape)
 
@@ -112,3 +112,7 @@ def test_prng_keys_in_and_out_are_converted_inside_the_executable(checked_calls)
         np.testing.assert_array_equal(jax.random.key_data(keys), jax.random.key_data(want_keys))
         np.testing.assert_array_equal(np.asarray(values), np.asarray(want_values))  # threefry bits: exact
     assert len(checked_calls) == 1
+    wider = jnp.ones(5, jnp.float32)  # another signature: the checked path compiles it
+    keys, values = compiled(jax.random.key(3), wider)
+    np.testing.assert_array_equal(np.asarray(values), np.asarray(jax.jit(draw)(jax.random.key(3), wider)[1]))
+    assert len(checked_calls) == 2 and len(compiled.cache) == 2
