@@ -158,6 +158,8 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("max_as_min", "max", "wrong comparison", _rule_of("min")),
     RuleFault("argmax_as_argmin", "argmax", "wrong comparison", _rule_of("argmin")),
     RuleFault("reduce_window_max_as_min", "reduce_window_max", "wrong comparison", _rule_of("reduce_window_min")),
+    RuleFault("select_and_scatter_add_picks_the_minimum", "select_and_scatter_add", "wrong comparison",
+              _params(lambda p: p | {"select_prim": "le" if p["select_prim"] == "ge" else "ge"})),
     RuleFault("cummax_as_cummin", "cummax", "wrong comparison", _rule_of("cummin")),
     RuleFault("rsqrt_as_sqrt", "rsqrt", "wrong op", _rule_of("sqrt")),
     RuleFault("expm1_as_exp", "expm1", "wrong op", _rule_of("exp")),
