@@ -12,7 +12,8 @@ back, ready (``jax.block_until_ready``). Per program:
   ``backend="auto"`` holds candidates to (:func:`parity.frontend.jax.auto.mismatch_past_float64`,
   the float64 second chance included): a
   failing or wrong candidate is reported, not timed; Triton's interpreter (no GPU) is checked,
-  not timed; ``auto`` runs last and records its pick;
+  not timed; ``auto`` runs last and records its pick (its first call is not cold: the backends
+  keep, in their own caches, the executables the rows before it compiled);
 - steady times from interleaved rounds (:func:`.measure.time_interleaved`): medians of per-call
   times, every candidate in the same process and rounds as ``jax.jit``.
 

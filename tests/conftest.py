@@ -1,10 +1,14 @@
 """Every test gets its own disk cache: the suite never writes to the user's home, and no test
 (and no run) sees another's entries. parity's cache is on by default (backends/disk_cache.py)."""
 
+import json
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
 import tempfile
+import types
 
 import pytest
 
@@ -183,3 +187,37 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid in DEFERRED_TO_THE_FULL_RUN:
             item.add_marker(pytest.mark.matrix)
+
+
+# -- disk-cache tests in two processes -----------------------------------------------------------
+
+
+@pytest.fixture
+def two_processes():
+    """Disk-cache tests in two processes: the first run is the test's own process (it only has to
+    store the entries), the second a fresh interpreter (the point: it loads them). Both run one
+    source that defines ``compile_each(cache_dir) -> dict`` (its outputs, and as "stats" the
+    compile counters it moved): exec'd here by ``first_run_here(source, cache_dir)`` and given
+    to ``python -c`` by ``second_process(code, cache_dir)``, its code objects are the same, file
+    "<string>" included, so keys that follow code (the fast path's) are the same too. A fixture,
+    not a module: tests/ is no package that a test file could import a helper from."""
+    return types.SimpleNamespace(first_run_here=_first_run_here, second_process=_second_process)
+
+
+def _first_run_here(source: str, cache_dir) -> dict:
+    import torch
+
+    from parity.frontend import compiled_graph
+
+    torch._dynamo.reset()
+    compiled_graph.reset_caches()  # nothing compiled earlier in this process may stand in for the store
+    scope: dict = {}
+    exec(source, scope)
+    return scope["compile_each"](str(cache_dir))
+
+
+def _second_process(code: str, cache_dir) -> dict:
+    """Run ``code`` (which prints a JSON object last) in a fresh interpreter, ``cache_dir`` its argument."""
+    proc = subprocess.run([sys.executable, "-c", code, str(cache_dir)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

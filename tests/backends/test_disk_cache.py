@@ -13,8 +13,6 @@ from parity.backends.disk_cache import DiskCache, cache_key, compile_cached, ent
 from parity.ir import GraphBuilder, f32
 from parity.ir.precision import Precision
 
-from ..second_process import first_run_here, second_process
-
 
 def _graph():
     b = GraphBuilder("g")
@@ -141,7 +139,7 @@ def test_an_executable_jax_cannot_serialize_runs_uncached(tmp_path, monkeypatch)
     assert disk_cache.STATS["stores"] == stores and not list(tmp_path.rglob("*.bin"))
 
 
-# What both runs execute, the first here and the second in a fresh interpreter (tests/second_process.py).
+# What both runs execute, the first here and the second in a fresh interpreter (tests/conftest.py: two_processes).
 _COMPILE_EACH = textwrap.dedent("""
     import torch, parity
     from parity.frontend import compiled_graph
@@ -170,10 +168,10 @@ _SECOND_PROCESS = _COMPILE_EACH + textwrap.dedent("""
 """)
 
 
-def test_second_process_loads_without_compiling(tmp_path):
-    first = first_run_here(_COMPILE_EACH, tmp_path)
+def test_second_process_loads_without_compiling(tmp_path, two_processes):
+    first = two_processes.first_run_here(_COMPILE_EACH, tmp_path)
     assert first["stats"].get("backend_compiles") == 2 and "disk_loads" not in first["stats"]
-    second = second_process(_SECOND_PROCESS, tmp_path)
+    second = two_processes.second_process(_SECOND_PROCESS, tmp_path)
     assert second["stats"].get("disk_loads") == 2 and "backend_compiles" not in second["stats"]
     for name in ("xla", "onnx"):
         assert first[name] == second[name] == [0.0, 0.0, 1.0, 3.0]

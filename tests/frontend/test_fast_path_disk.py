@@ -9,8 +9,6 @@ import torch
 import parity
 from parity.frontend.fast_path_disk import function_key
 
-from ..second_process import first_run_here, second_process
-
 SCALE = 2.0
 
 
@@ -61,7 +59,7 @@ def test_only_entries_that_change_nothing_are_stored(tmp_path):
     assert _entries(tmp_path) == ["fast_path-onnx"]
 
 
-# What both runs execute, the first here and the second in a fresh interpreter (tests/second_process.py).
+# What both runs execute, the first here and the second in a fresh interpreter (tests/conftest.py: two_processes).
 _COMPILE_EACH = textwrap.dedent("""
     import torch, parity
     from parity.frontend import compiled_graph
@@ -93,10 +91,10 @@ _SECOND_PROCESS = _COMPILE_EACH + textwrap.dedent("""
 """)
 
 
-def test_second_process_skips_capture(tmp_path):
-    first = first_run_here(_COMPILE_EACH, tmp_path)
+def test_second_process_skips_capture(tmp_path, two_processes):
+    first = two_processes.first_run_here(_COMPILE_EACH, tmp_path)
     assert first["stats"].get("translations") == 2 and "fast_path_disk_loads" not in first["stats"]
-    second = second_process(_SECOND_PROCESS, tmp_path)
+    second = two_processes.second_process(_SECOND_PROCESS, tmp_path)
     assert second["stats"] == {"disk_loads": 2, "fast_path_disk_loads": 2}
     want = [[0.0, 0.0, 1.0, 3.0], [-3.0, -2.0, -1.0, 0.0]]
     assert first["xla"] == first["onnx"] == second["xla"] == second["onnx"] == want
