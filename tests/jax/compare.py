@@ -14,6 +14,7 @@ import numpy as np
 
 import parity.jax
 from parity.conformance.hf.check import NOISE_FACTOR, NOISE_LEVEL_FACTOR, RTOL
+from parity.frontend.jax.auto import float64_run as auto_float64_run
 
 
 def _is_key(a) -> bool:
@@ -26,11 +27,9 @@ def _plain(a):
 
 
 def float64_run(fun, *args):
-    """``fun`` under x64 on the arguments widened to float64 (PRNG keys as they are): the oracle."""
-    with jax.enable_x64(True):
-        wide = jax.tree_util.tree_map(lambda a: a if _is_key(a) else np.asarray(a, np.float64)
-                                      if np.asarray(a).dtype.kind == "f" else np.asarray(a), args)
-        return jax.tree_util.tree_map(_plain, jax.jit(fun)(*wide))
+    """The oracle's output leaves: ``fun`` under x64 on its float arguments widened to float64
+    (backend="auto"'s second chance runs the same, parity.frontend.jax.auto.float64_run)."""
+    return auto_float64_run(fun, args)
 
 
 def mismatches(got, want, exact) -> list[str]:
