@@ -43,7 +43,9 @@ def specialize(gm: torch.fx.GraphModule, args: list) -> torch.fx.GraphModule:
     def run(*values):
         return torch.fx.Interpreter(gm).run(*values)
 
-    with fx_traceback.preserve_node_meta():
+    # no tracing context: make_fx would take Dynamo's fake mode from it (a forward graph compiles
+    # inside Dynamo's trace), whose shape environment gives the sizes symbols again
+    with fx_traceback.preserve_node_meta(), torch._guards.tracing(None):
         static = make_fx(run, tracing_mode="fake", record_stack_traces=True)(*args)
     return static
 

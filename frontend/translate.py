@@ -290,6 +290,9 @@ class _Translator:
             except UntranslatedCase as exc:
                 raise UnsupportedAtenOp(name, loc, str(exc), backend=self.backend) from None
             except TypeRuleError as exc:
+                if _has_symbolic_sizes(node):  # a limit of the IR at symbolic sizes: compiled per shape instead
+                    raise UnsupportedAtenOp(name, loc, f"the IR has no form of it at these symbolic sizes: {exc}",
+                                            backend=self.backend) from None
                 raise TranslationBug(f"translating {name} at {loc}: {exc}") from exc
             except ParityError:
                 raise
@@ -370,3 +373,13 @@ def _check_types(name: str, loc, result, val) -> None:
         for v, r in zip(val, result):
             if isinstance(v, torch.Tensor) and r is not None:
                 _check_types(name, loc, r, v)
+
+
+def _has_symbolic_sizes(node: torch.fx.Node) -> bool:
+    """Whether the FX node reads or makes a tensor of symbolic shape (or a symbolic int)."""
+    for n in (*node.all_input_nodes, node):
+        val = n.meta.get("val")
+        if isinstance(val, torch.SymInt) or isinstance(val, torch.Tensor) and any(
+                isinstance(d, torch.SymInt) for d in val.shape):
+            return True
+    return False

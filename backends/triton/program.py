@@ -77,8 +77,9 @@ def _host(plan: Plan) -> str:
             for v in step.outputs:
                 lines.append(f"    {name(v)} = torch.empty({shape_text(v.type.shape)}, dtype={TORCH_DTYPE[v.dtype]}, "
                              f"device=device)")
-            if step.symbolic:
-                # grid and size arguments from this call's sizes; an empty grid launches nothing
+            if step.symbolic or size_names(step.source):
+                # grid and size arguments from this call's sizes (a static grid may read them too: a dot
+                # contracting over a symbolic batch); an empty grid launches nothing
                 blocks = [f"{b}={b}" for b in step.constexprs]
                 args = ", ".join([name(v) for v in step.inputs + step.outputs] + size_names(step.source) + blocks)
                 lines += [f"    {b} = {expr}" for b, expr in step.constexprs.items()]

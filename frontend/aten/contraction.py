@@ -9,7 +9,9 @@ A convolution's backward follows the transposition rules of the forward (as in J
 from __future__ import annotations
 
 from ...ir.dtypes import DType
+from ...ir.ops.rules import is_symbolic
 from ..context import TranslationContext, unsupported
+from ..conv_weight_gradient import weight_gradient
 
 # -- matmuls ------------------------------------------------------------------------------
 
@@ -195,6 +197,9 @@ def conv_weight_grad(ctx: TranslationContext, x, grad, kernel, stride, padding, 
     # which XLA:CPU compiles one by one). lhs [C/G, G·N, *in], feature g·N + n holding
     # x[n, g·C/G + c]; rhs [O, N, *out] (output positions as the kernel); out [C/G, O, *k].
     batch, c_in = x.type.shape[:2]
+    if is_symbolic(batch):  # a convolution would contract over the symbolic batch: by taps instead
+        return weight_gradient(ctx.b, x, grad, kernel=kernel, strides=stride, padding=tuple((p, p) for p in padding),
+                               lhs_dilation=(1,) * n, rhs_dilation=dilation, groups=groups)
     per_group = c_in // groups
     lhs = ctx.reshape(x, (batch, groups, per_group, *in_spatial))
     lhs = ctx.b.transpose(lhs, permutation=(2, 1, 0, *range(3, 3 + n)))

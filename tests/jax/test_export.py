@@ -59,11 +59,11 @@ def file_dims(model):
 
 
 # CI: the MLP's value_and_grad (symbolic batch, ONNX; ~5 s, most of it jax.jit compiling the reference); the rest
-# (measured passing) with -m matrix. The CNN exports with a fixed batch: its weight gradient
-# convolves over the batch, which the IR's convolution needs static (test below).
+# (measured passing) with -m matrix: the CNN's three stages among them (~25 s each on 2 cores; its weight gradients
+# over the symbolic batch are CI's test_a_weight_gradient_over_the_symbolic_batch_matches_at_every_size).
 SYMBOLIC = [("mlp", "gradients")]
 CELLS = [pytest.param(m, s, marks=() if (m, s) in SYMBOLIC else pytest.mark.matrix)
-         for m in ("mlp", "transformer_lm") for s in ("forward", "gradients", "optax_step")]
+         for m in ("mlp", "transformer_lm", "cnn") for s in ("forward", "gradients", "optax_step")]
 
 
 @pytest.mark.parametrize("model_name,stage", CELLS)
@@ -79,13 +79,43 @@ def test_onnx_file_with_symbolic_batch_matches_jax_jit_at_every_size(model_name,
         assert not problems, f"{model_name} {stage} at batch {n}:\n" + "\n".join(problems)
 
 
-@pytest.mark.matrix  # ~25 s each on 2 cores; CI's CNN export is the serialized forward below
-@pytest.mark.parametrize("stage", ["forward", "gradients", "optax_step"])
-def test_cnn_exports_with_a_fixed_batch(stage, tmp_path):
-    fun, args = stage_of(MODELS["cnn"](), stage)
-    parity.jax.export(fun, *args, path=tmp_path / "cnn.onnx")
-    problems = mismatches(run_onnx(tmp_path / "cnn.onnx", fun, args), jax.jit(fun)(*args), lambda: float64_run(fun, *args))
-    assert not problems, "\n".join(problems)
+def _conv_loss(strides, padding, rhs_dilation=(1, 1), transpose=False):
+    def loss(w, x):
+        if transpose:
+            y = jax.lax.conv_transpose(x, w, strides, padding, dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        else:
+            y = jax.lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=rhs_dilation)
+        return (y * y).sum()
+    return loss
+
+
+WEIGHT_GRADIENTS = {
+    "same": _conv_loss((1, 1), "SAME"),
+    "strided": _conv_loss((2, 2), "SAME"),
+    "dilated, valid": _conv_loss((1, 1), "VALID", rhs_dilation=(2, 2)),
+    "uneven padding": _conv_loss((2, 1), ((1, 0), (2, 1)), rhs_dilation=(1, 2)),
+    "transposed": _conv_loss((2, 2), "SAME", transpose=True),  # its weight gradient has lhs dilation
+}
+
+
+# CI: uneven padding (strides, rhs dilation, asymmetric pads) and transposed (lhs dilation); the rest -m matrix
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in ("uneven padding", "transposed") else pytest.mark.matrix)
+                                  for n in WEIGHT_GRADIENTS])
+def test_a_weight_gradient_over_the_symbolic_batch_matches_at_every_size(name, tmp_path):
+    """JAX writes a convolution's weight gradient as a convolution contracting over the batch
+    (its feature dim there); over a symbolic batch it is built by kernel taps
+    (frontend/conv_weight_gradient.py) and exports with the batch left symbolic."""
+    grad = jax.grad(WEIGHT_GRADIENTS[name])
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    model = parity.jax.export(grad, *with_symbolic_batch((w, x)), path=tmp_path / "dw.onnx")
+    assert file_dims(model)[1][0] == "b"
+    for n in (1, 2, 5):
+        sized = resized((w, x), n)
+        problems = mismatches(run_onnx(tmp_path / "dw.onnx", grad, sized), jax.jit(grad)(*sized),
+                              lambda: float64_run(grad, *sized))
+        assert not problems, f"{name} at batch {n}:\n" + "\n".join(problems)
 
 
 def test_inputs_and_outputs_are_named_by_their_pytree_paths(tmp_path):
@@ -174,19 +204,21 @@ def test_an_onnx_file_warns_with_the_size_facts_it_cannot_check(tmp_path):
         np.testing.assert_array_equal(session.run(None, {"x": x})[0], x[:, 3:] * 2)
 
 
-def test_a_convolution_over_the_symbolic_batch_is_refused_at_the_users_line(tmp_path):
-    """A convolution's weight gradient contracts over the batch, which the IR's convolution
-    needs static: refused naming the user's line, the primitive and the fix."""
+def test_a_convolution_over_a_symbolic_spatial_size_is_refused_at_the_users_line(tmp_path):
+    """A convolution's window runs over its spatial dims, which the IR's convolution needs static
+    (a symbolic batch is fine, forward and gradients): refused naming the user's line, the
+    primitive and the fix."""
     def loss(w, x):
         return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME").sum()  # the line named
 
     line = loss.__code__.co_firstlineno + 1
-    specs = with_symbolic_batch((np.zeros((4, 2, 3, 3), np.float32), np.zeros((2, 2, 5, 5), np.float32)))
+    specs = (jax.ShapeDtypeStruct((4, 2, 3, 3), np.float32),
+             jax.ShapeDtypeStruct(jax.export.symbolic_shape("2, 2, h, 5"), np.float32))
     with pytest.raises(SymbolicSizeNotSupported) as error:
         parity.jax.export(jax.grad(loss), *specs, path=tmp_path / "conv.onnx")
     message = str(error.value)
     assert message.startswith(f"{__file__}:{line} in {loss.__qualname__}: `conv_general_dilated` on these symbolic sizes"), message
-    assert "f32[2,b,5,5]" in message and "fix: give the size it names a fixed value" in message
+    assert "f32[2,2,h,5]" in message and "fix: give the size it names a fixed value" in message
 
 
 def test_stablehlo_text_keeps_the_symbolic_batch(tmp_path):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from ....ir.graph import Value
+from ....ir.ops.rules import is_symbolic
+from ....ir.ops.window import windowed_size
+from ...conv_weight_gradient import weight_gradient
 from ..context import JaxContext, refuse
 
 
@@ -40,11 +43,31 @@ def conv_general_dilated(ctx: JaxContext, lhs: Value, rhs: Value):
     lhs, rhs = _accumulate_in(ctx, lhs, rhs)
     lhs = _transposed(ctx, lhs, tuple(lhs_spec))
     rhs = _transposed(ctx, rhs, tuple(rhs_spec))
+    if is_symbolic(lhs.type.shape[1]) and p["feature_group_count"] == 1:
+        out = _weight_gradient(ctx, lhs, rhs)
+        return _transposed(ctx, out, _inverse(tuple(out_spec)))
     out = ctx.b.convolution(lhs, rhs, window_strides=tuple(p["window_strides"]),
                             padding=tuple((int(lo), int(hi)) for lo, hi in padding),
                             lhs_dilation=tuple(p["lhs_dilation"]), rhs_dilation=tuple(p["rhs_dilation"]),
                             feature_group_count=int(p["feature_group_count"]))
     return _transposed(ctx, out, _inverse(tuple(out_spec)))
+
+
+def _weight_gradient(ctx: JaxContext, lhs: Value, rhs: Value) -> Value:
+    """A convolution contracting over a symbolic feature dim is JAX's weight gradient over a
+    symbolic batch: lhs [C, N, *in] is the input with the batch as its features, rhs [O, N, *out]
+    the output gradient, the result [C, O, *kernel]. The IR's convolution needs that dim static,
+    so it is built by kernel taps (frontend/conv_weight_gradient.py), the forward's strides
+    being this convolution's rhs dilation and its dilation this one's window strides."""
+    p = ctx.params
+    swap = (1, 0, *range(2, lhs.type.rank))
+    padding = tuple((int(lo), int(hi)) for lo, hi in p["padding"])
+    kernel = tuple(windowed_size(n, k, s, pad, rd, ld) for n, k, s, pad, rd, ld in zip(
+        lhs.type.shape[2:], rhs.type.shape[2:], p["window_strides"], padding, p["rhs_dilation"], p["lhs_dilation"]))
+    dw = weight_gradient(ctx.b, ctx.b.transpose(lhs, permutation=swap), ctx.b.transpose(rhs, permutation=swap),
+                         kernel=kernel, strides=tuple(p["rhs_dilation"]), padding=padding,
+                         lhs_dilation=tuple(p["lhs_dilation"]), rhs_dilation=tuple(p["window_strides"]), groups=1)
+    return ctx.b.transpose(dw, permutation=swap)  # [C, O, *kernel], the convolution's [N, O, *spatial]
 
 
 def _transposed(ctx: JaxContext, x: Value, permutation: tuple[int, ...]) -> Value:

@@ -121,6 +121,18 @@ def test_a_symbolic_contraction_loops_to_its_run_time_length(fresh):
     assert fresh.generations == 1
 
 
+
+def test_a_static_result_contracted_over_a_symbolic_dim_gets_its_size(fresh):
+    # a weight gradient's shape: [B, 5] x [B, 3] -> [5, 3], the grid static, the loop's length B per call
+    graph = graph_of(lambda b, x, y: b.dot_general(x, y, lhs_contracting_dims=(0,), rhs_contracting_dims=(0,),
+                                                   lhs_batch_dims=(), rhs_batch_dims=()), f32[B, 5], f32[B, 3])
+    exe = fresh.compile(graph, "cpu")
+    assert exe.generic and "size_B" in exe.source
+    rng = np.random.default_rng(5)
+    for batch in (1, 9, 70):
+        _check(exe, graph, [_small_ints(rng, (batch, 5)), _small_ints(rng, (batch, 3))])
+    assert fresh.generations == 1
+
 def test_index_ops_read_symbolic_sizes(fresh):
     # slice to a symbolic limit, reverse and concatenate along S, iota, gather with
     # clamped indices along a symbolic axis, dynamic_slice/update with clamped starts

@@ -1,0 +1,125 @@
+"""Convolutions trained at a batch size that changes: one capture with a symbolic batch serves
+every size, forward and backward. The weight gradient sums over the batch, which the IR's
+convolution needs static, so under a symbolic batch it is built by kernel taps
+(frontend/conv_weight_gradient.py); every gradient is compared with eager torch's."""
+
+import warnings
+
+import pytest
+import torch
+from torch._dynamo.utils import counters
+
+import parity
+from parity.backends.registry import get_backend
+from parity.frontend.graph_breaks import GraphBreakWarning
+from parity.frontend.per_shape import PerShapeWarning
+
+RTOL, ATOL = 1e-4, 1e-5  # the model zoo's (tests/models/test_zoo.py): float32 sums in another order
+
+CONVOLUTIONS = {
+    "stride 2, padded": lambda: torch.nn.Conv2d(3, 4, 3, stride=2, padding=1),
+    "dilated": lambda: torch.nn.Conv2d(2, 4, 3, dilation=2, padding=2),
+    "grouped": lambda: torch.nn.Conv2d(4, 6, 3, groups=2, padding=(1, 0)),
+    "depthwise": lambda: torch.nn.Conv2d(4, 4, 3, groups=4, bias=False),
+    "1-d, stride 3": lambda: torch.nn.Conv1d(3, 5, 4, stride=3),
+    "transposed": lambda: torch.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1),
+}
+BATCHES = (2, 5, 3)
+
+
+def _inputs(conv, batches=BATCHES):
+    spatial = (11,) if isinstance(conv, torch.nn.Conv1d) else (7, 6)
+    return [torch.randn(batch, conv.in_channels, *spatial) for batch in batches]
+
+
+def _trains_like_eager(conv, backend, dynamic, inputs):
+    compiled = parity.compile(conv, backend=backend, dynamic=dynamic, cache_dir=False)
+    eager = {name: p.detach().clone().requires_grad_() for name, p in conv.named_parameters()}
+    for x in inputs:
+        batch = len(x)
+        ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+        conv.zero_grad()
+        compiled(ours).square().sum().backward()
+        for p in eager.values():
+            p.grad = None
+        torch.func.functional_call(conv, eager, (theirs,)).square().sum().backward()
+        torch.testing.assert_close(ours.grad, theirs.grad, rtol=RTOL, atol=ATOL)
+        for name, p in conv.named_parameters():
+            torch.testing.assert_close(p.grad, eager[name].grad, rtol=RTOL, atol=ATOL,
+                                       msg=lambda m, name=name, batch=batch: f"grad {name} at batch {batch}: {m}")
+
+
+@pytest.mark.parametrize("name", list(CONVOLUTIONS))
+def test_a_symbolic_batch_trains_every_convolution_like_eager(name):
+    torch.manual_seed(0)
+    torch._dynamo.reset()  # automatic dynamic remembers changed dims per code object
+    counters.clear()
+    conv = CONVOLUTIONS[name]()
+    _trains_like_eager(conv, "reference", dynamic=None, inputs=_inputs(conv))
+    # the first batch static, the second captured with a symbolic batch that serves the third
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+@pytest.mark.parametrize("backend", [
+    "onnx", pytest.param("xla", marks=pytest.mark.matrix), pytest.param("inductor", marks=pytest.mark.matrix),
+    pytest.param("triton", marks=pytest.mark.matrix)])
+@pytest.mark.parametrize("name", ["grouped", "transposed"])
+def test_the_backends_train_convolutions_at_a_symbolic_batch(name, backend):
+    if "cpu" not in get_backend(backend).available_devices():
+        pytest.skip(f"backend {backend!r} has no CPU device in this process (triton: TRITON_INTERPRET=1)")
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    conv = CONVOLUTIONS[name]()
+    _trains_like_eager(conv, backend, dynamic=None, inputs=_inputs(conv))
+
+
+def test_a_cnn_whose_batch_changes_is_captured_twice_and_trains_at_every_size():
+    """The default (automatic dynamic): the first batch static, the second captured with a
+    symbolic batch that serves every later size; before, that second backward failed to
+    translate (a convolution contracting over the symbolic batch)."""
+    torch.manual_seed(0)
+    cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                              torch.nn.Flatten(), torch.nn.Linear(8 * 3 * 3, 10))
+    torch._dynamo.reset()  # automatic dynamic remembers changed dims per code object
+    counters.clear()
+    _trains_like_eager(cnn, "onnx", dynamic=None, inputs=[torch.randn(batch, 3, 7, 6) for batch in (4, 6, 8, 3)])
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+def _warnings_of(run):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [w for w in caught if issubclass(w.category, GraphBreakWarning)]
+
+
+def test_a_sequence_length_that_changes_compiles_the_convolutions_per_shape_with_one_warning():
+    """The IR's convolution needs static spatial sizes: a Conv1d over a sequence whose length
+    changes compiles per length (frontend/per_shape.py), forward and backward, never failing."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv1d(4, 6, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv1d(6, 2, 3))
+    torch._dynamo.reset()
+    caught = _warnings_of(lambda: _trains_like_eager(
+        net, "onnx", dynamic=None, inputs=[torch.randn(2, 4, length) for length in (10, 13, 17, 13)]))
+    (warning,) = caught  # one, though forward and backward both compile per shape
+    assert warning.category is PerShapeWarning
+    assert ("aten.convolution.default has no form with symbolic sizes on 'onnx' (convolution and pooling need "
+            "static spatial sizes): it compiles again for each new shape") in str(warning.message)
+
+
+def test_a_type_rule_that_refuses_symbolic_sizes_makes_the_graph_compile_per_shape(monkeypatch):
+    """Where an IR type rule refuses symbolic sizes (here the weight gradient's old convolution
+    over the batch, brought back), the graph compiles per shape with a warning: automatic dynamic
+    never turns a program that compiled into one that fails (it was a TranslationBug)."""
+    from parity.frontend.aten import contraction
+
+    monkeypatch.setattr(contraction, "is_symbolic", lambda dim: False)
+    torch.manual_seed(0)
+    conv = CONVOLUTIONS["grouped"]()
+    torch._dynamo.reset()
+    (warning,) = _warnings_of(lambda: _trains_like_eager(conv, "onnx", dynamic=None, inputs=_inputs(conv)))
+    assert warning.category is PerShapeWarning
+    message = str(warning.message)
+    assert "the sizes of the backward graph" in message and "aten.convolution_backward.default has no form with " \
+        "symbolic sizes on 'onnx' (the IR has no form of it at these symbolic sizes: convolution (operand 0): " \
+        "channel and spatial dims of lhs must be static" in message, message
