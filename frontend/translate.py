@@ -96,6 +96,10 @@ _SIZE_ARITHMETIC = {operator.mul: operator.mul, operator.add: operator.add, oper
                     operator.floordiv: operator.floordiv, operator.mod: operator.mod, operator.neg: operator.neg,
                     torch.sym_sum: lambda *sizes: sum(sizes, 0)}
 
+# Python's float arithmetic on sizes (``numel / channels``, then ``1.0 / that``: batch norm's backward
+# decomposition): a float64[] value, computed as Python computes it, for the tensor op that uses it.
+_SIZE_FLOAT_ARITHMETIC = {operator.truediv: "div", operator.mul: "mul", operator.add: "add", operator.sub: "sub"}
+
 # FX nodes that pick the larger or smaller of two sizes: the IR op on their size values.
 _SIZE_EXTREMES = {torch.sym_max: "max", torch.sym_min: "min"}
 
@@ -158,6 +162,8 @@ class _Translator:
             elif node.op == "call_function" and node.target is _GETITEM:
                 base, index = node.args
                 self.env[node] = self.env[base][index]
+            elif node.op == "call_function" and node.target is operator.truediv:
+                self.env[node] = self._size_float(node, loc)
             elif node.op == "call_function" and node.target in _SIZE_ARITHMETIC:
                 self.env[node] = self._size_arithmetic(node, loc)
             elif node.op == "call_function" and node.target in _SIZE_EXTREMES:
@@ -245,6 +251,9 @@ class _Translator:
         args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args]
         if node.target is torch.sym_sum:  # sym_sum([a, b, c]): one list of sizes
             args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args[0]]
+        if node.target in _SIZE_FLOAT_ARITHMETIC and any(isinstance(a, (float, Value)) for a in args) and all(
+                isinstance(a, (int, float, DimExpr, Value)) and not isinstance(a, bool) for a in args):
+            return self._size_float(node, loc)  # a float computed from sizes (a SymFloat)
         if not all(isinstance(a, (int, DimExpr)) and not isinstance(a, bool) for a in args):
             symbol = _OPERATORS.get(node.target.__name__, node.target.__name__)
             raise UnsupportedAtenOp(aten_name(node.target), loc,
@@ -257,6 +266,20 @@ class _Translator:
             if expected != dim:  # the IR's arithmetic and torch's sympy agree, or it is a bug
                 raise TranslationBug(f"{node.target.__name__} at {loc}: the IR computes {dim}, torch {expected}")
         return dim
+
+    def _size_float(self, node, loc):
+        """``s6 * 64 / 4`` or ``1.0 / that`` (a SymFloat node): float64 arithmetic on the sizes' values,
+        exact as Python's; the tensor op that takes it converts it as it converts a Python float."""
+        args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args]
+        if not all(isinstance(a, (int, float, DimExpr, Value)) and not isinstance(a, bool) for a in args):
+            symbol = _OPERATORS.get(node.target.__name__, node.target.__name__)
+            raise UnsupportedAtenOp(aten_name(node.target), loc,
+                                    f"{symbol} on {', '.join(map(repr, args))}: only numbers and sizes combine",
+                                    backend=self.backend)
+        ctx = TranslationContext(self, node, aten_name(node.target))
+        with self.b.location(loc):
+            values = [ctx.value(a, DType.float64) for a in args]
+            return getattr(self.b, _SIZE_FLOAT_ARITHMETIC[node.target])(*values)
 
     def _size_extreme(self, node, loc):
         """``torch.sym_max(s3 - 3, 0)`` (a sliding window's offset): no IR dim is a maximum, so

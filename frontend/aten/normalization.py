@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ...ir.ops.rules import is_symbolic
 from ..context import TranslationContext, unsupported
 
 
@@ -20,10 +21,30 @@ def _moments(ctx: TranslationContext, x, axes, dtype):
     x = ctx.convert(x, dtype)
     count = math.prod(x.type.shape[a] for a in axes)
     keep_shape = tuple(1 if d in axes else s for d, s in enumerate(x.type.shape))
-    mean = ctx.reshape(b.div(b.reduce_sum(x, axes=axes), ctx.full(count, dtype, _drop(x.type.shape, axes))), keep_shape)
+    divisor = _count(ctx, count, dtype, _drop(x.type.shape, axes))
+    mean = ctx.reshape(b.div(b.reduce_sum(x, axes=axes), divisor), keep_shape)
     centered = b.sub(x, _expand(ctx, mean, x.type.shape))
-    var = b.div(b.reduce_sum(b.mul(centered, centered), axes=axes), ctx.full(count, dtype, _drop(x.type.shape, axes)))
+    var = b.div(b.reduce_sum(b.mul(centered, centered), axes=axes), divisor)
     return mean, ctx.reshape(var, keep_shape), centered, count
+
+
+def _count(ctx: TranslationContext, count, dtype, shape, reciprocal: bool = False):
+    """The number of elements a statistic covers (or its reciprocal), as ``dtype`` broadcast to
+    ``shape``: a constant, or computed from the sizes where a batch or length is symbolic."""
+    if not is_symbolic(count):
+        return ctx.full(1 / count if reciprocal else count, dtype, shape)
+    value = ctx.value(count, dtype)
+    if reciprocal:
+        value = ctx.b.div(ctx.const(1, dtype), value)
+    return ctx.broadcast(value, tuple(shape))
+
+
+def _bessel(ctx: TranslationContext, count, dtype, shape):
+    """count / (count - 1), the unbiased variance's factor (count / 1 for a single element, as torch)."""
+    if not is_symbolic(count):
+        return ctx.full(count / max(count - 1, 1), dtype, shape)
+    n, one = ctx.value(count, dtype), ctx.const(1, dtype)
+    return ctx.broadcast(ctx.b.div(n, ctx.b.max(ctx.b.sub(n, one), one)), tuple(shape))
 
 
 def _drop(shape, axes):
@@ -109,7 +130,7 @@ def batch_norm_functional(ctx: TranslationContext, x, weight, bias, running_mean
     shape = running_mean.type.shape
     m = ctx.full(momentum, rdt, shape)
     keep = ctx.full(1 - momentum, rdt, shape)
-    unbiased = b.mul(ctx.convert(var, rdt), ctx.full(count / max(count - 1, 1), rdt, shape))
+    unbiased = b.mul(ctx.convert(var, rdt), _bessel(ctx, count, rdt, shape))
     new_mean = b.add(b.mul(running_mean, keep), b.mul(ctx.convert(mean, rdt), m))
     new_var = b.add(b.mul(running_var, keep), b.mul(unbiased, m))
     return y, mean, invstd, new_mean, new_var
@@ -164,8 +185,8 @@ def batch_norm_backward(ctx: TranslationContext, grad, x, weight, running_mean, 
     grad_input = grad_weight = grad_bias = None
     if output_mask[0]:
         if train:
-            proj = b.mul(dot, b.mul(b.mul(invstd, invstd), ctx.full(1 / count, dtype, invstd.type.shape)))
-            gmean = b.mul(sum_g, ctx.full(1 / count, dtype, sum_g.type.shape))
+            proj = b.mul(dot, b.mul(b.mul(invstd, invstd), _count(ctx, count, dtype, invstd.type.shape, reciprocal=True)))
+            gmean = b.mul(sum_g, _count(ctx, count, dtype, sum_g.type.shape, reciprocal=True))
             spread = b.mul(centered, b.broadcast_in_dim(proj, shape=shape, broadcast_dimensions=along))
             inner = b.sub(b.sub(grad, spread), b.broadcast_in_dim(gmean, shape=shape, broadcast_dimensions=along))
         else:

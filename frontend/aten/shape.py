@@ -242,13 +242,11 @@ def _constant_fill(value):
 
 
 def scalar_tensor(ctx: TranslationContext, value, **_kwargs):
-    return ctx.const(value, ctx.out.dtype)
+    return ctx.value(value, ctx.out.dtype)  # a number, or a size or float computed from symbolic sizes
 
 
 def fill(ctx: TranslationContext, x, value):
-    if hasattr(value, "type"):
-        return ctx.broadcast(ctx.convert(value, ctx.out.dtype), ctx.out.shape)
-    return ctx.full(value, ctx.out.dtype, ctx.out.shape)
+    return ctx.broadcast(ctx.value(value, ctx.out.dtype), ctx.out.shape)
 
 
 def arange(ctx: TranslationContext, *args, **_kwargs):

@@ -123,3 +123,53 @@ def test_a_type_rule_that_refuses_symbolic_sizes_makes_the_graph_compile_per_sha
     assert "the sizes of the backward graph" in message and "aten.convolution_backward.default has no form with " \
         "symbolic sizes on 'onnx' (the IR has no form of it at these symbolic sizes: convolution (operand 0): " \
         "channel and spatial dims of lhs must be static" in message, message
+
+
+class _ConvBatchNorm(torch.nn.Module):
+    """conv, batch norm (training: running statistics move by the batch's unbiased variance),
+    bilinear upsampling and a global average pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.norm = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = torch.nn.functional.interpolate(torch.relu(self.norm(self.conv(x))), scale_factor=2, mode="bilinear")
+        return torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+
+
+def test_batch_norm_trains_at_a_batch_that_changes_with_one_symbolic_capture():
+    """Batch norm's statistics divide by N*H*W, and its backward (torch's decomposition) computes
+    1.0 / (numel / channels) in Python floats on the sizes: both become graph values under a
+    symbolic batch, so nothing compiles per shape."""
+    torch.manual_seed(0)
+    net, eager = _ConvBatchNorm(), _ConvBatchNorm()
+    eager.load_state_dict(net.state_dict())
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = parity.compile(net, backend="onnx", cache_dir=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphBreakWarning)  # a per-shape fallback would warn
+        for batch in (3, 5, 6, 4):
+            x = torch.randn(batch, 3, 8, 8)
+            net.zero_grad(), eager.zero_grad()
+            compiled(x).square().sum().backward()
+            eager(x).square().sum().backward()
+            for (name, p), q in zip(net.named_parameters(), eager.parameters()):
+                torch.testing.assert_close(p.grad, q.grad, rtol=RTOL, atol=ATOL, msg=lambda m, name=name: f"{name}: {m}")
+            for name in ("running_mean", "running_var"):
+                torch.testing.assert_close(getattr(net.norm, name), getattr(eager.norm, name), rtol=RTOL, atol=ATOL)
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+def test_python_float_arithmetic_on_symbolic_sizes_is_exact():
+    def scaled(x):
+        return x * (1.0 / (x.numel() / x.shape[1])) + x.shape[0] * 0.5 - x.shape[0] / 3
+
+    torch._dynamo.reset()
+    compiled = parity.compile(scaled, backend="reference", cache_dir=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphBreakWarning)
+        for batch in (3, 7, 10):
+            x = torch.randn(batch, 6)
+            torch.testing.assert_close(compiled(x), scaled(x), rtol=0, atol=0)
