@@ -53,11 +53,14 @@ class ClaimCheck:
         if opdef.kind is Kind.PRIMITIVE:
             why = getattr(self.backend, "declined", {}).get(op) or getattr(self.backend, "declined_dtypes", {}).get(dtype)
             return f"backend {self.backend.name!r} does not claim the IR op {op!r}" + (f": {why}" if why else "")
-        # A composite not claimed (in this dtype) runs if its decomposition does.
+        # A composite not claimed (in this dtype, or declined by the predicate) runs if its decomposition does.
         key = (op, tuple(str(v.type) for v in node.inputs), repr(sorted(node.attrs.items())))
         if key not in self._composites:
             self._composites[key] = self._check_decomposition(node)
-        return self._composites[key]
+        why = self._composites[key]
+        if why is not None and declined is not None:
+            return f"the claim's predicate of backend {self.backend.name!r} declines {op!r} ({declined}), and {why}"
+        return why
 
     def declined_by_predicate(self, node: Node) -> str | None:
         """Why the predicate of the backend's claim on ``node``'s op turns it down (None: it takes it)."""

@@ -19,6 +19,7 @@ from parity.backends.claim_predicates import (
     result_dtypes,
     static_int_range,
 )
+from parity.frontend.claims import ClaimCheck
 from parity.frontend.errors import UnsupportedAtenOp
 from parity.ir import GraphBuilder, f32
 from parity.ir.dtypes import DType
@@ -111,3 +112,20 @@ def test_predicates_over_attrs_and_result_dtypes():
     both = all_of(result_dtypes(DType.float32), attr_in("axes", (0,), (0, 1)))
     assert both(total) == "its axes is (1,); the backend takes only (0,) or (0, 1)"
     assert both(convert) == "its result is i64; the backend makes only f32"  # the first refusal
+
+
+class _NoExp(PredicateClaims):
+    def claims(self):
+        return {op: claim for op, claim in super().claims().items() if op != "exp"}
+
+
+def test_a_declined_composite_whose_decomposition_cannot_run_names_both_reasons():
+    b = GraphBuilder()
+    x = b.input(f32[2, 3])
+    graph = b.build([b.softmax(x, axis=0), b.softmax(x, axis=1)])
+    check = ClaimCheck(_NoExp())
+    assert check(graph.nodes[0]) == (
+        "the claim's predicate of backend 'predicate_claims' declines 'softmax' (its axis is 0; the backend's "
+        "softmax kernel runs over the last axis only), and backend 'predicate_claims' does not claim the IR op "
+        "'exp' (needed by the decomposition of 'softmax')")
+    assert check(graph.nodes[1]) is None  # the last axis: its own kernel, no exp needed
