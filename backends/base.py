@@ -31,11 +31,12 @@ from typing import Any
 
 from ..ir.dtypes import COMPLEX_DTYPES, DType
 from ..ir.errors import UnsupportedOpError
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Node
 from ..ir.opdef import Kind
 from ..ir.ops import OP_TABLE, node_dtype, ops_in_family
 from ..ir.precision import Precision
 from .runtime import BackendOption, RuntimeRequest, compile_keywords
+from .subgraph_claims import compile_by_regions
 
 Executable = Callable[..., Sequence[Any]]
 
@@ -49,10 +50,32 @@ class ClaimStatus(enum.Enum):
 
 @dataclass(frozen=True)
 class OpClaim:
-    """A backend's claim on one op: the dtypes it supports, and whether it is extern."""
+    """A backend's claim on one op: the dtypes it supports, whether it is extern, and ``when``:
+    an optional predicate over the IR node (its attrs, static shapes and dtypes) that returns
+    None when the backend takes that node and otherwise why not (backends/claim_predicates.py
+    has ready ones). A node the predicate declines is handled as if the op were unclaimed: a
+    composite is decomposed, a primitive is unsupported with that reason.
+
+    Example::
+
+        >>> from parity.backends.claim_predicates import attr_all_equal
+        >>> claim = OpClaim(frozenset(DType), when=attr_all_equal("lhs_dilation", 1))
+        >>> from parity.ir import GraphBuilder, f32
+        >>> b = GraphBuilder(); x = b.input(f32[1, 1, 4, 4]); w = b.input(f32[1, 1, 2, 2])
+        >>> y = b.convolution(x, w, window_strides=(1, 1), padding=((0, 0), (0, 0)),
+        ...                   lhs_dilation=(2, 2), rhs_dilation=(1, 1))
+        >>> node = b.build([y]).nodes[0]
+        >>> claim.declines(node)
+        'its lhs_dilation is (2, 2); the backend takes only 1 in every entry'
+    """
 
     dtypes: frozenset[DType]
     extern: bool = False
+    when: Callable[[Node], str | None] | None = None
+
+    def declines(self, node: Node) -> str | None:
+        """Why this claim's predicate turns ``node`` down (None: it takes it, or there is none)."""
+        return self.when(node) if self.when is not None else None
 
 
 @dataclass(frozen=True)
@@ -75,6 +98,13 @@ class Deviation:
     dtype: DType | None = None
     device: str | None = None
     flush_to_zero: bool = False
+
+
+def declined_by_predicate(claims: Mapping[str, OpClaim], node: Node) -> str | None:
+    """Why the predicate of ``node``'s claim in ``claims`` turns the node down (None: the op is
+    not claimed, its claim has no predicate, or the predicate takes it)."""
+    claim = claims.get(node.op)
+    return claim.declines(node) if claim is not None else None
 
 
 ANY_OP = "*"  # a Deviation's op that matches every op (with flush_to_zero: a property of the runtime)
@@ -159,6 +189,8 @@ class Backend(abc.ABC):
     # bump it whenever the bytes change meaning. artifact_native_code: the bytes are code for this host.
     artifact_version: str | None = None
     artifact_native_code: bool = False
+    # Optional, not defined here: claim_subgraphs(graph) -> the connected regions of graph (collections
+    # of node indices) to compile whole, each as its own graph (backends/subgraph_claims.py).
 
     @abc.abstractmethod
     def claims(self) -> Mapping[str, OpClaim]:
@@ -224,7 +256,9 @@ def compile_at(backend, graph: Graph, device: str, precision: Precision = Precis
     """``backend.compile(graph, device)`` at the tier :func:`precision_for` gives: EXACT
     calls it exactly as before tiers existed (no keyword); another tier is passed as
     ``precision=``, only to a backend that declares it. ``request`` adds ``backend_options=`` and
-    ``parameters=``, each only to a backend that declares it (backends/runtime.py).
+    ``parameters=``, each only to a backend that declares it (backends/runtime.py). A backend
+    with ``claim_subgraphs`` gets each region it claims compiled on its own, with the same
+    keywords (backends/subgraph_claims.py).
 
     Example::
 
@@ -238,7 +272,14 @@ def compile_at(backend, graph: Graph, device: str, precision: Precision = Precis
         >>> precision_for(get_backend("reference"), Precision.FAST)  # the reference runs the spec
         <Precision.EXACT: 'exact'>
     """
-    return backend.compile(graph, device, **precision_keywords(backend, precision), **compile_keywords(backend, request))
+    keywords = {**precision_keywords(backend, precision), **compile_keywords(backend, request)}
+
+    def compile_piece(piece: Graph, parameters: frozenset[int]):
+        # a region's (or the rest's) parameters are those among its own inputs
+        return backend.compile(piece, device, **(keywords | {"parameters": parameters} if "parameters" in keywords
+                                                 else keywords))
+
+    return compile_by_regions(backend, graph, compile_piece, keywords.get("parameters", frozenset()))
 
 
 def declining_complex(reason: str) -> tuple[dict[str, str], dict[DType, str]]:

@@ -43,5 +43,9 @@ class PluginPersister:
 
 
 def plugin_persister(backend) -> PluginPersister | None:
-    """A :class:`PluginPersister` if ``backend`` declares ``artifact_version``, else None."""
+    """A :class:`PluginPersister` if ``backend`` declares ``artifact_version``, else None. None too
+    for a backend that claims subgraphs: what it compiles may be several executables run in turn
+    (backends/subgraph_claims.py), which one artifact does not hold; it compiles in each process."""
+    if getattr(backend, "claim_subgraphs", None) is not None:
+        return None
     return PluginPersister(backend) if getattr(backend, "artifact_version", None) else None

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..backends.base import Backend, check_not_declined
+from ..backends.base import Backend, check_not_declined, declined_by_predicate
+from ..backends.subgraph_claims import compile_by_regions
 from ..ir.builder import GraphBuilder
 from ..ir.dtypes import DType
 from ..ir.errors import UnsupportedOpError
@@ -30,12 +31,18 @@ from .case import Case
 from .declared import Declared
 from .local import flush_subnormals as flush_declared
 from .local import measure_case
-from .results import CaseResult
+from .results import DECLINED, UNSUPPORTED, CaseResult
 
 
 class NotClaimed(Exception):
     """The backend does not claim a node of the case's graph in its dtype (even after the
     composites it does not claim are expanded): the case is *unsupported* there."""
+
+
+class DeclinedByPredicate(NotClaimed):
+    """The backend claims the op in its dtype, but the claim's predicate turns this case's node
+    down (an attribute, a shape, a dtype it does not take): the case is *declined*, neither a
+    failure nor a pass of the backend."""
 
 
 def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[str, str]]:
@@ -47,7 +54,8 @@ def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[
     native = {n.op for n in graph.nodes if n.op in claims and node_dtype(n) in claims[n.op].dtypes}
     # Ops of the case graph are claimed per dtype; composites met inside a decomposition by
     # name (a dtype they do not claim then shows as unsupported below).
-    lowered, _ = decompose(graph, claimed=lambda op: op in native or (op not in present and op in claims))
+    lowered, _ = decompose(graph, claimed=lambda op: op in native or (op not in present and op in claims),
+                           declined=lambda node: declined_by_predicate(claims, node) is not None)
     for n in lowered.nodes:
         claim = claims.get(n.op)
         dtype = node_dtype(n)
@@ -56,6 +64,10 @@ def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[
             via = "" if n.op in graph.op_counts() else " (reached through a decomposition)"
             why = getattr(backend, "declined", {}).get(n.op) or getattr(backend, "declined_dtypes", {}).get(dtype)
             raise NotClaimed(f"{backend.name} does not claim {what}{via}" + (f": declined, {why}" if why else ""))
+        why = declined_by_predicate(claims, n)
+        if why is not None:
+            via = "" if n.op in graph.op_counts() else " (reached through a decomposition)"
+            raise DeclinedByPredicate(f"declined by the predicate of {backend.name}'s claim on {n.op}{via}: {why}")
     # claims name a node's dtype (convert's input); a dtype the backend declines may be another
     # operand's or the result's (convert f32 -> c64): declined is declared, not a failure
     try:
@@ -64,7 +76,7 @@ def lower_for(backend: Backend, graph: Graph, claims=None) -> tuple[Graph, dict[
         raise NotClaimed(str(exc)) from None
     paths = {}
     for n in graph.nodes:
-        if n.op in native:
+        if n.op in native and declined_by_predicate(claims, n) is None:
             paths[n.op] = "extern" if claims[n.op].extern else "native"
         else:
             paths[n.op] = "decomposed"
@@ -102,7 +114,8 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
         try:
             runnable.append((i, *lower_for(backend, p.graph, claims)))
         except NotClaimed as exc:
-            results[i] = CaseResult(**_ids(backend, device, p.case), status="unsupported", message=str(exc))
+            status = DECLINED if isinstance(exc, DeclinedByPredicate) else UNSUPPORTED
+            results[i] = CaseResult(**_ids(backend, device, p.case), status=status, message=str(exc))
     if len(runnable) > 1 and all(g.sharding is None for _, g, _ in runnable):  # a mesh is per graph
         merged = Graph(f"bundle_{bundle[0].case.op}", [v for _, g, _ in runnable for v in g.inputs],
                        [n for _, g, _ in runnable for n in g.nodes], [v for _, g, _ in runnable for v in g.outputs])
@@ -138,7 +151,8 @@ def _ids(backend: Backend, device: str, case: Case) -> dict:
 
 
 def execute(backend: Backend, device: str, graph: Graph, arrays) -> list[np.ndarray]:
-    executable = backend.compile(graph, device)
+    # the regions a backend claims whole (claim_subgraphs) are compiled as they are for users
+    executable = compile_by_regions(backend, graph, lambda piece, _: backend.compile(piece, device))
     return [as_array(o) for o in executable(*arrays)]
 
 

@@ -63,7 +63,8 @@ function show(td){
   selected = td; td.classList.add('sel');
   const rows = [['op', c.op + ' (' + c.kind + ', ' + c.family + ')'], ['dtype', c.dtype],
     ['target', c.backend + '/' + c.device], ['status', c.status], ['path', c.path || '-'],
-    ['cases', c.passed + ' passed / ' + c.cases + (c.unsupported ? ' (' + c.unsupported + ' unsupported)' : '')],
+    ['cases', c.passed + ' passed / ' + c.cases + (c.unsupported ? ' (' + c.unsupported + ' unsupported)' : '')
+      + (c.declined ? ' (' + c.declined + ' declined by the claim\'s predicate)' : '')],
     ['max ULP', c.max_ulp === null ? '-' : c.max_ulp], ['error / bound', c.max_ratio]];
   if (c.flush_to_zero) rows.splice(6, 0, ['flush-to-zero', (c.flushed_ulp === null ? '-' : c.flushed_ulp) + ' ULP after flushing (max ULP is the raw figure)']);
   if (c.worst_case) rows.push(['worst case', c.worst_case]);

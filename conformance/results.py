@@ -24,6 +24,10 @@ from ..backends.base import Backend
 CRASHED, TIMED_OUT = "crashed", "timed out"
 FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN = "fail", "deviation", "pass", "unsupported", "not run"
 STATUS_ORDER = (CRASHED, TIMED_OUT, FAIL, DEVIATION, PASS, UNSUPPORTED, NOT_RUN)
+#: A CaseResult status: the backend claims the op in the case's dtype, but its claim's predicate
+#: (OpClaim.when) declines the case's node. Neither a failure nor a pass; a cell of only such
+#: cases is UNSUPPORTED, with the predicate's reason.
+DECLINED = "declined"
 #: CaseResult statuses that no declared deviation ever excuses.
 NEVER_EXCUSED = ("error", CRASHED, TIMED_OUT)
 
@@ -50,7 +54,7 @@ class CaseResult:
     dtype: str
     backend: str
     device: str
-    status: str  # pass | fail | error | unsupported | crashed | timed out
+    status: str  # pass | fail | error | unsupported | declined | crashed | timed out
     path: str = ""  # native | extern | decomposed
     max_ulp: float | None = None
     max_ratio: float = 0.0
@@ -85,6 +89,7 @@ class Cell:
     passed: int = 0
     failed: int = 0
     unsupported: int = 0
+    declined: int = 0  # cases the claim's predicate turned down (never counted as passed)
     path: str = ""
     max_ulp: float | None = None
     max_ratio: float = 0.0

@@ -29,6 +29,7 @@ from ..backends.base import ANY_OP, Deviation
 from .case import Case
 from .results import (
     CRASHED,
+    DECLINED,
     DEVIATION,
     FAIL,
     NEVER_EXCUSED,
@@ -72,8 +73,10 @@ def cells_for(keys: Sequence[tuple[str, str]], targets: Sequence[Target], result
 
 def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[Deviation]) -> None:
     cell.cases = len(results)
-    ran = [r for r in results if r.status != "unsupported"]
-    cell.unsupported = len(results) - len(ran)
+    ran = [r for r in results if r.status not in (UNSUPPORTED, DECLINED)]
+    declined = [r for r in results if r.status == DECLINED]  # the claim's predicate turned these down
+    cell.declined = len(declined)
+    cell.unsupported = len(results) - len(ran) - len(declined)
     if not ran:
         cell.status = UNSUPPORTED
         cell.message = results[0].message if results else ""
@@ -90,6 +93,8 @@ def _aggregate(cell: Cell, results: Sequence[CaseResult], deviations: Sequence[D
     cell.deviation = _deviation_dict(covering[0]) if covering else None
     if not cell.failed:
         cell.status = PASS
+        if declined:  # passed over the cases the claim takes, and only those
+            cell.message = f"{len(declined)} of {len(results)} cases {declined[0].message}"
         return
     cell.worst_case, cell.worst, cell.message = worst.case, worst.worst, worst.message
     failing = [r for r in ran if r.status != "pass"]

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+from ..backends.base import declined_by_predicate
 from ..backends.registry import backend_names, get_backend
 from ..ir.errors import ParityError
 from ..ir.expand import decomposition
@@ -36,9 +37,14 @@ class ClaimCheck:
         op = node.op
         claim = self.claims.get(op)
         dtype = node_dtype(node)  # the op's dtype as claims key it (select: on_true's, not the predicate's)
-        if claim is not None and dtype in claim.dtypes:
+        claimed = claim is not None and dtype in claim.dtypes
+        declined = self.declined_by_predicate(node) if claimed else None
+        if claimed and declined is None:
             return None
         opdef = OP_TABLE[op]
+        if declined is not None and opdef.kind is Kind.PRIMITIVE:
+            return (f"backend {self.backend.name!r} claims the IR op {op!r} but its claim's predicate declines "
+                    f"this node: {declined}")
         # Plugins may predate the declined fields: getattr.
         if claim is not None and opdef.kind is Kind.PRIMITIVE:
             why = getattr(self.backend, "declined_dtypes", {}).get(dtype)
@@ -47,11 +53,18 @@ class ClaimCheck:
         if opdef.kind is Kind.PRIMITIVE:
             why = getattr(self.backend, "declined", {}).get(op) or getattr(self.backend, "declined_dtypes", {}).get(dtype)
             return f"backend {self.backend.name!r} does not claim the IR op {op!r}" + (f": {why}" if why else "")
-        # A composite not claimed (in this dtype) runs if its decomposition does.
+        # A composite not claimed (in this dtype, or declined by the predicate) runs if its decomposition does.
         key = (op, tuple(str(v.type) for v in node.inputs), repr(sorted(node.attrs.items())))
         if key not in self._composites:
             self._composites[key] = self._check_decomposition(node)
-        return self._composites[key]
+        why = self._composites[key]
+        if why is not None and declined is not None:
+            return f"the claim's predicate of backend {self.backend.name!r} declines {op!r} ({declined}), and {why}"
+        return why
+
+    def declined_by_predicate(self, node: Node) -> str | None:
+        """Why the predicate of the backend's claim on ``node``'s op turns it down (None: it takes it)."""
+        return declined_by_predicate(self.claims, node)
 
     def _check_decomposition(self, node: Node) -> str | None:
         expanded = decomposition(node.op, node.attrs, [v.type for v in node.inputs],

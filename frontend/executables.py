@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..backends.base import precision_for
+from ..backends.base import declined_by_predicate, precision_for
 from ..backends.disk_cache import compile_cached
 from ..backends.runtime import RuntimeRequest
 from ..ir.graph import Graph
@@ -49,9 +49,11 @@ def reset_caches() -> None:
 
 
 def prepare(graph: Graph, backend) -> Graph:
-    """Expand the composites ``backend`` does not claim, then drop dead nodes."""
+    """Expand the composites ``backend`` does not claim (or whose claim's predicate declines the
+    node), then drop dead nodes."""
     claims = backend.claims()
-    graph, _ = decompose(graph, claimed=lambda op: op in claims)
+    graph, _ = decompose(graph, claimed=lambda op: op in claims,
+                         declined=lambda node: declined_by_predicate(claims, node) is not None)
     graph, _ = dce(graph)
     return graph
 

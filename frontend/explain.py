@@ -38,7 +38,16 @@ from ..ir.precision import Precision
 from .errors import eager_count_text
 from .graph_breaks import FALLBACK_ISLAND, ISLAND_KINDS, Island, dynamo_breaks, take_skipped_frames
 from .session import backend_line
-from .support import DECOMPOSED, NATIVE, RUNS, UNSUPPORTED, UNTRANSLATABLE, classify, translate_alone
+from .support import (
+    DECOMPOSED,
+    NATIVE,
+    PREDICATE_DECLINES,
+    RUNS,
+    UNSUPPORTED,
+    UNTRANSLATABLE,
+    classify,
+    translate_alone,
+)
 from .user_errors import quiet_tracing_logs
 
 
@@ -138,7 +147,7 @@ class ExplainReport:
                 cells = "  ".join(f"{b}: {r.status.get(b, '?')}" for b in self.backends)
                 lines.append(f"  {f'{r.op} x{r.count}':<{width}}  {cells}")
                 for b in self.backends:
-                    if r.status.get(b) in (UNSUPPORTED, UNTRANSLATABLE):
+                    if r.status.get(b) in (UNSUPPORTED, UNTRANSLATABLE) or PREDICATE_DECLINES in r.why.get(b, ""):
                         where = f" (at {r.loc})" if r.loc else ""
                         lines.append(f"      {b}: {r.why[b]}{where}")
         if self.auto is not None:

@@ -30,6 +30,9 @@ from .errors import TranslationBug, UnsupportedAtenOp
 from .translate import fx_to_ir
 
 NATIVE, DECOMPOSED, UNSUPPORTED, UNTRANSLATABLE = "native", "decomposed", "unsupported", "untranslatable"
+#: How a DECOMPOSED verdict's why begins its note of a composite the claim's predicate declined
+#: (``parity.explain`` shows such a why, as it shows an unsupported one).
+PREDICATE_DECLINES = "; the claim's predicate declines "
 #: The verdicts under which a node runs on the backend.
 RUNS = (NATIVE, DECOMPOSED)
 
@@ -52,15 +55,21 @@ def classify(translated, backend, check) -> tuple[str, str]:
     if isinstance(translated, str):
         return UNTRANSLATABLE, translated
     claims = backend.claims()
-    composites = []
+    composites, declined = [], {}
     for ir_node in translated.nodes:
         why = check(ir_node)
         if why is not None:
             return UNSUPPORTED, why
-        if ir_node.op not in claims and OP_TABLE[ir_node.op].kind is Kind.COMPOSITE:
+        if OP_TABLE[ir_node.op].kind is not Kind.COMPOSITE:
+            continue
+        reason = check.declined_by_predicate(ir_node)
+        if reason is not None:  # claimed, but this node decomposes as if it were not
+            declined.setdefault(ir_node.op, reason)
+        if ir_node.op not in claims or reason is not None:
             composites.append(ir_node.op)
     if composites:
-        return DECOMPOSED, "runs the decomposition of " + ", ".join(sorted(set(composites)))
+        notes = "".join(f"{PREDICATE_DECLINES}{op}: {why}" for op, why in declined.items())
+        return DECOMPOSED, "runs the decomposition of " + ", ".join(sorted(set(composites))) + notes
     return NATIVE, ""
 
 

@@ -179,7 +179,7 @@ def _judge(target, fault, key, bundle, claims, base) -> Mutant:
     if not planted.changed:
         mutant.status = NO_EFFECT
     elif cell.status == FAIL:
-        failing = next(r for r in results if r.status not in ("pass", "unsupported"))
+        failing = next(r for r in results if r.status not in ("pass", "unsupported", "declined"))
         mutant.status, mutant.killed_by = KILLED, failing.case
         mutant.message = failing.message or f"max {failing.max_ulp} ulp ({failing.max_ratio:.3g} × the bound)"
     else:

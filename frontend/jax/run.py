@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...backends.base import Backend
+from ...backends.base import Backend, declined_by_predicate
 from ...backends.registry import get_backend
 from ...backends.runtime import RuntimeRequest
 from ...ir.errors import UnsupportedOpError
@@ -42,9 +42,11 @@ def check_claims(backend: Backend, graph: Graph) -> None:
     for node in graph.nodes:
         claim = claims.get(node.op)
         dtype = node_dtype(node)
-        if claim is None or dtype not in claim.dtypes:
+        declined = declined_by_predicate(claims, node)
+        if claim is None or dtype not in claim.dtypes or declined is not None:
             where = f"{node.loc}: " if node.loc else ""
-            raise UnsupportedOpError(f"{where}the {backend.name} backend does not run {node.op} on {dtype.short}; "
+            why = f" (its claim's predicate declines this node: {declined})" if declined is not None else ""
+            raise UnsupportedOpError(f"{where}the {backend.name} backend does not run {node.op} on {dtype.short}{why}; "
                                      "choose another backend (backend='xla' runs every IR primitive)")
 
 

@@ -20,11 +20,14 @@ MAX_DEPTH = 32  # deeper nesting means a decomposition that (indirectly) uses it
 __all__ = ["MAX_DEPTH", "DecompositionError", "decompose"]
 
 
-def decompose(graph: Graph, claimed: Callable[[str], bool]) -> tuple[Graph, bool]:
+def decompose(graph: Graph, claimed: Callable[[str], bool],
+              declined: Callable[[Node], bool] | None = None) -> tuple[Graph, bool]:
     """Return ``(graph with every unclaimed composite expanded, changed)``.
 
     ``claimed(op_name)`` says whether the target backend implements a composite
     natively; primitives are never expanded (they have no decomposition).
+    ``declined(node)``, when given, turns down a claimed composite node all the same (a
+    claim's predicate over its attributes and types): that node is expanded.
 
     Example::
 
@@ -36,7 +39,7 @@ def decompose(graph: Graph, claimed: Callable[[str], bool]) -> tuple[Graph, bool
         >>> changed  # exp is a primitive
         False
     """
-    expander = _Expander(graph, claimed)
+    expander = _Expander(graph, claimed, declined)
     for node in graph.nodes:
         outputs = expander.expand(node, expander.rewrite.inputs_of(node), node.loc, ())
         expander.rewrite.replace(node, outputs)
@@ -44,9 +47,10 @@ def decompose(graph: Graph, claimed: Callable[[str], bool]) -> tuple[Graph, bool
 
 
 class _Expander:
-    def __init__(self, graph: Graph, claimed: Callable[[str], bool]):
+    def __init__(self, graph: Graph, claimed: Callable[[str], bool], declined: Callable[[Node], bool] | None):
         self.rewrite = Rewrite(graph)
         self.claimed = claimed
+        self.declined = declined
         self.changed = False
 
     def expand(self, node: Node, inputs: Sequence[Value], loc: SourceLoc | None,
@@ -55,7 +59,7 @@ class _Expander:
         from ..ops import OP_TABLE
 
         opdef = OP_TABLE[node.op]
-        if opdef.kind is Kind.PRIMITIVE or self.claimed(node.op):
+        if opdef.kind is Kind.PRIMITIVE or (self.claimed(node.op) and not (self.declined and self.declined(node))):
             new = Node(node.op, inputs, node.attrs, [v.type for v in node.outputs], loc)
             self.rewrite.builder.nodes.append(new)
             return list(new.outputs)

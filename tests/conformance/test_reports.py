@@ -40,7 +40,7 @@ def test_json_schema(result):
     assert doc["exit_code"] == 1 and doc["cases"] == result.cases
     assert {t["backend"] + "/" + t["device"] for t in doc["targets"]} == {"reference/cpu", "wrong/cpu", "wrong/cuda"}
     cell_keys = {"op", "family", "kind", "dtype", "backend", "device", "status", "cases", "passed", "failed",
-                 "unsupported", "path", "max_ulp", "max_ratio", "worst_case", "worst", "message", "deviation",
+                 "unsupported", "declined", "path", "max_ulp", "max_ratio", "worst_case", "worst", "message", "deviation",
                  "explained_by", "flush_to_zero", "flushed_ulp", "hashes"}
     assert all(set(c) == cell_keys for c in doc["cells"])
     cos = next(c for c in doc["cells"] if c["op"] == "cos" and c["dtype"] == "f32" and c["backend"] == "wrong"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 import parity.jax
 from parity.frontend.executables import STATS, reset_caches
+from parity.ir.errors import UnsupportedOpError
 from parity.validate import UsageError
 
 
@@ -109,3 +111,18 @@ def test_a_program_with_prng_keys_loads_from_the_disk_cache_and_compiles_nothing
     assert (STATS["backend_compiles"], STATS["disk_loads"], len(xla_compiles)) == (0, 1, 0)
     np.testing.assert_array_equal(jax.random.key_data(second[0]), jax.random.key_data(first[0]))
     np.testing.assert_array_equal(np.asarray(second[1]), np.asarray(first[1]))
+
+
+def test_a_node_the_claims_predicate_declines_is_refused_with_the_reason():
+    sys.path.insert(0, str(Path(__file__).parents[1] / "backends"))
+    from claim_plugins import PredicateClaims
+    from runtime_plugins import registered
+
+    x = jnp.linspace(-1.0, 1.0, 4)
+    with registered(PredicateClaims()):
+        kept = parity.jax.jit(lambda v: (v * 2.0).astype(jnp.int32), backend="predicate_claims", cache_dir=False)(x)
+        assert kept.tolist() == [-2, 0, 0, 2]  # convert to i32: the predicate takes it
+        with pytest.raises(UnsupportedOpError) as err:
+            parity.jax.jit(lambda v: v.astype(jnp.float16), backend="predicate_claims", cache_dir=False)(x)
+    assert ("the predicate_claims backend does not run convert on f32 (its claim's predicate declines this node: "
+            "its result is f16; the backend makes only f32, i32)") in str(err.value)
