@@ -30,6 +30,7 @@ from .foreign_inputs import checking_arguments, named_input_error
 from .graph_breaks import BreakWatch, graph_break_error, skipped_frame_error
 from .pipeline import make_dynamo_backend
 from .recompile_limit import failing_at_recompile_limit, recompile_limit_error
+from .rnn_modules import warn_eager_rnns
 from .runtime_options import checked_backend_options, checked_precision
 from .session import AUTO, CompileOptions, Session, compiled_repr
 from .sharding import caller_site, configure
@@ -292,6 +293,7 @@ class CompiledModule(torch.nn.Module):
         compiled = _torch_compile(traced or module, _dynamo_backend(session), session, module)
         object.__setattr__(self, "_compiled", compiled)  # not a submodule: no duplicate parameters
         object.__setattr__(self, "_breaks", BreakWatch(str(session.options.backend), session.options.site))
+        warn_eager_rnns(module, str(session.options.backend), session.options.site)
 
     def __repr__(self) -> str:
         return compiled_repr(self.module, self.session)

@@ -37,6 +37,7 @@ from ..ir.graph import SourceLoc
 from ..ir.precision import Precision
 from .errors import eager_count_text
 from .graph_breaks import FALLBACK_ISLAND, ISLAND_KINDS, Island, dynamo_breaks, take_skipped_frames
+from .rnn_modules import rnn_islands
 from .session import backend_line
 from .support import (
     DECOMPOSED,
@@ -201,7 +202,7 @@ def explain(fn, *args, backends: Sequence[str] | None = None, **kwargs) -> Expla
     if not islands:  # a frame Dynamo gave up on (a quantized tensor, a data-dependent gradient): all eager
         islands = [Island("skipped frame", frame.loc, frame.why) for frame in skipped]
     breaks = [GraphBreak(island.why, island.loc) for island in islands]
-    islands += _fallback_islands(session, graphs) + _limit_islands(fn)
+    islands += _fallback_islands(session, graphs) + _limit_islands(fn) + rnn_islands(unwrap_compiled(fn), site)
     return ExplainReport(graphs, breaks, list(loaded), unavailable, _auto_choices(fn),
                          _precision_notes(fn, loaded), backend_line(session) if session is not None else None,
                          islands)

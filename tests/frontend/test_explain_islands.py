@@ -153,3 +153,42 @@ def test_the_warning_and_explain_count_eager_fallbacks_the_same_way(no_tanh_nor_
     text = str(parity.explain(compiled, x, backends=[no_tanh_nor_exp]))
     assert "strict=False fallback of 2 ops (3 aten nodes)" in text
     assert "(2 ops (3 aten nodes) in eager torch with strict=False)" in text
+
+
+class _Tagger(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.lstm, self.head = torch.nn.Embedding(20, 8), torch.nn.LSTM(8, 8, batch_first=True), \
+            torch.nn.Linear(8, 3)
+
+    def forward(self, tokens):
+        hidden, _ = self.lstm(self.embed(tokens))
+        return self.head(hidden)
+
+
+def test_an_lstm_dynamo_leaves_to_eager_torch_is_named_at_compile_and_listed():
+    """Dynamo leaves nn.LSTM to eager torch (here the whole forward: no graph, no graph break on
+    record, so torch.compile says nothing); parity names it and explain lists it."""
+    tagger, tokens = _Tagger(), torch.randint(0, 20, (2, 5))
+    made = []
+    warned = _warned(lambda: made.append(parity.compile(tagger, backend="onnx")))
+    (warning,) = warned
+    assert warning.filename == __file__  # the parity.compile line
+    message = str(warning.message)
+    assert message.startswith("parity.compile: 1 recurrent module(s) will run in eager torch, not on 'onnx'")
+    assert "'lstm' (nn.RNN/GRU/LSTM): Dynamo leaves nn.RNN, nn.GRU and nn.LSTM to eager torch" in message
+    assert "fix: set torch._dynamo.config.allow_rnn = True before the first call" in message
+    report = parity.explain(made[0], tokens)
+    _promise_kept(warned, report.islands, "skipped frame")
+    assert "0 graph(s)" in str(report)
+
+
+def test_with_allow_rnn_the_lstm_compiles_and_nothing_is_said():
+    tagger, tokens = _Tagger(), torch.randint(0, 20, (2, 5))
+    with torch._dynamo.config.patch(allow_rnn=True):
+        assert _warned(lambda: parity.compile(tagger, backend="onnx")(tokens)) == []
+        report = parity.explain(parity.compile(tagger, backend="onnx"), tokens)
+    assert report.islands == [] and "1 graph(s)" in str(report)
+    with torch._dynamo.config.patch(allow_rnn=True):
+        torch.testing.assert_close(parity.compile(tagger, backend="onnx")(tokens), tagger(tokens), rtol=1e-5,
+                                   atol=1e-6)
