@@ -153,8 +153,10 @@ def _avg_pool_backward(n: int):
         divisor = _avg_divisor(ctx, x.type.dtype, (kernel, stride, padding, spatial, out_spatial),
                                count_include_pad, divisor_override)
         scaled = ctx.b.div(grad, _spread(ctx, divisor, grad.type.shape))
-        channels = math.prod(x.type.shape[:-n])
-        scaled = ctx.reshape(scaled, (1, channels, *out_spatial))
+        # [batch, C, *out] (a symbolic batch stays the convolution's batch; the channels are its groups)
+        *leading, channels = x.type.shape[:-n]
+        batch = math.prod(leading) if leading else 1
+        scaled = ctx.reshape(scaled, (batch, channels, *out_spatial))
         ones = ctx.full(1, x.type.dtype, (channels, 1, *kernel))
         result = conv_input_grad(ctx, scaled, ones, spatial, stride, padding, (1,) * n, channels)
         return ctx.reshape(result, x.type.shape)

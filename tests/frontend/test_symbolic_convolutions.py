@@ -173,3 +173,22 @@ def test_python_float_arithmetic_on_symbolic_sizes_is_exact():
         for batch in (3, 7, 10):
             x = torch.randn(batch, 6)
             torch.testing.assert_close(compiled(x), scaled(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("pool", [
+    torch.nn.AvgPool2d(3, stride=2, padding=1),
+    torch.nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False),
+    torch.nn.AvgPool1d(3, stride=2)], ids=["2d-padded", "2d-ceil", "1d"])
+def test_average_pooling_trains_at_a_batch_that_changes_without_compiling_per_shape(pool):
+    """avg_pool's backward spreads each gradient over its window by a transposed convolution
+    with ones, the channels as its groups and the (symbolic) batch as its batch."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(3, 4, 2) if isinstance(pool, torch.nn.AvgPool1d) else torch.nn.Conv2d(3, 4, 2)
+    net = torch.nn.Sequential(conv, pool)
+    spatial = (9,) if isinstance(pool, torch.nn.AvgPool1d) else (9, 8)
+    torch._dynamo.reset()
+    counters.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphBreakWarning)  # a per-shape fallback would warn
+        _trains_like_eager(net, "onnx", dynamic=None, inputs=[torch.randn(batch, 3, *spatial) for batch in (2, 5, 3)])
+    assert counters["stats"]["unique_graphs"] == 2
