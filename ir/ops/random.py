@@ -130,9 +130,11 @@ def _normal(b, attrs, key):
     shape, dtype = attrs["shape"], attrs["dtype"]
     n = math.prod(shape)
     wide = compose.compute_dtype(dtype)
-    u = _unit(b, key, 2 * n, wide)
-    u1 = b.sub(full(b, 1.0, wide, (n,)), b.slice(u, start_indices=(0,), limit_indices=(n,), strides=(1,)))
-    u2 = b.slice(u, start_indices=(n,), limit_indices=(2 * n,), strides=(1,))
+    # the first n uniforms and the next n, as the rows of [2, n] (n may be symbolic: no slice starts at it)
+    u = b.reshape(_unit(b, key, 2 * n, wide), shape=(2, n))
+    u1 = b.sub(full(b, 1.0, wide, (n,)), b.reshape(b.slice(u, start_indices=(0, 0), limit_indices=(1, n),
+                                                           strides=(1, 1)), shape=(n,)))
+    u2 = b.reshape(b.slice(u, start_indices=(1, 0), limit_indices=(2, n), strides=(1, 1)), shape=(n,))
     radius = b.sqrt(b.mul(full(b, -2.0, wide, (n,)), b.log(u1)))
     z = b.mul(radius, b.cos(b.mul(full(b, 2.0 * math.pi, wide, (n,)), u2)))
     return b.reshape(compose.narrow(b, z, dtype), shape=shape)
@@ -160,9 +162,11 @@ def _check_key(op: str, t: TensorType, operand: int) -> None:
         raise TypeRuleError(op, f"the key must be u32[2] (two threefry key words), got {t}", operand)
 
 
-def _check_shape(op: str, shape) -> tuple[int, ...]:
+def _check_shape(op: str, shape) -> tuple:
+    """A draw's shape: static, or with symbolic dims (a batch that changes), whose element count
+    is then checked against the counter's range only when the sizes are known (the backends)."""
     if not all(isinstance(d, int) for d in shape):
-        raise TypeRuleError(op, f"shape must be static, got {list(map(str, shape))}", "shape")
+        return tuple(shape)
     if math.prod(shape) >= 2**32:
         raise TypeRuleError(op, f"at most 2**32 - 1 elements per draw (the counter is one u32 word), got {shape}",
                             "shape")
@@ -212,7 +216,7 @@ def _random(*, accuracy: Accuracy = Accuracy.COMPOSITE, groups: tuple[Group, ...
 
 
 _KEY = (DType.uint32,)
-_SHAPE = AttrSpec("shape", AttrKind.SHAPE, doc="static shape of the draw")
+_SHAPE = AttrSpec("shape", AttrKind.SHAPE, doc="shape of the draw (dims may be symbolic)")
 _DTYPE = AttrSpec("dtype", AttrKind.DTYPE, doc="float dtype of the draw")
 
 OPS = (
