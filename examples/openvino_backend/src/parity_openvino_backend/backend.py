@@ -22,8 +22,10 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import io
 
 import openvino as ov
+
 from parity.backends import Backend, OpClaim, declining_complex
 from parity.backends.runtime import BackendOption, resolve_options
 from parity.ir import OP_TABLE, primitives
@@ -93,7 +95,7 @@ class OpenVinoBackend(Backend):
         if not executable._static:
             return None  # compiled per shape at call time: nothing single to keep
         blob = executable.compiled.export_model()
-        return _ARTIFACT_MAGIC + _graph_digest(executable.graph) + b"\n" + bytes(blob)
+        return _ARTIFACT_MAGIC + _graph_digest(executable.graph) + b"\n" + blob.getvalue()
 
     def load_artifact(self, graph, device, payload, *, backend_options=None, parameters=frozenset()):
         # The bytes come from a directory only this user can write (checked by parity); they are
@@ -103,7 +105,7 @@ class OpenVinoBackend(Backend):
             raise ValueError("the openvino backend's artifact holds another graph or another format")
         options = resolve_options(self, backend_options)
         config = self.config(options)
-        compiled = self.core().import_model(blob, "CPU", config)
+        compiled = self.core().import_model(io.BytesIO(blob), "CPU", config)
         return OpenVinoExecutable(graph, self.core(), config, parameters, compiled=compiled)
 
 

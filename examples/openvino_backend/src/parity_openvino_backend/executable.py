@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 import openvino as ov
+
 from parity.ir.shapes import ShapeBindings
 
 from .lowering import to_model
