@@ -1,5 +1,5 @@
 """The OpenVINO plugin (examples/openvino_backend) through parity.compile: an MLP and a Hugging Face
-BERT with its attention mask, its options, parameters bound once, DLPack inputs, its artifact in
+BERT with its attention mask (strict), int64 as int32 pairs, its options, parameters bound once, DLPack inputs, its artifact in
 the disk cache, and the OpenVINO behaviours its lowering works around.
 
 scripts/test.sh installs the plugin (and openvino from the registry). Where it is not installed
@@ -14,8 +14,7 @@ import torch
 import parity
 from parity.backends import disk_cache
 from parity.frontend import compiled_graph
-from parity.frontend.errors import UnsupportedAtenOp
-from parity.ir import GraphBuilder, f32
+from parity.ir import GraphBuilder, f32, i64
 from parity.ir.usage import UsageError
 
 INSTALL = "install the OpenVINO plugin: pip install -e examples/openvino_backend (scripts/test.sh does)"
@@ -56,20 +55,31 @@ def _bert():
     return transformers.BertModel(config).eval(), ids, mask
 
 
-@pytest.mark.matrix  # 28 s on 2 cores: the MLP is CI's model cell
-def test_bert_with_its_mask_matches_eager_and_strict_names_its_int64():
-    """The BERT's float work runs on OpenVINO; its int64 index arithmetic (positions, the mask) is
-    not claimed (the CPU plugin computes int64 in 32 bits), so strict says so at the user's line,
-    and strict=False runs those ops in torch."""
+@pytest.mark.matrix  # 20 s on 2 cores: the MLP is CI's model cell
+def test_bert_with_its_mask_runs_strict_and_matches_eager():
+    """Every op of the BERT runs on OpenVINO, its int64 position and mask arithmetic as int32 pairs."""
     model, ids, mask = _bert()
     with torch.no_grad():
         want = model(input_ids=ids, attention_mask=mask).last_hidden_state
-        with pytest.raises(UnsupportedAtenOp, match=r"modeling_bert.py:\d+.*\n.*claims the IR op '\w+' but not for "
-                                                    r"dtype i64"):
-            parity.compile(model, backend="openvino", strict=True, cache_dir=False)(input_ids=ids, attention_mask=mask)
-        compiled_graph.reset_caches()  # the strict capture's verdict is cached per module
-        got = parity.compile(model, backend="openvino", strict=False, cache_dir=False)(input_ids=ids, attention_mask=mask)
+        got = parity.compile(model, backend="openvino", strict=True, cache_dir=False)(input_ids=ids,
+                                                                                     attention_mask=mask)
     torch.testing.assert_close(got.last_hidden_state, want, rtol=1e-5, atol=1e-5)
+
+
+def test_int64_beyond_int32_survives_as_pairs():
+    """The CPU plugin computes int64 in 32 bits; as pairs, 2**40 + 3 moves, adds, multiplies and compares."""
+    backend = parity_openvino_backend.OpenVinoBackend()
+    b = GraphBuilder()
+    x, y = b.input(i64[2, 2]), b.input(i64[2, 2])
+    total = b.add(b.transpose(x, permutation=[1, 0]), y)
+    graph = b.build([total, b.mul(x, y), b.lt(x, y), b.convert(x, dtype=f32)])
+    big = np.array([[2**40 + 3, -1], [-(2**62), 7]], np.int64)
+    other = np.array([[5, 2**33], [-3, -(2**31) - 1]], np.int64)
+    added, product, less, floats = backend.compile(graph, "cpu")(big, other)
+    np.testing.assert_array_equal(added, big.T + other)
+    np.testing.assert_array_equal(product, big * other)  # wraps as int64 does
+    np.testing.assert_array_equal(less, big < other)
+    np.testing.assert_array_equal(floats, big.astype(np.float32))
 
 
 def test_its_options_reach_the_runtime_and_are_checked():

@@ -28,12 +28,13 @@ import openvino as ov
 
 from parity.backends import Backend, OpClaim, declining_complex
 from parity.backends.runtime import BackendOption, resolve_options
-from parity.ir import OP_TABLE, primitives
+from parity.ir import OP_TABLE, DType, primitives
 
 from .claims import DECLINED, DECLINED_DTYPES, NOT_CLAIMED, UNCLAIMED_DTYPES
 from .deviations import DEVIATIONS, SUMMATION
 from .executable import OpenVinoExecutable
 from .lowering import RULES
+from .wide import WIDE_RULES
 
 _ARTIFACT_MAGIC = b"parity-openvino-artifact 1\n"
 
@@ -60,6 +61,8 @@ class OpenVinoBackend(Backend):
 
     def __init__(self):
         def claimed(op, dtype):
+            if dtype is DType.int64 and op.name not in WIDE_RULES:  # int64 runs only as int32 pairs
+                return False
             return dtype not in self.declined_dtypes and dtype not in UNCLAIMED_DTYPES and \
                 dtype not in NOT_CLAIMED.get(op.name, {})
 

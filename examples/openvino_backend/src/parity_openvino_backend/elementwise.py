@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 
+import openvino as ov
 import openvino.opset15 as ops
 
 from .ov_types import const, is_float, ov_type
+from .wide import compare_int32
 
 
 def _unary(fn):
@@ -124,6 +126,16 @@ def _shift(fn, fill_negative):
     return rule
 
 
+def _compare(op, native):
+    """int32 by 16-bit digits (the CPU plugin compares int32 in float32: eq[i32]:specials), others natively."""
+    by_digits = compare_int32(op)
+
+    def rule(attrs, outs, a, b):
+        return by_digits(attrs, outs, a, b) if a.get_element_type() == ov.Type.i32 else native(a, b)
+
+    return rule
+
+
 def _convert(attrs, outs, x):
     target = outs[0].dtype
     if target.is_bool:
@@ -152,11 +164,12 @@ RULES = {
     }.items()},
     **{name: _binary(fn) for name, fn in {
         "add": ops.add, "sub": ops.subtract, "mul": ops.multiply, "div": _div, "rem": _rem, "pow": ops.power,
-        "max": _maximum, "min": _minimum, "eq": ops.equal, "ne": ops.not_equal, "lt": ops.less,
-        "le": ops.less_equal, "gt": ops.greater, "ge": ops.greater_equal, "logical_and": ops.logical_and,
+        "max": _maximum, "min": _minimum, "logical_and": ops.logical_and,
         "logical_or": ops.logical_or, "logical_xor": ops.logical_xor, "bitwise_and": ops.bitwise_and,
         "bitwise_or": ops.bitwise_or, "bitwise_xor": ops.bitwise_xor,
     }.items()},
+    **{op: _compare(op, fn) for op, fn in (("eq", ops.equal), ("ne", ops.not_equal), ("lt", ops.less),
+                                           ("le", ops.less_equal), ("gt", ops.greater), ("ge", ops.greater_equal))},
     "shift_left": _shift(ops.bitwise_left_shift, fill_negative=False),
     "shift_right_arithmetic": _shift(ops.bitwise_right_shift, fill_negative=True),
     "select": lambda attrs, outs, c, x, y: ops.select(c, x, y),

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 import openvino as ov
 
+from parity.ir import DType
 from parity.ir.shapes import ShapeBindings
 
 from .lowering import to_model
@@ -58,7 +59,12 @@ class OpenVinoExecutable:
         results, outputs = iter(range(len(self.graph.outputs))), []
         for v in self.graph.outputs:
             if v in self.graph.inputs:
-                outputs.append(np.array(arrays[self.graph.inputs.index(v)], copy=True))
+                given = np.array(arrays[self.graph.inputs.index(v)], copy=True)
+                outputs.append(given.reshape(-1).view(np.int64).reshape(given.shape[:-1])
+                               if v.type.dtype is DType.int64 else given)
+            elif v.type.dtype is DType.int64:  # int32 pairs (wide.py): the int64 array's own bytes
+                pairs = np.array(request.get_output_tensor(next(results)).data, dtype=np.int32)
+                outputs.append(pairs.reshape(-1).view(np.int64).reshape(pairs.shape[:-1]))
             else:
                 outputs.append(np.array(request.get_output_tensor(next(results)).data, dtype=v.type.dtype.numpy))
         return outputs
@@ -66,7 +72,7 @@ class OpenVinoExecutable:
     def _request(self, arrays) -> _Request:
         if self._static:
             return self._requests[()]
-        shapes = tuple(arrays[k].shape for k in range(len(self.graph.inputs)))
+        shapes = tuple(arrays[k].shape[:-1] if d is DType.int64 else arrays[k].shape for k, d in enumerate(self._dtypes))
         request = self._requests.get(shapes)
         if request is None:
             sizes = ShapeBindings(error=ValueError)
@@ -113,4 +119,7 @@ def _as_numpy(array, dtype) -> np.ndarray:
     array = np.asarray(array)
     if array.dtype != dtype.numpy:
         array = array.astype(dtype.numpy)
-    return array if array.flags.c_contiguous else array.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
+    array = array if array.flags.c_contiguous else array.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
+    if dtype is DType.int64:  # read by OpenVINO as int32 pairs (wide.py), in place
+        return array.reshape(-1).view(np.int32).reshape(array.shape + (2,))
+    return array

@@ -21,10 +21,14 @@ import numpy as np
 import openvino as ov
 import openvino.opset15 as ops
 
+from parity.ir import DType
+from parity.ir.ops import node_dtype
+
 from .elementwise import RULES as ELEMENTWISE
 from .ov_types import ov_type, typed_const
 from .shape import RULES as SHAPE
 from .structured import RULES as STRUCTURED
+from .wide import WIDE_RULES, pair_constant, widen, word
 
 RULES = {**ELEMENTWISE, **SHAPE, **STRUCTURED}
 
@@ -39,8 +43,7 @@ def to_model(graph, sizes=None) -> tuple[ov.Model, list[int], list[np.ndarray]]:
 
     read = {v for node in graph.nodes for v in node.inputs}
     fed = [k for k, v in enumerate(graph.inputs) if v in read]
-    parameters = [ops.parameter(list(typed(graph.inputs[k]).shape), ov_type(graph.inputs[k].type.dtype), name=f"in{k}")
-                  for k in fed]
+    parameters = [_parameter(typed(graph.inputs[k]), f"in{k}") for k in fed]
     env = {graph.inputs[k]: p.output(0) for k, p in zip(fed, parameters)}
     held: list[np.ndarray] = []
     for node in graph.nodes:
@@ -52,9 +55,14 @@ def to_model(graph, sizes=None) -> tuple[ov.Model, list[int], list[np.ndarray]]:
             env[node.outputs[0]] = parameters[-1].output(0)
             continue
         if any(0 in t.shape for t in outs):  # OpenVINO's Broadcast to an empty shape is a SIGFPE
-            result = tuple(typed_const(np.zeros(t.shape), ov_type(t.dtype)) for t in outs)  # (broadcast_in_dim:empty)
-        else:
-            result = RULES[node.op](attrs, outs, *[env[v] for v in node.inputs])
+            result = tuple(_empty(t) for t in outs)  # (broadcast_in_dim:empty)
+        elif runs_on_pairs(node):
+            result = WIDE_RULES[node.op](attrs, outs, *[env[v] for v in node.inputs])
+        else:  # int64 operands here are indices or sizes: their low word; int64 results are widened
+            operands = [word(env[v], 0) if v.type.dtype is DType.int64 else env[v] for v in node.inputs]
+            result = RULES[node.op](attrs, outs, *operands)
+            result = tuple(widen(ops.convert(r, "i32")) if t.dtype is DType.int64 else r
+                           for r, t in zip(result if isinstance(result, tuple) else (result,), outs))
         for v, r in zip(node.outputs, result if isinstance(result, tuple) else (result,)):
             env[v] = _output(r)
     # An output that is a graph input as it is never reaches OpenVINO (the executable copies it):
@@ -62,6 +70,23 @@ def to_model(graph, sizes=None) -> tuple[ov.Model, list[int], list[np.ndarray]]:
     # (int64) would be narrowed on the way through.
     results = [ops.result(env[v]) for v in graph.outputs if v not in graph.inputs]
     return ov.Model(results, parameters, graph.name or "parity"), fed, held
+
+
+def runs_on_pairs(node) -> bool:
+    """Whether ``node`` computes int64 (its claim's dtype, or a convert to int64): it runs on pairs."""
+    return node.op in WIDE_RULES and (node_dtype(node) is DType.int64 or node.outputs[0].type.dtype is DType.int64)
+
+
+def _parameter(t, name):
+    if t.dtype is DType.int64:  # read as int32 pairs (wide.py)
+        return ops.parameter(list(t.shape) + [2], ov.Type.i32, name=name)
+    return ops.parameter(list(t.shape), ov_type(t.dtype), name=name)
+
+
+def _empty(t):
+    if t.dtype is DType.int64:
+        return pair_constant(np.zeros(t.shape, np.int64), t.shape)
+    return typed_const(np.zeros(t.shape), ov_type(t.dtype))
 
 
 def kept_as_input(value) -> bool:

@@ -8,9 +8,10 @@ iota become constants.
 from __future__ import annotations
 
 import numpy as np
+import openvino as ov
 import openvino.opset15 as ops
 
-from .ov_types import dims, i64s, ov_type, typed_const
+from .ov_types import dims, i64s, output_of, ov_type, typed_const
 
 _INT64_MIN = np.iinfo(np.int64).min
 
@@ -105,7 +106,10 @@ def _reverse(attrs, outs, x):
 
 
 def _clamped_indices(idx, size):
-    """Out-of-range indices are implementation-defined in the IR; clamping keeps the runtime in bounds."""
+    """Out-of-range indices are implementation-defined in the IR; clamping keeps the runtime in bounds.
+    GatherElements takes int32 or int64 indices only: narrower ones are widened (gather[i64]:axis0, u8)."""
+    if output_of(idx).get_element_type() not in (ov.Type.i32, ov.Type.i64):
+        idx = ops.convert(idx, ov.Type.i32)
     low, high = typed_const(0, idx.get_element_type()), typed_const(max(size - 1, 0), idx.get_element_type())
     return ops.minimum(ops.maximum(idx, low), high)
 
@@ -115,7 +119,11 @@ def _size(x, axis):
 
 
 def _gather(attrs, outs, x, idx):
+    """GatherElements; boolean data through uint8 (the CPU plugin rejects boolean: gather[bool]:axis0)."""
     axis = attrs["axis"]
+    if output_of(x).get_element_type() == ov.Type.boolean:
+        picked = ops.gather_elements(ops.convert(x, ov.Type.u8), _clamped_indices(idx, _size(x, axis)), axis)
+        return ops.not_equal(picked, ops.constant(np.uint8(0)))
     return ops.gather_elements(x, _clamped_indices(idx, _size(x, axis)), axis)
 
 
