@@ -47,6 +47,4 @@ NOT_CLAIMED: dict[str, dict[DType, str]] = {
     "rem": {DType.int32: _INT32_IN_FLOAT,
             DType.float32: "OpenVINO's Mod computes x - y·trunc(x/y) in float32: 224 ulp (rem[f32]:random)"},
     "reduce_prod": {DType.float32: "the CPU plugin's ReduceProd is off by 1.45 ulp (reduce_prod[f32]:full_range)"},
-    "convert": {DType.float32: "a float32 value converted to int64 is narrowed to int32 "
-                               "(convert[f32]:to_i64:full_range)"},
 }
