@@ -31,6 +31,8 @@ from parity.backends.runtime import BackendOption, resolve_options
 from parity.ir import OP_TABLE, DType, primitives
 
 from .claims import DECLINED, DECLINED_DTYPES, NOT_CLAIMED, UNCLAIMED_DTYPES
+from .composites import COMPOSITE_DTYPES
+from .composites import RULES as COMPOSITE_RULES
 from .deviations import DEVIATIONS, SUMMATION
 from .executable import OpenVinoExecutable
 from .lowering import RULES
@@ -68,6 +70,7 @@ class OpenVinoBackend(Backend):
 
         self._claims = {op.name: OpClaim(frozenset(d for d in op.dtypes if claimed(op, d)))
                         for op in primitives() if op.name in RULES and op.name not in self.declined}
+        self._claims.update({name: OpClaim(COMPOSITE_DTYPES) for name in COMPOSITE_RULES})
         self._core = None  # created on the first compile: the constructor does no native work
 
     def claims(self):

@@ -24,13 +24,14 @@ import openvino.opset15 as ops
 from parity.ir import DType
 from parity.ir.ops import node_dtype
 
+from .composites import RULES as COMPOSITES
 from .elementwise import RULES as ELEMENTWISE
 from .ov_types import ov_type, typed_const
 from .shape import RULES as SHAPE
 from .structured import RULES as STRUCTURED
 from .wide import WIDE_RULES, pair_constant, widen, word
 
-RULES = {**ELEMENTWISE, **SHAPE, **STRUCTURED}
+RULES = {**ELEMENTWISE, **SHAPE, **STRUCTURED, **COMPOSITES}
 
 
 def to_model(graph, sizes=None) -> tuple[ov.Model, list[int], list[np.ndarray]]:

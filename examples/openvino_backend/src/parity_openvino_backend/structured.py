@@ -72,17 +72,23 @@ def _cumsum(attrs, outs, x):
 
 
 def _dot_general(attrs, outs, lhs, rhs):
-    """Batch dims first, then lhs free dims, rhs free dims: one batched MatMul on [b, m, k] x [b, k, n]."""
+    """One batched MatMul, [b, m, k] x [b, n, k]ᵀ: batch dims first, then free dims, then contracted
+    ones on both sides, so a Linear's weight ([out, in]) needs no transpose (MatMul's transpose_b)."""
     lb, rb = list(attrs["lhs_batch_dims"]), list(attrs["rhs_batch_dims"])
     lc, rc = list(attrs["lhs_contracting_dims"]), list(attrs["rhs_contracting_dims"])
     ls, rs = dims(lhs), dims(rhs)
     lf = [d for d in range(len(ls)) if d not in lb and d not in lc]
     rf = [d for d in range(len(rs)) if d not in rb and d not in rc]
-    b, m, k = (math.prod(ls[d] for d in dims) for dims in (lb, lf, lc))
+    b, m, k = (math.prod(ls[d] for d in group) for group in (lb, lf, lc))
     n = math.prod(rs[d] for d in rf)
-    left = reshape(ops.transpose(lhs, i64s(lb + lf + lc)), [b, m, k])
-    right = reshape(ops.transpose(rhs, i64s(rb + rc + rf)), [b, k, n])
-    return reshape(ops.matmul(left, right, False, False), outs[0].shape)
+    left = reshape(_transposed(lhs, lb + lf + lc), [b, m, k])
+    right = reshape(_transposed(rhs, rb + rf + rc), [b, n, k])
+    return reshape(ops.matmul(left, right, False, True), outs[0].shape)
+
+
+def _transposed(x, permutation):
+    """``x`` transposed, or as it is where ``permutation`` is the identity (no copy at run time)."""
+    return x if permutation == sorted(permutation) else ops.transpose(x, i64s(permutation))
 
 
 def _convolution(attrs, outs, lhs, rhs):
