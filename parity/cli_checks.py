@@ -10,7 +10,7 @@ Example::
     >>> check(argparse.Namespace(command="ops", backend=["onx"]))
     Traceback (most recent call last):
     ...
-    parity.ir.usage.UsageError: unknown backend 'onx'; did you mean 'onnx'? choose from: reference, xla, triton, onnx, inductor, numpy (a plugin registers an entry point in the group 'parity.backends')
+    parity.ir.usage.UsageError: unknown backend 'onx'; did you mean 'onnx'? choose from: reference, xla, triton, onnx, inductor, ... (a plugin registers an entry point in the group 'parity.backends')
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 # The out-of-tree backend template is installed (once) so that CI certifies it through its entry point.
 python -c "import parity_numpy_backend" 2>/dev/null ||
   python -m pip install -q --no-deps --no-build-isolation -e examples/plugin_template
+# The OpenVINO plugin too, with openvino from the registry (torch and numpy stay as they are).
+python -c "import parity_openvino_backend" 2>/dev/null ||
+  python -m pip install -q --no-build-isolation -e examples/openvino_backend \
+    -c <(python -m pip freeze | grep -E '^(torch|numpy)==')
 export TRITON_INTERPRET=1
 # Lint first (the rules are in pyproject's [tool.ruff]): a finding fails the command before the tests run.
 ruff check --quiet .

@@ -2,14 +2,18 @@
 would: in a separate pytest process, against the installed plugin template and against a
 deliberately wrong backend registered by a conftest."""
 
+import os
 import pathlib
 import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "examples" / "plugin_template"
+OPENVINO = ROOT / "examples" / "openvino_backend"
 
 WRONG = f"""
 import sys
@@ -91,6 +95,41 @@ def test_the_plugin_template_certifies(tmp_path):
     assert "3 skipped" in tail and len(skips) == 3, out.stdout[-3000:]
     assert any("rfft (reached through a decomposition)" in line for line in skips), skips
     assert all("declined, the numpy template has no complex kernels" in line for line in skips), skips
+
+
+def _openvino_installed():
+    """The OpenVINO plugin's entry point; missing, a skip with the reason (a failure under CI, which installs it)."""
+    names = {e.name: e.value for e in entry_points(group="parity.backends")}
+    if names.get("openvino") != "parity_openvino_backend:OpenVinoBackend":
+        why = "install the OpenVINO plugin: pip install -e examples/openvino_backend (scripts/test.sh does)"
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(why)
+
+
+# The cells where the suite found OpenVINO's behaviours: erf (series below |x| = 1), exp (NaN,
+# subnormal results), div (a recorded deviation), constant (-0.0, subnormals), pad (a non-constant
+# value), convolution (0 · inf in the padding), broadcast_in_dim (empty: a SIGFPE in the runtime);
+# and the composites it claims natively (gelu, layer_norm as MVN).
+OPENVINO_SLICE = "^(erf|exp|div|constant|pad|convolution|broadcast_in_dim|gelu|layer_norm)$"
+
+
+def test_the_openvino_plugin_certifies_where_it_found_the_runtime_s_behaviours():
+    _openvino_installed()
+    out = _pytest(["-q", "-rsx", "--parity-backend", "openvino", "--parity-quick", "--parity-dtype", "f32",
+                   "--parity-ops", OPENVINO_SLICE], OPENVINO)
+    tail = out.stdout.strip().splitlines()[-1]
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert not re.search(r"\d+ failed", tail) and re.search(r"\b9 passed", tail) and "1 xfailed" in tail, tail
+    assert "recorded deviation: OpenVINO rewrites x / y as x · y⁻¹" in out.stdout, out.stdout[-3000:]
+
+
+@pytest.mark.matrix  # 70 s on 2 cores
+def test_the_openvino_plugin_certifies_its_whole_quick_column():
+    """`parity conform --backend openvino --quick`, serial (the plugin runs on an isolated worker)."""
+    _openvino_installed()
+    out = subprocess.run(["parity", "conform", "--backend", "openvino", "--quick",
+                          "--no-frontend", "--summary-only"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert "conformance as expected (exit 0)" in " ".join(out.stdout.split()), out.stdout[-3000:]
 
 
 FLUSHES = f"""

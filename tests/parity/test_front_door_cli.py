@@ -9,6 +9,7 @@ these cases.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import subprocess
 import sys
@@ -22,7 +23,9 @@ from parity import validate
 from parity.cli import main
 from parity.frontend.export import ExportError, ExportWarning, UnexportableOp
 
-BACKENDS = "reference, xla, triton, onnx, inductor, numpy"
+# the built-ins, then the plugins scripts/test.sh installs (the OpenVINO one where it is installed)
+BACKENDS = ", ".join(["reference", "xla", "triton", "onnx", "inductor", "numpy"]
+                     + ["openvino"] * bool(importlib.util.find_spec("parity_openvino_backend")))
 PLUGIN_HINT = "(a plugin registers an entry point in the group 'parity.backends')"
 
 
