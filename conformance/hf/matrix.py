@@ -11,9 +11,9 @@ Inductor — run the same entries in the same process and are reported beside th
 Example::
 
     >>> from parity.conformance.selection import resolve_targets
-    >>> results, section = hf_rows(resolve_targets(["reference"], ["cpu"]), names=["bert"], anchors=())
+    >>> results, section = hf_rows(resolve_targets(["reference"], ["cpu"]), names=["resnet"], anchors=())
     >>> sorted({(r.case, r.status) for r in results})
-    [('hf:bert[f32]:forward', 'pass'), ('hf:bert[f32]:gradients', 'pass'), ('hf:bert[f32]:step', 'pass')]
+    [('hf:resnet[f32]:forward', 'pass'), ('hf:resnet[f32]:gradients', 'pass'), ('hf:resnet[f32]:step', 'pass')]
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from parity.backends.reference import ReferenceBackend
 from parity.conformance.isolation import default_memory_mb
 
 HANG_SIZE = 64
-LOAD_SECONDS = 2.5  # past any quick bundle's limit at the tests' timeout_scale of 0.05 (1.9 s)
+LOAD_SECONDS = 1.5  # past any quick bundle's limit at the tests' timeout_scale of 0.03 (1.1 s)
 
 
 class _FailsOnNeg(ReferenceBackend):
