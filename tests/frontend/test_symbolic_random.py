@@ -49,7 +49,8 @@ def _same_bits_as_static(fn, backend, make_input):
         torch.testing.assert_close(got, static(x), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("backend", ["onnx", "reference", pytest.param("xla", marks=pytest.mark.matrix),
+@pytest.mark.parametrize("backend", ["onnx", pytest.param("reference", marks=pytest.mark.matrix),
+                                     pytest.param("xla", marks=pytest.mark.matrix),
                                      pytest.param("triton", marks=pytest.mark.matrix),
                                      pytest.param("inductor", marks=pytest.mark.matrix)])
 def test_dropout_at_a_batch_that_changes_draws_the_static_graphs_bits(backend):
