@@ -139,7 +139,8 @@ def _per_shape(gm, session: Session, kind: str, example_inputs, err: Unsupported
     if note not in session.warned:
         session.warned.add(note)
         loc = in_user_code(err.loc, session.options.site)
-        warn_at(loc, f"parity.compile: the sizes of the {kind} graph at {loc} change between calls, but "
+        where = f" at {loc}" if loc is not None else ""  # (no line: compiled from a REPL or stdin)
+        warn_at(loc, f"parity.compile: the sizes of the {kind} graph{where} change between calls, but "
                      f"{err.aten_op} has no form with symbolic sizes on {err.backend or session.options.backend!r} "
                      f"({err.why}): it compiles again for each new shape, as with dynamic=False\n"
                      f"  fix: nothing is needed for correct results; to compile once, keep that dim static "

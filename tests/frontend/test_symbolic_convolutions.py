@@ -194,3 +194,17 @@ def test_average_pooling_trains_at_a_batch_that_changes_without_compiling_per_sh
         warnings.simplefilter("error", GraphBreakWarning)  # a per-shape fallback would warn
         _trains_like_eager(net, "onnx", dynamic=None, inputs=[torch.randn(batch, 3, *spatial) for batch in (2, 5, 3)])
     assert counters["stats"]["unique_graphs"] == 2
+
+
+def test_a_per_shape_warning_with_no_line_to_name_says_none_of_at_none(monkeypatch):
+    """Compiled where no source line is known (a REPL, stdin): the warning names no line, rather
+    than "the forward graph at None"."""
+    from parity.frontend import pipeline
+
+    monkeypatch.setattr(pipeline, "in_user_code", lambda loc, site: None)
+    net = torch.nn.Conv1d(2, 2, 3)
+    torch._dynamo.reset()
+    compiled = parity.compile(net, backend="onnx", cache_dir=False)
+    (warning,) = _warnings_of(lambda: [compiled(torch.randn(1, 2, length)) for length in (6, 9)])
+    assert str(warning.message).startswith("parity.compile: the sizes of the forward graph change between calls, "
+                                           "but aten.convolution.default has no form with symbolic sizes"), warning
