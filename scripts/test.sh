@@ -6,7 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('parity_numpy_backend') is None)" ||
   python -m pip install -q --no-deps --no-build-isolation -e examples/plugin_template
 # The OpenVINO plugin too, with openvino from the registry (torch and numpy stay as they are).
-python -c "import parity_openvino_backend" 2>/dev/null ||
+python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('parity_openvino_backend') is None)" ||
   python -m pip install -q --no-build-isolation -e examples/openvino_backend \
     -c <(python -m pip freeze | grep -E '^(torch|numpy)==')
 export TRITON_INTERPRET=1
