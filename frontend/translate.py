@@ -251,9 +251,8 @@ class _Translator:
         args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args]
         if node.target is torch.sym_sum:  # sym_sum([a, b, c]): one list of sizes
             args = [self.env[a] if isinstance(a, torch.fx.Node) else a for a in node.args[0]]
-        if node.target in _SIZE_FLOAT_ARITHMETIC and any(isinstance(a, (float, Value)) for a in args) and all(
-                isinstance(a, (int, float, DimExpr, Value)) and not isinstance(a, bool) for a in args):
-            return self._size_float(node, loc)  # a float computed from sizes (a SymFloat)
+        if node.target in _SIZE_FLOAT_ARITHMETIC and any(isinstance(a, (float, Value)) for a in args):
+            return self._size_float(node, loc)  # a float computed from sizes (a SymFloat); it checks the rest
         if not all(isinstance(a, (int, DimExpr)) and not isinstance(a, bool) for a in args):
             symbol = _OPERATORS.get(node.target.__name__, node.target.__name__)
             raise UnsupportedAtenOp(aten_name(node.target), loc,

@@ -45,7 +45,7 @@ def test_an_mlp_runs_strict_and_binds_its_parameters_once():
 
 
 def _bert():
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason="the BERT cell needs transformers (pip install 'parity[hf]')")
     torch.manual_seed(0)
     config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                      intermediate_size=64, max_position_embeddings=64)
