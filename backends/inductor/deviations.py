@@ -15,9 +15,9 @@ _FMOD = ("Inductor's fmod gives NaN for a subnormal divisor (fmod(1, 1e-45) = Na
          "quotient past the float range (fmod(1e30, -3e-41)), where C's fmod is exact")
 
 # torch 2.13's Inductor on CPU, measured by parity conform and reproduced with torch.compile alone
-_SUM_8BIT = ("Inductor's CPU sum of 8-bit integers is wrong: the int8 row [-128, -127, -1, 0, 1, 2, 7, 126, 127] "
+_SUM_8BIT = ("Inductor's CPU sum (its AVX2 kernels; the AVX-512 ones are right) of 8-bit integers is wrong: the int8 row [-128, -127, -1, 0, 1, 2, 7, 126, 127] "
              "sums to 31 where the wrapped sum (and eager torch) is 7")
-_ARGMIN_8BIT = ("Inductor's CPU argmin over 8-bit integers returns index 0 for every row (argmin along axis 1 "
+_ARGMIN_8BIT = ("Inductor's CPU argmin over 8-bit integers (its AVX2 kernels) returns index 0 for every row (argmin along axis 1 "
                 "of a 4x9 uint8 array gives [0, 0, 0, 0] where eager torch gives [0, 0, 2, 7])")
 
 UNSUPPORTED: dict[tuple[str, DType], str] = {
