@@ -16,7 +16,7 @@ worst element, its case and the bound.
 
 Options: ``--parity-backend NAME`` (repeatable), ``--parity-device D`` (repeatable),
 ``--parity-quick``, ``--parity-ops REGEX``, ``--parity-dtype T`` (repeatable),
-``--parity-models``, ``--mutants`` (or ``--parity-mutants``: mutation testing instead of the
+``--parity-models`` (``--parity-architectures A,B``: only these zoo models), ``--mutants`` (or ``--parity-mutants``: mutation testing instead of the
 cells, one test per fault class, ``--parity-mutant-sample N`` cells per class).
 """
 
@@ -42,6 +42,8 @@ def pytest_addoption(parser):
                     help="only cases of these dtypes, e.g. f32 (repeatable)")
     group.addoption("--parity-models", action="store_true",
                     help="also the model zoo through parity.compile (forward and training step)")
+    group.addoption("--parity-architectures", metavar="A,B",
+                    help="with --parity-models: only these zoo models (mlp, cnn, ...), as parity conform --architectures")
     group.addoption("--parity-mutants", "--mutants", action="store_true", dest="parity_mutants",
                     help="mutation testing instead of the cells: one test per fault class planted at the backend's "
                          "executable boundary, failing on every surviving mutant; the kill rates are summarised")
@@ -175,7 +177,11 @@ class ExtraItem(_TargetItem):
         from .verdicts import cells_for
 
         self._need_device()
-        results = zoo.random_results([self.target])[0] if self.kind == "random" else zoo.model_rows([self.target])[0]
+        if self.kind == "random":
+            results = zoo.random_results([self.target])[0]
+        else:
+            names = self.config.getoption("parity_architectures")
+            results = zoo.model_rows([self.target], names=names.split(",") if names else None)[0]
         keys = list(dict.fromkeys((r.op, r.dtype) for r in results))
         cells = cells_for(keys, [self.target], results, cpu_only=zoo.is_model_row)
         problems = []

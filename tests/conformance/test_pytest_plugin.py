@@ -151,8 +151,8 @@ def test_a_run_filtered_to_models_does_not_call_the_flush_to_zero_deviation_stal
     judge it, and a run that leaves op cells out (-k, --parity-ops) cannot call a "*" deviation stale."""
     (tmp_path / "conftest.py").write_text(FLUSHES)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    out = _pytest(["-q", "-rA", "--parity-backend", "flushes", "--parity-models", "--parity-quick",
-                   "-k", "model or random or stale"], tmp_path)
+    out = _pytest(["-q", "-rA", "--parity-backend", "flushes", "--parity-models", "--parity-architectures", "mlp,cnn",
+                   "--parity-quick", "-k", "model or random or stale"], tmp_path)
     assert out.returncode == 0, out.stdout[-3000:]
     assert re.search(r"^PASSED .*flushes/cpu::stale deviations", out.stdout, re.M), out.stdout[-3000:]
     assert re.search(r"^PASSED .*flushes/cpu::model zoo", out.stdout, re.M), out.stdout[-3000:]
