@@ -290,9 +290,27 @@ def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]
     use_private_inductor_cache()  # under parity's checked cache root, unless the user chose one
     # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
     # thread's function, while the calling thread waits on the result (_in_fresh_thread).
-    with config.patch(INDUCTOR_CONFIG), warnings.catch_warnings():
+    settings = {**INDUCTOR_CONFIG, **_bit_mixing_settings(module)}
+    with config.patch(settings), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
         return compile_fx(module, examples)
+
+
+# A random draw is Threefry's 20 rounds of add, rotate (two shifts) and xor, each value read
+# by the next round twice. Inductor inlines a multi-use value until its expression passes
+# realize_opcount_threshold (30 ops), re-expanding shared subexpressions at each use: one
+# random_bits of 64 elements generated 29,598 expressions and took 59 s to compile; with 8,
+# 1,821 and ~30 s (most of it g++). The realized values stay inside the one fused kernel.
+_BIT_MIXING_OPS = frozenset({torch.ops.aten.bitwise_xor.Tensor, torch.ops.aten.bitwise_left_shift.Tensor,
+                             torch.ops.aten.bitwise_right_shift.Tensor})
+_BIT_MIXING_NODES = 16  # fewer than one Threefry round's worth never blows up
+_BIT_MIXING_CONFIG = {"realize_opcount_threshold": 8}
+
+
+def _bit_mixing_settings(module: torch.fx.GraphModule) -> dict:
+    """Inductor settings for ``module``: a lower inlining threshold where it mixes bits."""
+    count = sum(node.op == "call_function" and node.target in _BIT_MIXING_OPS for node in module.graph.nodes)
+    return _BIT_MIXING_CONFIG if count >= _BIT_MIXING_NODES else {}
 
 
 def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int]) -> DynamicKernel:
