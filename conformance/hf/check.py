@@ -20,7 +20,18 @@ eager is itself far from exact: the key bias's gradient in BERT is zero analytic
 same size (~1e-12 against a neighbouring gradient of 3e-6) and neither is the better
 estimate; two roundings of one computation differ by about their own size, hence a
 factor of 2 and not 1. Where eager's error is at least the float64 value itself (the
-tensor is pure rounding noise), the factor is :data:`NOISE_LEVEL_FACTOR`. Nothing here asserts; the matrix turns results into verdicts.
+tensor is pure rounding noise), the factor is :data:`NOISE_LEVEL_FACTOR`.
+
+Eager's own error is not always what a float32 computation of the graph can reach: torch's
+fused CPU kernels (batch norm's) round once where the IR graph rounds per op, so on an
+ill-conditioned model eager can be several times closer to float64 than the spec itself.
+MobileNetV2's gradients at batch 2 (BatchNorm over 1×1 maps): the median tensor is 3.6×
+eager's distance from float64 on the reference interpreter, 3.1× on onnx, 2.1× on xla, and
+1.8× in eager torch with batch norm's forward written as float32 torch ops. So a stage that fails
+both rules gets a last look (:func:`spec_outputs`): the same stage on the ``reference``
+backend, the spec, and each tensor's bar becomes the larger of eager's and the spec's own
+distance from float64. A backend as close to float64 as the spec passes; one twice as far
+still fails. Nothing here asserts; the matrix turns results into verdicts.
 
 Example::
 
@@ -151,8 +162,10 @@ def tensors_of(output) -> dict[str, torch.Tensor]:
     return out
 
 
-def compare(got: dict, eager: dict, exact: dict | None) -> Check:
-    """The worst tensor of ``got`` against ``eager`` (float64 ``exact`` as the second chance)."""
+def compare(got: dict, eager: dict, exact: dict | None, spec: dict | None = None) -> Check:
+    """The worst tensor of ``got`` against ``eager`` (float64 ``exact`` as the second chance).
+    With ``spec`` (the reference backend's float32 outputs), a tensor's bar is the larger of
+    eager's and the spec's distance from ``exact``."""
     check = Check(passed=True, tensors=len(eager))
     for name, e in eager.items():
         g = got.get(name)
@@ -171,8 +184,10 @@ def compare(got: dict, eager: dict, exact: dict | None) -> Check:
             if exact is not None and name in exact:
                 x = exact[name].detach().double()
                 own = float((e - x).abs().max())
-                ratio = float((g - x).abs().max()) / own if own > 0 else math.inf
                 noise = own >= float(x.abs().max())  # eager has no correct digit: both are noise
+                if spec is not None and name in spec:  # the spec's own float32 error, if larger
+                    own = max(own, float((spec[name].detach().double() - x).abs().max()))
+                ratio = float((g - x).abs().max()) / own if own > 0 else math.inf
                 ok = ratio <= (NOISE_LEVEL_FACTOR if noise else NOISE_FACTOR)
             if not ok:
                 check.ratio64 = max(check.ratio64, ratio)
@@ -212,12 +227,17 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
     compiled = compiler_for(compiler, strict)(model)
     result = EntryResult(spec.name, compiler)
     before = _translations()
+    compared: dict[str, tuple] = {}  # stage -> (got, eager, float64), for the spec's last look
+
+    def checked(stage, got, want, reference):
+        compared[stage] = (got, want, reference)
+        return compare(got, want, reference)
 
     def forward():
         for m in (model, eager, exact):
             m.eval()
         with torch.no_grad():
-            return compare(tensors_of(compiled(**inputs)), tensors_of(eager(**inputs)),
+            return checked("forward", tensors_of(compiled(**inputs)), tensors_of(eager(**inputs)),
                            tensors_of(exact(**double_inputs)))
 
     def gradients():
@@ -233,18 +253,15 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
         result.compile_seconds = max(0.0, compiled_time - (time.perf_counter() - start))
         reference = exact(**double_inputs)
         reference.loss.backward()
-        got = {"loss": out.loss, **_grads(model)}
-        return compare(got, {"loss": expected.loss, **_grads(eager)}, {"loss": reference.loss, **_grads(exact)})
+        return checked("gradients", {"loss": out.loss, **_grads(model)}, {"loss": expected.loss, **_grads(eager)},
+                       {"loss": reference.loss, **_grads(exact)})
 
     def step():
         for m in (model, eager, exact):
-            with torch.no_grad():
-                for p in m.parameters():
-                    if p.grad is not None:
-                        p -= 0.5 * p.grad
-                    p.grad = None
+            _sgd_step(m)
         got, expected, reference = (compiled(**inputs).loss, eager(**inputs).loss, exact(**double_inputs).loss)
-        return compare({"loss after step": got}, {"loss after step": expected}, {"loss after step": reference})
+        return checked("step", {"loss after step": got}, {"loss after step": expected},
+                       {"loss after step": reference})
 
     _stage(result, "forward", forward)
     if _stage(result, "gradients", gradients):
@@ -254,6 +271,16 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
     else:
         result.step = Check(False, float("inf"), error="not run: the gradients stage failed")
     result.graphs = _translations() - before
+    failing = [s for s in compared if not getattr(result, s).passed]
+    if failing and compiler != "reference":  # the spec's own float32 error as the bar (module docstring)
+        try:
+            on_spec = spec_outputs(spec, seed)
+        except Exception:  # noqa: BLE001 - the spec cannot run it: the verdicts against eager stand
+            on_spec = {}
+        for stage in failing if on_spec else ():
+            last_look = compare(*compared[stage], on_spec[stage])
+            if last_look.passed:  # a stage still failing keeps its verdict against eager's own error
+                setattr(result, stage, last_look)
     if compiler == "auto":
         import parity
 
@@ -264,6 +291,33 @@ def run_entry(spec: HFSpec, compiler: str = "reference", *, strict: bool = True,
 
         result.fallback = [str(r) for r in fallback_report(compiled)]
     return result
+
+
+def _sgd_step(model: torch.nn.Module) -> None:
+    """One SGD step (learning rate 0.5) from the gradients ``model`` holds, which it then drops."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= 0.5 * p.grad
+            p.grad = None
+
+
+def spec_outputs(spec: HFSpec, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
+    """The three stages of :func:`run_entry` on the ``reference`` backend (the IR's spec: each op
+    rounded once to float32), by stage: what the spec's own float32 rounding gives."""
+    inputs = spec.inputs(seed + 1)
+    model = build(spec, seed)
+    compiled = compiler_for("reference")(model)
+    model.eval()
+    with torch.no_grad():
+        out = {"forward": tensors_of(compiled(**inputs))}
+    model.train()
+    loss = compiled(**inputs).loss
+    loss.backward()
+    out["gradients"] = {"loss": loss, **_grads(model)}
+    _sgd_step(model)
+    out["step"] = {"loss after step": compiled(**inputs).loss}
+    return out
 
 
 def _translations() -> int:
