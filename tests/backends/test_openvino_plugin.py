@@ -150,3 +150,19 @@ def test_comparisons_are_right_whichever_kernels_the_cpu_gets():
     assert gt.tolist() == [False, False, True, False] and ge.tolist() == [False, False, True, True]
     assert finite.tolist() == [False, True, True, True]
     assert np.isnan(peak[0]) and peak[1] == 2.0
+
+
+def test_layer_norm_is_decomposed_where_onednn_is_capped_below_the_cpu(monkeypatch):
+    """OpenVINO's MVN kernel ignores ONEDNN_MAX_CPU_ISA and, capped, crashes (layer_norm[f32]:last):
+    under a cap the plugin leaves layer_norm to its decomposition; gelu stays native."""
+    for cap, native in ((None, True), ("ALL", True), ("AVX2", False), ("avx512_core", False)):
+        if cap is None:
+            monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+        else:
+            monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+        monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+        claims = parity_openvino_backend.OpenVinoBackend().claims()
+        assert ("layer_norm" in claims) is native and "gelu" in claims, cap
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    monkeypatch.setenv("DNNL_MAX_CPU_ISA", "AVX2")
+    assert "layer_norm" not in parity_openvino_backend.OpenVinoBackend().claims()
