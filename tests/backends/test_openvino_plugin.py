@@ -128,3 +128,41 @@ def test_a_batch_that_changes_runs_on_the_symbolic_graph():
         for batch in (3, 5, 1):
             x = torch.randn(batch, 16)
             torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_comparisons_are_right_whichever_kernels_the_cpu_gets():
+    """OpenVINO's AVX-512 kernels answer NaN > x and NaN >= x true and call subnormals not finite
+    (its AVX2 kernels do not): the rules use Less, LessEqual, IsNaN and IsInf only (checked on any
+    CPU), and the answers are checked here (which catches the kernels only on an AVX-512 CPU)."""
+    from parity_openvino_backend.lowering import to_model
+
+    b = GraphBuilder()
+    x, y = b.input(f32[4]), b.input(f32[4])
+    window = b.reduce_window(x, kind="max", window_dimensions=(2,), window_strides=(2,), padding=((0, 0),),
+                             window_dilations=(1,))
+    graph = b.build([b.gt(x, y), b.ge(x, y), b.is_finite(x), window])
+    model, _, _ = to_model(graph)
+    assert not {op.get_type_name() for op in model.get_ordered_ops()} & {"Greater", "GreaterEqual", "IsFinite"}
+    nan = float("nan")
+    left = np.array([nan, 1.0, 1e-45, 2.0], np.float32)
+    right = np.array([1.0, nan, 0.0, 2.0], np.float32)
+    gt, ge, finite, peak = parity_openvino_backend.OpenVinoBackend().compile(graph, "cpu")(left, right)
+    assert gt.tolist() == [False, False, True, False] and ge.tolist() == [False, False, True, True]
+    assert finite.tolist() == [False, True, True, True]
+    assert np.isnan(peak[0]) and peak[1] == 2.0
+
+
+def test_layer_norm_is_decomposed_where_onednn_is_capped_below_the_cpu(monkeypatch):
+    """OpenVINO's MVN kernel ignores ONEDNN_MAX_CPU_ISA and, capped, crashes (layer_norm[f32]:last):
+    under a cap the plugin leaves layer_norm to its decomposition; gelu stays native."""
+    for cap, native in ((None, True), ("ALL", True), ("AVX2", False), ("avx512_core", False)):
+        if cap is None:
+            monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+        else:
+            monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+        monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+        claims = parity_openvino_backend.OpenVinoBackend().claims()
+        assert ("layer_norm" in claims) is native and "gelu" in claims, cap
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    monkeypatch.setenv("DNNL_MAX_CPU_ISA", "AVX2")
+    assert "layer_norm" not in parity_openvino_backend.OpenVinoBackend().claims()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 
 import openvino as ov
 
@@ -30,7 +31,7 @@ from parity.backends import Backend, OpClaim, declining_complex
 from parity.backends.runtime import BackendOption, resolve_options
 from parity.ir import OP_TABLE, DType, primitives
 
-from .claims import DECLINED, DECLINED_DTYPES, NOT_CLAIMED, UNCLAIMED_DTYPES
+from .claims import DECLINED, DECLINED_DTYPES, NOT_CLAIMED, NOT_NATIVE_UNDER_ISA_CAP, UNCLAIMED_DTYPES, isa_capped
 from .composites import COMPOSITE_DTYPES
 from .composites import RULES as COMPOSITE_RULES
 from .deviations import DEVIATIONS, SUMMATION
@@ -70,7 +71,9 @@ class OpenVinoBackend(Backend):
 
         self._claims = {op.name: OpClaim(frozenset(d for d in op.dtypes if claimed(op, d)))
                         for op in primitives() if op.name in RULES and op.name not in self.declined}
-        self._claims.update({name: OpClaim(COMPOSITE_DTYPES) for name in COMPOSITE_RULES})
+        capped = isa_capped(os.environ)  # the runtime's own setting, read where its kernels are claimed
+        self._claims.update({name: OpClaim(COMPOSITE_DTYPES) for name in COMPOSITE_RULES
+                             if not (capped and name in NOT_NATIVE_UNDER_ISA_CAP)})
         self._core = None  # created on the first compile: the constructor does no native work
 
     def claims(self):

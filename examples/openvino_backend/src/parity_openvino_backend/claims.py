@@ -48,3 +48,17 @@ NOT_CLAIMED: dict[str, dict[DType, str]] = {
             DType.float32: "OpenVINO's Mod computes x - y·trunc(x/y) in float32: 224 ulp (rem[f32]:random)"},
     "reduce_prod": {DType.float32: "the CPU plugin's ReduceProd is off by 1.45 ulp (reduce_prod[f32]:full_range)"},
 }
+
+# Composites claimed natively (composites.py) that are left to their decompositions when oneDNN is
+# capped below the CPU (ONEDNN_MAX_CPU_ISA, the way to get the AVX2 kernels on an AVX-512 CPU).
+# OpenVINO's MVN kernel takes its ISA from the CPU, not from the cap its other kernels obey: capped at
+# AVX2 on an AVX-512 CPU it runs zmm code with the AVX2 kernel's tails and reads past its input, a
+# SIGSEGV unless the normalized size is a multiple of 16 (layer_norm[f32]:last; gdb: vblendmps on zmm).
+NOT_NATIVE_UNDER_ISA_CAP = {
+    "layer_norm": "OpenVINO's MVN kernel ignores oneDNN's ISA cap and crashes under it (layer_norm[f32]:last)",
+}
+
+
+def isa_capped(environ) -> bool:
+    """Whether oneDNN is told to use less than the CPU has (either spelling of its variable)."""
+    return any(environ.get(name, "ALL").upper() != "ALL" for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"))

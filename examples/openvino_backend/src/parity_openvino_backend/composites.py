@@ -9,6 +9,7 @@ import openvino.opset15 as ops
 
 from parity.ir import DType
 
+from .compare import greater
 from .ov_types import const, dims, i64s
 
 
@@ -28,7 +29,7 @@ def _gelu(attrs, outs, x):
         return ops.gelu(x, "tanh")
     # OpenVINO's erf Gelu kernel for AVX-512 CPUs gives NaN at +inf and inf at 3e38 (x·(1 + erf)
     # overflows); its AVX2 kernel does not. Measured: conformance's gelu[f32]:specials.
-    large = ops.greater(x, const(_GELU_IS_IDENTITY_FROM, x))
+    large = greater(x, const(_GELU_IS_IDENTITY_FROM, x))
     return ops.select(large, x, ops.gelu(x, "erf"))
 
 

@@ -1,5 +1,6 @@
 """What OpenVINO's CPU plugin knowingly computes differently, as measured by
-``parity conform --backend openvino --quick`` (openvino 2026.4.1, x86-64 AVX2, float32 precision hint).
+``parity conform --backend openvino --quick`` (openvino 2026.4.1, float32 precision hint; x86-64 AVX2, and
+AVX-512 with and without ``ONEDNN_MAX_CPU_ISA=AVX2``: the same numbers).
 Each starts with the bound it is held to, then the measurement and its case."""
 
 from __future__ import annotations

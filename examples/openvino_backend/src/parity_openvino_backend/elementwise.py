@@ -11,6 +11,7 @@ import math
 import openvino as ov
 import openvino.opset15 as ops
 
+from .compare import greater, greater_equal, is_finite
 from .ov_types import const, is_float, ov_type
 from .wide import compare_int32
 
@@ -60,7 +61,7 @@ def _scaled_divisor(y):
     x · y⁻¹ (its ConvertDivide pass), and y⁻¹ of a subnormal y is inf there."""
     magnitude = ops.abs(y)
     s = ops.select(ops.less(magnitude, const(2.0**-64, y)), const(2.0**64, y),
-                   ops.select(ops.greater(magnitude, const(2.0**64, y)), const(2.0**-64, y), const(1, y)))
+                   ops.select(greater(magnitude, const(2.0**64, y)), const(2.0**-64, y), const(1, y)))
     return ops.multiply(y, s), s
 
 
@@ -116,7 +117,7 @@ def _shift(fn, fill_negative):
     """Shifts by an amount outside [0, bits) give 0 (an arithmetic right shift: -1 for x < 0)."""
     def rule(attrs, outs, x, y):
         bits = x.get_element_type().bitwidth
-        inside = ops.logical_and(ops.greater_equal(y, const(0, y)), ops.less(y, const(bits, y)))
+        inside = ops.logical_and(greater_equal(y, const(0, y)), ops.less(y, const(bits, y)))
         shifted = fn(x, ops.select(inside, y, const(0, y)))
         outside = const(0, x)
         if fill_negative:
@@ -159,7 +160,7 @@ RULES = {
         "sinh": ops.sinh, "cosh": ops.cosh, "tanh": ops.tanh, "asinh": ops.asinh, "acosh": ops.acosh,
         "atanh": ops.atanh, "erf": _erf, "logistic": ops.sigmoid, "floor": ops.floor, "ceil": ops.ceiling,
         "round": lambda x: ops.round(x, "half_to_even"), "trunc": _trunc,
-        "is_nan": ops.is_nan, "is_inf": ops.is_inf, "is_finite": ops.is_finite,
+        "is_nan": ops.is_nan, "is_inf": ops.is_inf, "is_finite": is_finite,
         "logical_not": ops.logical_not, "bitwise_not": ops.bitwise_not,
     }.items()},
     **{name: _binary(fn) for name, fn in {
@@ -169,7 +170,7 @@ RULES = {
         "bitwise_or": ops.bitwise_or, "bitwise_xor": ops.bitwise_xor,
     }.items()},
     **{op: _compare(op, fn) for op, fn in (("eq", ops.equal), ("ne", ops.not_equal), ("lt", ops.less),
-                                           ("le", ops.less_equal), ("gt", ops.greater), ("ge", ops.greater_equal))},
+                                           ("le", ops.less_equal), ("gt", greater), ("ge", greater_equal))},
     "shift_left": _shift(ops.bitwise_left_shift, fill_negative=False),
     "shift_right_arithmetic": _shift(ops.bitwise_right_shift, fill_negative=True),
     "select": lambda attrs, outs, c, x, y: ops.select(c, x, y),

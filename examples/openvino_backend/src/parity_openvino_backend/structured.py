@@ -13,6 +13,7 @@ import numpy as np
 import openvino as ov
 import openvino.opset15 as ops
 
+from .compare import greater
 from .ov_types import const, dims, i64s, is_float, ov_type, typed_const
 from .shape import pad, reshape, slice_axes
 
@@ -127,7 +128,7 @@ def _reduce_window(attrs, outs, x):
         if combined is None:
             combined = part
         elif is_max:
-            combined = ops.select(ops.logical_or(ops.is_nan(part), ops.greater(part, combined)), part, combined) \
+            combined = ops.select(ops.logical_or(ops.is_nan(part), greater(part, combined)), part, combined) \
                 if is_float(x) else ops.maximum(combined, part)
         else:
             combined = ops.add(combined, part)

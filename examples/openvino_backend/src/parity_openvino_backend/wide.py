@@ -16,6 +16,7 @@ import numpy as np
 import openvino as ov
 import openvino.opset15 as ops
 
+from .compare import greater_equal
 from .ov_types import dims, i64s, output_of, ov_type, typed_const
 from .shape import RULES as SHAPE
 
@@ -176,7 +177,7 @@ def _float_to_pair(x):
     small = ops.less(ops.abs(t), typed_const(2.0**31, _F32))
     high = ops.floor(ops.divide(t, typed_const(2.0**32, _F32)))  # exact: a power of two
     rest = ops.subtract(t, ops.multiply(high, typed_const(2.0**32, _F32)))  # in [0, 2**32), a multiple of 2**8
-    low = ops.convert(ops.select(ops.greater_equal(rest, typed_const(2.0**31, _F32)),
+    low = ops.convert(ops.select(greater_equal(rest, typed_const(2.0**31, _F32)),
                                  ops.subtract(rest, typed_const(2.0**32, _F32)), rest), "i32")
     as_small = widen(ops.convert(ops.select(small, t, typed_const(0.0, _F32)), "i32"))
     big = pack(low, ops.convert(ops.clamp(high, -2.0**31, 2.0**31 - 128), "i32"))
