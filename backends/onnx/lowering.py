@@ -44,6 +44,7 @@ from .elementwise import RULES as ELEMENTWISE
 from .emitter import Emitter, value_info, with_subgraphs
 from .fft import RULES as FFT
 from .legalize import COMPUTE_IN_WIDER, UNSUPPORTED
+from .recompose import recompose
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
 from .shape import reshape_to
@@ -74,7 +75,7 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
                          f"got {len(input_names)} input and {len(output_names)} output names")
     if len(set(input_names + output_names)) != len(input_names) + len(output_names):
         raise ValueError(f"input and output names must be distinct: {input_names + output_names}")
-    graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS or op in COMPLEX_LOWERINGS)
+    graph, _ = decompose(recompose(graph), claimed=lambda op: op in LOWERINGS or op in COMPLEX_LOWERINGS)
     em = Emitter(reserved=input_names + output_names, precision=precision)
     env = {}
     for name, value in zip(input_names, graph.inputs):  # a complex input arrives as its carrier [..., 2]

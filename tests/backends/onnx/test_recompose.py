@@ -1,0 +1,100 @@
+"""Hand-written composites lowered as the composite (backends/onnx/recompose.py): which chains are
+recognized, which are left alone, and the recognized ones' error against the float64 oracle under
+the composite's bound (the full measurement: studies/rms_norm_pattern)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parity.backends.onnx import OnnxBackend, to_model
+from parity.conformance.case import Case
+from parity.conformance.compare import measure
+from parity.conformance.declared import Declared
+from parity.ir import GraphBuilder, TensorType, evaluate
+from parity.ir.dtypes import DType
+
+BACKEND = OnnxBackend()
+DECLARED = Declared.of(BACKEND, "cpu")
+
+
+def _hand_written(x_type: TensorType, eps: float, *, divisor: float | None = None, axis: int = -1,
+                  weight: bool = True, also_out: str = ""):
+    """Hugging Face's RMSNorm as captured: ``w * (x * rsqrt(reshape(sum(x * x) / n) + eps))``.
+    ``divisor`` replaces n, ``axis`` the reduced axis, ``also_out`` names an intermediate the
+    graph also returns."""
+    b = GraphBuilder("hf_rms_norm")
+    d, shape, rank = x_type.dtype, x_type.shape, x_type.rank
+    axis %= rank
+    x = b.input(x_type)
+    kept = tuple(1 if i == axis else s for i, s in enumerate(shape))
+    rows = tuple(s for i, s in enumerate(shape) if i != axis)
+    total = b.reduce_sum(b.mul(x, x), axes=(axis,))
+    n = b.broadcast_in_dim(b.constant(divisor or shape[axis], d), shape=rows, broadcast_dimensions=())
+    ms = b.reshape(b.div(total, n), shape=kept)
+    rrms = b.rsqrt(b.add(ms, b.broadcast_in_dim(b.constant(eps, d), shape=kept, broadcast_dimensions=())))
+    y = b.mul(x, b.broadcast_in_dim(rrms, shape=shape, broadcast_dimensions=tuple(range(rank))))
+    outs = {"ms": ms, "rrms": rrms, "y": y}
+    if weight:
+        w = b.input(x_type.with_shape((shape[-1],)))
+        y = b.mul(b.broadcast_in_dim(w, shape=shape, broadcast_dimensions=(rank - 1,)), y)
+    return b.build([y] + ([outs[also_out]] if also_out else []))
+
+
+def _arrays(rng, dtype: DType, shape, weight=True):
+    x = rng.standard_normal(shape).astype(dtype.numpy)
+    return [x, rng.standard_normal(shape[-1]).astype(dtype.numpy)] if weight else [x]
+
+
+def _ops(graph) -> list[str]:
+    return [n.op_type for n in to_model(graph).graph.node]
+
+
+@pytest.mark.parametrize("dtype", [DType.float32, DType.float16, DType.float64])
+@pytest.mark.parametrize("weight", [True, False])
+def test_a_hand_written_rms_norm_is_one_node_within_the_rms_norm_bound(dtype, weight):
+    rng = np.random.default_rng(1)
+    eps = float(np.asarray(1e-6, dtype.numpy)) if dtype is not DType.float64 else float(np.float32(1e-6))
+    for shape in [(3, 8), (2, 5, 96)]:
+        arrays = _arrays(rng, dtype, shape, weight)
+        graph = _hand_written(TensorType(dtype, shape), eps, weight=weight)
+        assert _ops(graph).count("RMSNormalization") == 1 and "ReduceSum" not in _ops(graph)
+        (got,) = BACKEND.compile(graph)(*arrays)
+        # the chain is rms_norm's decomposition: its oracle is the chain's
+        case = Case("rms_norm", dtype, lambda rng: arrays if weight else [*arrays, np.ones(shape[-1], dtype.numpy)],
+                    {"normalized_ndim": 1, "eps": eps})
+        inputs = case.arrays()
+        m = measure(case, case.graph(inputs), inputs, evaluate(case.graph(inputs), inputs, oracle=True), [got],
+                    DECLARED)
+        assert m.passed, (shape, m.message, m.max_ratio)
+        # and it agrees with the chain lowered op by op, to a few ULPs (a wrong function would not)
+        np.testing.assert_allclose(got.astype(np.float64), evaluate(graph, arrays)[0].astype(np.float64),
+                                   rtol=8 * float(np.finfo(dtype.numpy).eps), atol=0)
+
+
+@pytest.mark.parametrize("change", [
+    dict(divisor=16.0),  # the mean over 24 divided by 16: not an rms_norm
+    dict(axis=1),  # a norm over a middle axis of the same size: RMSNormalization normalizes trailing ones
+    dict(also_out="ms"),  # an intermediate the graph returns must exist
+    dict(also_out="rrms"),
+    dict(also_out="y"),  # likewise the unweighted result the weight's mul reads
+])
+def test_a_chain_that_is_not_exactly_rms_norm_is_lowered_op_by_op(change):
+    x = np.random.default_rng(2).standard_normal((2, 24, 24)).astype(np.float32)
+    w = np.random.default_rng(3).standard_normal(24).astype(np.float32)
+    graph = _hand_written(TensorType(DType.float32, x.shape), 1e-6, **change)
+    ops = _ops(graph)
+    if change.get("also_out") == "y":  # the norm itself is still one node; the weight's mul stays
+        assert ops.count("RMSNormalization") == 1 and "Mul" in ops, ops
+    else:
+        assert "RMSNormalization" not in ops and "ReduceSum" in ops, ops
+    got = BACKEND.compile(graph)(x, w)
+    want = evaluate(graph, [x, w], oracle=True)
+    for g, o in zip(got, want):
+        np.testing.assert_allclose(g, o, rtol=2e-6, atol=0)
+
+
+def test_an_eps_the_onnx_attribute_cannot_hold_keeps_the_float64_chain():
+    eps = 1e-6  # not a float32: RMSNormalization's epsilon attribute is one
+    graph = _hand_written(TensorType(DType.float64, (4, 16)), eps)
+    assert "RMSNormalization" not in _ops(graph)
