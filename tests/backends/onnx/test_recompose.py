@@ -1,6 +1,7 @@
-"""Hand-written composites lowered as the composite (backends/onnx/recompose.py): which chains are
-recognized, which are left alone, and the recognized ones' error against the float64 oracle under
-the composite's bound (the full measurement: studies/rms_norm_pattern)."""
+"""Hand-written composites lowered as the composite (backends/onnx/recompose.py) and rotate_half
+products as a Gather (rotary.py): which chains are recognized, which are left alone, the
+recognized RMSNorms' error against the float64 oracle under the composite's bound (the full
+measurement: studies/rms_norm_pattern), and the rotations' bits."""
 
 from __future__ import annotations
 
@@ -98,3 +99,50 @@ def test_an_eps_the_onnx_attribute_cannot_hold_keeps_the_float64_chain():
     eps = 1e-6  # not a float32: RMSNormalization's epsilon attribute is one
     graph = _hand_written(TensorType(DType.float64, (4, 16)), eps)
     assert "RMSNormalization" not in _ops(graph)
+
+
+def _rope(shape, *, split=None, sin_shape=None):
+    """``x * cos + cat(-x[..., a:b], x[..., 0:a]) * sin`` (rotate_half when a = d/2, b = d)."""
+    d = shape[-1]
+    a, b_ = split or (d // 2, d)
+    g = GraphBuilder("rope")
+    x, cos = g.input(TensorType(DType.float32, shape)), g.input(TensorType(DType.float32, shape))
+    rank = len(shape)
+    sin_in = g.input(TensorType(DType.float32, sin_shape or shape))
+    sin = sin_in if sin_shape is None else g.broadcast_in_dim(sin_in, shape=shape, broadcast_dimensions=tuple(range(rank)))
+    lo = g.slice(x, start_indices=(0,) * rank, limit_indices=(*shape[:-1], a), strides=(1,) * rank)
+    hi = g.slice(x, start_indices=(*(0,) * (rank - 1), a), limit_indices=(*shape[:-1], b_), strides=(1,) * rank)
+    rotated = g.concatenate(g.neg(hi), lo, dimension=rank - 1)
+    if rotated.type.shape != tuple(shape):  # not a rotation of all of x: product with its own slice of sin
+        sin = g.slice(sin, start_indices=(0,) * rank, limit_indices=rotated.type.shape, strides=(1,) * rank)
+        return g.build([g.mul(rotated, sin)])
+    return g.build([g.add(g.mul(x, cos), g.mul(rotated, sin))])
+
+
+def _specials(rng, shape):
+    x = rng.standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[: 6] = [-0.0, 0.0, np.inf, -np.inf, np.nan, 1e-45]
+    return x
+
+
+@pytest.mark.parametrize("shape, sin_shape", [((1, 4, 1, 8), (1, 1, 1, 8)), ((2, 3, 5, 16), None), ((3, 6), None)])
+def test_rotate_half_times_sin_is_a_gather_and_gives_the_chains_bits(shape, sin_shape):
+    rng = np.random.default_rng(4)
+    graph = _rope(shape, sin_shape=sin_shape)
+    ops = _ops(graph)
+    assert "Gather" in ops and "Neg" not in ops and "Concat" not in ops, ops
+    x, cos = _specials(rng, shape), rng.standard_normal(shape).astype(np.float32)
+    sin = _specials(rng, sin_shape or shape)
+    (got,) = BACKEND.compile(graph)(x, cos, sin)
+    (want,) = evaluate(graph, [x, cos, sin])  # correctly rounded mul and add in float32: ORT's own
+    nan = np.isnan(want)
+    assert (np.isnan(got) == nan).all()  # a NaN's sign bit is not compared (the contract's exact bound)
+    assert got[~nan].tobytes() == want[~nan].tobytes()
+
+
+def test_a_concatenation_that_is_not_a_rotation_of_all_of_x_stays_as_it_is():
+    graph = _rope((2, 8), split=(2, 4))  # cat(-x[:, 2:4], x[:, 0:2]): half of x, rotated
+    assert "Gather" not in _ops(graph)
+    x, cos, sin = (np.random.default_rng(i).standard_normal((2, 8)).astype(np.float32) for i in range(3))
+    np.testing.assert_array_equal(BACKEND.compile(graph)(x, cos, sin)[0], evaluate(graph, [x, cos, sin])[0])
