@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...ir.builder import GraphBuilder
 from ...ir.graph import Graph, Node, Value
 from ...ir.passes import dce
 from ...ir.passes.rewrite import Rewrite
@@ -49,13 +50,12 @@ from .composites import NATIVE
 
 @dataclass(frozen=True)
 class _Match:
-    """One recognized chain: ``last`` computes ``op(*inputs, **attrs)``; ``absorbed`` are the
-    nodes it replaces (none of their results is read outside the chain)."""
+    """One recognized chain: ``last``'s result is ``build(builder, *new inputs)``; ``absorbed``
+    are the other nodes it replaces (none of their results is read outside the chain)."""
 
     last: Node
-    op: str
-    inputs: tuple[Value | None, ...]  # None: a weight of ones, made by the rewrite
-    attrs: dict
+    inputs: tuple[Value, ...]
+    build: Callable[..., Value]
     absorbed: frozenset[Node]
 
 
@@ -78,17 +78,10 @@ def recompose(graph: Graph) -> Graph:
         match = matches.get(node)
         if match is not None:
             with rewrite.builder.location(node.loc):
-                inputs = [rewrite[v] if v is not None else _ones(rewrite, match) for v in match.inputs]
-                rewrite.replace(node, [rewrite.builder.op(match.op, *inputs, **match.attrs)])
+                rewrite.replace(node, [match.build(rewrite.builder, *(rewrite[v] for v in match.inputs))])
         elif node not in absorbed:
             rewrite.copy(node)
     return dce(rewrite.finish())[0]  # the chains' constants (n, eps) are read by nothing now
-
-
-def _ones(rewrite: Rewrite, match: _Match) -> Value:
-    x = match.inputs[0]
-    tail = x.type.shape[x.type.rank - match.attrs["normalized_ndim"]:]
-    return rewrite.builder.constant(np.ones(tail), x.type.dtype)
 
 
 def _only_reader(value: Value, users, outputs) -> Node | None:
@@ -168,7 +161,52 @@ def rms_norm(rsqrt: Node, users, outputs) -> _Match | None:
                 chain += [scale]
     if not _native_fits(x, attrs):
         return None
-    return _Match(last, "rms_norm", (x, weight), attrs, frozenset(chain) - {last})
+
+    def build(b: GraphBuilder, x: Value, weight: Value | None = None) -> Value:
+        if weight is None:  # the chain had no weight: ones
+            weight = b.constant(np.ones(tail), x.type.dtype)
+        return b.rms_norm(x, weight, **attrs)
+
+    return _Match(last, (x,) if weight is None else (x, weight), build, frozenset(chain) - {last})
+
+
+def scatter_between_transposes(node: Node, users, outputs) -> _Match | None:
+    """``transpose(scatter(transpose(x, p), idx, transpose(u, p), axis), p⁻¹)`` is ``scatter(x,
+    transpose(idx, p⁻¹), u, p[axis])``: torch's ``index_copy_`` (a static KV cache's update) is
+    captured with the indexed dim moved to the front and back, three Transposes that copy the
+    whole cache each step. A permutation of axes commutes with putting elements along one
+    (bit-exact); the index is small (it has the update's shape)."""
+    if node.op != "transpose":
+        return None
+    scatter = _producer(node.inputs[0], "scatter")
+    if scatter is None or _only_reader(scatter.outputs[0], users, outputs) is not node:
+        return None
+    back = tuple(node.attrs["permutation"])
+    fronts = [_producer(scatter.inputs[i], "transpose") for i in (0, 2)]
+    if any(t is None or _only_reader(t.outputs[0], users, outputs) is not scatter for t in fronts):
+        return None
+    perm = tuple(fronts[0].attrs["permutation"])
+    if tuple(fronts[1].attrs["permutation"]) != perm or tuple(perm[i] for i in back) != tuple(range(len(perm))):
+        return None
+    x, idx, u = fronts[0].inputs[0], scatter.inputs[1], fronts[1].inputs[0]
+    attrs = {**scatter.attrs, "axis": perm[scatter.attrs["axis"]]}
+    absorbed = {scatter, *fronts}
+    spread = _producer(idx, "broadcast_in_dim")
+    dims = spread and [perm[d] for d in spread.attrs["broadcast_dimensions"]]
+    if spread is not None and dims == sorted(dims) and _only_reader(idx, users, outputs) is scatter:
+        # the index's broadcast, permuted: no Transpose at all
+        shape = tuple(idx.type.shape[i] for i in back)
+        absorbed.add(spread)
+
+        def build(b: GraphBuilder, x: Value, v: Value, u: Value) -> Value:
+            return b.scatter(x, b.broadcast_in_dim(v, shape=shape, broadcast_dimensions=tuple(dims)), u, **attrs)
+
+        return _Match(node, (x, spread.inputs[0], u), build, frozenset(absorbed))
+
+    def build_t(b: GraphBuilder, x: Value, idx: Value, u: Value) -> Value:
+        return b.scatter(x, b.transpose(idx, permutation=back), u, **attrs)
+
+    return _Match(node, (x, idx, u), build_t, frozenset(absorbed))
 
 
 def _native_fits(x: Value, attrs: dict) -> bool:
@@ -179,5 +217,5 @@ def _native_fits(x: Value, attrs: dict) -> bool:
 # The dtypes whose chain was measured against the rms_norm bound (studies/rms_norm_pattern).
 RMS_NORM_DTYPES = NATIVE["rms_norm"].dtypes
 
-# node -> the match ending at or around it (each finder keys on one op of its chain).
-FINDERS: tuple[Callable[..., _Match | None], ...] = (rms_norm,)
+# Each finder looks at one node and returns the chain that ends at (or around) it, or None.
+FINDERS: tuple[Callable[..., _Match | None], ...] = (rms_norm, scatter_between_transposes)

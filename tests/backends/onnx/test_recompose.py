@@ -146,3 +146,41 @@ def test_a_concatenation_that_is_not_a_rotation_of_all_of_x_stays_as_it_is():
     assert "Gather" not in _ops(graph)
     x, cos, sin = (np.random.default_rng(i).standard_normal((2, 8)).astype(np.float32) for i in range(3))
     np.testing.assert_array_equal(BACKEND.compile(graph)(x, cos, sin)[0], evaluate(graph, [x, cos, sin])[0])
+
+
+def _index_copy(*, spread_index=True, back=(1, 2, 0, 3)):
+    """A static KV cache's ``cache.index_copy_(2, pos, new)`` as captured: the indexed dim moved to
+    the front, a scatter along it, moved back (``back``: the inverse permutation, unless a test
+    says otherwise)."""
+    g = GraphBuilder("index_copy")
+    cache, new = g.input(TensorType(DType.float32, (1, 2, 20, 8))), g.input(TensorType(DType.float32, (1, 2, 3, 8)))
+    front = (2, 0, 1, 3)
+    if spread_index:
+        pos = g.input(TensorType(DType.int64, (3,)))
+        idx = g.broadcast_in_dim(pos, shape=(3, 1, 2, 8), broadcast_dimensions=(0,))
+    else:
+        pos = g.input(TensorType(DType.int64, (3, 1, 2, 8)))
+        idx = pos
+    put = g.scatter(g.transpose(cache, permutation=front), idx, g.transpose(new, permutation=front), axis=0,
+                    reduce="replace")
+    return g.build([g.transpose(put, permutation=back)])
+
+
+@pytest.mark.parametrize("spread_index", [True, False])
+def test_a_scatter_between_transposes_scatters_in_place_with_the_same_bits(spread_index):
+    graph = _index_copy(spread_index=spread_index)
+    ops = _ops(graph)
+    assert ops.count("Transpose") == (0 if spread_index else 1) and ops.count("ScatterElements") == 1, ops
+    rng = np.random.default_rng(5)
+    cache, new = (rng.standard_normal(s).astype(np.float32) for s in ((1, 2, 20, 8), (1, 2, 3, 8)))
+    pos = np.array([4, 11, 19])
+    pos = pos if spread_index else np.broadcast_to(pos[:, None, None, None], (3, 1, 2, 8)).copy()
+    (got,) = BACKEND.compile(graph)(cache, new, pos)
+    (want,) = evaluate(graph, [cache, new, pos])
+    assert got.tobytes() == want.tobytes()
+    assert (got[:, :, [4, 11, 19]] == new).all() and (got[:, :, 5] == cache[:, :, 5]).all()
+
+
+def test_transposes_that_do_not_undo_each_other_stay():
+    graph = _index_copy(back=(1, 0, 2, 3))  # not the inverse of (2, 0, 1, 3)
+    assert _ops(graph).count("Transpose") == 3
