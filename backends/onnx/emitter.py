@@ -153,7 +153,10 @@ class Emitter:
         empty (0 or a symbol, where x has 1) are cut back to the target with a Slice.
         """
         x_shape = (1,) * (len(shape) - len(x_shape)) + tuple(x_shape)
-        out = self.op("Expand", x, self.shape(shape))
+        # 1 where x already has the size: Expand broadcasts numpy-style (1 against a 0 gives
+        # 0), and a symbolic size x carries needs no Shape/Concat at run time
+        target = [1 if n == d else d for n, d in zip(x_shape, shape)]
+        out = self.op("Expand", x, self.shape(target))
         risky = [i for i, (n, d) in enumerate(zip(x_shape, shape)) if n == 1 and (d == 0 or isinstance(d, DimExpr))]
         if not risky:
             return out
