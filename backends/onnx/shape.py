@@ -103,7 +103,15 @@ def broadcast_in_dim(ctx, x):
 
 
 def transpose(ctx, x):
-    return ctx.op("Transpose", x, perm=list(ctx.attrs["permutation"]))
+    """A Transpose, or a Reshape where it moves only size-1 dims (the other dims keep their
+    order, so the elements do too): a decode step's one-token [B, 1, H, D] ↔ [B, H, 1, D]
+    head swaps, which then fold into the Reshapes around them (:mod:`.simplify`)."""
+    perm = list(ctx.attrs["permutation"])
+    shape = ctx.in_types[0].shape
+    moved = [i for i in perm if not (isinstance(shape[i], int) and shape[i] == 1)]
+    if moved == sorted(moved) and all(isinstance(d, int) for d in shape):
+        return reshape_to(ctx, x, ctx.out.shape, shape)
+    return ctx.op("Transpose", x, perm=perm)
 
 
 def slice_(ctx, x):

@@ -100,3 +100,19 @@ def test_a_reshape_of_a_reshape_is_one_reshape_and_the_first_is_dropped():
     x_value = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 8
     (got,) = BACKEND.compile(graph, "cpu")(x_value)
     np.testing.assert_array_equal(got, evaluate(graph, [x_value])[0])
+
+
+def test_a_transpose_that_moves_only_size_one_dims_is_a_reshape_and_folds():
+    rng = np.random.default_rng(3)
+    for shape, perm, transposes in [((1, 1, 2, 8), (0, 2, 1, 3), 0),  # a decode step's one-token head swap
+                                    ((2, 1, 3), (1, 0, 2), 0), ((1, 4, 1, 5), (2, 1, 3, 0), 0),
+                                    ((2, 3, 1), (1, 0, 2), 1), ((1, 2, 3), (0, 2, 1), 1)]:  # real ones
+        b = GraphBuilder()
+        x = b.input(f32[shape])
+        flat = b.reshape(b.neg(x), shape=shape)  # a Reshape before it, as after a projection
+        graph = b.build([b.transpose(flat, permutation=perm)])
+        ops = [node.op_type for node in to_model(graph).graph.node]
+        assert ops.count("Transpose") == transposes and ops.count("Reshape") <= 1, (shape, perm, ops)
+        a = rng.standard_normal(shape).astype(np.float32)
+        (got,) = BACKEND.compile(graph, "cpu")(a)
+        np.testing.assert_array_equal(got, np.transpose(-a, perm))
