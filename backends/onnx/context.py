@@ -53,9 +53,14 @@ class OnnxNodeContext(NodeContext):
         return self.em.cast(x, dtype)
 
     def where(self, cond: str, on_true: str, on_false: str, dtype: DType) -> str:
-        """Where, bit-exact: ORT's float Where turns a selected -0.0 into +0.0 (when the
-        condition is not a broadcast scalar), so floats are selected as their bits."""
-        if not dtype.is_float:
+        """Where, bit-exact: ORT's float Where turns a selected -0.0 into +0.0, so floats are
+        selected as their bits, unless neither operand can be -0.0 (constants without one:
+        an attention mask's 0 / -inf or finfo.min fill, one ORT node instead of two).
+
+        ORT selects ``x_sel = cond ? x : +0``, ``y_sel = cond ? +0 : y`` and returns
+        ``x_sel != 0 ? x_sel : y_sel``: a selected -0.0 of ``on_true`` always comes out +0.0,
+        one of ``on_false`` where the condition and ``on_false`` are single elements."""
+        if not dtype.is_float or not any(map(self._may_be_negative_zero, (on_true, on_false))):
             return self.op("Where", cond, on_true, on_false)
         bits = _BITS[dtype]
         a, b = (self.op("BitCast", v, to=ONNX_DTYPES[bits]) for v in (on_true, on_false))
@@ -63,6 +68,10 @@ class OnnxNodeContext(NodeContext):
             a, b = self.cast(a, DType.int32), self.cast(b, DType.int32)
             return self.op("BitCast", self.cast(self.op("Where", cond, a, b), bits), to=ONNX_DTYPES[dtype])
         return self.op("BitCast", self.op("Where", cond, a, b), to=ONNX_DTYPES[dtype])
+
+    def _may_be_negative_zero(self, x: str) -> bool:
+        value = self.em.constant_value(x)
+        return value is None or bool(np.any((value == 0) & np.signbit(value)))
 
     def poison(self, x: str, flag: str) -> str:
         """NaN where the float ``flag`` (same dtype as ``x``) is 1, ``x`` (bit-exact) where it is 0.

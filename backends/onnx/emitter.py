@@ -69,6 +69,7 @@ class Emitter:
         self.inputs: list[Any] = []
         self._counter = itertools.count()
         self._consts: dict[tuple, str] = {}
+        self._const_values: dict[str, np.ndarray] = {}  # initializer name -> its values
         self._symbols: dict[str, tuple[str, int]] = {}  # symbol -> (graph input, axis)
         # symbol -> (graph input, axis, a, b) of an input dim a*symbol + b (B*2, S+1)
         self._linear: dict[str, tuple[str, int, int, int]] = {}
@@ -128,7 +129,19 @@ class Emitter:
             # np.ascontiguousarray would turn a 0-d array into shape (1,)
             array = array if array.flags.c_contiguous else np.ascontiguousarray(array)
             self.initializers.append(numpy_helper.from_array(array, name))
+            self._const_values[name] = array
         return name
+
+    def constant_value(self, name: str) -> np.ndarray | None:
+        """The values of ``name`` if it is an initializer, or an Identity or Reshape of one
+        (the lowering's views of a broadcast constant); else None (computed at run time)."""
+        while True:
+            if name in self._const_values:
+                return self._const_values[name]
+            producer = next((n for n in reversed(self.nodes) if name in n.output), None)
+            if producer is None or producer.op_type not in ("Identity", "Reshape"):
+                return None
+            name = producer.input[0]
 
     def scalar(self, value: Any, dtype: DType) -> str:
         return self.const(np.array(value, dtype.numpy))
@@ -140,7 +153,10 @@ class Emitter:
         empty (0 or a symbol, where x has 1) are cut back to the target with a Slice.
         """
         x_shape = (1,) * (len(shape) - len(x_shape)) + tuple(x_shape)
-        out = self.op("Expand", x, self.shape(shape))
+        # 1 where x already has the size: Expand broadcasts numpy-style (1 against a 0 gives
+        # 0), and a symbolic size x carries needs no Shape/Concat at run time
+        target = [1 if n == d else d for n, d in zip(x_shape, shape)]
+        out = self.op("Expand", x, self.shape(target))
         risky = [i for i, (n, d) in enumerate(zip(x_shape, shape)) if n == 1 and (d == 0 or isinstance(d, DimExpr))]
         if not risky:
             return out

@@ -44,7 +44,10 @@ from .elementwise import RULES as ELEMENTWISE
 from .emitter import Emitter, value_info, with_subgraphs
 from .fft import RULES as FFT
 from .legalize import COMPUTE_IN_WIDER, UNSUPPORTED
+from .recompose import recompose
 from .reduction import RULES as REDUCTION
+from .rotary import emit as emit_rotate_half
+from .rotary import rotate_half_products
 from .shape import RULES as SHAPE
 from .shape import reshape_to
 from .simplify import simplify
@@ -74,7 +77,7 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
                          f"got {len(input_names)} input and {len(output_names)} output names")
     if len(set(input_names + output_names)) != len(input_names) + len(output_names):
         raise ValueError(f"input and output names must be distinct: {input_names + output_names}")
-    graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS or op in COMPLEX_LOWERINGS)
+    graph, _ = decompose(recompose(graph), claimed=lambda op: op in LOWERINGS or op in COMPLEX_LOWERINGS)
     em = Emitter(reserved=input_names + output_names, precision=precision)
     env = {}
     for name, value in zip(input_names, graph.inputs):  # a complex input arrives as its carrier [..., 2]
@@ -83,13 +86,15 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
     views = _Views(em, legalize)
     biased = _conv_bias_adds(graph, legalize)
     deferred = {conv for conv, _ in biased.values()}
+    rotations = rotate_half_products(graph)
+    deferred |= {node for _, _, absorbed in rotations.values() for node in absorbed}
     users = graph.users()
     unused = {v.producer for add in biased for v in add.inputs  # broadcasts of a bias that only the Conv reads
               if v.producer is not None and v.producer.op == "broadcast_in_dim" and len(users[v]) == 1
               and v not in graph.outputs}
     for node in graph.nodes:
         if node in deferred or node in unused:
-            continue  # a deferred conv is emitted at its add, with the bias
+            continue  # a deferred conv is emitted at its add, with the bias; a rotation at its mul
         if node in biased:
             conv, bias = biased[node]
             (out,) = lower_node(em, conv, [views.full(v, env[v]) for v in conv.inputs], legalize=legalize)
@@ -97,6 +102,9 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
             assert producer.op_type == "Conv" and len(producer.input) == 2, producer
             producer.input.append(env[bias])
             env[node.outputs[0]] = out
+        elif node in rotations:
+            x, sin, _ = rotations[node]
+            env[node.outputs[0]] = emit_rotate_half(em, views.full(x, env[x]), env[sin], x)
         elif node.op == "broadcast_in_dim" and views.may_stay_compact(node):
             env[node.outputs[0]] = views.broadcast(node, views.full(node.inputs[0], env[node.inputs[0]]))
         elif node.op in ELEMENTWISE and views.may_stay_compact(node):

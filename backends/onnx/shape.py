@@ -49,11 +49,40 @@ def iota(ctx: OnnxNodeContext):
 
 
 def reshape_to(ctx: OnnxNodeContext, x: str, entries: Sequence[ShapeEntry], current: Sequence[Dim]) -> str:
-    """Reshape unless ``entries`` (products as tuples) already is ``current``."""
+    """Reshape unless ``entries`` (products as tuples) already is ``current``.
+
+    With symbolic sizes, a shape tensor costs ORT nodes every run (Shape, arithmetic, Concat),
+    so two cases need none: a reshape that only inserts or only drops size-1 dims is an
+    Unsqueeze or Squeeze with constant axes, and one whose only symbolic entry can be inferred
+    (every other entry a static nonzero size) is a constant shape with -1 there. Both move no
+    data, and both hold for a symbol that is 0 at run time (tested)."""
     flat = [e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in entries]
     if list(flat) == list(current):
         return x
+    if not any(isinstance(e, tuple) for e in flat) and any(isinstance(e, DimExpr) for e in flat):
+        for op, longer, shorter in (("Unsqueeze", flat, current), ("Squeeze", current, flat)):
+            axes = _ones_inserted(longer, shorter)
+            if axes:
+                return ctx.op(op, x, ctx.em.ints(axes))
+        symbolic = [i for i, e in enumerate(flat) if isinstance(e, DimExpr)]
+        if len(symbolic) == 1 and all(isinstance(e, int) and e > 0 for i, e in enumerate(flat) if i != symbolic[0]):
+            inferred = [-1 if i == symbolic[0] else e for i, e in enumerate(flat)]
+            return ctx.op("Reshape", x, ctx.em.ints(inferred), allowzero=1)
     return ctx.op("Reshape", x, ctx.em.shape(flat), allowzero=1)  # allowzero: a 0 is a size, not "copy"
+
+
+def _ones_inserted(longer: Sequence[Dim], shorter: Sequence[Dim]) -> list[int]:
+    """The positions in ``longer`` of the size-1 dims that, taken out, leave ``shorter``
+    (empty when it is not ``shorter`` with 1s inserted)."""
+    axes, j = [], 0
+    for i, d in enumerate(longer):
+        if j < len(shorter) and (d is shorter[j] or d == shorter[j]):
+            j += 1
+        elif isinstance(d, int) and d == 1:
+            axes.append(i)
+        else:
+            return []
+    return axes if j == len(shorter) else []
 
 
 def transpose_to(ctx: OnnxNodeContext, x: str, perm: Sequence[int]) -> str:
@@ -74,7 +103,15 @@ def broadcast_in_dim(ctx, x):
 
 
 def transpose(ctx, x):
-    return ctx.op("Transpose", x, perm=list(ctx.attrs["permutation"]))
+    """A Transpose, or a Reshape where it moves only size-1 dims (the other dims keep their
+    order, so the elements do too): a decode step's one-token [B, 1, H, D] ↔ [B, H, 1, D]
+    head swaps, which then fold into the Reshapes around them (:mod:`.simplify`)."""
+    perm = list(ctx.attrs["permutation"])
+    shape = ctx.in_types[0].shape
+    moved = [i for i in perm if not (isinstance(shape[i], int) and shape[i] == 1)]
+    if moved == sorted(moved) and all(isinstance(d, int) for d in shape):
+        return reshape_to(ctx, x, ctx.out.shape, shape)
+    return ctx.op("Transpose", x, perm=perm)
 
 
 def slice_(ctx, x):

@@ -5,14 +5,16 @@ ORT spends about a microsecond per node beyond its arithmetic (100 chained Resha
 ~170 nodes of tiny tensors, so node count is run time there. The lowering is rule by rule,
 and rules see one IR node: these rewrites see the whole graph.
 
-- :func:`fold_reshape_chains`: ``Reshape(Reshape(x, a), b)`` is ``Reshape(x, b)``. The last
-  shape says every size (``allowzero=1``, and a -1 is inferred from the element count, which
-  the first Reshape kept).
+- :func:`fold_reshape_chains`: ``Reshape(Reshape(x, a), b)`` is ``Reshape(x, b)``, and so is
+  ``Reshape(Unsqueeze(x), b)`` or ``Reshape(Squeeze(x), b)``. The last shape says every size
+  (``allowzero=1``, and a -1 is inferred from the element count, which the first op kept).
 - :func:`unflatten_linears`: torch's ``linear`` on ``[*B, K]`` is recorded as ``view`` to
   ``[M, K]``, ``addmm`` and ``view`` back to ``[*B, N]``. ONNX ``MatMul`` takes ``[*B, K]``
   against a 2-D weight itself and runs it as the same single ``[M, K] x [K, N]`` product
   (tests/backends/onnx/test_simplify.py checks the bits), so both Reshapes go, along with any
-  bias ``Add`` between them whose other operand broadcasts over rows.
+  bias ``Add`` between them whose other operand broadcasts over rows. When the Reshape after
+  groups the rows otherwise (a projection split into heads, ``[M, N]`` to ``[*B, H, N/H]``),
+  only the first goes: the one after reads ``[*B, N]``, the same elements in the same order.
 - :func:`drop_dead_nodes`: nodes whose results nothing reads (left by the rewrites above).
 
 Example::
@@ -48,19 +50,22 @@ def simplify(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with the rewrites of this module applied (in place; returned for chaining)."""
     graph = model.graph
     fold_reshape_chains(graph)
+    drop_dead_nodes(graph)  # a folded chain's first Reshape would count as a second reader
     unflatten_linears(model)
     drop_dead_nodes(graph)
     return model
 
 
 def fold_reshape_chains(graph: onnx.GraphProto) -> None:
-    """Point each Reshape of a Reshape's result at the first one's input."""
+    """Point each Reshape of a Reshape's (Unsqueeze's, Squeeze's) result at that op's input."""
     producer = {out: node for node in graph.node for out in node.output}
     for node in graph.node:  # graph order: a chain of three folds front to back
         if node.op_type != "Reshape":
             continue
         source = producer.get(node.input[0])
-        if source is not None and source.op_type == "Reshape" and _allows_zero(source) and _allows_zero(node):
+        if source is None or not _allows_zero(node):
+            continue
+        if source.op_type in ("Unsqueeze", "Squeeze") or (source.op_type == "Reshape" and _allows_zero(source)):
             node.input[0] = source.input[0]
 
 
@@ -101,11 +106,16 @@ def unflatten_linears(model: onnx.ModelProto) -> None:
                 chain.append(reader)
                 last = reader
                 continue
-            if reader.op_type == "Reshape" and reader.input[0] == result and _constant_ints(
-                    constants, reader.input[1]) == [*batched[:-1], weight[1]]:
-                matmul.input[0] = flatten.input[0]
-                last.output[0] = reader.output[0]  # the last op writes the Reshape's result itself
-                graph.node.remove(reader)
+            if reader.op_type == "Reshape" and reader.input[0] == result:
+                target = _constant_ints(constants, reader.input[1])
+                if target == [*batched[:-1], weight[1]]:
+                    matmul.input[0] = flatten.input[0]
+                    last.output[0] = reader.output[0]  # the last op writes the Reshape's result itself
+                    graph.node.remove(reader)
+                elif target is not None and _allows_zero(reader):
+                    # another grouping ([*B, N] to heads [*B, H, N/H]): the Reshape stays and
+                    # regroups [*B, N] itself, which holds the elements in [M, N]'s order
+                    matmul.input[0] = flatten.input[0]
             break
 
 

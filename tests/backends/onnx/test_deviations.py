@@ -14,7 +14,7 @@ from onnx import helper
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from parity.backends.onnx import OPSET, OnnxBackend  # noqa: E402
+from parity.backends.onnx import OPSET, OnnxBackend, to_model  # noqa: E402
 from parity.backends.onnx.backend import OnnxExecutable, make_session  # noqa: E402
 from parity.backends.onnx.deviations import DEVIATIONS, MEASURED  # noqa: E402
 from parity.backends.onnx.emitter import ONNX_DTYPES, value_info  # noqa: E402
@@ -114,6 +114,52 @@ def test_ort_where_drops_negative_zero_so_floats_select_bits():
     p, a, c = b.input(DType.bool[3]), b.input(f32[3]), b.input(f32[3])
     run = BACKEND.compile(b.build([b.select(p, a, c)]), "cpu")
     assert np.signbit(run(cond, np.array([-0.0, -0.0, 1.0], np.float32), np.full(3, 5.0, np.float32))[0][:2]).all()
+
+
+def _select_graph(on_true, on_false, *, cond_shape=(2, 4)):
+    """select(cond, a, b) with each of a, b a float constant broadcast to [2, 4], or None: an input."""
+    b = GraphBuilder()
+    cond = b.input(DType.bool[cond_shape])
+    inputs = [cond]
+
+    def operand(value):
+        if value is None:
+            inputs.append(b.input(f32[2, 4]))
+            return inputs[-1]
+        return b.broadcast_in_dim(b.constant(value, f32), shape=(2, 4), broadcast_dimensions=())
+
+    a, c = operand(on_true), operand(on_false)
+    spread = cond if cond_shape == (2, 4) else b.broadcast_in_dim(cond, shape=(2, 4), broadcast_dimensions=())
+    return b.build([b.select(spread, a, c)])
+
+
+def _select_runs(graph, arrays):
+    ops = [n.op_type for n in to_model(graph).graph.node]
+    got = BACKEND.compile(graph, "cpu")(*arrays)[0]
+    want = evaluate(graph, arrays)[0]
+    assert got.tobytes() == want.tobytes(), (got, want)  # every bit, the sign of a zero included
+    return ops
+
+
+@pytest.mark.parametrize("fill", [-np.inf, float(np.finfo(np.float32).min)])
+def test_a_mask_of_constants_without_negative_zero_is_one_plain_where(fill):
+    cond = np.array([[True, False, True, False], [False, False, True, True]])
+    ops = _select_runs(_select_graph(0.0, fill), [cond])
+    assert ops.count("Where") == 1 and "BitCast" not in ops, ops
+
+
+@pytest.mark.parametrize("on_true, on_false, cond_shape", [
+    (-0.0, 1.0, (2, 4)),  # a constant -0.0 on the true side: ORT's Where would make it +0.0
+    (None, -np.inf, (2, 4)),  # a computed operand (holding -0.0 here) against a mask fill
+    (1.0, -0.0, ()),  # -0.0 on the false side under a one-element condition: lost there too
+])
+def test_a_negative_zero_that_may_be_selected_keeps_the_bit_exact_select(on_true, on_false, cond_shape):
+    graph = _select_graph(on_true, on_false, cond_shape=cond_shape)
+    rng = np.random.default_rng(0)
+    for cond in (np.ones(cond_shape, bool), np.zeros(cond_shape, bool), np.asarray(rng.random(cond_shape) < 0.5)):
+        arrays = [cond] + ([np.array([[-0.0, 1.0, -0.0, 2.0]] * 2, np.float32)] if on_true is None else [])
+        ops = _select_runs(graph, arrays)
+        assert "BitCast" in ops, ops
 
 
 def test_ort_expand_of_one_to_zero_gives_one_so_empty_broadcasts_are_cut():

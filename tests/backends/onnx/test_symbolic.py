@@ -127,3 +127,44 @@ def test_windows_over_static_dims_serve_every_size_of_a_symbolic_batch(kind, dty
         np.testing.assert_array_equal(got, want)  # max is exact, and so are sums of whole numbers
         assert got.shape == (n, 3, 4)
 
+
+
+S = Symbol("S")
+
+
+def repeat_heads():
+    """A grouped-query attention's repeat_kv on a cache of symbolic length S: x [1, 2, S, 8]
+    -> [1, 2, 1, S, 8] -> broadcast [1, 2, 2, S, 8] -> [1, 4, S, 8], and back down to [2, S, 8]."""
+    b = GraphBuilder("repeat_heads")
+    x = b.input(f32[1, 2, S, 8])
+    one = b.reshape(x, shape=(1, 2, 1, S, 8))
+    wide = b.broadcast_in_dim(one, shape=(1, 2, 2, S, 8), broadcast_dimensions=(0, 1, 2, 3, 4))
+    heads = b.reshape(wide, shape=(1, 4, S, 8))
+    return b.build([heads, b.reshape(b.exp(x), shape=(2, S, 8)), b.reshape(b.exp(x), shape=(2, S * 8))])
+
+
+@pytest.mark.parametrize("s", [0, 1, 5])
+def test_reshapes_and_broadcasts_of_a_symbolic_size_read_no_shapes_at_run_time(s):
+    g = repeat_heads()
+    ops = [n.op_type for n in to_model(g).graph.node]
+    # inserting or dropping 1s, one inferable symbolic size, and an Expand over dims x already has
+    assert "Shape" not in ops and "Concat" not in ops, ops
+    assert {"Unsqueeze", "Squeeze"} <= set(ops), ops
+    x = np.random.default_rng(s).standard_normal((1, 2, s, 8)).astype(np.float32)
+    heads, *flats = get_backend("onnx").compile(g, "cpu")(x)
+    want_heads, *want_flats = evaluate(g, [x])
+    assert heads.shape == want_heads.shape and heads.tobytes() == want_heads.tobytes()
+    for got, want in zip(flats, want_flats):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+
+
+def test_a_reshape_of_an_unsqueeze_is_one_reshape():
+    b = GraphBuilder("chain")
+    x = b.input(f32[S, 8])
+    y = b.reshape(b.reshape(x, shape=(S, 1, 8)), shape=(S * 8,))
+    g = b.build([b.exp(y)])
+    ops = [n.op_type for n in to_model(g).graph.node]
+    assert ops == ["Reshape", "Exp"], ops
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    np.testing.assert_allclose(get_backend("onnx").compile(g, "cpu")(x)[0], evaluate(g, [x])[0], rtol=1e-6, atol=0)

@@ -1,0 +1,67 @@
+"""parity[onnx] against torch.compile on one decode program, interleaved in one process.
+
+Question: on a machine whose load changes minute to minute (shared cores), is parity's steady
+decode faster or slower than torch.compile's? ``parity bench`` times its candidates one after
+another, minutes apart (torch.compile's first run alone takes 1–3 minutes under load), so its
+ratio carries the load's changes. Here round k runs one ``generate()`` of each (ABBA order,
+so neither always runs first) after both have compiled, and the answer is the median of the
+per-round ratios (torch.compile's time over parity's: above 1, parity is faster). Tokens are
+checked equal to eager's first. One CPU, like ``parity bench --threads 1``.
+
+Run: ``python -m studies.decode_interleaved MODEL CACHE ROUNDS [--code DIR]`` (CACHE: dynamic
+or static). ``--code DIR`` runs another checkout's parity (``git archive REV | tar -x -C DIR``)
+through this environment: the editable install's module mapping is pointed at DIR before
+parity is imported (bench/results/decoders.md used it for the base commit).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+
+def _use_code(root: str) -> None:
+    import __editable___parity_0_1_0_finder as finder  # the editable install's module mapping
+
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for name, path in list(finder.MAPPING.items()):
+        finder.MAPPING[name] = path.replace(here, root)
+
+
+def main(argv: list[str]) -> None:
+    if "--code" in argv:
+        i = argv.index("--code")
+        _use_code(os.path.abspath(argv[i + 1]))
+        argv = argv[:i] + argv[i + 2:]
+    model, cache, rounds = argv[0], argv[1], int(argv[2])
+    import torch
+
+    import parity
+    from parity.bench.decode import decode_program
+
+    torch.set_num_threads(1)
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[-1]})
+    program, tokens, _ = decode_program(cache, True, model)
+    want = program(lambda f: f)()
+    calls = {"parity[onnx]": program(lambda f: parity.compile(f, backend="onnx")),
+             "torch.compile": program(lambda f: torch.compile(f))}
+    for name, call in calls.items():
+        assert torch.equal(call(), want), f"{name}: tokens differ from eager's"
+        call()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for k in range(rounds):  # ABBA: neither runs first every round
+        for name in (list(calls) if k % 2 == 0 else list(calls)[::-1]):
+            t0 = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - t0)
+    ratios = [c / p for p, c in zip(times["parity[onnx]"], times["torch.compile"])]
+    rate = {name: tokens / statistics.median(ts) for name, ts in times.items()}
+    print(f"{model} {cache} ({os.path.dirname(parity.__file__)}): parity[onnx] {rate['parity[onnx]']:.0f} tokens/s, "
+          f"torch.compile {rate['torch.compile']:.0f}, median of per-round ratios {statistics.median(ratios):.2f}x "
+          f"(load {os.getloadavg()[0]:.1f}, tokens equal eager's)", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
