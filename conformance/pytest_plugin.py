@@ -77,6 +77,7 @@ class ConformanceSuite(pytest.Collector):
         for case in cases:
             groups[(case.op, case.dtype.short)].append(case)
         targets = selection.resolve_targets(config.getoption("parity_backend"), config.getoption("parity_device") or None)
+        _check_architectures(config)
         state = _State()
         if not (config.getoption("parity_ops") or dtypes):  # the whole database: ANY_OP deviations can be stale
             state.whole = set(groups)
@@ -97,6 +98,21 @@ class ConformanceSuite(pytest.Collector):
             if config.getoption("parity_models"):
                 yield ExtraItem.from_parent(self, name=f"{label}::model zoo", target=t, state=state, kind="models")
             yield DeviationsItem.from_parent(self, name=f"{label}::stale deviations", target=t, state=state)
+
+
+def _check_architectures(config) -> None:
+    """An unknown --parity-architectures name stops the run before any cell, naming the zoo."""
+    names = config.getoption("parity_architectures")
+    if not names:
+        return
+    if not config.getoption("parity_models"):
+        raise pytest.UsageError("--parity-architectures chooses zoo models: add --parity-models")
+    from .zoo import model_ops
+
+    try:
+        model_ops(names.split(","))
+    except ValueError as exc:  # "--architectures: no zoo model named 'x'; the zoo has ..."
+        raise pytest.UsageError(f"--parity-{str(exc).removeprefix('--')}") from None
 
 
 class _State:

@@ -152,6 +152,15 @@ register_backend(Perturbed("flushes", {{}}, deviations=(
 """
 
 
+def test_an_unknown_zoo_model_stops_the_run_before_any_cell_and_names_the_zoo(tmp_path):
+    (tmp_path / "conftest.py").write_text(FLUSHES)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out = _pytest(["-q", "--parity-backend", "flushes", "--parity-models", "--parity-architectures", "mlp,resnet"],
+                  tmp_path)
+    assert out.returncode == 4, out.stdout[-2000:] + out.stderr[-2000:]  # pytest's usage error
+    assert "--parity-architectures: no zoo model named 'resnet'; the zoo has mlp, cnn" in out.stderr, out.stderr
+
+
 def test_a_run_filtered_to_models_does_not_call_the_flush_to_zero_deviation_stale(tmp_path):
     """Only the op database's cells can show a flush: whole-model rows and random draws never
     judge it, and a run that leaves op cells out (-k, --parity-ops) cannot call a "*" deviation stale."""
