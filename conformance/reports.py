@@ -25,6 +25,7 @@ import numpy as np
 
 from ..ir.ops import OP_TABLE
 from .jax_frontend.spec import FRONTEND_FAMILY, is_frontend_row
+from .machine import this_cpu
 from .opdb import family_of
 from .results import CRASHED, DEVIATION, FAIL, NOT_RUN, PASS, STATUS_ORDER, TIMED_OUT, UNSUPPORTED, Cell, ConformanceRun
 from .selection import suite_digest
@@ -63,7 +64,8 @@ def to_json(result: ConformanceRun) -> dict:
         "suite": suite_digest(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "elapsed_s": round(result.elapsed_s, 3),
-        "environment": {"python": sys.version.split()[0], "numpy": np.__version__, "platform": platform.platform()},
+        "environment": {"python": sys.version.split()[0], "numpy": np.__version__, "platform": platform.platform(),
+                        "cpu": this_cpu()},
         "options": result.options,
         "cases": result.cases,
         "targets": [{"backend": t.backend, "device": t.device, "available": t.available, "error": t.error}

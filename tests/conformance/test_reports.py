@@ -158,3 +158,13 @@ def test_cli_exit_codes(capsys):
         unregister_backend(backend.name)
     out = capsys.readouterr().out
     assert "unexpected failure" in out and "log[f32]" in out and "exit 1" in out
+
+
+def test_the_report_names_the_cpu_and_the_vector_extensions_its_kernels_chose_from(result):
+    from parity.conformance.machine import cpu_of, this_cpu
+
+    assert reports.to_json(result)["environment"]["cpu"] == this_cpu()
+    arm = "processor\t: 0\nFeatures\t: fp asimd evtstrm sve sve2 bf16\nCPU part\t: 0xd4f\n\nprocessor\t: 1\n"
+    assert cpu_of(arm)["vector_isa"] == ["asimd", "sve", "sve2", "bf16"]
+    x86 = "model name\t: Intel Xeon\nflags\t\t: sse2 avx avx2 fma\n\nmodel name\t: other\nflags\t\t: avx512f\n"
+    assert cpu_of(x86) == {"model": "Intel Xeon", "vector_isa": ["avx", "avx2", "fma"]}  # the first processor's
