@@ -3,10 +3,14 @@ fails here; the cells measured to fail (deviations.UNSUPPORTED) are never claime
 
 from __future__ import annotations
 
+import pytest
+from torch._inductor import config
+from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
 from parity.backends.inductor import LOWERINGS, InductorBackend
 from parity.backends.inductor.deviations import UNSUPPORTED
 from parity.backends.registry import backend_names, get_backend
-from parity.ir import OP_TABLE
+from parity.ir import OP_TABLE, evaluate
 from parity.ir.opdef import Kind
 
 
@@ -83,12 +87,6 @@ def test_the_unclaimed_8_bit_reductions_still_fail_on_inductor(backend, monkeypa
     The failures are in Inductor's AVX2 kernels (its AVX-512 ones sum and compare 8-bit rows
     right), so the cases are compiled for AVX2 on any x86 CPU that has it: the cells stay
     unclaimed on every machine, since a CPU with only AVX2 gets the wrong kernels."""
-    import pytest
-    from torch._inductor import config
-    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
-
-    from parity.ir import evaluate
-
     if "avx2" not in {str(isa) for isa in valid_vec_isa_list()}:
         pytest.skip("the 8-bit failures were measured in Inductor's AVX2 kernels; this CPU has no AVX2")
     # Inductor reads ATEN_CPU_CAPABILITY when it generates code (its simdlen setting alone did not
