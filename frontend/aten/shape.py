@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ...ir.dtypes import DType
+from ...ir.graph import Value
 from ...ir.types import DimExpr
 from ..context import TranslationContext, unsupported
 from ..sizes import dim_of
@@ -65,6 +66,9 @@ def slice_values(ctx: TranslationContext, x, dim: int, start, end, step: int = 1
     open_end = end is None or isinstance(end, int) and end >= 2**62  # torch spells it sys.maxsize
     if isinstance(size, DimExpr) and start in (None, 0) and step == 1 and open_end:
         return x  # x[:] of a symbolic dim
+    if isinstance(start, Value) or isinstance(end, Value):
+        # a bound computed in the graph (torch.sym_max(0, n - s): an i64[] value, no IR dim)
+        return _slice_at_value(ctx, x, dim, start, end, step)
     if any(isinstance(v, DimExpr) for v in (size, start, end)):
         start = 0 if start is None else start
         end = size if open_end else end
@@ -95,6 +99,26 @@ def _slice_at_size(ctx: TranslationContext, x, dim: int, start, end, step):
                     f"(here {length})")
     zero = ctx.const(0, DType.int64)
     starts = [ctx.value(start, DType.int64) if d == dim else zero for d in range(x.type.rank)]
+    sizes = tuple(length if d == dim else size for d, size in enumerate(x.type.shape))
+    return ctx.b.dynamic_slice(x, *starts, slice_sizes=sizes)
+
+
+def _slice_at_value(ctx: TranslationContext, x, dim: int, start, end, step):
+    """x[k:] or x[k:k + n] where a bound is a value the graph computes (MPT's ALiBi bias cut to
+    the keys: ``max(0, bias.size(2) - key_length)``): a dynamic_slice when the result's length
+    is a static number or an IR dim; torch guarded the bounds' order while tracing, so the
+    IR's clamping of the window never moves it. A length the IR cannot name (``Max(...)``) is
+    refused here and the graph compiles per shape."""
+    length = ctx.out.shape[dim]  # refuses a size with Max/Min, which IR dims do not have
+    start = 0 if start is None else start
+    if step != 1 or not isinstance(start, (int, Value)):
+        unsupported(f"slice [{start}:{end}:{step}] with a bound computed in the graph needs step 1 and "
+                    f"a start that is a number or a value (here {start!r})")
+    if isinstance(start, int) and start < 0:
+        unsupported(f"slice [{start}:{end}] counts from the end with a bound computed in the graph")
+    zero = ctx.const(0, DType.int64)
+    first = ctx.value(start, DType.int64) if isinstance(start, Value) else ctx.const(start, DType.int64)
+    starts = [first if d == dim else zero for d in range(x.type.rank)]
     sizes = tuple(length if d == dim else size for d, size in enumerate(x.type.shape))
     return ctx.b.dynamic_slice(x, *starts, slice_sizes=sizes)
 

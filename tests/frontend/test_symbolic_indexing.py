@@ -1,6 +1,8 @@
 """Indexing, slicing and full reductions of tensors with symbolic dims: one captured graph,
 run by the reference interpreter at several sizes against eager torch."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -80,3 +82,48 @@ def test_the_last_token_of_a_symbolic_dim_in_every_export_format(tmp_path):
         np.testing.assert_array_equal(session.run(None, {"x": x.numpy()})[0], last(x).numpy())
         np.testing.assert_array_equal(np.asarray(module.call(x.numpy())[0]), last(x).numpy())
     assert isinstance(module, jax.export.Exported)
+
+
+def _counting_compile(fn):
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    return parity.compile(fn, backend="reference"), lambda: counters["stats"]["unique_graphs"]
+
+
+def test_a_slice_whose_start_the_graph_computes_compiles_once():
+    """x[k:k + 2] with k = max(0, n - 3) of another input's size: k is an i64[] value of the
+    graph (torch.sym_max), so the slice is a dynamic_slice and one symbolic capture serves
+    every size. Was a TranslationBug ('<' between a Value and an int)."""
+
+    def window(x, y):
+        k = max(0, y.shape[0] - 3)
+        return x[k:k + 2] * 2
+
+    x = torch.arange(16.0)
+    compiled, captures = _counting_compile(window)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no PerShapeWarning: the slice has a symbolic form
+        for n in (3, 4, 5, 9, 17):  # k + 2 <= 16 throughout: the same guards
+            y = torch.zeros(n)
+            assert torch.equal(compiled(x, y), window(x, y)), n
+    assert captures() == 2  # the first static one, then one symbolic for 4, 5, 9 and 17
+
+
+def test_a_computed_start_with_a_length_the_ir_cannot_name_compiles_per_shape():
+    """MPT's ALiBi bias cut to the keys, bias[:, :, max(0, 16 - s):]: its length min(16, s)
+    is no IR dim (they have no Max), so the graph compiles per shape, saying why."""
+
+    def alibi(bias, keys):
+        return bias[:, :, max(0, bias.size(2) - keys.shape[-2]):] * 2
+
+    bias = torch.randn(4, 1, 16)
+    compiled, _ = _counting_compile(alibi)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for s in (3, 4, 5, 20):
+            keys = torch.randn(1, 4, s, 8)
+            assert torch.equal(compiled(bias, keys), alibi(bias, keys)), s
+    per_shape = [str(w.message) for w in caught if type(w.message).__name__ == "PerShapeWarning"]
+    assert len(per_shape) == 1 and "uses Max, which IR dims do not have" in per_shape[0], per_shape
