@@ -28,6 +28,7 @@ from collections.abc import Callable
 import torch
 
 from .graph_breaks import GraphBreakWarning
+from .sizes import UntranslatedCase
 
 
 class PerShapeWarning(GraphBreakWarning):
@@ -57,11 +58,18 @@ def signature(args: list) -> tuple:
 
 def hinted_inputs(example_inputs) -> list:
     """Real inputs at the sizes Dynamo traced ``example_inputs`` (fake tensors, SymInts) with:
-    what a first specialization is checked on when the graph is compiled."""
-    from torch.fx.experimental.symbolic_shapes import guard_int
+    what a first specialization is checked on when the graph is compiled. The sizes are the
+    symbols' hints, read without a guard: ``guard_int`` would add ``s == hint`` to the
+    captured graph's guards, so Dynamo captured it again for every new size (8 captures and
+    its recompile limit on MPT's generate(), where torch.compile makes 2)."""
 
     def size(s):
-        return guard_int(s) if isinstance(s, torch.SymInt) else int(s)
+        if not isinstance(s, torch.SymInt):
+            return int(s)
+        hint = s.node.hint
+        if hint is None:  # an unbacked size (a data-dependent one): no example value to build
+            raise UntranslatedCase(f"a data-dependent size ({s}) has no example value")
+        return int(hint)
 
     values = []
     for value in example_inputs:

@@ -27,6 +27,7 @@ from .plugin_runtime import mark_parameter_placeholders
 from .saved_tensors import partition_recomputing_input_views
 from .session import AUTO, Session
 from .single_backend import compile_split, compile_whole
+from .sizes import UntranslatedCase
 from .source import graph_user_locs, in_user_code, warn_at
 from .spectral import keep_whole
 from .status import slow_work
@@ -133,9 +134,11 @@ def _per_shape(gm, session: Session, kind: str, example_inputs, err: Unsupported
         raise err
     try:
         compiled = PerShapeGraph(gm, compile_static, hinted_inputs(example_inputs))
-    except UnsupportedAtenOp:
+    except (UnsupportedAtenOp, UntranslatedCase):
         raise err from None  # static sizes do not help: the symbolic graph's own error
-    note = f"per-shape {err.aten_op}"
+    # one warning per reason: a forward's op and its backward's (convolution, convolution_backward)
+    # compile per shape for the same reason, and the fix is the same
+    note = f"per-shape {err.why}"
     if note not in session.warned:
         session.warned.add(note)
         loc = in_user_code(err.loc, session.options.site)
