@@ -23,7 +23,7 @@ from ..backends.disk_cache import resolve_cache_dir
 from ..backends.registry import get_backend
 from ..ir.errors import ParityError
 from .auto import AutoBackend, resolve_auto_options
-from .errors import UnsupportedAtenOp
+from .errors import TranslationBug, UnsupportedAtenOp
 from .fast_path import FastPath, call_arguments, distinct_storages, torch_function_depth
 from .fast_path_disk import function_key
 from .foreign_inputs import checking_arguments, named_input_error
@@ -130,6 +130,14 @@ def _user_facing_error(err: Exception, eager, args, kwargs, session: Session) ->
             inner = named_input_error(inner, eager, args, kwargs)
         if isinstance(inner, UnsupportedAtenOp) and session.options.fullgraph:
             inner = inner.under_fullgraph()
+        if isinstance(inner, TranslationBug):
+            # Types torch's meta kernels let through but its eager kernels refuse (an f32 input
+            # to an f64 Linear: fake addmm does not compare the dtypes) reach a type rule of the
+            # IR. Eager's own error, from the user's line, where eager fails too; a bug of
+            # parity's only where eager runs.
+            user = eager_error(eager, args, kwargs)
+            if user is not None:
+                return user
         return inner.with_traceback(None) if isinstance(inner, ParityError) else None
     if session.options.fullgraph:
         broken = graph_break_error(err, str(session.options.backend), session.options.site)

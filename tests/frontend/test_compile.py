@@ -280,6 +280,30 @@ def test_wrong_input_shapes_give_the_users_own_error():
     assert "Dynamo" not in str(info.value) and "FakeTensor" not in str(info.value)
 
 
+def test_types_that_only_eager_refuses_give_the_users_own_error():
+    """An f32 input to an f64 Linear: torch's fake addmm does not compare the dtypes, so the
+    capture succeeds and the IR's dot_general type rule refuses it. That is the user's error,
+    as eager torch and torch.compile raise it, not a "TranslationBug" of parity's."""
+    linear = torch.nn.Linear(8, 4).double()
+    with pytest.raises(RuntimeError, match="mat1 and mat2 must have the same dtype") as info:
+        parity.compile(linear, backend="reference")(torch.randn(3, 8))
+    assert not isinstance(info.value, ParityError)
+    assert info.traceback[-1].path.name == "linear.py"  # raised from the module's own line
+
+
+def test_a_type_rule_failure_where_eager_runs_stays_a_translation_bug(monkeypatch):
+    """Where eager torch runs the same call, a type rule's refusal is parity's bug and says so."""
+    from parity.frontend import translate
+    from parity.frontend.errors import TranslationBug
+
+    def wrong_dtype(ctx, x, *_):
+        return ctx.convert(x, translate.DType.float64)  # planted: tanh's result in the wrong dtype
+
+    monkeypatch.setitem(translate.TABLE, "tanh.default", wrong_dtype)
+    with pytest.raises(TranslationBug, match="aten.tanh.default"):
+        parity.compile(lambda x: torch.tanh(x) + 1, backend="reference")(torch.randn(3))
+
+
 def test_unknown_backend_fails_at_compile_time():
     with pytest.raises(ParityError, match="unknown backend 'nope'; choose from: auto, reference"):
         parity.compile(lambda x: x, backend="nope")
