@@ -80,6 +80,9 @@ ARCHITECTURES: tuple[HFSpec, ...] = (
     HFSpec("codegen", "CodeGenForCausalLM", "CodeGenConfig", "causal-lm", "decoder",
            dict(vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=64, rotary_dim=4, n_ctx=64),
            "mp-packed qkv"),
+    HFSpec("mpt", "MptForCausalLM", "MptConfig", "causal-lm", "decoder",
+           dict(vocab_size=96, d_model=32, n_layers=2, n_heads=4, expansion_ratio=2, max_seq_len=64),
+           "ALiBi bias cut to the keys by a computed offset"),
     # -- encoders -------------------------------------------------------------------------
     HFSpec("bert", "BertForSequenceClassification", "BertConfig", "text-cls", "encoder", _BERT),
     HFSpec("bert-mlm", "BertForMaskedLM", "BertConfig", "masked-lm", "encoder", _BERT, "tied decoder"),

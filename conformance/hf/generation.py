@@ -36,7 +36,7 @@ from .check import build, compiler_for
 
 #: Decoder LMs of the zoo that generate() is checked on (their tiny configs: architectures.py).
 GENERATION_MODELS = ("gpt2", "llama", "mistral", "qwen2", "phi3", "gemma", "gpt-neox", "opt", "falcon",
-                     "stablelm", "qwen3", "gemma2")
+                     "stablelm", "qwen3", "gemma2", "mpt")
 CACHES = ("dynamic", "static")
 PROMPT_LENGTH, NEW_TOKENS = 5, 12
 

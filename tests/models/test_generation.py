@@ -1,6 +1,6 @@
 """Generation loops: ``model.generate()`` with a compiled forward (conformance/hf/generation.py).
 
-CI runs a subset, one cell per cause and backend; the whole matrix (12 decoder LMs × both
+CI runs a subset, one cell per cause and backend; the whole matrix (13 decoder LMs × both
 caches, each greedy and sampled, on onnx, xla, inductor, auto) is ``python -m parity.conformance.hf.generation
 onnx xla inductor auto``.
 """
