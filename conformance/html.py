@@ -16,6 +16,7 @@ import math
 
 from ..ir.dtypes import DType
 from .jax_frontend.spec import FRONTEND_FAMILY
+from .merge import differing_cpus
 from .opdb import FAMILIES
 from .reports import matrix, to_json
 from .results import ConformanceRun
@@ -206,8 +207,10 @@ def _device_agreement_table(doc: dict) -> str:
         f"<tr class='agree'><td>{html.escape(r['backend'])}</td><td>{html.escape(r['op'])}</td><td>{r['dtype']}</td>"
         f"<td>{html.escape(' · '.join(r['places']))}</td><td class='c {_VERDICT_CLASS[r['verdict']]}'>{r['verdict']}"
         f"</td><td>{r['cases']}</td><td>{html.escape(', '.join(r['differing_cases'][:4]))}</td></tr>" for r in rows)
+    cpus = differing_cpus((doc.get("options") or {}).get("cpus"))
+    note = f"<p class='cpus'>{html.escape(cpus[0].upper() + cpus[1:])}.</p>" if cpus else ""
     return ("<h2 id='device-agreement'>Device agreement (" + ", ".join(f"{n} {v}" for v, n in counts.items())
-            + ")</h2><table class='summary'><tr><th>backend</th><th>op</th><th>dtype</th><th>where</th>"
+            + f")</h2>{note}<table class='summary'><tr><th>backend</th><th>op</th><th>dtype</th><th>where</th>"
             f"<th>outputs</th><th>cases</th><th>cases that differ</th></tr>{body}</table>")
 
 

@@ -65,7 +65,8 @@ def merge(docs: Sequence[dict], names: Sequence[str]) -> ConformanceRun:
     deviations = {(d["backend"], d["op"], d["dtype"], d["device"], d["state"]): DeviationCheck(**d)
                   for doc in docs for d in doc["deviations"]}
     type_rules = [t for doc in docs for t in doc["type_rules"]["failures"]]
-    options = {"merged": list(names), "options": [doc["options"] for doc in docs]}
+    options = {"merged": list(names), "options": [doc["options"] for doc in docs],
+               "cpus": {name: _cpu(doc) for doc, name in zip(docs, names)}}
     return ConformanceRun(list(targets.values()), merged, list(deviations.values()), type_rules,
                           max(doc["cases"] for doc in docs), sum(doc["elapsed_s"] for doc in docs), options,
                           device_agreement=device_agreement(runs))
@@ -91,6 +92,27 @@ def device_agreement(runs: dict[tuple, list[tuple[str, Cell]]]) -> list[dict]:
                     "verdict": verdict, "cases": len(common), "differing_cases": differing,
                     "statuses": [c.status for _, c in places]})
     return out
+
+
+def _cpu(doc: dict) -> dict | None:
+    """The CPU a report ran on (``environment.cpu``: model and vector extensions); None for a
+    report written before reports named it."""
+    return doc.get("environment", {}).get("cpu")
+
+
+def differing_cpus(cpus: dict | None) -> str | None:
+    """A sentence naming each report's CPU where the merged reports (``cpus``: report name →
+    ``environment.cpu``, a merged run's ``options["cpus"]``) ran on CPUs with different vector
+    extensions (CPU runtimes choose their kernels by them: OpenVINO's comparisons and
+    Inductor's 8-bit sums differ between AVX2 and AVX-512), else None."""
+    known = {name: cpu for name, cpu in (cpus or {}).items() if cpu}
+    if len({tuple(cpu["vector_isa"]) for cpu in known.values()}) < 2:
+        return None
+    listed = "; ".join(f"{name}: {cpu['model']} ({', '.join(cpu['vector_isa']) or 'no vector extension named'})"
+                       for name, cpu in known.items())
+    return (f"the reports ran on CPUs with different vector extensions ({listed}). CPU runtimes choose their "
+            f"kernels by these, so each report's cpu cells certify its own machine; a (backend, cpu) target that "
+            f"more than one report ran keeps the first one's cells, and the device agreement compares them")
 
 
 def _check_compatible(docs: Sequence[dict], names: Sequence[str]) -> None:
@@ -128,6 +150,9 @@ def merge_files(words: Sequence[str], *, json_path=None, html_path=None, markdow
         console.print(f"[bold red]parity conform merge:[/] {exc}", highlight=False)
         return 2
     terminal.print_summary(result, console)
+    cpus = differing_cpus(result.options.get("cpus"))
+    if cpus is not None:
+        console.print(f"[bold yellow]note:[/] {cpus}", highlight=False)
     agreement = defaultdict(int)
     for row in result.device_agreement:
         agreement[row["verdict"]] += 1

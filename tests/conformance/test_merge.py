@@ -109,3 +109,28 @@ def test_merged_html_in_headless_chromium(hosts, tmp_path):
                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120).stdout
     assert "Device agreement (1 bit-identical, 1 agree within contract, 1 disagree)" in dom
+
+
+def test_reports_from_cpus_with_different_vector_extensions_are_named(hosts, tmp_path, capsys):
+    """Certification is per machine (OpenVINO and Inductor answered differently on AVX2 and
+    AVX-512): a merge of reports from such CPUs says so, in the terminal and the page."""
+    from parity.conformance import html
+
+    a, b = hosts
+    avx512 = {"model": "AMD EPYC", "vector_isa": ["avx", "avx2", "avx512f"]}
+    avx2 = {"model": "Intel Xeon", "vector_isa": ["avx", "avx2"]}
+    a = dict(a, environment=dict(a["environment"], cpu=avx512))
+    b = dict(b, environment=dict(b["environment"], cpu=avx2))
+    merged = merge([a, b], ["host-a", "host-b"])
+    assert merged.options["cpus"] == {"host-a": avx512, "host-b": avx2}
+    page = html.to_html(merged)
+    assert "host-a: AMD EPYC (avx, avx2, avx512f); host-b: Intel Xeon (avx, avx2)" in page
+    paths = []
+    for name, doc in (("host-a", a), ("host-b", b)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(doc), encoding="utf-8")
+    main(["conform", "merge", *map(str, paths)])
+    assert "different vector extensions" in " ".join(capsys.readouterr().out.split())
+    # the same CPU twice (or a report that names none): no note
+    same = merge([a, dict(b, environment=dict(b["environment"], cpu=avx512))], ["host-a", "host-b"])
+    assert "different vector extensions" not in html.to_html(same)
