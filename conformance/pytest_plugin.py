@@ -116,14 +116,42 @@ def _check_architectures(config) -> None:
 
 
 class _State:
-    """Cells measured so far in this session (the stale-deviation check reads them), and the
-    mutants judged (the terminal summary reads them)."""
+    """Cells measured so far in this session (the stale-deviation check reads them), the
+    mutants judged (the terminal summary reads them), and the results of isolated targets."""
 
     def __init__(self):
         self.cells = []
         self.claims = {}
         self.mutants = []
         self.whole: set | None = None  # every (op, dtype) cell of an unfiltered database (None: filtered)
+        self.apart: dict[tuple, dict] = {}  # (backend, device) → (op, dtype) → its cases' results
+
+    def isolated_results(self, first: CellItem) -> dict:
+        """(op, dtype) → case results of every selected cell of ``first``'s target, run on one
+        worker process the first time one of them asks (conformance/isolation.py): a segfault,
+        a hang or an allocation past the memory cap in the plugin's runtime is a crashed or
+        timed-out cell naming the case, and the pytest session goes on."""
+        from .controller import Group, WorkerOptions, run_groups, worker_spec
+        from .isolation import case_seconds, default_memory_mb
+
+        t = first.target
+        key = (t.backend, t.device)
+        if key not in self.apart:
+            items = [i for i in first.session.items if isinstance(i, CellItem) and i.target is t]
+            groups = [Group(tuple(c.id for c in i.cases), (key,), seconds=tuple(case_seconds(c) for c in i.cases))
+                      for i in items]
+            config = first.config
+            dtypes = list(config.getoption("parity_dtype"))
+            memory = default_memory_mb()
+            spec = worker_spec((), memory, config.getoption("parity_ops"), dtypes, config.getoption("parity_quick"))
+            header = {"ops": config.getoption("parity_ops"), "dtypes": sorted(dtypes),
+                      "quick": config.getoption("parity_quick"), "targets": [list(key)],
+                      "cases": sum(len(g.case_ids) for g in groups)}
+            found: dict = defaultdict(list)
+            for result in run_groups(groups, WorkerOptions(memory_mb=memory), spec, header):
+                found[(result.op, result.dtype)].append(result)
+            self.apart[key] = found
+        return self.apart[key]
 
 
 _MUTANTS = pytest.StashKey[list]()
@@ -172,12 +200,16 @@ class CellItem(_TargetItem):
 
     def runtest(self):
         from .execute import Prepared, run_bundle
+        from .isolation import isolated
         from .verdicts import cells_for
 
         self._need_device()
         t = self.target
-        claims = self.state.claims.setdefault(t.backend, t.instance.claims())
-        results = run_bundle(t.instance, t.device, [Prepared(c) for c in self.cases], claims)
+        if isolated([t]):  # a plugin found by entry point: its cells run on a worker, as in parity conform
+            results = self.state.isolated_results(self)[self.key]
+        else:
+            claims = self.state.claims.setdefault(t.backend, t.instance.claims())
+            results = run_bundle(t.instance, t.device, [Prepared(c) for c in self.cases], claims)
         self._judge(cells_for([self.key], [t], results)[0])
 
 

@@ -171,3 +171,28 @@ def test_a_run_filtered_to_models_does_not_call_the_flush_to_zero_deviation_stal
     assert out.returncode == 0, out.stdout[-3000:]
     assert re.search(r"^PASSED .*flushes/cpu::stale deviations", out.stdout, re.M), out.stdout[-3000:]
     assert re.search(r"^PASSED .*flushes/cpu::model zoo", out.stdout, re.M), out.stdout[-3000:]
+
+
+def test_a_plugin_that_crashes_natively_gives_a_failed_cell_and_the_session_goes_on(tmp_path):
+    """A plugin found by entry point runs its cells on a worker process, as `parity conform`
+    runs it: its segfault is a failed cell naming the case, its other cells are judged, and
+    pytest reports them all (in-process, the segfault killed pytest with no report)."""
+    here = pathlib.Path(__file__).parent
+    sys.path.insert(0, str(here))
+    try:
+        from entry_point_faults import write_dist_info
+    finally:
+        sys.path.remove(str(here))
+    write_dist_info(tmp_path / "site")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here), str(tmp_path / "site"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA",
+                          "--parity-backend", "ep_segfaults", "--parity-ops", "^(neg|abs)$", "--parity-dtype", "f32",
+                          "--parity-quick"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    text = out.stdout
+    assert out.returncode == 1, text + out.stderr[-2000:]
+    assert re.search(r"^PASSED .*ep_segfaults/cpu::abs\[f32\]", text, re.M), text
+    assert re.search(r"^FAILED .*ep_segfaults/cpu::neg\[f32\]", text, re.M), text
+    assert "signal 11 (SIGSEGV)" in text and "reproduce: parity conform --backend ep_segfaults" in text, text
+    assert re.search(r"1 failed, 3 passed", text), text
