@@ -25,6 +25,7 @@ from ..ir.graph import Graph
 from ..ir.precision import Precision
 from .executables import _EXECUTABLES, STATS, reset_caches  # noqa: F401 - re-exported (tests, fast_path_disk)
 from .executables import compiled_executable as cached_executable
+from .input_updates import in_place_pairs
 from .plugin_runtime import adapt
 from .tensors import array_converter, fresh_result_converter, result_converter
 from .translate import Translation
@@ -72,6 +73,15 @@ class CompiledGraph:
         # results made for the call (fresh_results) are wrapped without checks or copies
         converter = fresh_result_converter if getattr(executable, "fresh_results", False) else result_converter
         convert = [converter(v.type.dtype) for v in graph.outputs]
+        # outputs the executable computes into the input they update, returned as that tensor
+        # (frontend/input_updates.py); AOTAutograd's write-back then copies a tensor onto itself
+        pairs = in_place_pairs(t) if self._takes_tensors else {}
+        in_place = getattr(executable, "in_place", None) if pairs else None
+        variant = in_place(pairs) if in_place is not None else None
+        if variant is not None:
+            self.executable = variant
+            for k in pairs:
+                convert[k] = _input_or(convert[k])
         plan = []
         for kind, what in t.outputs:
             if kind == "ir":
@@ -188,6 +198,12 @@ def direct_entry(graph: Callable, order: list[int], kind) -> Callable:
 
 def _as_is(tensor):
     return tensor
+
+
+def _input_or(convert):
+    """An in-place output's converter: the input tensor the executable wrote into, as it is;
+    else (an input it could not write into) ``convert``'s result."""
+    return lambda result, inputs: result if type(result) is torch.Tensor else convert(result, inputs)
 
 
 class OutputSource(enum.Enum):

@@ -22,6 +22,7 @@ from .aten_decompositions import decomposition_table, mkldnn_off
 from .auto import compile_auto
 from .errors import InternalError, UnsupportedAtenOp
 from .graph_breaks import note_data_dependent
+from .input_updates import mark_input_updates
 from .per_shape import PerShapeGraph, PerShapeWarning, hinted_inputs
 from .plugin_runtime import mark_parameter_placeholders
 from .saved_tensors import partition_recomputing_input_views
@@ -83,6 +84,7 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
     with unset_fake_temporarily(), slow_work(_status_message(session, kind)):
         try:
             mark_parameter_placeholders(gm, kind)  # which inputs a plugin may bind once (plugin_runtime.py)
+            mark_input_updates(gm, kind)  # outputs written back into inputs (input_updates.py)
             compiled = _compile_fx_graph(gm, session, kind, example_inputs)
             if kind == "backward":  # compiled at the first backward(), after the call that flushes
                 session.flush_fallbacks()

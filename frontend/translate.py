@@ -37,6 +37,7 @@ from .aten import TABLE
 from .claims import backends_that_run
 from .context import TranslationContext
 from .errors import TranslationBug, UnsupportedAtenOp, dtype_not_in_ir
+from .input_updates import UPDATES_META
 from .sharding import TABLE as PARITY_OPS
 from .sizes import UntranslatedCase, dim_of, shape_of
 from .source import loc_from_stack_trace
@@ -62,6 +63,8 @@ class Translation:
     size expressions the graph uses as tensor values (``x * n`` for an int argument ``n`` that
     automatic dynamic made symbolic, ``arange(past, past + seq)``): each is an ``i64[]`` IR input
     after the carrier and before the keys, its value computed per call from the bound sizes.
+    ``updates`` maps FX outputs that are an input's new value, written back into it after the
+    call, to the placeholder they update (frontend/input_updates.py).
     """
 
     graph: Graph
@@ -72,6 +75,7 @@ class Translation:
     aten_ops: list[str] = field(default_factory=list)
     size_carrier: tuple[str, ...] = ()
     size_values: tuple[DimExpr, ...] = ()
+    updates: dict[int, int] = field(default_factory=dict)
 
 
 def aten_name(target: Any) -> str:
@@ -203,8 +207,10 @@ class _Translator:
             self.b.inputs.remove(late)
             self.b.inputs.append(late)
         graph = self.b.build(ir_outputs)
+        names = {node.name: index for node, index in self.placeholders.items()}
+        updates = {m: names[name] for m, name in self.gm.meta.get(UPDATES_META, {}).items() if name in names}
         return Translation(graph, self.inputs, outputs, len(self.keys), self.symbols, self.aten_ops, carrier,
-                           tuple(self.size_values))
+                           tuple(self.size_values), updates)
 
     def _symbols_in_types(self) -> set[str]:
         """The symbols the IR graph's types and assumptions name: those a call must bind. A symbol

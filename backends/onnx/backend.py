@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import onnxruntime as ort
 
@@ -38,7 +39,7 @@ from ..cache import BuildOnceCache
 from .composites import NATIVE
 from .deviations import DEVIATIONS, SUMMATION
 from .emitter import with_subgraphs
-from .executable import OnnxExecutable
+from .executable import OnnxExecutable, writable_inputs
 from .legalize import UNSUPPORTED
 from .lowering import COMPLEX_LOWERINGS, LOWERINGS, to_model
 
@@ -73,6 +74,19 @@ def make_session(model, device: str = "cpu") -> ort.InferenceSession:
     """An onnxruntime session for ``model`` on ``device`` (no caching)."""
     return ort.InferenceSession(model.SerializeToString(), _session_options(), providers=[PROVIDERS[device]],
                                 disabled_optimizers=DISABLED_OPTIMIZERS)
+
+
+class OpenSession(NamedTuple):
+    """What the backend keeps per model: its session, and the outputs that may be written into
+    an input's own memory (:func:`~.executable.writable_inputs`: output index -> input index)."""
+
+    session: ort.InferenceSession
+    writable_inputs: dict[int, int]
+
+
+def open_session(model, device: str = "cpu") -> OpenSession:
+    """:func:`make_session` for ``model`` (a ModelProto, or what persist.py keeps: its bytes)."""
+    return OpenSession(make_session(model, device), writable_inputs(model))
 
 
 # ORT rewrites that skip a rounding the IR requires. MatMulScaleFusion folds a Mul/Div by a
@@ -172,10 +186,8 @@ class OnnxBackend(Backend):
             )
         check_not_declined(self, graph)
         key = session_key(graph, device, precision)
-        return OnnxExecutable(graph, device, self._session(graph, device, key, precision))
-
-    def _session(self, graph: Graph, device: str, key: tuple, precision: Precision) -> ort.InferenceSession:
-        return self._sessions.get_or_build(key, lambda: make_session(to_model(graph, precision=precision), device))
+        opened = self._sessions.get_or_build(key, lambda: open_session(to_model(graph, precision=precision), device))
+        return OnnxExecutable(graph, device, opened.session, writable_inputs=opened.writable_inputs)
 
 
 def session_key(graph: Graph, device: str, precision: Precision) -> tuple:

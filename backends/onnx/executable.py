@@ -55,10 +55,13 @@ class OnnxExecutable:
     dropped every reference to it.
     """
 
-    def __init__(self, graph: Graph, device: str, session: ort.InferenceSession):
+    def __init__(self, graph: Graph, device: str, session: ort.InferenceSession, *,
+                 writable_inputs: dict[int, int] | None = None):
         self.graph = graph
         self.device = device
         self.session = session
+        self._writable = writable_inputs or {}  # see writable_inputs(); in_place() picks from them
+        self._in_place: dict[int, int] = {}  # output -> input written in place (an in_place() copy's)
         # ONNX types: a complex value travels as its float carrier [..., 2] (complex_numbers.py)
         self._in = [(f"in{i}", carrier_type(v.type)) for i, v in enumerate(graph.inputs)]
         self._out = [(f"out{i}", carrier_type(v.type)) for i, v in enumerate(graph.outputs)]
@@ -166,22 +169,47 @@ class OnnxExecutable:
             bound[i] = (value, value.shape, _buffer(value)) if (
                 complex_dtype is None and _is_view_of(array, value, t.dtype)) else None
         if self._static:
+            if self._in_place:
+                return self._run_in_place(local, inputs)
             if all(self._copied):  # small outputs: bound once, copied out
                 local.run()
                 return self._complex(local.copy_out())
             return self._complex(self._run_recycled(local))
         return self._complex(self._run_general(local, inputs))
 
+    def in_place(self, pairs: dict[int, int]) -> OnnxExecutable | None:
+        """This executable for a caller whose input ``i`` is updated in place with output ``k``
+        (``pairs[k] = i``: an input a step mutates, a static KV cache), or None where no pair can
+        be written in place. ORT writes each such output straight into the input tensor's own
+        memory, and the call returns that tensor itself as the output: no output buffer, no copy
+        out, and the caller's write-back (``cache.copy_(out)``) finds the same tensor and copies
+        nothing. Only the pairs :func:`writable_inputs` found safe in the model (a scatter into
+        an input nothing else reads), for static graphs and plain CPU tensors of the graph's
+        dtype (any other input takes the ordinary call). A caller must not pass a pair whose input
+        it reads afterwards expecting the old value: that is what "updated in place" means.
+        """
+        pairs = {k: i for k, i in pairs.items() if self._writable.get(k) == i and self._by_pointer[i]}
+        if not self._static or not pairs or self.device != "cpu":
+            return None
+        variant = OnnxExecutable(self.graph, self.device, self.session, writable_inputs=self._writable)
+        variant._in_place = pairs
+        # None: no output is ORT's to copy out; True: every output is small (copied out all at once)
+        rest = [c for k, c in enumerate(self._copied) if k not in pairs]
+        variant._copies_out = all(self._copied) if any(rest) else None
+        variant._arrays_out = not all(rest)  # outputs bound to arrays of ours (recycled: _run_recycled)
+        variant._plain = self  # the ordinary call, for inputs that are not plain CPU tensors
+        return variant
+
     def unchecked(self):
         """:meth:`__call__` for inputs the caller has checked are of the compiled types, as a
         function of them; None where it would not be shorter (symbolic sizes, complex or
-        bfloat16 values, outputs bound to buffers of ours). When every input is the tensor
+        bfloat16 values, outputs bound to buffers of ours or to inputs: in_place()). When every input is the tensor
         bound last time, over the same memory, it only runs and copies out; anything else goes
         through :meth:`__call__`, which binds it. The frontend's fast-path hits use it: their
         tensor guards have checked dtypes and shapes (0.3 µs of a tiny call).
         """
         ir_types = [t for _, t in self._in]
-        if not (self._static and all(self._copied)) or self._any_complex_out or any(self._complex_in) \
+        if not (self._static and all(self._copied)) or self._in_place or self._any_complex_out or any(self._complex_in) \
                 or any(t.dtype is DType.bfloat16 for t in ir_types):
             return None
         call, local_state = self.__call__, self._local
@@ -213,23 +241,52 @@ class OnnxExecutable:
         """
         arrays = getattr(local, "arrays", None)
         if arrays is None or _held(arrays):
-            binding = local.binding
-            binding.clear_binding_outputs()  # rebound in graph order (get_outputs follows binding order)
-            arrays = []
-            for (name, t), copied in zip(self._out, self._copied):
-                if copied:
-                    binding.bind_output(name, "cpu")
-                    arrays.append(None)
-                else:
-                    out = np.empty(t.shape, t.dtype.numpy)
-                    binding.bind_output(name, "cpu", 0, ONNX_DTYPES[t.dtype], list(t.shape), out.ctypes.data)
-                    arrays.append(out)
-            local.arrays = arrays
+            arrays = local.arrays = self._bind_outputs(local.binding, {})
         local.run()
         if not any(self._copied):
             return list(arrays)
         values = local.binding.get_outputs()  # ORT's reused buffers: copied out
         return [a if a is not None else values[i].numpy().copy() for i, a in enumerate(arrays)]
+
+    def _bind_outputs(self, binding, into: dict[int, int]) -> list:
+        """Every output bound, in graph order (get_outputs follows binding order): output ``k``
+        to the address ``into[k]``, a small one to ORT's buffer (copied out after the run), a
+        large one to a fresh array of ours; the arrays in their slots, None in the others."""
+        binding.clear_binding_outputs()
+        arrays: list = []
+        for k, ((name, t), copied) in enumerate(zip(self._out, self._copied)):
+            if copied and k not in into:
+                binding.bind_output(name, "cpu")
+                arrays.append(None)
+                continue
+            out = None if k in into else np.empty(t.shape, t.dtype.numpy)
+            binding.bind_output(name, "cpu", 0, ONNX_DTYPES[t.dtype], list(t.shape),
+                                into[k] if out is None else out.ctypes.data)
+            arrays.append(out)
+        return arrays
+
+    def _run_in_place(self, local, inputs) -> list:
+        """:meth:`_run_recycled` with the in_place() outputs bound to their inputs' memory and
+        returned as those very tensors (bound again when an input's tensor or memory changes)."""
+        targets = {k: inputs[i] for k, i in self._in_place.items()}
+        key = [(id(t), t.data_ptr() if hasattr(t, "data_ptr") else None) for t in targets.values()]
+        if getattr(local, "in_place_key", None) != key or (self._arrays_out and _held(local.arrays)):
+            if not all(_plain_cpu_tensor(t) and _torch_dtype_name(t.dtype) == self._out[k][1].dtype.name
+                       for k, t in targets.items()):
+                local.in_place_key = None
+                return self._plain(*inputs)  # a NumPy array, a strided or other-dtype tensor: no writing into it
+            local.arrays = self._bind_outputs(local.binding, {k: t.data_ptr() for k, t in targets.items()})
+            local.in_place_key = key
+        local.run()
+        arrays = local.arrays
+        if self._copies_out is None:  # nothing ORT allocated
+            return [targets[k] if k in targets else a for k, a in enumerate(arrays)]
+        # ORT's reused buffers copied out: all outputs at once where all are small (in-place ones
+        # too: copy_outputs_to_cpu copies every output, at a fifth of get_outputs' cost, which
+        # wraps each), else one by one
+        values = local.copy_out() if self._copies_out else local.binding.get_outputs()
+        return [targets[k] if k in targets else a if a is not None else
+                values[k] if self._copies_out else values[k].numpy().copy() for k, a in enumerate(arrays)]
 
     def _resolve_output_shapes(self, sizes: tuple) -> list[list[int]]:
         """The output shapes for inputs of these shapes, checked against the graph's size rules
@@ -271,6 +328,50 @@ class OnnxExecutable:
         # copy_outputs_to_cpu converts every output, and bfloat16 ones have no NumPy type
         values = binding.get_outputs()
         return [out if out is not None else values[i].numpy().copy() for i, out in enumerate(fresh)]
+
+
+_SCATTERS = ("ScatterElements", "ScatterND")
+
+
+def writable_inputs(model) -> dict[int, int]:
+    """The graph outputs ORT may write into an input's own memory, as ``{output: input}``
+    (indices): output ``k`` is made by a ScatterElements or ScatterND whose data is graph
+    input ``i``, and nothing else reads input ``i`` (no other node, no subgraph, no graph
+    output), so no node can read it after the scatter has written. ORT's scatter kernels copy
+    their data to the output only where the two buffers differ, then write the updates.
+    ``model`` is a ModelProto or anything with its bytes (``SerializeToString``).
+
+    Example::
+
+        >>> from parity.ir import GraphBuilder, f32, i64
+        >>> from parity.backends.onnx.lowering import to_model
+        >>> b = GraphBuilder(); cache = b.input(f32[4, 2]); at = b.input(i64[1, 2]); row = b.input(f32[1, 2])
+        >>> writable_inputs(to_model(b.build([b.scatter(cache, at, row, axis=0, reduce="replace")])))
+        {0: 0}
+        >>> writable_inputs(to_model(b.build([b.scatter(cache, at, row, axis=0, reduce="replace"), b.neg(cache)])))
+        {}
+    """
+    if not hasattr(model, "graph"):
+        import onnx
+
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    if any(a.type == a.GRAPH for node in graph.node for a in node.attribute):
+        return {}  # a subgraph may read any outer value: not traced here
+    readers: dict[str, int] = {}
+    for name in [name for node in graph.node for name in node.input] + [v.name for v in graph.output]:
+        readers[name] = readers.get(name, 0) + 1
+    inputs = {v.name: i for i, v in enumerate(graph.input)}
+    made_by = {name: node for node in graph.node for name in node.output}
+    returned = [v.name for v in graph.output]
+    found = {}
+    for k, name in enumerate(returned):
+        node = made_by.get(name)
+        # (nodes after the scatter may read its output: that is the input's memory, updated)
+        if node is not None and node.op_type in _SCATTERS and node.input[0] in inputs \
+                and readers[node.input[0]] == 1 and returned.count(name) == 1:
+            found[k] = inputs[node.input[0]]
+    return found
 
 
 def _held(arrays: list) -> bool:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from ...ir.precision import Precision
 from ..base import compile_at
-from .backend import OnnxExecutable, make_session, session_key
+from .backend import OnnxExecutable, open_session, session_key
 from .lowering import to_model
 
 
 class _Serialized:
-    """What :func:`make_session` needs of a model: its bytes."""
+    """What :func:`open_session` needs of a model: its bytes."""
 
     def __init__(self, data: bytes):
         self.data = data
@@ -29,10 +29,10 @@ class OnnxPersister:
 
     def build(self, backend, graph, device: str, precision: Precision = Precision.EXACT):
         model = to_model(graph, precision=precision)
-        backend._sessions.get_or_build(session_key(graph, device, precision), lambda: make_session(model, device))
+        backend._sessions.get_or_build(session_key(graph, device, precision), lambda: open_session(model, device))
         return compile_at(backend, graph, device, precision), model.SerializeToString()
 
     def load(self, backend, graph, device: str, payload: bytes, precision: Precision = Precision.EXACT) -> OnnxExecutable:
-        session = make_session(_Serialized(payload), device)
-        backend._sessions.get_or_build(session_key(graph, device, precision), lambda: session)
+        opened = open_session(_Serialized(payload), device)
+        backend._sessions.get_or_build(session_key(graph, device, precision), lambda: opened)
         return compile_at(backend, graph, device, precision)

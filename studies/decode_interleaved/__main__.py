@@ -8,8 +8,9 @@ so neither always runs first) after both have compiled, and the answer is the me
 per-round ratios (torch.compile's time over parity's: above 1, parity is faster). Tokens are
 checked equal to eager's first. One CPU, like ``parity bench --threads 1``.
 
-Run: ``python -m studies.decode_interleaved MODEL CACHE ROUNDS [--code DIR]`` (CACHE: dynamic
-or static). ``--code DIR`` runs another checkout's parity (``git archive REV | tar -x -C DIR``)
+Run: ``python -m studies.decode_interleaved MODEL CACHE ROUNDS [--code DIR] [--inductor]`` (CACHE:
+dynamic or static). ``--inductor`` adds parity[inductor] as a third candidate (its ratio printed
+beside parity[onnx]'s, against the same torch.compile rounds). ``--code DIR`` runs another checkout's parity (``git archive REV | tar -x -C DIR``)
 through this environment: the editable install's module mapping is pointed at DIR before
 parity is imported (bench/results/decoders.md used it for the base commit).
 """
@@ -35,10 +36,13 @@ def main(argv: list[str]) -> None:
         i = argv.index("--code")
         _use_code(os.path.abspath(argv[i + 1]))
         argv = argv[:i] + argv[i + 2:]
+    inductor = "--inductor" in argv
+    argv = [a for a in argv if a != "--inductor"]
     model, cache, rounds = argv[0], argv[1], int(argv[2])
     import torch
 
     import parity
+    import parity.frontend
     from parity.bench.decode import decode_program
 
     torch.set_num_threads(1)
@@ -47,6 +51,8 @@ def main(argv: list[str]) -> None:
     want = program(lambda f: f)()
     calls = {"parity[onnx]": program(lambda f: parity.compile(f, backend="onnx")),
              "torch.compile": program(lambda f: torch.compile(f))}
+    if inductor:
+        calls["parity[inductor]"] = program(lambda f: parity.compile(f, backend="inductor"))
     for name, call in calls.items():
         assert torch.equal(call(), want), f"{name}: tokens differ from eager's"
         call()
@@ -56,11 +62,14 @@ def main(argv: list[str]) -> None:
             t0 = time.perf_counter()
             calls[name]()
             times[name].append(time.perf_counter() - t0)
-    ratios = [c / p for p, c in zip(times["parity[onnx]"], times["torch.compile"])]
     rate = {name: tokens / statistics.median(ts) for name, ts in times.items()}
-    print(f"{model} {cache} ({os.path.dirname(parity.__file__)}): parity[onnx] {rate['parity[onnx]']:.0f} tokens/s, "
-          f"torch.compile {rate['torch.compile']:.0f}, median of per-round ratios {statistics.median(ratios):.2f}x "
-          f"(load {os.getloadavg()[0]:.1f}, tokens equal eager's)", flush=True)
+    ratios = {name: statistics.median(c / p for p, c in zip(ts, times["torch.compile"]))
+              for name, ts in times.items() if name != "torch.compile"}
+    print(f"{model} {cache} ({os.path.dirname(os.path.dirname(parity.frontend.__file__))}): "
+          + ", ".join(f"{name} {rate[name]:.0f} tokens/s" for name in calls)
+          + "; median of per-round ratios (torch.compile's time / candidate's) "
+          + ", ".join(f"{name} {r:.2f}x" for name, r in ratios.items())
+          + f" (load {os.getloadavg()[0]:.1f}, tokens equal eager's)", flush=True)
 
 
 if __name__ == "__main__":
