@@ -11,6 +11,7 @@ boxed callable that takes and returns torch tensors.
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 
 import torch
@@ -139,8 +140,9 @@ def _per_shape(gm, session: Session, kind: str, example_inputs, err: Unsupported
     except (UnsupportedAtenOp, UntranslatedCase):
         raise err from None  # static sizes do not help: the symbolic graph's own error
     # one warning per reason: a forward's op and its backward's (convolution, convolution_backward)
-    # compile per shape for the same reason, and the fix is the same
-    note = f"per-shape {err.why}"
+    # compile per shape for the same reason, and the fix is the same; a later capture's reason
+    # differs only in its symbols' names and example values (Max(0, 16 - s69), "its example value is 4")
+    note = "per-shape " + re.sub(r"\d+", "#", err.why)
     if note not in session.warned:
         session.warned.add(note)
         loc = in_user_code(err.loc, session.options.site)
