@@ -86,7 +86,6 @@ def test_a_serial_run_batches_and_keeps_the_unbatched_cells(plugins):
     assert [[getattr(c, k) for k in keys] for c in batched.cells] == [[getattr(c, k) for k in keys] for c in plain.cells]
 
 
-@pytest.mark.slow  # two worker processes start (the second after the crash): ~7 s on the shared 2-core machine
 def test_a_batch_that_crashes_its_worker_runs_again_bundle_by_bundle(plugins):
     options = WorkerOptions(workers=1, plugins=("batching_backend:batch_segfaults",))
     result = runner.run(["batch_segfaults"], ops=OPS, dtypes=F32, quick=True, workers=options)
