@@ -189,6 +189,10 @@ class Backend(abc.ABC):
     # bump it whenever the bytes change meaning. artifact_native_code: the bytes are code for this host.
     artifact_version: str | None = None
     artifact_native_code: bool = False
+    # How many op × dtype bundles of conformance cases the runner may compile as one graph, side by
+    # side (conformance/execute.py, run_batch): more than 1 where a compile's fixed cost dominates
+    # (Inductor's C++ build); a bundle with a case that does not pass there runs again on its own.
+    compile_batch: int = 1
     # Optional, not defined here: claim_subgraphs(graph) -> the connected regions of graph (collections
     # of node indices) to compile whole, each as its own graph (backends/subgraph_claims.py).
 

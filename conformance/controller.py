@@ -1,14 +1,16 @@
 """The controller: a run's cases scheduled on N workers, results collected, crashes contained.
 
 The unit of work is what the serial runner does in one step: one op × dtype's cases,
-bundled into one compilation, on each (backend, device) target in turn
+bundled into one compilation (or a batch of such bundles, for a target that compiles
+several as one graph: :func:`.runner.batches`), on each (backend, device) target in turn
 (:class:`.worker.Task`). A worker answers per target, so when it dies the controller
 knows which target it was on. That target's cases become cells with status *crashed*
 (the worker died: a signal, ``os._exit``, a MemoryError under ``--worker-memory``) or
 *timed out* (no answer within its time limit: ``case_timeout`` seconds, or by default a
 limit sized from the bundle's cases, :mod:`.isolation`; the worker is killed), naming
-the case, the signal or limit, and the worker's last stderr lines. Each case of a crashed
-bundle is retried once, alone, on a fresh worker; a timed-out bundle is bisected instead
+the case, the signal or limit, and the worker's last stderr lines. A crashed batch runs
+again bundle by bundle, each as an unbatched run runs it; each case of a crashed bundle
+is retried once, alone, on a fresh worker; a timed-out bundle is bisected instead
 (each half under its own cases' limit, a half that hangs halved again), so finding the
 hanging case waits out the halves on its path, not every case's limit. A case that
 crashes or hangs again alone is *reproducible*; a bundle whose cases all pass alone (or
@@ -345,6 +347,12 @@ class _Scheduler:
                 r.message = f"{r.case} on {target[0]}/{target[1]}: the worker {what}"
             self._final(dead)
             return
+        bundles = _bundles(ids) if unit.kind == "cases" else [ids]
+        if state == CRASHED and unit.retry is None and len(bundles) > 1:
+            # a batch of bundles (.runner.batches) crashed: each bundle runs again on its own, as an
+            # unbatched run would run it, so a crash is charged to a bundle, never to its batch
+            self.pending.extend(_Unit(b, [target], None, unit.kind, unit.seed, unit.host) for b in bundles)
+            return
         retry = unit.retry or _Retry(unit.case_ids, target, state, what, stderr, set(unit.case_ids),
                                      bisected=state == TIMED_OUT)
         if len(ids) == 1 and unit.retry is not None:  # a case alone, on its second try
@@ -426,6 +434,17 @@ def _dead(case_id, target: tuple[str, str], state: str, what: str) -> CaseResult
     """The result of a case whose worker died (or was killed for time) running it alone."""
     op, dtype = _op_dtype(case_id)
     return CaseResult(str(case_id), op, dtype, target[0], target[1], state, message=what)
+
+
+def _bundles(case_ids: Sequence) -> list[tuple]:
+    """``case_ids`` cut into its op × dtype bundles: runs of consecutive ids of one op and dtype."""
+    out: list[list] = []
+    for i in case_ids:
+        if out and _op_dtype(out[-1][0]) == _op_dtype(i):
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return [tuple(b) for b in out]
 
 
 def _op_dtype(case_id) -> tuple[str, str]:

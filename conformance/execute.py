@@ -31,7 +31,7 @@ from .case import Case
 from .declared import Declared
 from .local import flush_subnormals as flush_declared
 from .local import measure_case
-from .results import DECLINED, UNSUPPORTED, CaseResult
+from .results import DECLINED, PASS, UNSUPPORTED, CaseResult
 
 
 class NotClaimed(Exception):
@@ -109,28 +109,12 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
     claims = backend.claims() if claims is None else claims
     declared = Declared.of(backend, device)
     results: list[CaseResult | None] = [None] * len(bundle)
-    runnable = []
-    for i, p in enumerate(bundle):
-        try:
-            runnable.append((i, *lower_for(backend, p.graph, claims)))
-        except NotClaimed as exc:
-            status = DECLINED if isinstance(exc, DeclinedByPredicate) else UNSUPPORTED
-            results[i] = CaseResult(**_ids(backend, device, p.case), status=status, message=str(exc))
-    if len(runnable) > 1 and all(g.sharding is None for _, g, _ in runnable):  # a mesh is per graph
-        merged = Graph(f"bundle_{bundle[0].case.op}", [v for _, g, _ in runnable for v in g.inputs],
-                       [n for _, g, _ in runnable for n in g.nodes], [v for _, g, _ in runnable for v in g.outputs])
-        try:
-            outputs = execute(backend, device, merged, [a for i, _, _ in runnable for a in bundle[i].arrays])
-        except MemoryError:  # a worker's memory cap (conformance/worker.py) ends the worker, not the case
-            raise
-        except Exception:  # noqa: BLE001 - isolate the failing case below
-            outputs = None
+    runnable = _lowered(backend, device, bundle, claims, results)
+    if len(runnable) > 1:
+        outputs = _side_by_side(backend, device, bundle[0].case.op, [(g, bundle[i].arrays) for i, g, _ in runnable])
         if outputs is not None:
-            k = 0
-            for i, g, paths in runnable:
-                n = len(g.outputs)
-                results[i] = _measured(backend, device, bundle[i], paths, outputs[k:k + n], declared)
-                k += n
+            for (i, _, paths), out in zip(runnable, outputs):
+                results[i] = _measured(backend, device, bundle[i], paths, out, declared)
             return results
     for i, g, paths in runnable:
         try:
@@ -144,6 +128,86 @@ def run_bundle(backend: Backend, device: str, bundle: Sequence[Prepared], claims
             continue
         results[i] = _measured(backend, device, bundle[i], paths, outputs, declared)
     return results
+
+
+def run_batch(backend: Backend, device: str, bundles: Sequence[Sequence[Prepared]], claims=None) -> list[list]:
+    """Several bundles (each one op × dtype's cases) compiled as one graph, each bundle's results.
+
+    A batch saves what each compilation costs whatever its size (Inductor's C++ build). A
+    result of the batch stands only when it passes: a bundle with a case that does not pass
+    there, and every bundle when the batch fails to compile or run, runs again on its own
+    (:func:`run_bundle`), so every verdict other than a pass is the bundle's own.
+    """
+    claims = backend.claims() if claims is None else claims
+    if len(bundles) < 2:
+        return [run_bundle(backend, device, b, claims) for b in bundles]
+    declared = Declared.of(backend, device)
+    results: list[list] = [[None] * len(b) for b in bundles]
+    runnable = [(k, i, g, paths) for k, b in enumerate(bundles)
+                for i, g, paths in _lowered(backend, device, b, claims, results[k])]
+    outputs = _side_by_side(backend, device, bundles[0][0].case.op,
+                             [(g, bundles[k][i].arrays) for k, i, g, _ in runnable])
+    if outputs is None:
+        return [run_bundle(backend, device, b, claims) for b in bundles]
+    for (k, i, _, paths), out in zip(runnable, outputs):
+        results[k][i] = _measured(backend, device, bundles[k][i], paths, out, declared)
+    return [run_bundle(backend, device, b, claims) if any(r.status not in (PASS, UNSUPPORTED, DECLINED) for r in rs)
+            else rs for b, rs in zip(bundles, results)]
+
+
+def run_bundles(backend: Backend, device: str, bundles: Sequence[Sequence[Prepared]], claims=None) -> list:
+    """Every case result of ``bundles``, in order: in batches of the backend's ``compile_batch``
+    bundles (:func:`run_batch`), or bundle by bundle."""
+    size = max(1, getattr(backend, "compile_batch", 1))
+    out = []
+    for start in range(0, len(bundles), size):
+        for results in run_batch(backend, device, bundles[start:start + size], claims):
+            out += results
+    return out
+
+
+def split_bundles(prepared: Sequence[Prepared]) -> list[list[Prepared]]:
+    """``prepared`` cut into bundles: each run of consecutive cases of one (op, dtype)."""
+    out: list[list[Prepared]] = []
+    for p in prepared:
+        if out and (out[-1][0].case.op, out[-1][0].case.dtype) == (p.case.op, p.case.dtype):
+            out[-1].append(p)
+        else:
+            out.append([p])
+    return out
+
+
+def _lowered(backend: Backend, device: str, bundle: Sequence[Prepared], claims, results: list) -> list[tuple]:
+    """(index, lowered graph, paths) of each case of ``bundle`` the backend claims; the result
+    of each other case (unsupported, declined) is put in ``results``."""
+    runnable = []
+    for i, p in enumerate(bundle):
+        try:
+            runnable.append((i, *lower_for(backend, p.graph, claims)))
+        except NotClaimed as exc:
+            status = DECLINED if isinstance(exc, DeclinedByPredicate) else UNSUPPORTED
+            results[i] = CaseResult(**_ids(backend, device, p.case), status=status, message=str(exc))
+    return runnable
+
+
+def _side_by_side(backend: Backend, device: str, name: str, pieces: Sequence[tuple[Graph, Sequence]]) -> list | None:
+    """Each (graph, arrays) piece's outputs, the graphs compiled and run as one graph; None when
+    that fails, or when a graph has a device mesh (a mesh is per graph) or there is nothing to run."""
+    if not pieces or any(g.sharding is not None for g, _ in pieces):
+        return None
+    merged = Graph(f"bundle_{name}", [v for g, _ in pieces for v in g.inputs],
+                   [n for g, _ in pieces for n in g.nodes], [v for g, _ in pieces for v in g.outputs])
+    try:
+        outputs = execute(backend, device, merged, [a for _, arrays in pieces for a in arrays])
+    except MemoryError:  # a worker's memory cap (conformance/worker.py) ends the worker, not the case
+        raise
+    except Exception:  # noqa: BLE001 - the caller runs the pieces on their own
+        return None
+    out, k = [], 0
+    for g, _ in pieces:
+        out.append(outputs[k:k + len(g.outputs)])
+        k += len(g.outputs)
+    return out
 
 
 def _ids(backend: Backend, device: str, case: Case) -> dict:

@@ -38,8 +38,8 @@ from . import opdb
 from .arguments import check_run_arguments
 from .case import Case
 from .controller import Group, WorkerOptions, run_groups, worker_spec
-from .execute import Prepared, run_bundle
-from .isolation import case_seconds, default_memory_mb, isolated
+from .execute import Prepared, run_bundles
+from .isolation import COMPILE_SECONDS, case_seconds, default_memory_mb, isolated
 from .jax_frontend.check import COLUMN as FRONTEND_COLUMN
 from .jax_frontend.check import DEVICE as FRONTEND_DEVICE
 from .jax_frontend.rows import planned_groups
@@ -81,7 +81,7 @@ def run(backends: Sequence[str | Backend] | None = None, *, devices: Sequence[st
     chosen = select_cases(ops=ops, dtypes=dtypes, quick=quick, cases=cases)
     live = [t for t in targets if t.available]
     groups: dict[tuple, list[Case]] = defaultdict(list)
-    for case in chosen:  # one compilation per (op, dtype): compiling dominates a backend's time
+    for case in chosen:  # one compilation per (op, dtype), or per batch of them (batches): compiling dominates
         groups[(case.op, case.dtype)].append(case)
     which = "zoo" if models is True else models or None
     if which == "zoo" and architectures:
@@ -172,8 +172,11 @@ def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: Worke
     header = {"ops": ops, "dtypes": sorted(d.short for d in dtypes), "quick": quick,
               "targets": [[t.backend, t.device] for t in live], "cases": count}
     sized = workers.case_timeout is None  # the default limit is sized from the cases (.isolation)
-    plan = [Group(tuple(c.id for c in g), tuple((t.backend, t.device) for t in live),
-                  seconds=tuple(case_seconds(c) for c in g) if sized else ()) for g in groups]
+    # one task per batch of bundles; each bundle past a batch's first may take a compilation more
+    plan = [Group(tuple(c.id for g in chunk for c in g), tuple((t.backend, t.device) for t in live),
+                  seconds=tuple(case_seconds(c) + (COMPILE_SECONDS if k and not j else 0.0)
+                                for k, g in enumerate(chunk) for j, c in enumerate(g)) if sized else ())
+            for chunk in batches(groups, live)]
     zoo_groups, hf_groups = [], []
     if which in ("zoo", "all"):
         from . import zoo
@@ -212,16 +215,24 @@ def _run_serial(groups: list[list[Case]], live: list[Target], progress: Progress
     claims = {id(t.instance): t.instance.claims() for t in live}
     results: list[CaseResult] = []
     total, done = sum(len(g) for g in groups), 0
-    for group in groups:
+    for chunk in batches(groups, live):
         if progress:
-            progress(done, total, f"{group[0].op}[{group[0].dtype.short}]")
-        bundle = [Prepared(c) for c in group]
+            progress(done, total, f"{chunk[0][0].op}[{chunk[0][0].dtype.short}]")
+        bundles = [[Prepared(c) for c in group] for group in chunk]
         for t in live:
-            results += run_bundle(t.instance, t.device, bundle, claims[id(t.instance)])
-        done += len(group)
+            results += run_bundles(t.instance, t.device, bundles, claims[id(t.instance)])
+        done += sum(len(group) for group in chunk)
     if progress:
         progress(total, total, "")
     return results
+
+
+def batches(groups: list[list[Case]], live: Sequence[Target]) -> list[list[list[Case]]]:
+    """``groups`` (one op × dtype's cases each) in runs of as many as the targets batch into one
+    compilation (the largest ``compile_batch`` among them, :func:`.execute.run_batch`): one
+    step of the serial run, one task on workers."""
+    size = max([1, *(getattr(t.instance, "compile_batch", 1) for t in live if t.instance is not None)])
+    return [groups[i:i + size] for i in range(0, len(groups), size)]
 
 
 def _deviation_applies(which: str | None):

@@ -51,8 +51,8 @@ class WorkerSpec:
 
 @dataclass(frozen=True)
 class Task:
-    """Run ``case_ids`` (one op × dtype, bundled as the serial runner bundles them) on each
-    of ``targets`` in order. ``kind`` "zoo": the cases of one zoo row (conformance/zoo.py);
+    """Run ``case_ids`` (one op × dtype's, or several op × dtype bundles, batched as the serial
+    runner batches them) on each of ``targets`` in order. ``kind`` "zoo": the cases of one zoo row (conformance/zoo.py);
     "jax": cases of the JAX frontend's rows (conformance/jax_frontend/, the one target ``jax/cpu``);
     "hf" / "hf-anchor": one Hugging Face architecture's stages on parity backends / its
     anchor case on torch.compile anchors (conformance/hf/matrix.py); "fuzz": graphs of
@@ -166,7 +166,7 @@ class Session:
     def run(self, task: Task, loaded=lambda index: None) -> Iterator[list]:
         """Per target of ``task``, its case results (the serial runner's run_bundle);
         ``loaded(i)`` is called once target ``i``'s backend is loaded, before its cases run."""
-        from .execute import Prepared, run_bundle
+        from .execute import Prepared, run_bundle, run_bundles, split_bundles
         from .tiers import column_backend
         from .zoo import row_results
 
@@ -193,8 +193,10 @@ class Session:
             backend = column_backend(name)
             if task.kind == "zoo":
                 yield row_results(task.case_ids, backend, name, device)
-                continue
-            yield run_bundle(backend, device, bundle, self.claims[name])
+            elif task.kind == "cases":  # one op × dtype's bundle or several (.runner batches them)
+                yield run_bundles(backend, device, split_bundles(bundle), self.claims[name])
+            else:
+                yield run_bundle(backend, device, bundle, self.claims[name])
 
     def _jax_frontend(self, task: Task, loaded) -> Iterator[list]:
         """Cases of the JAX frontend's rows (one primitive's, so a convention's staleness is

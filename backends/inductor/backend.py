@@ -166,6 +166,9 @@ class InductorBackend(Backend):
     # A cold compile generates and builds C++ (g++) and, first in a process, loads Inductor.
     compile_priors = (CompilePrior("cpu", per_graph_s=10.0, per_node_s=0.1,
                                    basis="measured per graph on cpu, docs/frontend.md (auto's budget)"),)
+    # Conformance compiles 32 op × dtype bundles as one graph: one g++ build instead of 32 (the
+    # build's fixed cost dominates a small bundle's compile; docs/conformance.md, "The quick run's cost").
+    compile_batch = 32
 
     def __init__(self):
         self._graphs = BuildOnceCache()
