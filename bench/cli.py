@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "decode_static (default: all, unless --workloads names some; 'none' for none)")
     parser.add_argument("--decoders", type=_names, default=None,
                         help="the models the decode programs run, comma-separated, from: gpt2, llama, mistral, "
-                             "qwen2, phi3, gemma, gpt-neox, opt, falcon, stablelm, qwen3, gemma2 "
+                             "qwen2, phi3, gemma, gpt-neox, opt, falcon, stablelm, qwen3, gemma2, mpt "
                              "(the zoo's tiny configs), or 'all' (default: gpt2)")
     parser.add_argument("--jax", type=_names, default=None,
                         help="JAX programs under parity.jax.jit against jax.jit: the JAX zoo's models, comma-separated, "

@@ -16,7 +16,7 @@ import math
 
 from ..ir.dtypes import DType
 from .jax_frontend.spec import FRONTEND_FAMILY
-from .merge import differing_cpus
+from .machine import differing_cpus
 from .opdb import FAMILIES
 from .reports import matrix, to_json
 from .results import ConformanceRun

@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import fields
 
+from .machine import differing_cpus
 from .results import DEVIATION, NOT_RUN, PASS, Cell, ConformanceRun, DeviationCheck, Target
 
 BIT_IDENTICAL, WITHIN_CONTRACT, DISAGREE = "bit-identical", "agree within contract", "disagree"
@@ -98,21 +99,6 @@ def _cpu(doc: dict) -> dict | None:
     """The CPU a report ran on (``environment.cpu``: model and vector extensions); None for a
     report written before reports named it."""
     return doc.get("environment", {}).get("cpu")
-
-
-def differing_cpus(cpus: dict | None) -> str | None:
-    """A sentence naming each report's CPU where the merged reports (``cpus``: report name →
-    ``environment.cpu``, a merged run's ``options["cpus"]``) ran on CPUs with different vector
-    extensions (CPU runtimes choose their kernels by them: OpenVINO's comparisons and
-    Inductor's 8-bit sums differ between AVX2 and AVX-512), else None."""
-    known = {name: cpu for name, cpu in (cpus or {}).items() if cpu}
-    if len({tuple(cpu["vector_isa"]) for cpu in known.values()}) < 2:
-        return None
-    listed = "; ".join(f"{name}: {cpu['model']} ({', '.join(cpu['vector_isa']) or 'no vector extension named'})"
-                       for name, cpu in known.items())
-    return (f"the reports ran on CPUs with different vector extensions ({listed}). CPU runtimes choose their "
-            f"kernels by these, so each report's cpu cells certify its own machine; a (backend, cpu) target that "
-            f"more than one report ran keeps the first one's cells, and the device agreement compares them")
 
 
 def _check_compatible(docs: Sequence[dict], names: Sequence[str]) -> None:
