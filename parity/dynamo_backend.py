@@ -50,7 +50,7 @@ _COMPILES: dict[int, _Compile] = {}
 def parity_backend(gm, example_inputs, *, options: dict | None = None, mode: str | None = None):
     """The ``torch.compile`` backend: ``gm`` (a Dynamo FX graph) compiled as ``parity.compile``
     compiles it, with ``options`` as parity.compile's keywords."""
-    from .frontend.errors import UnsupportedAtenOp
+    from .frontend.errors import TranslationBug, UnsupportedAtenOp
     from .frontend.pipeline import DATA_DEPENDENT, make_dynamo_backend
 
     state = _compile_state(options, mode)
@@ -61,9 +61,35 @@ def parity_backend(gm, example_inputs, *, options: dict | None = None, mode: str
         raise
     except UnsupportedAtenOp as err:
         raise _in_options_terms(err) from None
+    except TranslationBug:
+        user = _eager_error(gm, example_inputs)
+        if user is not None:  # the user's own error, which torch's meta kernels let through
+            raise user from None
+        raise
     state.session.flush_fallbacks()  # strict=False: one warning for the ops this graph runs eagerly
     _report_breaks(state)
     return compiled
+
+
+def _eager_error(gm, example_inputs) -> BaseException | None:
+    """The error eager torch raises running ``gm`` on real tensors of the example inputs' types
+    and sizes (None if it runs): a dtype mismatch that the fake kernels let through (an f32 input
+    to an f64 Linear) is the user's error, as parity.compile reports it (frontend/api.py)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    from .frontend.per_shape import hinted_inputs
+    from .frontend.sizes import UntranslatedCase
+
+    with unset_fake_temporarily():
+        try:
+            real = [v.zero_() if hasattr(v, "zero_") else v for v in hinted_inputs(example_inputs)]
+        except UntranslatedCase:  # a data-dependent size: no real input to build
+            return None
+        try:
+            gm(*real)
+        except Exception as err:  # the user's own error, whatever its type
+            return err.with_traceback(None)
+    return None
 
 
 def _in_options_terms(err):

@@ -179,3 +179,15 @@ def test_errors_are_parity_compiles_inside_torchs_wrapper_with_the_fix_in_option
 def test_a_bad_option_is_parity_compiles_usage_error(arguments, message):
     inner = _inner_error(lambda: torch.compile(torch.tanh, backend="parity", **arguments)(torch.ones(2)))
     assert isinstance(inner, parity.validate.UsageError) and str(inner).startswith(message)
+
+
+def test_a_dtype_error_of_the_users_reads_as_eagers_not_as_parity_bug():
+    """As under parity.compile (tests/frontend/test_compile.py): an f32 input to an f64 Linear
+    passes torch's fake kernels and reaches the IR's type rule; the backend reruns the graph
+    eagerly and raises eager's error, not a TranslationBug."""
+    torch._dynamo.reset()
+    linear = torch.nn.Linear(8, 4).double()
+    with pytest.raises(BackendCompilerFailed) as info:
+        torch.compile(linear, backend="parity", options={"backend": "reference"})(torch.randn(3, 8))
+    inner = info.value.inner_exception
+    assert type(inner) is RuntimeError and "mat1 and mat2 must have the same dtype" in str(inner), inner
