@@ -124,6 +124,7 @@ class _State:
         self.claims = {}
         self.mutants = []
         self.whole: set | None = None  # every (op, dtype) cell of an unfiltered database (None: filtered)
+        self.isolated: dict[str, bool] = {}  # backend → whether its cells run on a worker
         self.apart: dict[tuple, dict] = {}  # (backend, device) → (op, dtype) → its cases' results
 
     def isolated_results(self, first: CellItem) -> dict:
@@ -205,7 +206,10 @@ class CellItem(_TargetItem):
 
         self._need_device()
         t = self.target
-        if isolated([t]):  # a plugin found by entry point: its cells run on a worker, as in parity conform
+        apart = self.state.isolated.get(t.backend)
+        if apart is None:  # asked once per backend (it reads the entry points)
+            apart = self.state.isolated[t.backend] = bool(isolated([t]))
+        if apart:  # a plugin found by entry point: its cells run on a worker, as in parity conform
             results = self.state.isolated_results(self)[self.key]
         else:
             claims = self.state.claims.setdefault(t.backend, t.instance.claims())

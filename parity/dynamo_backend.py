@@ -79,17 +79,14 @@ def _eager_error(gm, example_inputs) -> BaseException | None:
 
     from .frontend.per_shape import hinted_inputs
     from .frontend.sizes import UntranslatedCase
+    from .frontend.user_errors import eager_error
 
     with unset_fake_temporarily():
         try:
             real = [v.zero_() if hasattr(v, "zero_") else v for v in hinted_inputs(example_inputs)]
         except UntranslatedCase:  # a data-dependent size: no real input to build
             return None
-        try:
-            gm(*real)
-        except Exception as err:  # the user's own error, whatever its type
-            return err.with_traceback(None)
-    return None
+        return eager_error(gm, tuple(real), {})
 
 
 def _in_options_terms(err):
