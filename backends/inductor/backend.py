@@ -90,18 +90,25 @@ class InductorExecutable:
         self.graph = graph
         self.device = device
         self._key = key
-        self._compiled: dict[tuple, Any] = {}
+        # shapes -> [compiled callable, which outputs alias an input (None before its first call)]
+        self._compiled: dict[tuple, list] = {}
+        # What each call checks, worked out once (a decode step passes ~30 tensors per call).
+        self._device_type = torch.device(device).type
+        self._input_types = tuple((_USER_DTYPES[v.type.dtype], v.type.dtype is DType.uint32) for v in graph.inputs)
+        self._u32_outputs = tuple(v.type.dtype is DType.uint32 for v in graph.outputs)
 
     def __call__(self, *inputs: Any) -> list[torch.Tensor]:
-        if len(inputs) != len(self.graph.inputs):
+        if len(inputs) != len(self._input_types):
             raise ParityError(f"@{self.graph.name} takes {len(self.graph.inputs)} inputs, got {len(inputs)}")
-        tensors = [self._tensor(x, v.type.dtype, i) for i, (x, v) in enumerate(zip(inputs, self.graph.inputs))]
+        tensors = [self._tensor(x, i) for i, x in enumerate(inputs)]
         shapes = tuple(tuple(t.shape) for t in tensors)
-        run = self._compiled.get(shapes)
-        if run is None:
-            run = self._compiled[shapes] = self._kernel_for(shapes)
-        results = run(tensors)
-        return [self._result(r, v.type.dtype, tensors) for r, v in zip(results, self.graph.outputs)]
+        entry = self._compiled.get(shapes)
+        if entry is None:
+            entry = self._compiled[shapes] = [self._kernel_for(shapes), None]
+        results = entry[0](tensors)
+        if entry[1] is None:
+            entry[1] = _aliasing(results, tensors)
+        return [self._result(r, u32, alias) for r, u32, alias in zip(results, self._u32_outputs, entry[1])]
 
     @property
     def compiles_per_shape(self) -> bool:
@@ -127,30 +134,49 @@ class InductorExecutable:
                 return kernel
         return self.backend.compiled(self.graph, self._key, self.device, shapes)
 
-    def _tensor(self, x: Any, dtype: DType, i: int) -> torch.Tensor:
+    def _tensor(self, x: Any, i: int) -> torch.Tensor:
+        want, u32 = self._input_types[i]
         if isinstance(x, torch.Tensor):
-            if x.dtype != _USER_DTYPES[dtype]:
-                raise ParityError(f"input {i} of @{self.graph.name} is a {x.dtype} tensor, expected {dtype.short}; "
-                                  f"convert it before the call (parity never converts inputs implicitly)")
-            if x.device.type != torch.device(self.device).type:
-                raise ParityError(f"input {i} of @{self.graph.name} is on {x.device}, but this executable runs "
-                                  f"on {self.device}; move it with .to({self.device!r})")
-            x = x.detach().contiguous()
-            return (x.view(torch.int32).to(torch.int64) & U32_MASK) if dtype is DType.uint32 else x
+            if x.dtype != want or x.device.type != self._device_type:
+                self._reject(x, i)
+            if x.requires_grad:
+                x = x.detach()
+            x = x.contiguous()
+            return (x.view(torch.int32).to(torch.int64) & U32_MASK) if u32 else x
+        dtype = self.graph.inputs[i].type.dtype
         array = np.asarray(x)
         if array.dtype != dtype.numpy:
             raise ParityError(f"input {i} of @{self.graph.name} has dtype {array.dtype}, expected {dtype.short}; "
                               f"convert it before the call (parity never converts inputs implicitly)")
         return as_tensor(array, dtype).to(self.device)
 
+    def _reject(self, x: torch.Tensor, i: int):
+        if x.dtype != self._input_types[i][0]:
+            raise ParityError(f"input {i} of @{self.graph.name} is a {x.dtype} tensor, expected "
+                              f"{self.graph.inputs[i].type.dtype.short}; convert it before the call (parity never "
+                              f"converts inputs implicitly)")
+        raise ParityError(f"input {i} of @{self.graph.name} is on {x.device}, but this executable runs "
+                          f"on {self.device}; move it with .to({self.device!r})")
+
     @staticmethod
-    def _result(r: torch.Tensor, dtype: DType, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
-        if dtype is DType.uint32:
+    def _result(r: torch.Tensor, u32: bool, alias: bool) -> torch.Tensor:
+        if u32:
             return r.to(torch.int32).view(torch.uint32)  # a fresh tensor: the low 32 bits
-        storage = r.untyped_storage().data_ptr()
-        if not r.is_contiguous() or any(storage == t.untyped_storage().data_ptr() for t in inputs if t.numel()):
+        if alias or not r.is_contiguous():
             return r.clone(memory_format=torch.contiguous_format)  # a view of an input (reshape, slice, ...)
         return r
+
+
+def _aliasing(results: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> tuple[bool, ...]:
+    """Which of a compiled graph's results share memory with an input, on its first call.
+
+    Inductor's generated code is straight-line: a result is an input (or a view of one:
+    a reshape, a no-op convert Inductor removed) in every call, or a buffer it allocates in
+    every call. So the first call's answer holds for the compiled graph, and later calls skip
+    the per-result scan over every input (a decode step passes ~30 tensors).
+    """
+    storages = {t.untyped_storage().data_ptr() for t in inputs if t.numel()}
+    return tuple(r.numel() > 0 and r.untyped_storage().data_ptr() in storages for r in results)
 
 
 class InductorBackend(Backend):
@@ -207,7 +233,7 @@ class InductorBackend(Backend):
             # the disk cache) time a compile, not at the first call. A symbolic graph compiles at its
             # first call: that call's sizes are the hints Inductor compiles its dynamic kernels for.
             shapes = tuple(tuple(v.type.shape) for v in graph.inputs)
-            executable._compiled[shapes] = self.compiled(graph, executable._key, device, shapes)
+            executable._compiled[shapes] = [self.compiled(graph, executable._key, device, shapes), None]
         return executable
 
     def compiled(self, graph: Graph, key: str, device: str, shapes: tuple):

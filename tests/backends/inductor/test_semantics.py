@@ -164,6 +164,23 @@ def test_results_never_alias_inputs(results, backend):
     assert not torch.equal(x, out.reshape(-1))
 
 
+def test_results_never_alias_inputs_on_any_call(backend):
+    """Which results alias an input is worked out on a graph's first call at a shape and kept.
+    A first call whose input was copied to be contiguous still marks the reshape as an alias,
+    so the next call, with a contiguous input Inductor reads in place, returns a copy too."""
+    b = GraphBuilder("views")
+    x = b.input(f32[4, 4])
+    graph = b.build([b.reshape(x, shape=[16]), b.add(x, x)])
+    run = backend.compile(graph, "cpu")
+    base = torch.arange(16, dtype=torch.float32).reshape(4, 4)
+    for value in (base.t(), base.clone(), base.clone()):  # non-contiguous first: parity copies it
+        flat, doubled = run(value)
+        assert flat.untyped_storage().data_ptr() != value.untyped_storage().data_ptr()
+        assert torch.equal(flat, value.reshape(16)) and torch.equal(doubled, value + value)
+        flat.fill_(-1.0)
+        assert not torch.equal(value.reshape(16), flat)
+
+
 def test_the_traced_graph_reshapes_where_it_traced_views():
     """The IR has no aliasing, so the FX graph Inductor compiles holds no shape view, whose
     layout demand Inductor's own layouts may not meet (Phi-3's attention failed to compile):
