@@ -27,7 +27,7 @@ from .executables import _EXECUTABLES, STATS, reset_caches  # noqa: F401 - re-ex
 from .executables import compiled_executable as cached_executable
 from .input_updates import in_place_pairs
 from .plugin_runtime import adapt
-from .tensors import array_converter, fresh_result_converter, result_converter
+from .tensors import array_converter, fresh_result_converter, result_converter, tensor_result_converter
 from .translate import Translation
 
 
@@ -64,6 +64,7 @@ class CompiledGraph:
         self._takes_tensors = getattr(executable, "takes_torch_tensors", False)
         self._inputs = tuple((j, _as_is if self._takes_tensors else array_converter(v.type.dtype))
                              for j, v in zip(t.inputs, graph.inputs))
+        self._picks = tuple(t.inputs) if self._takes_tensors else None  # the arguments, as they are
         self._num_keys = t.num_keys
         # sizes only integer arguments give: an empty i8[0, *sizes] input carries them (translate.py)
         self._carrier = tuple(t.symbols[name][0] for name in t.size_carrier)
@@ -71,7 +72,8 @@ class CompiledGraph:
         self._size_values = tuple((expr, {name: t.symbols[name] for name in free_symbols(expr)})
                                   for expr in t.size_values)
         # results made for the call (fresh_results) are wrapped without checks or copies
-        converter = fresh_result_converter if getattr(executable, "fresh_results", False) else result_converter
+        converter = (tensor_result_converter if self._takes_tensors else
+                     fresh_result_converter if getattr(executable, "fresh_results", False) else result_converter)
         convert = [converter(v.type.dtype) for v in graph.outputs]
         # outputs the executable computes into the input they update, returned as that tensor
         # (frontend/input_updates.py); AOTAutograd's write-back then copies a tensor onto itself
@@ -100,7 +102,8 @@ class CompiledGraph:
         self.recorder: list | None = None  # while fast_path records a call: the outputs returned
 
     def __call__(self, args: list) -> list:
-        arrays = [convert(args[j]) for j, convert in self._inputs]
+        picks = self._picks
+        arrays = [args[j] for j in picks] if picks is not None else [convert(args[j]) for j, convert in self._inputs]
         if self._carrier:
             arrays.append(np.empty((0, *(int(args[i]) for i in self._carrier)), np.int8))
         for expr, carriers in self._size_values:

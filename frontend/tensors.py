@@ -120,6 +120,19 @@ def fresh_result_converter(dtype: DType) -> Callable[[Any, Sequence[np.ndarray]]
     return lambda result, inputs: from_numpy(result) if result.dtype == want else general(result, inputs)
 
 
+def tensor_result_converter(dtype: DType) -> Callable[[Any, Sequence[np.ndarray]], torch.Tensor]:
+    """:func:`result_converter` for an executable that takes and returns torch tensors
+    (``takes_torch_tensors``: its results never alias its inputs): a tensor result as it is.
+
+    Example::
+
+        >>> tensor_result_converter(DType.float32)(torch.ones(2), ()).tolist()
+        [1.0, 1.0]
+    """
+    general = result_converter(dtype)
+    return lambda result, inputs: result if type(result) is torch.Tensor else general(result, inputs)
+
+
 def _shares_memory(array: np.ndarray, inputs: Sequence[np.ndarray]) -> bool:
     for other in inputs:
         if np.may_share_memory(array, other):

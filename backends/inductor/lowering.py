@@ -87,7 +87,7 @@ def to_fx(graph: Graph, shapes: Sequence[Sequence[int]], device: str = "cpu") ->
                                    tuple(bindings.resolve(v.type) for v in node.outputs), op_name=node.op)
 
     examples = [torch.zeros(tuple(t.shape), dtype=carried(t.dtype), device=device) for t in in_types]
-    module = trace(graph, node_context, [*examples, *constant_tensors], device)
+    module = trace(graph, node_context, [*examples, *constant_tensors], device, contiguous_outputs=True)
     return FxGraph(module, constant_tensors, tuple(examples))
 
 
@@ -98,10 +98,16 @@ def graph_constants(graph: Graph, device: str) -> tuple[torch.Tensor, ...]:
 
 
 def trace(graph: Graph, node_context: Callable[[Node], InductorNodeContext], examples: Sequence[torch.Tensor],
-          device: str, after_node: Callable[[Node], None] = lambda node: None) -> torch.fx.GraphModule:
+          device: str, after_node: Callable[[Node], None] = lambda node: None,
+          contiguous_outputs: bool = False) -> torch.fx.GraphModule:
     """The ATen graph of ``graph``'s rules, traced by ``make_fx`` on ``examples`` (the graph's inputs,
     then :func:`graph_constants`; fake tensors of one FakeTensorMode are traced in that mode).
-    ``node_context(node)`` gives each rule its context; ``after_node(node)`` runs after each rule."""
+    ``node_context(node)`` gives each rule its context; ``after_node(node)`` runs after each rule.
+
+    ``contiguous_outputs`` (static sizes only: a symbolic layout test would guard on sizes): an
+    output a rule left in another layout (a static cache's ``index_copy`` along dim 2 comes out
+    strided (320, 8, 16, 1)) is laid out contiguously inside the graph, where Inductor writes it
+    from the kernel that computes it, instead of the executable copying it after the call."""
     constants = [n for n in graph.nodes if n.op == "constant" and not is_inline_constant(n)]
 
     def run(*tensors):
@@ -112,6 +118,8 @@ def trace(graph: Graph, node_context: Callable[[Node], InductorNodeContext], exa
                 continue  # a constant passed as an input
             env.update(zip(node.outputs, lower_node(node_context(node), node, [env[v] for v in node.inputs])))
             after_node(node)
+        if contiguous_outputs:
+            return tuple(env[v].contiguous() for v in graph.outputs)
         return tuple(env[v] for v in graph.outputs)
 
     with torch.device(device):  # tensors the rules create (full, arange) are made there
