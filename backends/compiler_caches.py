@@ -16,6 +16,14 @@ only where the user has not chosen one: the variable is unset, or holds torch's 
 default (``/tmp/torchinductor_$USER``, which torch writes into the variable once it has
 used it). A directory the user chose is theirs.
 
+Inductor's precompiled C++ headers ignore that variable: they live in
+``/tmp/torchinductor_$USER/precompiled_headers`` whatever it says, and every C++ kernel
+includes them. Anyone who created that directory first (``/tmp`` is shared; the name and
+the header's hash are predictable) would put code into every kernel. So parity's compiles
+use them only when that directory passes the same checks (created ``0700`` when absent);
+otherwise they compile without precompiled headers (slower, never unsafe), with one warning
+(:func:`inductor_header_settings`).
+
 Example::
 
     >>> import os, tempfile
@@ -69,3 +77,31 @@ def use_private_inductor_cache() -> str:
     if current is None or os.path.abspath(current) == os.path.abspath(default_cache_dir()):
         os.environ[INDUCTOR_ENV] = str(compiler_cache_dir("inductor"))
     return os.environ[INDUCTOR_ENV]
+
+
+_HEADERS_FIX = ("or remove it; until then parity's Inductor compiles do not use precompiled headers "
+                "(slower C++ builds, never unsafe ones)")
+
+
+@functools.cache  # checked once per process (and warned about once)
+def inductor_header_settings() -> dict:
+    """Inductor settings for parity's compiles: ``{}`` when Inductor's precompiled-header directory
+    is private to this user, else precompiled headers off (``cpp_cache_precompile_headers``)."""
+    from torch._inductor import codecache
+
+    headers = getattr(codecache, "_HEADER_DIR", None)  # torch's private constant (2.13)
+    off = {"cpp_cache_precompile_headers": False}
+    if headers is None:
+        return off  # where this torch keeps them is unknown: do not use them
+    root, name = Path(headers).parent, Path(headers).name
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        os.makedirs(root / name, mode=0o700, exist_ok=True)
+        check_private_directory(root, (name,))
+        return {}
+    except UnsafeEntry as unsafe:
+        STATS["refused"] += 1
+        _warn_once(str(root), str(unsafe), what="Inductor's precompiled-header directory", fix=_HEADERS_FIX)
+    except OSError:
+        pass  # cannot be created or read: compile without them
+    return off

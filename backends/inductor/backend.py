@@ -42,7 +42,7 @@ from ...ir.passes import decompose
 from ...ir.shapes import ShapeBindings
 from ..base import Backend, CompilePrior, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
-from ..compiler_caches import use_private_inductor_cache
+from ..compiler_caches import inductor_header_settings, use_private_inductor_cache
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
 from .lowering import LOWERINGS, as_tensor, to_fx
@@ -328,7 +328,7 @@ def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]
     use_private_inductor_cache()  # under parity's checked cache root, unless the user chose one
     # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
     # thread's function, while the calling thread waits on the result (_in_fresh_thread).
-    settings = {**INDUCTOR_CONFIG, **_bit_mixing_settings(module)}
+    settings = {**INDUCTOR_CONFIG, **_bit_mixing_settings(module), **inductor_header_settings()}
     with config.patch(settings), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
         return compile_fx(module, examples)

@@ -117,3 +117,39 @@ def test_triton_never_imports_its_modules_from_a_world_writable_root(root, monke
     assert np.asarray(out).tolist() == [-0.0, -1.0, -2.0, -3.0]
     assert sorted(p.name for p in planted.iterdir()) == [crafted.name] and not marker.exists()
     assert list(compiler_cache_dir("triton").glob("parity_triton_*.py"))  # where they were written instead
+
+
+@pytest.mark.parametrize("where", ["private", "world-writable", "other owner's", "absent"])
+def test_inductor_precompiled_headers_are_used_only_from_a_private_directory(tmp_path, monkeypatch, where):
+    """Inductor keeps its precompiled headers in /tmp/torchinductor_$USER whatever
+    TORCHINDUCTOR_CACHE_DIR says, and every C++ kernel includes them: parity's compiles use
+    them only from a directory this user owns that nobody else can write (created 0700 when
+    absent); otherwise they compile without them, with one warning."""
+    from torch._inductor import codecache
+
+    from parity.backends.compiler_caches import inductor_header_settings
+
+    shared = tmp_path / "torchinductor_user"
+    if where != "absent":
+        (shared / "precompiled_headers").mkdir(parents=True, mode=0o700)
+        os.chmod(shared, 0o700)
+    if where == "world-writable":
+        os.chmod(shared, 0o777)
+    elif where == "other owner's":
+        os.chown(shared / "precompiled_headers", 65534, 65534)
+    monkeypatch.setattr(codecache, "_HEADER_DIR", str(shared / "precompiled_headers"))
+    monkeypatch.setattr(disk_cache, "_WARNED", set())
+    inductor_header_settings.cache_clear()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            settings = inductor_header_settings()
+    finally:
+        inductor_header_settings.cache_clear()
+    warned = [str(w.message) for w in caught if issubclass(w.category, disk_cache.UnsafeCacheWarning)]
+    if where in ("private", "absent"):
+        assert settings == {} and warned == []
+        assert stat.S_IMODE((shared / "precompiled_headers").stat().st_mode) & 0o022 == 0
+    else:
+        assert settings == {"cpp_cache_precompile_headers": False}
+        assert len(warned) == 1 and "precompiled-header directory" in warned[0] and "or remove it" in warned[0]
