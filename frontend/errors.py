@@ -50,12 +50,13 @@ class UnsupportedAtenOp(FrontendError, UnsupportedOpError):
     """An aten op that cannot run on the chosen backend (strict mode)."""
 
     def __init__(self, aten_op: str, loc: SourceLoc | None, why: str, *, backend: str | None,
-                 alternatives: list[str] | None = None, fix: str | None = None):
+                 alternatives: list[str] | None = None, fix: str | None = None, in_ir: bool = False):
         self.aten_op = aten_op
         self.loc = loc
         self.why = why
         self.backend = backend
         self.alternatives = alternatives
+        self.in_ir = in_ir  # the IR itself has no form of it (no backend would run it), not the backend's claims
         where = f" at {loc}" if loc else " (source line unknown)"
         if backend is None:  # parity.capture / parity.export: the whole model must be in the IR
             super().__init__(

@@ -147,12 +147,14 @@ def _per_shape(gm, session: Session, kind: str, example_inputs, err: Unsupported
         session.warned.add(note)
         loc = in_user_code(err.loc, session.options.site)
         where = f" at {loc}" if loc is not None else ""  # (no line: compiled from a REPL or stdin)
+        # the IR's own limit holds on every backend; a backend's claim is that backend's
+        on = "in parity's IR (on every backend)" if err.in_ir else f"on {err.backend or session.options.backend!r}"
+        other = "" if err.in_ir else ", or use a backend that runs the op at symbolic sizes"
         warn_at(loc, f"parity.compile: the sizes of the {kind} graph{where} change between calls, but "
-                     f"{err.aten_op} has no form with symbolic sizes on {err.backend or session.options.backend!r} "
-                     f"({err.why}): it compiles again for each new shape, as with dynamic=False\n"
+                     f"{err.aten_op} has no form with symbolic sizes {on} ({err.why}): it compiles again for "
+                     f"each new shape, as with dynamic=False\n"
                      f"  fix: nothing is needed for correct results; to compile once, keep that dim static "
-                     f"(dynamic=False, or pad inputs to a few sizes), or use a backend that runs the op at "
-                     f"symbolic sizes", PerShapeWarning)
+                     f"(dynamic=False, or pad inputs to a few sizes){other}", PerShapeWarning)
     return compiled
 
 

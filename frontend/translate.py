@@ -316,11 +316,11 @@ class _Translator:
             try:
                 result = fn(ctx, *args, **kwargs)
             except UntranslatedCase as exc:
-                raise UnsupportedAtenOp(name, loc, str(exc), backend=self.backend) from None
+                raise UnsupportedAtenOp(name, loc, str(exc), backend=self.backend, in_ir=True) from None
             except TypeRuleError as exc:
                 if _has_symbolic_sizes(node):  # a limit of the IR at symbolic sizes: compiled per shape instead
                     raise UnsupportedAtenOp(name, loc, f"the IR has no form of it at these symbolic sizes: {exc}",
-                                            backend=self.backend) from None
+                                            backend=self.backend, in_ir=True) from None
                 raise TranslationBug(f"translating {name} at {loc}: {exc}") from exc
             except ParityError:
                 raise

@@ -105,7 +105,7 @@ def test_a_sequence_length_that_changes_compiles_the_convolutions_per_shape_with
         net, "onnx", dynamic=None, inputs=[torch.randn(2, 4, length) for length in (10, 13, 17, 13)]))
     (warning,) = caught  # one, though forward and backward both compile per shape
     assert warning.category is PerShapeWarning
-    assert ("aten.convolution.default has no form with symbolic sizes on 'onnx' (convolution and pooling need "
+    assert ("aten.convolution.default has no form with symbolic sizes in parity's IR (on every backend) (convolution and pooling need "
             "static spatial sizes): it compiles again for each new shape") in str(warning.message)
 
 
@@ -123,7 +123,7 @@ def test_a_type_rule_that_refuses_symbolic_sizes_makes_the_graph_compile_per_sha
     assert warning.category is PerShapeWarning
     message = str(warning.message)
     assert "the sizes of the backward graph" in message and "aten.convolution_backward.default has no form with " \
-        "symbolic sizes on 'onnx' (the IR has no form of it at these symbolic sizes: convolution (operand 0): " \
+        "symbolic sizes in parity's IR (on every backend) (the IR has no form of it at these symbolic sizes: convolution (operand 0): " \
         "channel and spatial dims of lhs must be static" in message, message
 
 
