@@ -97,6 +97,11 @@ class CompiledGraph:
             else:
                 plan.append((OutputSource.CONST, what, None))
         self._outputs = tuple(plan)
+        # An executable may offer a call for inputs Dynamo's guards have checked (types, devices,
+        # static sizes: InductorExecutable.guarded): every call here comes through those guards,
+        # but the arrays this call adds after the arguments (size carriers, size values, random keys).
+        guarded = getattr(self.executable, "guarded", None) if self._takes_tensors else None
+        self._run = (guarded(len(self._inputs)) if guarded is not None else None) or self.executable
         # The common case: the FX outputs are the IR outputs, in order.
         self._direct = tuple(convert) if [p[:2] for p in plan] == [(OutputSource.IR, k) for k in range(len(convert))] else None
         self.recorder: list | None = None  # while fast_path records a call: the outputs returned
@@ -110,7 +115,7 @@ class CompiledGraph:
             arrays.append(np.array(_evaluate_size(expr, carriers, args), np.int64))
         if self._num_keys:
             arrays += draw_keys(self._num_keys)
-        results = self.executable(*arrays)
+        results = self._run(*arrays)
         if self._takes_tensors:
             arrays = ()  # nothing to check the results against: they never alias the inputs
         if self._direct is not None:
@@ -141,7 +146,7 @@ class CompiledGraph:
         if self._direct is None or self._carrier or self._size_values or self._num_keys:
             return None
         unchecked = getattr(self.executable, "unchecked", None)  # the caller's guards checked the types
-        run, outputs = (unchecked() if unchecked else None) or self.executable, self._direct
+        run, outputs = (unchecked() if unchecked else None) or self._run, self._direct
         picks = tuple((order[j], convert) for j, convert in self._inputs)
         if self._takes_tensors:  # results never alias inputs: nothing to check them against
             if len(picks) == 1 and len(outputs) == 1:

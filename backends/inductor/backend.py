@@ -121,6 +121,50 @@ class InductorExecutable:
             entry[1] = _aliasing(results, tensors)
         return [self._result(r, u32, alias) for r, u32, alias in zip(results, self._u32_outputs, entry[1])]
 
+    def guarded(self, checked: int):
+        """:meth:`__call__` for a caller whose guards have checked the dtypes, devices and static
+        sizes of the first ``checked`` inputs (Dynamo's, through the frontend's CompiledGraph; the
+        rest, arrays the frontend adds, are converted as ``__call__`` does), as a function of the
+        inputs: no per-input checks, and the compiled kernel looked up by the values of the
+        graph's distinct symbolic dims alone (one or two numbers a decode step, where the full
+        key is ~30 shapes). None where a checked input needs converting (u32 is carried in int64).
+
+        The guards make the lookup sound: inputs of the graph's types whose symbolic dims have
+        the same values have the same shapes, so they take the kernel ``__call__`` would.
+        """
+        if any(u32 for _, u32 in self._input_types[:checked]):
+            return None
+        first = {}  # each distinct symbolic dim expression -> where it first appears: (input, axis)
+        for i, v in enumerate(self.graph.inputs):
+            for axis, dim in enumerate(v.type.shape):
+                if not isinstance(dim, int):
+                    first.setdefault(str(dim), (i, axis))
+        positions = tuple(first.values())
+        by_sizes: dict[tuple, list] = {}
+        u32_outputs = any(self._u32_outputs)
+
+        def run(*inputs):
+            tensors = [x.contiguous() for x in inputs[:checked]]
+            if len(inputs) > checked:
+                tensors += [self._tensor(x, i) for i, x in enumerate(inputs[checked:], checked)]
+            key = tuple([tensors[i].shape[axis] for i, axis in positions])
+            entry = by_sizes.get(key)
+            if entry is None:
+                shapes = tuple([t.shape for t in tensors])
+                entry = self._compiled.get(shapes)
+                if entry is None:
+                    entry = self._compiled[shapes] = [self._kernel_for(shapes), None]
+                by_sizes[key] = entry
+            results = entry[0](tensors)
+            if entry[1] is None:
+                entry[1] = _aliasing(results, tensors)
+            if u32_outputs:
+                return [self._result(r, u32, alias) for r, u32, alias in zip(results, self._u32_outputs, entry[1])]
+            return [r.clone(memory_format=torch.contiguous_format) if alias or not r.is_contiguous() else r
+                    for r, alias in zip(results, entry[1])]
+
+        return run
+
     @property
     def compiles_per_shape(self) -> bool:
         """Whether this graph, with symbolic dims, compiles again for each new shape: it has no

@@ -13,7 +13,7 @@ import torch
 from parity.backends.inductor import LOWERINGS
 from parity.backends.inductor.backend import PerShapeCompileWarning
 from parity.backends.inductor.symbolic import DynamicKernel, NoSymbolicForm, to_symbolic_fx
-from parity.ir import GraphBuilder, evaluate, f32, i32
+from parity.ir import GraphBuilder, evaluate, f32, i32, u32
 from parity.ir.dims import Symbol
 from parity.ir.dtypes import DType
 
@@ -98,3 +98,25 @@ def test_auto_asks_the_backend_about_each_graph_where_it_can_answer(backend):
         compiles_per_shape = True
 
     assert _compiles_per_shape(DeclaresForEveryGraph(), _sized_graph(), "cpu") is True
+
+
+def test_the_guarded_call_finds_the_kernel_by_symbol_values_as_the_checked_call_does(backend):
+    """CompiledGraph's call for Dynamo-guarded inputs (InductorExecutable.guarded) looks kernels up
+    by the values of the graph's distinct symbolic dims only: every size, size 1's specialised
+    kernel and an input the frontend adds after the guarded ones (converted as __call__ does)
+    give the checked call's results and share its compiled kernels."""
+    graph = _sized_graph()
+    run = backend.compile(graph, "cpu")
+    guarded = run.guarded(1)  # x is the guarded argument; y stands for an array the frontend adds
+    before, counts = backend.compile_count, []
+    for n in (3, 5, 1, 7, 5, 1, 3):
+        rng = np.random.default_rng(n)
+        x = torch.from_numpy(rng.standard_normal((n, 3)).astype(np.float32))
+        y = rng.integers(-1000, 1000, n).astype(np.int32)
+        got = guarded(x, y)  # first: a new size's kernel is the guarded call's to find or compile
+        counts.append(backend.compile_count - before)
+        for g, want in zip(got, run(x, y)):
+            assert torch.equal(g, want) and g.shape == want.shape, n
+    assert counts == [1, 1, 2, 2, 2, 2, 2]  # the dynamic kernel at 3; size 1's own (specialised) at 1
+    b = GraphBuilder("u32")  # a u32 input is carried in int64: converted on every call, never guarded
+    assert backend.compile(b.build([b.bitwise_not(b.input(u32[B]))]), "cpu").guarded(1) is None
