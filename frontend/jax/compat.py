@@ -377,3 +377,59 @@ def fast_call(compiled: Any) -> Callable:
     except AttributeError:
         call = None
     return compiled if call is None else call
+
+
+def dispatched_with_keys(compiled: Any, in_tree: Any, out_tree: Any, out_keys: Sequence[bool]) -> Callable | None:
+    """``compiled`` (a ``jax.stages.Compiled`` of flat arrays, PRNG keys as their data) as a call
+    of ``(dyn_args, dyn_kwargs, zero)`` taking and returning key arrays, dispatched by JAX's C++
+    fast path as ``jax.jit`` dispatches key arguments: its dispatch registry flattens a key
+    array into the array it holds, which is what the executable takes, and rebuilds the key
+    outputs from theirs. ``in_tree``: the arguments' structure in that registry
+    (:func:`dispatch_structure`). After the first call of a signature, no Python runs but the
+    keys' own (un)flattening; another signature raises a TypeError, as ``restructured``'s call
+    does. None where this JAX has no such entry (the caller flattens in Python then).
+
+    Built as ``MeshExecutable.create_cpp_call`` builds its call (JAX 0.10), with a cache miss
+    that flattens by the dispatch registry instead of checking the default registry's tree."""
+    try:
+        from jax._src import tree_util
+        from jax._src.interpreters import pxla
+        from jax._src.lib import _jax
+
+        executable, params = compiled._executable, compiled._params
+        if not isinstance(executable.unsafe_call, pxla.ExecuteReplicated) or executable._mut or (
+                executable.unsafe_call.has_unordered_effects or executable.unsafe_call.has_host_callbacks):
+            return None
+        const_args = executable.shard_const_args(params.const_args)
+        registry = tree_util.dispatch_registry
+        in_shardings = list(executable._in_shardings)
+    except (AttributeError, ImportError):
+        return None
+
+    def cache_miss(*args, **kwargs):
+        flat, tree = registry.flatten((args, kwargs), None)
+        if tree != in_tree:
+            raise TypeError(f"arguments {tree} where the program was compiled for {in_tree}")
+        outputs = executable.call(*const_args, *flat)
+        rebuilt = out_tree.unflatten([key_array(o) if is_key else o for o, is_key in zip(outputs, out_keys, strict=True)])
+        out_flat, out_dispatch = registry.flatten(rebuilt, None)
+        fast = pxla.MeshExecutableFastpathData(
+            executable.xla_executable, out_dispatch, in_shardings, executable._out_shardings,
+            [o.aval for o in out_flat], [o._committed for o in out_flat],
+            [i in executable._kept_var_idx for i in range(len(const_args) + len(flat))],
+            executable._dispatch_in_layouts, const_args)
+        return rebuilt, fast, False
+
+    try:
+        return _jax.pjit(executable.unsafe_call.name, None, cache_miss, [], [], pxla.JitGlobalCppCacheKeys(),
+                         registry, pxla.cc_shard_arg)
+    except (AttributeError, TypeError):
+        return None
+
+
+def dispatch_structure(tree: Any) -> Any:
+    """``tree``'s structure as JAX's C++ dispatch flattens it (a PRNG key array is a node over
+    the array it holds)."""
+    from jax._src import tree_util
+
+    return tree_util.dispatch_registry.flatten(tree, None)[1]

@@ -31,6 +31,8 @@ from ..runtime_options import checked_backend_options, checked_precision
 from .auto import choose_backend, float64_run
 from .compat import (
     THREEFRY,
+    dispatch_structure,
+    dispatched_with_keys,
     fast_call,
     is_prng_key,
     is_tracer,
@@ -59,8 +61,9 @@ class Compiled:
     backend: str
     pick: AutoChoice | None = None  # backend="auto": the race's record
     # xla: the executable taking (dynamic args, dynamic kwargs, run-time zero) as the user's
-    # pytrees and returning the user's, JAX's C++ dispatch flattening and checking them; None
-    # for other backends, PRNG keys (passed as their data) and a JAX without the hook.
+    # pytrees and returning the user's, JAX's C++ dispatch flattening and checking them (PRNG
+    # keys too: its dispatch registry hands over their data); None for other backends and a
+    # JAX without the hook.
     native: Any = None
 
 
@@ -146,6 +149,9 @@ class JaxJitted:
             return None
         flat, zero = found
         if any(keys) or any(out_keys):
+            native = dispatched_with_keys(flat, dispatch_structure(((*dynamic, zero), {})), out_tree, out_keys)
+            if native is not None:
+                return native, zero
             return _with_keys(fast_call(flat), jax.tree_util.tree_structure(dynamic), keys, out_tree, out_keys), zero
         in_tree = jax.tree_util.tree_structure(((*dynamic, zero), {}))
         native = restructured(flat, in_tree, out_tree)
@@ -212,10 +218,10 @@ class JaxJitted:
 
 
 def _with_keys(flat: Callable, in_tree, keys: tuple[bool, ...], out_tree, out_keys: tuple[bool, ...]) -> Callable:
-    """The native call of a program with PRNG keys in or out: the graph takes and returns their
-    data, so the arguments are flattened here, each key handed over as the array it holds, and
-    the outputs rebuilt (keys around their data). About 4-10 µs a call over a call that JAX
-    flattens (the zoo's NNX and Linen programs, 14-34 leaves); compiling the conversions into a
+    """The native call of a program with PRNG keys in or out where JAX's C++ dispatch cannot take
+    them (:func:`.compat.dispatched_with_keys` is None): the graph takes and returns their data,
+    so the arguments are flattened here, each key handed over as the array it holds, and the
+    outputs rebuilt (keys around their data), in Python. Compiling the conversions into a
     second executable cost a second XLA compile per signature, one the disk cache did not keep.
     Another signature raises a TypeError, as the restructured executable does."""
     def call(dyn_args, dyn_kwargs, zero):
