@@ -8,9 +8,10 @@ so neither always runs first) after both have compiled, and the answer is the me
 per-round ratios (torch.compile's time over parity's: above 1, parity is faster). Tokens are
 checked equal to eager's first. One CPU, like ``parity bench --threads 1``.
 
-Run: ``python -m studies.decode_interleaved MODEL CACHE ROUNDS [--code DIR] [--inductor]`` (CACHE:
-dynamic or static). ``--inductor`` adds parity[inductor] as a third candidate (its ratio printed
-beside parity[onnx]'s, against the same torch.compile rounds). ``--code DIR`` runs another checkout's parity (``git archive REV | tar -x -C DIR``)
+Run: ``python -m studies.decode_interleaved MODEL CACHE ROUNDS [--code DIR] [--backends onnx,inductor]``
+(CACHE: dynamic or static; MODEL: one of bench/decode.py's DECODERS, or ``all`` for each in turn).
+``--backends`` names the parity candidates (default onnx), each timed against the same
+torch.compile rounds; ``--inductor`` is ``--backends onnx,inductor``. ``--code DIR`` runs another checkout's parity (``git archive REV | tar -x -C DIR``)
 through this environment: the editable install's module mapping is pointed at DIR before
 parity is imported (bench/results/decoders.md used it for the base commit).
 """
@@ -36,9 +37,20 @@ def main(argv: list[str]) -> None:
         i = argv.index("--code")
         _use_code(os.path.abspath(argv[i + 1]))
         argv = argv[:i] + argv[i + 2:]
-    inductor = "--inductor" in argv
+    backends = ["onnx", "inductor"] if "--inductor" in argv else ["onnx"]
     argv = [a for a in argv if a != "--inductor"]
+    if "--backends" in argv:
+        i = argv.index("--backends")
+        backends = argv[i + 1].split(",")
+        argv = argv[:i] + argv[i + 2:]
     model, cache, rounds = argv[0], argv[1], int(argv[2])
+    from parity.bench.decode import DECODERS
+
+    for name in (DECODERS if model == "all" else [model]):
+        _compare(name, cache, rounds, backends)
+
+
+def _compare(model: str, cache: str, rounds: int, backends: list[str]) -> None:
     import torch
 
     import parity
@@ -47,12 +59,11 @@ def main(argv: list[str]) -> None:
 
     torch.set_num_threads(1)
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[-1]})
+    torch._dynamo.reset()
     program, tokens, _ = decode_program(cache, True, model)
     want = program(lambda f: f)()
-    calls = {"parity[onnx]": program(lambda f: parity.compile(f, backend="onnx")),
-             "torch.compile": program(lambda f: torch.compile(f))}
-    if inductor:
-        calls["parity[inductor]"] = program(lambda f: parity.compile(f, backend="inductor"))
+    calls = {f"parity[{b}]": program(lambda f, b=b: parity.compile(f, backend=b)) for b in backends}
+    calls["torch.compile"] = program(lambda f: torch.compile(f))
     for name, call in calls.items():
         assert torch.equal(call(), want), f"{name}: tokens differ from eager's"
         call()
