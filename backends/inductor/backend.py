@@ -112,10 +112,17 @@ class InductorExecutable:
                 tensors.append(x.contiguous())
             else:
                 tensors.append(self._tensor(x, len(tensors)))
+        return self._finish(self._entry(tensors), tensors)
+
+    def _entry(self, tensors: list[torch.Tensor]) -> list:
+        """[the compiled callable for these inputs' shapes, which results alias an input or None]."""
         shapes = tuple([t.shape for t in tensors])  # torch.Size hashes and compares as the tuple it is
         entry = self._compiled.get(shapes)
         if entry is None:
             entry = self._compiled[shapes] = [self._kernel_for(shapes), None]
+        return entry
+
+    def _finish(self, entry: list, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         results = entry[0](tensors)
         if entry[1] is None:
             entry[1] = _aliasing(results, tensors)
@@ -141,7 +148,6 @@ class InductorExecutable:
                     first.setdefault(str(dim), (i, axis))
         positions = tuple(first.values())
         by_sizes: dict[tuple, list] = {}
-        u32_outputs = any(self._u32_outputs)
 
         def run(*inputs):
             tensors = [x.contiguous() for x in inputs[:checked]]
@@ -150,18 +156,8 @@ class InductorExecutable:
             key = tuple([tensors[i].shape[axis] for i, axis in positions])
             entry = by_sizes.get(key)
             if entry is None:
-                shapes = tuple([t.shape for t in tensors])
-                entry = self._compiled.get(shapes)
-                if entry is None:
-                    entry = self._compiled[shapes] = [self._kernel_for(shapes), None]
-                by_sizes[key] = entry
-            results = entry[0](tensors)
-            if entry[1] is None:
-                entry[1] = _aliasing(results, tensors)
-            if u32_outputs:
-                return [self._result(r, u32, alias) for r, u32, alias in zip(results, self._u32_outputs, entry[1])]
-            return [r.clone(memory_format=torch.contiguous_format) if alias or not r.is_contiguous() else r
-                    for r, alias in zip(results, entry[1])]
+                entry = by_sizes[key] = self._entry(tensors)
+            return self._finish(entry, tensors)
 
         return run
 

@@ -100,11 +100,14 @@ def test_auto_asks_the_backend_about_each_graph_where_it_can_answer(backend):
     assert _compiles_per_shape(DeclaresForEveryGraph(), _sized_graph(), "cpu") is True
 
 
-def test_the_guarded_call_finds_the_kernel_by_symbol_values_as_the_checked_call_does(backend):
+def test_the_guarded_call_finds_the_kernel_by_symbol_values_as_the_checked_call_does():
     """CompiledGraph's call for Dynamo-guarded inputs (InductorExecutable.guarded) looks kernels up
     by the values of the graph's distinct symbolic dims only: every size, size 1's specialised
     kernel and an input the frontend adds after the guarded ones (converted as __call__ does)
     give the checked call's results and share its compiled kernels."""
+    from parity.backends.inductor import InductorBackend
+
+    backend = InductorBackend()  # its own: the shared one may have compiled this graph's kernels already
     graph = _sized_graph()
     run = backend.compile(graph, "cpu")
     guarded = run.guarded(1)  # x is the guarded argument; y stands for an array the frontend adds
