@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch._prims_common import is_contiguous_or_false
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from ...ir.dtypes import DType
@@ -87,7 +88,7 @@ def to_fx(graph: Graph, shapes: Sequence[Sequence[int]], device: str = "cpu") ->
                                    tuple(bindings.resolve(v.type) for v in node.outputs), op_name=node.op)
 
     examples = [torch.zeros(tuple(t.shape), dtype=carried(t.dtype), device=device) for t in in_types]
-    module = trace(graph, node_context, [*examples, *constant_tensors], device, contiguous_outputs=True)
+    module = trace(graph, node_context, [*examples, *constant_tensors], device)
     return FxGraph(module, constant_tensors, tuple(examples))
 
 
@@ -98,16 +99,16 @@ def graph_constants(graph: Graph, device: str) -> tuple[torch.Tensor, ...]:
 
 
 def trace(graph: Graph, node_context: Callable[[Node], InductorNodeContext], examples: Sequence[torch.Tensor],
-          device: str, after_node: Callable[[Node], None] = lambda node: None,
-          contiguous_outputs: bool = False) -> torch.fx.GraphModule:
+          device: str, after_node: Callable[[Node], None] = lambda node: None) -> torch.fx.GraphModule:
     """The ATen graph of ``graph``'s rules, traced by ``make_fx`` on ``examples`` (the graph's inputs,
     then :func:`graph_constants`; fake tensors of one FakeTensorMode are traced in that mode).
     ``node_context(node)`` gives each rule its context; ``after_node(node)`` runs after each rule.
 
-    ``contiguous_outputs`` (static sizes only: a symbolic layout test would guard on sizes): an
-    output a rule left in another layout (a static cache's ``index_copy`` along dim 2 comes out
-    strided (320, 8, 16, 1)) is laid out contiguously inside the graph, where Inductor writes it
-    from the kernel that computes it, instead of the executable copying it after the call."""
+    Every output a rule left in another layout (a static cache's ``index_copy`` along dim 2
+    comes out strided (320, 8, 16, 1)) is laid out contiguously inside the graph, where Inductor
+    writes it from the kernel that computes it, instead of the executable copying it after the
+    call. At symbolic sizes only an output provably contiguous without a guard on its sizes is
+    left as it is (``is_contiguous_or_false``); any other gets the copy (it had it anyway)."""
     constants = [n for n in graph.nodes if n.op == "constant" and not is_inline_constant(n)]
 
     def run(*tensors):
@@ -118,14 +119,18 @@ def trace(graph: Graph, node_context: Callable[[Node], InductorNodeContext], exa
                 continue  # a constant passed as an input
             env.update(zip(node.outputs, lower_node(node_context(node), node, [env[v] for v in node.inputs])))
             after_node(node)
-        if contiguous_outputs:
-            return tuple(env[v].contiguous() for v in graph.outputs)
-        return tuple(env[v] for v in graph.outputs)
+        return tuple(_laid_out(env[v]) for v in graph.outputs)
 
     with torch.device(device):  # tensors the rules create (full, arange) are made there
         module = make_fx(run, tracing_mode="fake")(*examples)
     views_as_reshapes(module)
     return module
+
+
+def _laid_out(t: torch.Tensor) -> torch.Tensor:
+    if is_contiguous_or_false(t):
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
 
 
 def views_as_reshapes(module: torch.fx.GraphModule) -> int:

@@ -203,14 +203,22 @@ def test_outputs_are_laid_out_contiguously_inside_the_graph():
     """An output a rule leaves strided (here a transpose; a static cache's index_copy along
     dim 2 in a decode step) is made contiguous in the traced graph, so Inductor writes it in
     that layout from its kernel and the executable has nothing to copy after the call."""
-    from parity.backends.inductor.lowering import to_fx
+    from torch._prims_common import is_contiguous_or_false
 
-    b = GraphBuilder("strided_out")
-    x = b.input(f32[3, 5])
-    graph = b.build([b.transpose(b.mul(x, x), permutation=[1, 0])])
-    output = next(n for n in to_fx(graph, [(3, 5)]).module.graph.nodes if n.op == "output")
-    (value,) = output.args[0]
-    assert value.meta["val"].is_contiguous(), value.meta["val"].stride()
+    from parity.backends.inductor.lowering import to_fx
+    from parity.backends.inductor.symbolic import to_symbolic_fx
+    from parity.ir.dims import Symbol
+
+    for dims, trace in (((3, 5), lambda g: to_fx(g, [(3, 5)])),  # static, and symbolic (B = 3): no guard on B
+                        ((Symbol("B"), 5), lambda g: to_symbolic_fx(g, {"B": 3}))):
+        b = GraphBuilder("strided_out")
+        x = b.input(f32[dims])
+        graph = b.build([b.transpose(b.mul(x, x), permutation=[1, 0])])
+        fx = trace(graph)
+        output = next(n for n in fx.module.graph.nodes if n.op == "output")
+        (value,) = output.args[0]
+        assert is_contiguous_or_false(value.meta["val"]), value.meta["val"].stride()
+        assert getattr(fx, "shape_env", None) is None or not fx.shape_env.guards
 
 
 def test_the_traced_graph_reshapes_where_it_traced_views():
