@@ -102,6 +102,7 @@ class CompiledGraph:
         # but the arrays this call adds after the arguments (size carriers, size values, random keys).
         guarded = getattr(self.executable, "guarded", None) if self._takes_tensors else None
         self._run = (guarded(len(self._inputs)) if guarded is not None else None) or self.executable
+        self._run_for = self.executable  # (one who replaces .executable, parity.diff's recorder, gets it called)
         # The common case: the FX outputs are the IR outputs, in order.
         self._direct = tuple(convert) if [p[:2] for p in plan] == [(OutputSource.IR, k) for k in range(len(convert))] else None
         self.recorder: list | None = None  # while fast_path records a call: the outputs returned
@@ -115,7 +116,7 @@ class CompiledGraph:
             arrays.append(np.array(_evaluate_size(expr, carriers, args), np.int64))
         if self._num_keys:
             arrays += draw_keys(self._num_keys)
-        results = self._run(*arrays)
+        results = (self._run if self.executable is self._run_for else self.executable)(*arrays)
         if self._takes_tensors:
             arrays = ()  # nothing to check the results against: they never alias the inputs
         if self._direct is not None:
@@ -146,7 +147,8 @@ class CompiledGraph:
         if self._direct is None or self._carrier or self._size_values or self._num_keys:
             return None
         unchecked = getattr(self.executable, "unchecked", None)  # the caller's guards checked the types
-        run, outputs = (unchecked() if unchecked else None) or self._run, self._direct
+        guarded = self._run if self.executable is self._run_for else self.executable
+        run, outputs = (unchecked() if unchecked else None) or guarded, self._direct
         picks = tuple((order[j], convert) for j, convert in self._inputs)
         if self._takes_tensors:  # results never alias inputs: nothing to check them against
             if len(picks) == 1 and len(outputs) == 1:
