@@ -103,6 +103,13 @@ def _horner(coefficients, x, like):
     return acc
 
 
+def _even_odd(coefficients, z, like):
+    """The polynomial at z as E(z²) + z·O(z²): two independent Horner chains, each half as long
+    as one (the kernel waits on one chain's multiply-add latency, not on its throughput)."""
+    z2 = z * z
+    return _horner(coefficients[0::2], z2, like) + z * _horner(coefficients[1::2], z2, like)
+
+
 def _erf_float32(x):
     """erf in float32 within the IR's transcendental bound, in vectorized float32 kernels.
 
@@ -110,16 +117,16 @@ def _erf_float32(x):
     subnormals: x·q rounds below x's ULP). Otherwise sign(x)·(1 - P(z)), P a fit of erfc(a) in
     z, an affine map of a = min(|x|, 3.97) onto [-1, 1]: erfc(a) <= 0.12 there, so P's rounding
     stays small beside one ULP of the result; past 3.92, erf rounds to ±1 (and inf gives ±1,
-    NaN stays NaN through the clamp). Only multiplies and adds (18 of them in the two
-    polynomials, no exp, no division): both branches run for every element, and float64 erf,
-    SLEEF's float32 erfc and an exp-and-division formula were each slower than needed in a
-    served MLP's GELU. Polynomials in a variable on [-1, 1] keep float32 Horner from
-    cancelling. The error over every float32 in [0, 4] through the compiled kernel, and the
-    costs, are in docs/backends/inductor.md (studies/erf_float32)."""
-    inner = x + x * _horner(_ERF_INNER, x * x * (2 / _ERF_INNER_SPLIT**2) - 1.0, x)
+    NaN stays NaN through the clamp). Only multiplies and adds, no exp and no division, each
+    polynomial as its even and odd halves in z² (two shorter chains): both branches run for
+    every element, and float64 erf, SLEEF's float32 erfc and an exp-and-division formula were
+    each slower than needed in a served MLP's GELU. Polynomials in a variable on [-1, 1] keep
+    float32 Horner from cancelling. The error over every float32 in [0, 4] through the compiled
+    kernel, and the costs, are in docs/backends/inductor.md (studies/erf_float32)."""
+    inner = x + x * _even_odd(_ERF_INNER, x * x * (2 / _ERF_INNER_SPLIT**2) - 1.0, x)
     lo, hi = _ERFC_OUTER_RANGE
     a = torch.clamp(torch.abs(x), max=hi)
-    tail = _horner(_ERFC_OUTER, a * (2 / (hi - lo)) - (hi + lo) / (hi - lo), x)
+    tail = _even_odd(_ERFC_OUTER, a * (2 / (hi - lo)) - (hi + lo) / (hi - lo), x)
     return torch.where(torch.abs(x) < _ERF_INNER_SPLIT, inner, torch.copysign(1.0 - tail, x))
 
 
