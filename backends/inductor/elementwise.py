@@ -80,15 +80,20 @@ def _atanh(x):
 # Ops whose rule is a formula of other torch ops (the IN_FLOAT64 ones run in float64).
 FORMULAS = {"expm1": _expm1, "acosh": _acosh, "atanh": _atanh}
 
-# erf's Taylor coefficients past the first, 2/sqrt(pi) * (-1)^n / (n! (2n + 1)) for n = 0..11, with
-# 1 taken off the first: erf(x) = x + x * q(x^2) keeps the rounding of q's sum to ~0.16 of x.
-_ERF_TAYLOR = (2 / math.sqrt(math.pi) - 1, *(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1))
-                                           for n in range(1, 12)))
-# erfc(a) * exp(a^2) on [1, 4] as a polynomial in t = 1 / (1 + a/2), lowest power first: numpy's
-# Chebyshev fit of degree 8 at 400,001 points (relative error 6.6e-9), turned into powers of t.
-_ERFCX_T = (-0.00011509356717503192, 0.2842314037934257, 0.2648339683339517, 0.3257855038324189,
-            -0.04528382674793614, 0.46530005673823693, -0.36932059996875005, 0.059372860626610985,
-            0.015304761977925487)
+# erf(x)/x - 1 for |x| < 1.1 as a polynomial in z = 2x²/1.1² - 1 (z in [-1, 1]), lowest power first:
+# numpy's Chebyshev least-squares fit of degree 6 at 40,001 Chebyshev points of s = x² (relative
+# error of erf(x)/x 1.3e-9), turned into powers of z. erf(x) = x + x·q keeps q's rounding to ~0.1 of x.
+_ERF_INNER = (-0.06318909496749689, -0.16031597790820135, 0.02703989149622595, -0.003738266676288093,
+              0.0004284572983910229, -4.212141536034526e-05, 3.5430276409167917e-06)
+_ERF_INNER_SPLIT = 1.1
+# erfc(a) on [1.1, 3.97] as a polynomial in z = (2a - 1.1 - 3.97)/(3.97 - 1.1), lowest power first: the
+# same kind of fit, degree 12, weighted 1e4 at a = 3.97 so that P(1) = 2.0e-8 (erfc(3.97) = 2.05e-8)
+# rounds 1 - P to 1: float32 erf is 1 from 3.92 on, and a is clamped at 3.97 (inf gives 1).
+_ERFC_OUTER = (0.0003370231935199697, -0.0026203013503588203, 0.009535110424478126, -0.021336262178666885,
+               0.03221595317256526, -0.0336124752055993, 0.023328639295480583, -0.0080467716010151,
+               -0.003678637698936363, 0.006652087299709676, -0.002518110624851873, -0.0009337255803631872,
+               0.0006774905760362549)
+_ERFC_OUTER_RANGE = (1.1, 3.97)
 
 
 def _horner(coefficients, x, like):
@@ -98,22 +103,31 @@ def _horner(coefficients, x, like):
     return acc
 
 
+def _even_odd(coefficients, z, like):
+    """The polynomial at z as E(z²) + z·O(z²): two independent Horner chains, each half as long
+    as one (the kernel waits on one chain's multiply-add latency, not on its throughput)."""
+    z2 = z * z
+    return _horner(coefficients[0::2], z2, like) + z * _horner(coefficients[1::2], z2, like)
+
+
 def _erf_float32(x):
     """erf in float32 within the IR's transcendental bound, in vectorized float32 kernels.
 
-    |x| < 1: x + x·q(x²), the Taylor series to x^23 (its remainder is below 3e-10 of the result
-    there; keeps -0.0 and subnormals). Otherwise sign(x)·(1 - exp(-a²)·R(t)), a = min(|x|, 4),
-    R a fit of erfc(a)·exp(a²) in t = 1/(1 + a/2): erfc(a) <= 0.16 there, so its relative
-    error of a few 1e-7 stays under one ULP of the result; past 4, erf rounds to ±1. Only
-    multiplies, adds, one division and Inductor's exp (SLEEF's, 1 ULP): float64 erf (the rule
-    before) and SLEEF's float32 erfc were each several times the cost of Inductor's own float32
-    erf (which is outside the contract) in a served MLP's GELU. The error over every float32 in
-    [0, 4] through the compiled kernel, and the costs, are in docs/backends/inductor.md."""
-    s = x * x
-    a = torch.clamp(torch.abs(x), max=4.0)
-    t = 1.0 / (1.0 + a * 0.5)
-    tail = torch.exp(-(a * a)) * _horner(_ERFCX_T, t, x)
-    return torch.where(torch.abs(x) < 1.0, x + x * _horner(_ERF_TAYLOR, s, x), torch.copysign(1.0 - tail, x))
+    |x| < 1.1: x + x·q(z), q a fit of erf(x)/x - 1 in z = 2x²/1.1² - 1 (keeps -0.0 and
+    subnormals: x·q rounds below x's ULP). Otherwise sign(x)·(1 - P(z)), P a fit of erfc(a) in
+    z, an affine map of a = min(|x|, 3.97) onto [-1, 1]: erfc(a) <= 0.12 there, so P's rounding
+    stays small beside one ULP of the result; past 3.92, erf rounds to ±1 (and inf gives ±1,
+    NaN stays NaN through the clamp). Only multiplies and adds, no exp and no division, each
+    polynomial as its even and odd halves in z² (two shorter chains): both branches run for
+    every element, and float64 erf, SLEEF's float32 erfc and an exp-and-division formula were
+    each slower than needed in a served MLP's GELU. Polynomials in a variable on [-1, 1] keep
+    float32 Horner from cancelling. The error over every float32 in [0, 4] through the compiled
+    kernel, and the costs, are in docs/backends/inductor.md (studies/erf_float32)."""
+    inner = x + x * _even_odd(_ERF_INNER, x * x * (2 / _ERF_INNER_SPLIT**2) - 1.0, x)
+    lo, hi = _ERFC_OUTER_RANGE
+    a = torch.clamp(torch.abs(x), max=hi)
+    tail = _even_odd(_ERFC_OUTER, a * (2 / (hi - lo)) - (hi + lo) / (hi - lo), x)
+    return torch.where(torch.abs(x) < _ERF_INNER_SPLIT, inner, torch.copysign(1.0 - tail, x))
 
 
 # op -> its rule for float32 where the one for other dtypes (UNARY's, or IN_FLOAT64's) is slower
