@@ -46,6 +46,7 @@ from ..compiler_caches import inductor_header_settings, use_private_inductor_cac
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
 from .lowering import LOWERINGS, as_tensor, to_fx
+from .one_library import one_library_per_graph
 from .symbolic import DynamicKernel, NoSymbolicForm, compile_symbolic, no_symbolic_form
 
 # Inductor settings for every compile (patched around it, never set globally):
@@ -369,7 +370,7 @@ def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]
     # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
     # thread's function, while the calling thread waits on the result (_in_fresh_thread).
     settings = {**INDUCTOR_CONFIG, **_bit_mixing_settings(module), **inductor_header_settings()}
-    with config.patch(settings), warnings.catch_warnings():
+    with config.patch(settings), warnings.catch_warnings(), one_library_per_graph():
         warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
         return compile_fx(module, examples)
 
