@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The main job: sets up .venv if needed, runs the quickstarts, prints the op table, and runs
 # the conformance suite on every installed backend on CPU (report: reports/conformance.html).
+# Only the runtimes the job runs (jaxlib's XLA, onnxruntime, Triton) are installed for it; the test
+# command adds every other extra to the same .venv (scripts/venv.sh).
+PARITY_VENV_EXTRAS=${PARITY_VENV_EXTRAS:-xla,onnx,triton}
 source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 export TRITON_INTERPRET=1
 python examples/ir_by_hand.py
