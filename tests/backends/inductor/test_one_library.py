@@ -116,3 +116,18 @@ def test_inductor_outside_paritys_compile_builds_its_kernels_as_it_always_did(mo
     kernel(torch.from_numpy(out))
     assert out[0] == 2.5
     assert _delta(before) == {"libraries": 0, "kernels": 0, "alone": 0, "failed": 0}
+
+
+def test_an_unexpected_error_in_the_hook_never_fails_the_compile(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+
+    def broken(path):
+        raise KeyError("planted: the hook itself breaks")
+
+    monkeypatch.setattr(one_library, "_build", broken)
+    before = dict(one_library.counts)
+    out = InductorBackend().compile(_three_kernel_graph(), "cpu")(*_inputs())
+    built = _delta(before)
+    assert built["failed"] == 1 and built["libraries"] == 0 and built["alone"] >= 2, built
+    np.testing.assert_allclose(np.asarray(out[1]), np.sqrt(_inputs()[1].astype(np.float64)) + np.float32(1.917),
+                               rtol=1e-6)
