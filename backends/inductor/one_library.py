@@ -167,7 +167,9 @@ PyMODINIT_FUNC PyInit_kernel(void) {{
 
 
 def _install() -> None:
-    """Put :func:`_cpp_pybinding` in place of ``AsyncCompile.cpp_pybinding`` (once per process)."""
+    """Wrap ``AsyncCompile.cpp_pybinding`` (once per process): inside :func:`one_library_per_graph`
+    a kernel comes from its module's one library; anywhere else, and for a kernel the library does
+    not hold, Inductor's own method builds it."""
     global _installed
     with _install_lock:
         if _installed:
