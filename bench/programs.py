@@ -5,7 +5,8 @@ service whose batch size changes every request, a generation loop whose KV cache
 training step with its optimizer. Each candidate compiles the program's function its own way
 (``compile_with``: torch eager as it is, ``torch.compile`` with Inductor, ``parity.compile`` on a
 backend, every one at its default ``dynamic``), runs the whole program once (its *first run*,
-compiles included), checks the outputs against eager's, then runs it again ``repeats`` times; the
+compiles included; the compilers' once-per-process costs are paid before any first run,
+:func:`warm_compilers`), checks the outputs against eager's, then runs it again ``repeats`` times; the
 median of those gives the throughput in the program's unit (samples/s, tokens/s, steps/s).
 Dynamo's captures are counted per candidate (``unique_graphs``), with Dynamo's caches reset
 before each one: automatic dynamic remembers changed dims per code object, so one candidate
@@ -21,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 import time
@@ -150,6 +152,7 @@ def run_program(name: str, candidates: dict[str, Callable], *, quick: bool = Fal
 
     case = program.build(quick=quick, **({"decoder": decoder} if decoder else {}))
     want, _ = case.setup(lambda fn: fn)()
+    warm_compilers()
     entry = {"name": name, "description": program.description, "shape": case.shape, "unit": case.unit,
              "distinct_sizes": len(case.sizes), "results": {}}
     if decoder:
@@ -192,6 +195,22 @@ def run_program(name: str, candidates: dict[str, Callable], *, quick: bool = Fal
             # issue 36: the first generate() costs at most 2x torch.compile's first one
             row["first_run_vs_torch_compile"] = row["first_run_s"] / compiled_first
     return entry
+
+
+@functools.cache  # once per process
+def warm_compilers() -> None:
+    """Pay the compilers' once-per-process costs before any first run is timed: Dynamo's and
+    Inductor's imports, and Inductor's probe of the CPU's vector ISA (a few small ``g++`` builds,
+    about 7 s on an empty cache). Otherwise they fall on whichever candidate compiles first (the
+    torch.compile anchor), and its first run looks slower next to the candidates after it.
+    A machine where Inductor cannot compile is left as it is: its candidates report why."""
+    try:
+        tiny = torch.compile(lambda x: torch.sin(x) + 1, dynamic=False)
+        tiny(torch.ones(3))
+    except Exception:  # noqa: BLE001 - a warm-up, not a measurement: each candidate reports its own error
+        pass
+    finally:
+        torch._dynamo.reset()
 
 
 def _mismatch(got: list[torch.Tensor], want: list[torch.Tensor], case: ProgramCase) -> str:

@@ -38,3 +38,27 @@ def test_the_programs_help_names_every_program_in_order():
     (action,) = [a for a in parser._actions if a.dest == "programs"]
     named = action.help.partition("from: ")[2].partition(" (default")[0].split(", ")
     assert named == list(PROGRAMS)
+
+
+def test_the_compilers_once_per_process_costs_are_paid_before_any_first_run_is_timed(monkeypatch):
+    from parity.bench import programs
+
+    order = []
+    monkeypatch.setattr(programs, "warm_compilers", lambda: order.append("warm"))
+
+    def eager(model):
+        order.append("candidate compiles")
+        return model
+
+    run_program("serving", {"torch eager": eager}, quick=True, repeats=1, log=lambda line: None)
+    assert order[:2] == ["warm", "candidate compiles"]
+
+
+def test_the_warm_up_runs_inductors_vector_isa_probe():
+    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+    from parity.bench.programs import warm_compilers
+
+    valid_vec_isa_list.cache_clear()
+    warm_compilers.__wrapped__()
+    assert valid_vec_isa_list.cache_info().currsize == 1  # probed: the first torch.compile will not pay it
