@@ -150,6 +150,17 @@ def views_as_reshapes(module: torch.fx.GraphModule) -> int:
     return changed
 
 
+# Ops whose u32 result lies in [0, 2**32) whenever their u32 operands do, which every u32 carrier
+# does (inputs and constants are converted into range, every other op's result is masked): their
+# results need no mask. Threefry (random_bits, uniform, normal, dropout) is mostly these; masking
+# each of them doubled its traced graph, and Inductor's compile of the quick run's random batch
+# (27 s) with it.
+U32_RANGE_KEPT = frozenset({
+    "reshape", "broadcast_in_dim", "transpose", "slice", "concatenate", "reverse", "pad", "select",
+    "constant", "iota", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_right_logical", "max", "min",
+})
+
+
 def lower_node(ctx: InductorNodeContext, node: Node, operands: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """Run ``node``'s rule on ``operands``; return its results (u32 ones wrapped into range)."""
     rule = LOWERINGS.get(node.op)
@@ -161,7 +172,7 @@ def lower_node(ctx: InductorNodeContext, node: Node, operands: Sequence[torch.Te
     results = list(results) if isinstance(results, tuple) else [results]
     out = []
     for result, t in zip(results, ctx.out_types):
-        if t.dtype is DType.uint32:
+        if t.dtype is DType.uint32 and node.op not in U32_RANGE_KEPT:
             result = result & U32_MASK  # the carrier wraps as u32 arithmetic does
         if result.dtype != carried(t.dtype) or tuple(result.shape) != tuple(t.shape):
             raise LoweringError(f"the inductor rule for {node.op!r}{where} gave {result.dtype}"
