@@ -46,6 +46,7 @@ from .engine import get_engine
 from .isolation import CASE_SECONDS, LOAD_SECONDS, MODEL_SECONDS, time_limit
 from .journal import Journal, read_journal
 from .results import CRASHED, TIMED_OUT, CaseResult, ProgressFn
+from .scheduling import MODEL_KINDS, MODEL_NODES
 from .worker import Task, WorkerSpec
 
 Key = tuple[str, str, str]  # (case id, backend, device)
@@ -115,6 +116,14 @@ class Group:
     # per case id, the seconds it may take under the default limit (.isolation.case_seconds);
     # empty: the kind's default (a whole-model case MODEL_SECONDS, any other CASE_SECONDS)
     seconds: tuple[float, ...] = ()
+    # the work a compiler has in it, in expanded IR nodes (.scheduling.batch_nodes); 0: none known
+    # (a whole-model group then counts MODEL_NODES per case). Workers take the largest first.
+    nodes: int = 0
+
+    def work(self) -> int:
+        if self.kind in MODEL_KINDS:
+            return self.nodes or MODEL_NODES * len(self.case_ids)
+        return self.nodes
 
     def case_seconds(self) -> dict:
         default = MODEL_SECONDS if self.kind in ("zoo", "hf", "hf-anchor") else CASE_SECONDS
@@ -132,7 +141,8 @@ def run_groups(groups: Sequence[Group], options: WorkerOptions, spec: WorkerSpec
                                  "start one")
         done = {(r.case, r.backend, r.device): r for r in read_journal(options.journal, header)}
     units: list[_Unit] = []
-    for group in groups:
+    # the largest groups first (.scheduling): a stable sort, so groups of equal work keep their order
+    for group in sorted(groups, key=lambda g: -g.work()):
         ids, targets = group.case_ids, list(group.targets)
         missing = [t for t in targets if any((i, *t) not in done for i in ids)]
         full = [t for t in missing if all((i, *t) not in done for i in ids)]
@@ -259,7 +269,7 @@ class _Scheduler:
                 continue
             self.idle.remove(worker)
             self.pending.remove(unit)
-            if len(unit.targets) > 1 and len(self.pending) < 2 * (len(self.busy) + len(self.idle) + 1):
+            if len(unit.targets) > 1 and self._whole_units_left() < 2 * (len(self.busy) + len(self.idle) + 1):
                 # The end of the run: one target at a time, so that no worker sits idle while
                 # another works through a whole unit's targets (the run's tail was one unit).
                 self.pending.extendleft(_Unit(unit.case_ids, [t], unit.retry, unit.kind, unit.seed, unit.host)
@@ -268,6 +278,11 @@ class _Scheduler:
             self.next_id += 1
             worker.send(Task(self.next_id, unit.case_ids, tuple(unit.targets), unit.kind, unit.seed))
             self.busy[worker] = [unit, 0, *self._loading()]
+
+    def _whole_units_left(self) -> int:
+        """Pending units on more than one target: the single-target units after them (the JAX
+        frontend's rows, a hundred or so of milliseconds each) do not keep the end of the run away."""
+        return sum(len(u.targets) > 1 for u in self.pending)
 
     def _loading(self) -> list:
         """(deadline, timed out, limit, loading) while a worker loads a target's backend."""

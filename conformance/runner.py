@@ -45,6 +45,7 @@ from .jax_frontend.check import DEVICE as FRONTEND_DEVICE
 from .jax_frontend.rows import planned_groups
 from .plugins import load_plugins
 from .results import CaseResult, ConformanceRun, ProgressFn, Target
+from .scheduling import batch_nodes
 from .selection import resolve_targets, select_cases
 from .verdicts import cells_for, cells_of_cases, check_deviations
 
@@ -175,7 +176,8 @@ def _run_on_workers(groups: list[list[Case]], live: list[Target], workers: Worke
     # one task per batch of bundles; each bundle past a batch's first may take a compilation more
     plan = [Group(tuple(c.id for g in chunk for c in g), tuple((t.backend, t.device) for t in live),
                   seconds=tuple(case_seconds(c) + (COMPILE_SECONDS if k and not j else 0.0)
-                                for k, g in enumerate(chunk) for j, c in enumerate(g)) if sized else ())
+                                for k, g in enumerate(chunk) for j, c in enumerate(g)) if sized else (),
+                  nodes=batch_nodes(chunk))
             for chunk in batches(groups, live)]
     zoo_groups, hf_groups = [], []
     if which in ("zoo", "all"):
