@@ -1,7 +1,7 @@
 """Engines start conformance workers; the controller (:mod:`.controller`) drives them.
 
 An engine's ``spawn(spec, events)`` returns a worker handle with ``send(task)``,
-``kill()``, ``close()``, ``stderr_tail()``, ``describe_exit(status)`` and
+``kill()``, ``stderr_tail()``, ``describe_exit(status)`` and
 ``ended_by_itself(status)`` (a death that was not the controller's kill). Everything a
 worker says arrives on the shared ``events`` queue as ``(handle, message)``; its end
 arrives as ``(handle, ("exit", status))``. So the controller's scheduling, retries and
@@ -62,16 +62,6 @@ class LocalWorker:
             os.killpg(self.pid, signal.SIGKILL)  # its own session: children of the backend's runtime too
         except ProcessLookupError:
             pass
-
-    def close(self) -> None:
-        try:
-            self._process.stdin.close()  # end of input: the worker returns
-        except OSError:
-            pass
-        try:
-            self._process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.kill()
 
     def stderr_tail(self) -> list[str]:
         self._stderr.flush()

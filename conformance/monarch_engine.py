@@ -99,10 +99,6 @@ class MonarchWorker:
         except Exception:  # noqa: BLE001 - already gone
             pass
 
-    def close(self) -> None:
-        self._tasks.put(None)
-        self.kill()
-
     def stderr_tail(self) -> list[str]:
         return self._last_words
 

@@ -3,11 +3,13 @@
 op's nodes. ``batching`` is right everywhere; ``batch_wrong`` doubles a batch's first float
 output (a wrong answer for one case that the bundle alone gets right); ``batch_raises``
 cannot compile a batch; ``batch_segfaults`` segfaults running one. Each records the op
-sets of the graphs it compiles (``COMPILED``). Loaded in workers with
+sets of the graphs it compiles (``COMPILED``; and, from workers, in the file
+``$BATCHING_COMPILED_LOG`` names). Loaded in workers with
 ``--plugin batching_backend:batch_segfaults`` (this folder on the import path).
 """
 
 import ctypes
+import os
 
 import numpy as np
 
@@ -29,6 +31,9 @@ class Batching(ReferenceBackend):
 
     def compile(self, graph, device: str = "cpu"):
         COMPILED.append(frozenset(n.op for n in graph.nodes))
+        if os.environ.get("BATCHING_COMPILED_LOG"):  # a worker's compilations, seen from the test's process
+            with open(os.environ["BATCHING_COMPILED_LOG"], "a") as f:
+                f.write(" ".join(sorted({n.op for n in graph.nodes} - {"broadcast_in_dim"})) + "\n")
         batch = _is_batch(graph)
         if batch and self.fault == "raises":
             raise RuntimeError("planted: this backend cannot compile a batch")

@@ -91,3 +91,18 @@ def test_a_batch_that_crashes_its_worker_runs_again_bundle_by_bundle(plugins):
     result = runner.run(["batch_segfaults"], ops=OPS, dtypes=F32, quick=True, workers=options)
     assert [(c.op, c.status, c.cases) for c in result.cells] == [(c.op, PASS, c.cases) for c in result.cells]
     assert len(result.cells) == 4 and result.exit_code == 0
+
+
+def test_the_last_batch_is_cut_in_two_halves_that_two_workers_share(plugins, tmp_path, monkeypatch):
+    """At the very end of a run on workers, the last batch on one target is cut in two halves of its
+    bundles (conformance/controller.py), so that the worker that frees up takes one."""
+    log = tmp_path / "compiled.log"
+    monkeypatch.setenv("BATCHING_COMPILED_LOG", str(log))
+    ops = "^(neg|abs|exp|floor|ceil)$"  # five bundles in f32: batches of three and two
+    options = WorkerOptions(workers=2, plugins=("batching_backend:batching",))
+    result = runner.run(["batching"], ops=ops, dtypes=F32, quick=True, workers=options)
+    graphs = log.read_text().split("\n")[:-1]
+    assert sorted(len(g.split()) for g in graphs) == [1, 1, 3]  # the last batch, of two, ran as two halves
+    plain = runner.run(["reference"], ops=ops, dtypes=F32, quick=True)
+    keys = ("op", "dtype", "status", "cases", "passed", "failed", "max_ulp", "hashes")
+    assert [[getattr(c, k) for k in keys] for c in result.cells] == [[getattr(c, k) for k in keys] for c in plain.cells]
