@@ -10,6 +10,7 @@ boxed callable that takes and returns torch tensors.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import warnings
@@ -29,7 +30,7 @@ from .plugin_runtime import mark_parameter_placeholders
 from .saved_tensors import partition_recomputing_input_views
 from .session import AUTO, Session
 from .single_backend import compile_split, compile_whole
-from .sizes import UntranslatedCase
+from .sizes import UntranslatedCase, guarded_branches
 from .source import graph_user_locs, in_user_code, warn_at
 from .spectral import keep_whole
 from .status import slow_work
@@ -86,7 +87,11 @@ def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Sessi
         try:
             mark_parameter_placeholders(gm, kind)  # which inputs a plugin may bind once (plugin_runtime.py)
             mark_input_updates(gm, kind)  # outputs written back into inputs (input_updates.py)
-            compiled = _compile_fx_graph(gm, session, kind, example_inputs)
+            # a forward or inference graph compiles inside Dynamo's compile, whose guards then
+            # include any a Max/Min size adds (frontend/sizes.py); a backward compiles after them
+            branches = guarded_branches() if kind != "backward" else contextlib.nullcontext()
+            with branches:
+                compiled = _compile_fx_graph(gm, session, kind, example_inputs)
             if kind == "backward":  # compiled at the first backward(), after the call that flushes
                 session.flush_fallbacks()
             if session.on_compiled is not None:

@@ -15,6 +15,8 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import torch
@@ -30,15 +32,59 @@ class UntranslatedCase(ParityError):
 
 
 
+# Set while parity.compile translates a graph inside Dynamo's compile (a forward or inference
+# graph): a guard added to the ShapeEnv there becomes one of the capture's guards.
+_GUARDED_BRANCHES: contextvars.ContextVar[bool] = contextvars.ContextVar("parity_guarded_branches", default=False)
+
+
+@contextlib.contextmanager
+def guarded_branches():
+    """Inside: a size with ``Max``/``Min`` (IR dims have neither) takes the branch its example
+    values take, and a guard on that branch joins the capture's guards, so a later call that
+    takes the other branch compiles again. Only where Dynamo installs the guards a compile adds:
+    never in ``parity.export`` (nothing would check them) nor for a backward graph (compiled
+    after the guards are built).
+
+    Example: MPT slices its ALiBi bias ``[:, max(0, 64 - s):]``, a size ``64 - Max(0, 64 - s)``;
+    with the guard ``64 - s >= 0`` it is ``s``, and one capture serves every ``s <= 64``."""
+    token = _GUARDED_BRANCHES.set(True)
+    try:
+        yield
+    finally:
+        _GUARDED_BRANCHES.reset(token)
+
+
+def _guarded_branch(expr, shape_env):
+    """The argument of ``expr`` (a Max or Min) that its example values pick, with a guard that
+    it stays the pick; raises UntranslatedCase where no guard can be installed."""
+    import sympy
+    from torch.utils._sympy import functions as fns
+
+    if not _GUARDED_BRANCHES.get() or shape_env is None:
+        raise UntranslatedCase(f"the symbolic size {expr} uses {type(expr).__name__}, which IR dims do not have "
+                               "(they take + - * // %)")
+    args = list(expr.args)
+    if not all(shape_env.has_guarding_hint(a) for a in args):  # a data-dependent size: no example to choose by
+        raise UntranslatedCase(f"the symbolic size {expr} uses {type(expr).__name__} of a data-dependent size")
+    hints = [int(shape_env.guarding_hint_or_throw(a)) for a in args]
+    is_max = isinstance(expr, (sympy.Max, fns.Max))
+    chosen = args[hints.index(max(hints) if is_max else min(hints))]
+    for other in args:
+        if other is not chosen:
+            keeps = sympy.Ge(chosen, other) if is_max else sympy.Le(chosen, other)
+            shape_env.evaluate_expr(keeps)  # true at the example: recorded as a guard
+    return chosen
+
+
 def dim_of(size) -> int | DimExpr:
     """An int, or an IR dim expression for a symbolic size (torch's sympy expression:
-    ``s0*4``, ``FloorDiv(s1, 2)``, ``Mod(s0, 3)``)."""
+    ``s0*4``, ``FloorDiv(s1, 2)``, ``Mod(s0, 3)``; ``Max``/``Min`` under :func:`guarded_branches`)."""
     if isinstance(size, int):
         return size
     if isinstance(size, torch.SymInt):
         expr = size.node.expr
         try:
-            return sympy_dim(expr)
+            return sympy_dim(expr, size.node.shape_env)
         except UntranslatedCase as exc:
             hint = size.node.hint
             raise UntranslatedCase(f"{exc} (mark fewer dims dynamic, or compile with dynamic=False)"
@@ -46,8 +92,9 @@ def dim_of(size) -> int | DimExpr:
     return int(size)
 
 
-def sympy_dim(expr) -> int | DimExpr:
-    """torch's sympy size expression as an IR dim: + * // % and integer powers of symbols."""
+def sympy_dim(expr, shape_env=None) -> int | DimExpr:
+    """torch's sympy size expression as an IR dim: + * // % and integer powers of symbols
+    (and, with the ``shape_env`` under :func:`guarded_branches`, the guarded branch of a Max or Min)."""
     import sympy
     from torch.utils._sympy import functions as fns
 
@@ -55,7 +102,9 @@ def sympy_dim(expr) -> int | DimExpr:
         return int(expr)
     if expr.is_Symbol:
         return Symbol(str(expr))
-    args = [sympy_dim(a) for a in expr.args]
+    if isinstance(expr, (sympy.Max, sympy.Min, fns.Max, fns.Min)):  # torch writes its own Max and Min
+        return sympy_dim(_guarded_branch(expr, shape_env), shape_env)
+    args = [sympy_dim(a, shape_env) for a in expr.args]
     if isinstance(expr, sympy.Add):
         return sum(args[1:], args[0])
     if isinstance(expr, sympy.Mul):

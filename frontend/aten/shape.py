@@ -107,9 +107,17 @@ def _slice_at_value(ctx: TranslationContext, x, dim: int, start, end, step):
     """x[k:] or x[k:k + n] where a bound is a value the graph computes (MPT's ALiBi bias cut to
     the keys: ``max(0, bias.size(2) - key_length)``): a dynamic_slice when the result's length
     is a static number or an IR dim; torch guarded the bounds' order while tracing, so the
-    IR's clamping of the window never moves it. A length the IR cannot name (``Max(...)``) is
-    refused here and the graph compiles per shape."""
-    length = ctx.out.shape[dim]  # refuses a size with Max/Min, which IR dims do not have
+    IR's clamping of the window never moves it. A length with Max or Min has an IR dim only
+    under a guard on its branch (frontend/sizes.py, parity.compile's forward graphs); elsewhere
+    it is refused here and the graph compiles per shape."""
+    length = ctx.out.shape[dim]
+    size = x.type.shape[dim]
+    if isinstance(length, DimExpr) and isinstance(size, int) and (end is None or isinstance(end, int) and end >= size):
+        # x[k:] of a static dim with a symbolic length (MPT's bias: the last s of 64 positions) is
+        # its last ``length`` elements: a slice of the reversed dim, as the IR's dynamic_slice has
+        # no symbolic size inside a static dim
+        flipped = ctx.b.reverse(x, dimensions=(dim,))
+        return ctx.b.reverse(_slice(ctx, flipped, dim, 0, length, 1), dimensions=(dim,))
     start = 0 if start is None else start
     if step != 1 or not isinstance(start, (int, Value)):
         unsupported(f"slice [{start}:{end}:{step}] with a bound computed in the graph needs step 1 and "

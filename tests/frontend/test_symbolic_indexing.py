@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import parity
+from parity.ir.errors import ParityError
 from parity.ir.interpreter import evaluate
 
 
@@ -111,28 +112,68 @@ def test_a_slice_whose_start_the_graph_computes_compiles_once():
     assert captures() == 2  # the first static one, then one symbolic for 4, 5, 9 and 17
 
 
-def test_a_computed_start_with_a_length_the_ir_cannot_name_compiles_per_shape():
-    """MPT's ALiBi bias cut to the keys, bias[:, :, max(0, 16 - s):]: its length min(16, s)
-    is no IR dim (they have no Max), so the graph compiles per shape, saying why, and Dynamo
-    captures it no more often than torch.compile does (the per-shape path read the sizes with
-    guard_int, which guarded each size: a capture per size until the recompile limit)."""
+def test_a_length_with_max_takes_its_branch_under_a_guard_and_compiles_once_per_branch():
+    """MPT's ALiBi bias cut to the keys, bias[:, :, max(0, 16 - s):]: its length is
+    16 - Max(0, 16 - s), and IR dims have no Max. parity.compile takes the branch the example
+    takes (16 - s >= 0, so the length is s) with a guard among the capture's guards
+    (frontend/sizes.py, guarded_branches): one compile serves every s <= 16, and s > 16 fails the
+    guard and compiles the other branch. It compiled per shape before (a compile per size).
+    Dynamo captures it no more often than torch.compile does."""
+    from parity.frontend.compiled_graph import STATS
 
     def alibi(bias, keys):
         return bias[:, :, max(0, bias.size(2) - keys.shape[-2]):] * 2
 
-    sizes = (3, 4, 5, 6, 7, 8, 9, 10, 11, 20)
+    sizes = (3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 20, 31)
     bias = torch.randn(4, 1, 16)
     compiled, captures = _counting_compile(alibi)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    translations = STATS["translations"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no PerShapeWarning
         for s in sizes:
             keys = torch.randn(1, 4, s, 8)
             assert torch.equal(compiled(bias, keys), alibi(bias, keys)), s
-    per_shape = [str(w.message) for w in caught if type(w.message).__name__ == "PerShapeWarning"]
-    assert len(per_shape) == 1 and "uses Max, which IR dims do not have" in per_shape[0], per_shape
+    assert STATS["translations"] - translations == 3  # static at 3; symbolic for 4..16; the other branch
     ours = captures()
     anchor, captures = _counting_compile(alibi)
     anchor = torch.compile(alibi, backend="eager")
     for s in sizes:
         anchor(bias, torch.randn(1, 4, s, 8))
     assert ours == captures() == 3  # static, symbolic while s <= 16, and s > 16 (Max's other branch)
+
+
+def test_export_refuses_a_length_with_max_instead_of_narrowing_the_dim(tmp_path):
+    """parity.export has no guards to fall back on: a dynamic dim whose slice length needs Max
+    is refused naming it (here torch.export's own constraint check refuses first), never exported
+    for one branch only."""
+
+    def alibi(bias, keys):
+        return bias[:, :, max(0, bias.size(2) - keys.shape[-2]):] * 2
+
+    with pytest.raises((ParityError, torch._dynamo.exc.UserError), match="(?i)max"):
+        parity.export(alibi, (torch.randn(4, 1, 16), torch.randn(1, 4, 5, 8)), path=tmp_path / "a.onnx",
+                      input_names=["bias", "keys"], dynamic_dims={"keys": {2: "s"}})
+
+
+def test_a_max_size_takes_the_branch_of_its_example_with_a_guard_only_where_guards_are_kept():
+    """frontend/sizes.py on a ShapeEnv of its own: 16 - Max(0, 16 - s) at s = 4 is s, with the
+    guard 16 - s >= 0 recorded; outside guarded_branches (export, a backward graph) it is refused
+    and no guard is added."""
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from parity.frontend.sizes import UntranslatedCase, dim_of, guarded_branches
+
+    env = ShapeEnv()
+    s = env.create_symintnode(env.create_symbol(4, ConstantSource("s")), hint=4)
+    size = 16 - torch.sym_max(0, 16 - s)
+    with pytest.raises(UntranslatedCase, match="uses Max, which IR dims do not have"):
+        dim_of(size)
+    assert env.guards == []
+    with guarded_branches():
+        dim = dim_of(size)
+    assert str(dim) == str(s.node.expr)
+    assert [str(g.expr) for g in env.guards] == [f"16 - {s.node.expr} >= 0"]
+    smaller = 16 - torch.sym_min(16, s + 20)  # Min's branch too: the other argument wins here
+    with guarded_branches():
+        assert dim_of(smaller) == 0
