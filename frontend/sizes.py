@@ -60,7 +60,8 @@ def _guarded_branch(expr, shape_env):
     import sympy
     from torch.utils._sympy import functions as fns
 
-    if not _GUARDED_BRANCHES.get() or shape_env is None:
+    # a frozen ShapeEnv (after its guards were built) logs a new guard and drops it: refuse there
+    if not _GUARDED_BRANCHES.get() or shape_env is None or shape_env.frozen:
         raise UntranslatedCase(f"the symbolic size {expr} uses {type(expr).__name__}, which IR dims do not have "
                                "(they take + - * // %)")
     args = list(expr.args)

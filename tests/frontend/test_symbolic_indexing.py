@@ -177,3 +177,7 @@ def test_a_max_size_takes_the_branch_of_its_example_with_a_guard_only_where_guar
     smaller = 16 - torch.sym_min(16, s + 20)  # Min's branch too: the other argument wins here
     with guarded_branches():
         assert dim_of(smaller) == 0
+    env.freeze()  # its guards are built: a new one would be dropped, so the branch is refused
+    later = 8 - torch.sym_max(0, 8 - s)
+    with guarded_branches(), pytest.raises(UntranslatedCase, match="uses Max"):
+        dim_of(later)
