@@ -127,7 +127,7 @@ class Group:
         return self.nodes
 
     def case_seconds(self) -> dict:
-        default = MODEL_SECONDS if self.kind in ("zoo", "hf", "hf-anchor") else CASE_SECONDS
+        default = MODEL_SECONDS if self.kind in MODEL_KINDS else CASE_SECONDS
         return dict(zip(self.case_ids, self.seconds or [default] * len(self.case_ids)))
 
 

@@ -62,8 +62,7 @@ def _guarded_branch(expr, shape_env):
 
     # a frozen ShapeEnv (after its guards were built) logs a new guard and drops it: refuse there
     if not _GUARDED_BRANCHES.get() or shape_env is None or shape_env.frozen:
-        raise UntranslatedCase(f"the symbolic size {expr} uses {type(expr).__name__}, which IR dims do not have "
-                               "(they take + - * // %)")
+        raise _no_ir_dim(expr)
     args = list(expr.args)
     if not all(shape_env.has_guarding_hint(a) for a in args):  # a data-dependent size: no example to choose by
         raise UntranslatedCase(f"the symbolic size {expr} uses {type(expr).__name__} of a data-dependent size")
@@ -118,8 +117,12 @@ def sympy_dim(expr, shape_env=None) -> int | DimExpr:
         return args[0] % args[1]
     if isinstance(expr, fns.ModularIndexing):
         return args[0] // args[1] % args[2]
-    raise UntranslatedCase(f"the symbolic size {expr} uses {type(expr).__name__}, which IR dims do not have "
-                           "(they take + - * // %)")
+    raise _no_ir_dim(expr)
+
+
+def _no_ir_dim(expr) -> UntranslatedCase:
+    return UntranslatedCase(f"the symbolic size {expr} uses {type(expr).__name__}, which IR dims do not have "
+                            "(they take + - * // %)")
 
 
 def shape_of(sizes) -> tuple[int | DimExpr, ...]:

@@ -112,10 +112,11 @@ def _slice_at_value(ctx: TranslationContext, x, dim: int, start, end, step):
     it is refused here and the graph compiles per shape."""
     length = ctx.out.shape[dim]
     size = x.type.shape[dim]
-    if isinstance(length, DimExpr) and isinstance(size, int) and (end is None or isinstance(end, int) and end >= size):
+    to_the_end = end is None or isinstance(end, int) and end >= size
+    if isinstance(length, DimExpr) and isinstance(size, int) and step == 1 and to_the_end:
         # x[k:] of a static dim with a symbolic length (MPT's bias: the last s of 64 positions) is
         # its last ``length`` elements: a slice of the reversed dim, as the IR's dynamic_slice has
-        # no symbolic size inside a static dim
+        # no symbolic size inside a static dim (a step other than 1 is refused below)
         flipped = ctx.b.reverse(x, dimensions=(dim,))
         return ctx.b.reverse(_slice(ctx, flipped, dim, 0, length, 1), dimensions=(dim,))
     start = 0 if start is None else start

@@ -142,6 +142,22 @@ def test_a_length_with_max_takes_its_branch_under_a_guard_and_compiles_once_per_
     assert ours == captures() == 3  # static, symbolic while s <= 16, and s > 16 (Max's other branch)
 
 
+def test_a_strided_cut_with_a_max_length_keeps_eagers_numbers():
+    """bias[:, :, max(0, 16 - s)::2]: the last-elements form of a symbolic-length cut holds for
+    step 1 only; with step 2 it took the wrong elements (same shapes, other numbers)."""
+
+    def every_other(bias, keys):
+        return bias[:, :, max(0, bias.size(2) - keys.shape[-2])::2] * 2
+
+    bias = torch.randn(4, 1, 16)
+    compiled, _ = _counting_compile(every_other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its PerShapeWarning: a strided cut has no symbolic form
+        for s in (3, 4, 5, 6, 9):
+            keys = torch.randn(1, 4, s, 8)
+            assert torch.equal(compiled(bias, keys), every_other(bias, keys)), s
+
+
 def test_export_refuses_a_length_with_max_instead_of_narrowing_the_dim(tmp_path):
     """parity.export has no guards to fall back on: a dynamic dim whose slice length needs Max
     is refused naming it (here torch.export's own constraint check refuses first), never exported
