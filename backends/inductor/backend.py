@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 from collections.abc import Sequence
@@ -45,6 +46,7 @@ from ..cache import BuildOnceCache
 from ..compiler_caches import inductor_header_settings, use_private_inductor_cache
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
+from .direct_call import compile_direct
 from .lowering import LOWERINGS, as_tensor, to_fx
 from .one_library import one_library_per_graph
 from .symbolic import DynamicKernel, NoSymbolicForm, compile_symbolic, no_symbolic_form
@@ -359,7 +361,8 @@ def _in_fresh_thread(fn, *args):
 
 
 def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]):
-    """``compile_fx`` of ``module`` for ``examples``, with parity's Inductor settings and cache."""
+    """``compile_fx`` of ``module`` for ``examples``, with parity's Inductor settings and cache, as
+    a function of the argument list (called without AOTAutograd's idle wrapper: direct_call.py)."""
     from torch._inductor import config
 
     with warnings.catch_warnings():  # torch's own import of torch.jit.script_method, not the user's code
@@ -370,9 +373,23 @@ def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]
     # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
     # thread's function, while the calling thread waits on the result (_in_fresh_thread).
     settings = {**INDUCTOR_CONFIG, **_bit_mixing_settings(module), **inductor_header_settings()}
-    with config.patch(settings), warnings.catch_warnings(), one_library_per_graph():
+    with config.patch(settings), warnings.catch_warnings(), one_library_per_graph(), _shape_env_for(examples):
         warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
-        return compile_fx(module, examples)
+        return compile_direct(module, examples, compile_fx)
+
+
+def _shape_env_for(examples: list):
+    """A tracing context whose fake mode has a ShapeEnv, for a graph of real (static) examples:
+    Inductor's FX graph cache is bypassed ("No shape env") without one, so a new process would
+    generate every static graph's code again. Static shapes: the env records no symbols. A
+    symbolic graph's examples carry their own fake mode and ShapeEnv (symbolic.py)."""
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    if any(isinstance(e, FakeTensor) for e in examples):
+        return contextlib.nullcontext()
+    return tracing(TracingContext(FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True)))
 
 
 # A random draw is Threefry's 20 rounds of add, rotate (two shifts) and xor, each value read
@@ -404,6 +421,6 @@ def _compile(graph: Graph, device: str, shapes: tuple):
 
     def call(tensors: list[torch.Tensor]):
         with lock:
-            return run(*tensors, *constants)
+            return run([*tensors, *constants])
 
     return call

@@ -150,7 +150,7 @@ class DynamicKernel:
 
     def __call__(self, tensors: list[torch.Tensor]):
         with self._lock:
-            return self._run(*tensors, *self._constants)
+            return self._run([*tensors, *self._constants])
 
 
 def compile_symbolic(graph: Graph, sizes: Mapping[str, int], device: str, compile: Callable) -> DynamicKernel:

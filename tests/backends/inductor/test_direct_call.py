@@ -1,0 +1,153 @@
+"""Inductor's compiled graph is called without AOTAutograd's runtime wrapper where AOTAutograd's
+metadata says the wrapper has nothing to do (backends/inductor/direct_call.py), with the wrapper's
+numbers; where it has work (a mutated input, an output aliasing an input) the wrapper stays. A new
+process whose AOTAutograd cache answers recalls the verdict of the compile that filled it, and a
+static graph's code comes from Inductor's FX graph cache there (a ShapeEnv for its compile)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import torch
+
+from parity.backends.inductor import InductorBackend, direct_call
+from parity.ir import GraphBuilder, f32
+
+
+def _compile(fn, examples):
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx
+
+    with config.patch({"compile_threads": 1}):
+        return direct_call.compile_direct(torch.fx.symbolic_trace(fn), examples, compile_fx)
+
+
+def _count_wrapper_calls(monkeypatch) -> list:
+    """Calls through Inductor's CompiledFxGraph.__call__: the wrapped path goes through it, the
+    direct path calls the compiled callable itself."""
+    from torch._inductor.output_code import CompiledFxGraph
+
+    calls = []
+    original = CompiledFxGraph.__call__
+    monkeypatch.setattr(CompiledFxGraph, "__call__", lambda self, inputs: calls.append(1) or original(self, inputs))
+    return calls
+
+
+def test_an_inference_graph_is_called_directly_after_its_first_call(monkeypatch):
+    run = _compile(lambda x, w: (torch.tanh(x @ w) * 3,), [torch.randn(4, 5), torch.randn(5, 2)])
+    assert run.direct and run.why_wrapped is None
+    calls = _count_wrapper_calls(monkeypatch)
+    x, w = torch.randn(4, 5), torch.randn(5, 2)
+    want = torch.tanh(x @ w) * 3
+    first, second, third = (run([x, w])[0] for _ in range(3))
+    assert len(calls) == 1  # the first call only: it sets up what Inductor defers to it
+    for got in (first, second, third):
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    assert torch.equal(second, first) and torch.equal(third, first)
+
+
+def test_grad_mode_is_off_around_the_direct_call_as_the_wrapper_does():
+    """Inductor's out= kernels refuse inputs that require grad under grad mode: the wrapper switches
+    grad off around an inference graph, and so must the direct call."""
+    run = _compile(lambda x, w: (x @ w,), [torch.randn(3, 4), torch.randn(4, 2)])
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)
+    assert torch.is_grad_enabled()
+    for _ in range(2):
+        (got,) = run([x, w])
+        torch.testing.assert_close(got, (x @ w).detach())
+        assert not got.requires_grad
+    assert torch.is_grad_enabled()  # restored
+
+
+def test_outputs_that_are_views_of_one_intermediate_run_directly_with_the_wrappers_numbers():
+    """An inference graph returns such views itself (AOTAutograd rebuilds views from a base only
+    where autograd needs them): the direct call's outputs are the function's."""
+    def views(x):
+        y = x * 2
+        return y.view(-1), y.t()
+
+    run = _compile(views, [torch.randn(3, 4)])
+    assert run.direct
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        flat, transposed = run([x])
+        assert flat.shape == (12,) and transposed.shape == (4, 3)
+        assert torch.equal(flat, (x * 2).view(-1)) and torch.equal(transposed, (x * 2).t())
+
+
+def test_why_the_wrapper_stays_is_named():
+    def mutates(x):
+        x.add_(1)
+        return (x * 2,)
+
+    run = _compile(mutates, [torch.randn(3)])
+    assert run.why_wrapped == "an input is mutated"
+    x = torch.zeros(3)
+    for k in range(1, 4):
+        (got,) = run([x])
+        torch.testing.assert_close(x, torch.full((3,), float(k)))  # once per call, never twice
+        torch.testing.assert_close(got, 2 * x)
+    aliasing = _compile(lambda x: (x.t(),), [torch.randn(2, 3)])
+    assert aliasing.why_wrapped == "an output aliases or needs grad"
+
+
+_SECOND_PROCESS = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from torch._dynamo.utils import counters
+    from parity.backends.inductor import InductorBackend, direct_call
+    from parity.ir import GraphBuilder, f32
+    b = GraphBuilder(); x = b.input(f32[4, 8])
+    g = b.build([b.mul(b.tanh(x), b.constant(np.full((4, 8), 1.5, np.float32)))])
+    run = InductorBackend().compile(g, "cpu")
+    x = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
+    outs = [run(x)[0].tolist() for _ in range(3)]
+    print(json.dumps({"reasons": dict(direct_call.WRAPPED_REASONS), "outs": outs,
+                      "counters": {**counters["inductor"], **counters["aot_autograd"]}}))
+""")
+
+
+def _second_process(cache: str) -> dict:
+    import json
+
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "PARITY_CACHE_DIR": cache + "-parity"}
+    done = subprocess.run([sys.executable, "-c", _SECOND_PROCESS], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_process_recalls_the_verdict_and_reads_the_static_graph_from_the_caches(tmp_path):
+    cache = str(tmp_path / "inductor")
+    want = (np.tanh(np.linspace(-2, 2, 32, dtype=np.float32)) * np.float32(1.5)).reshape(4, 8)
+    cold = _second_process(cache)
+    assert cold["reasons"] == {} and cold["counters"].get("fxgraph_cache_miss") == 1
+    assert "fxgraph_cache_bypass" not in cold["counters"]  # a ShapeEnv for the static graph's compile
+    warm = _second_process(cache)
+    assert warm["counters"].get("autograd_cache_hit") == 1  # no inner compile here...
+    assert warm["reasons"] == {}  # ...and still called directly: the recorded verdict
+    for out in cold["outs"] + warm["outs"]:
+        np.testing.assert_allclose(np.array(out, np.float32), want, rtol=0, atol=2e-7)
+    # Without its verdict (a cache filled by another tool), the graph keeps the wrapper.
+    verdicts = list((tmp_path / "inductor" / "parity_direct_calls").iterdir())
+    assert len(verdicts) == 1 and verdicts[0].read_text() == "direct"
+    verdicts[0].unlink()
+    unknown = _second_process(cache)
+    assert unknown["reasons"] == {"AOTAutograd's cache answered (no verdict recorded)": 1}
+    np.testing.assert_allclose(np.array(unknown["outs"][-1], np.float32), want, rtol=0, atol=2e-7)
+
+
+def test_parity_graphs_run_directly_with_the_reference_numbers():
+    b = GraphBuilder()
+    x, y = b.input(f32[3, 4]), b.input(f32[3, 4])
+    g = b.build([b.add(b.exp(x), y), b.sub(x, y)])
+    before = sum(direct_call.WRAPPED_REASONS.values())
+    run = InductorBackend().compile(g, "cpu")
+    xs, ys = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), np.arange(12, dtype=np.float32).reshape(3, 4)
+    for _ in range(3):
+        a, s = run(xs, ys)
+        np.testing.assert_allclose(np.asarray(a), np.exp(xs) + ys, rtol=2e-7)
+        np.testing.assert_array_equal(np.asarray(s), xs - ys)
+    assert sum(direct_call.WRAPPED_REASONS.values()) == before
