@@ -151,3 +151,21 @@ def test_parity_graphs_run_directly_with_the_reference_numbers():
         np.testing.assert_allclose(np.asarray(a), np.exp(xs) + ys, rtol=2e-7)
         np.testing.assert_array_equal(np.asarray(s), xs - ys)
     assert sum(direct_call.WRAPPED_REASONS.values()) == before
+
+
+def test_a_static_graph_compiles_static_code_under_its_shape_env():
+    """The ShapeEnv that lets Inductor's cache keep a static graph must not make its sizes
+    symbolic: its examples are fake tensors of the static sizes, and the code asserts them."""
+    from parity.backends.inductor.backend import _in_fresh_thread, _inductor_compile
+    from parity.backends.inductor.lowering import to_fx
+
+    b = GraphBuilder()
+    x = b.input(f32[5, 7])
+    fx = to_fx(b.build([b.exp(x)]), [(5, 7)])
+    run = _in_fresh_thread(_inductor_compile, fx.module, [*fx.examples, *fx.constants])
+    assert run.direct
+    code = run._inner.source_code
+    assert "assert_size_stride(arg0_1, (5, 7), (7, 1)" in code and "ks0" not in code
+    xs = np.linspace(-3, 3, 35, dtype=np.float32).reshape(5, 7)
+    for _ in range(2):
+        np.testing.assert_allclose(run([torch.from_numpy(xs)])[0].numpy(), np.exp(xs), rtol=2e-7)
