@@ -1,15 +1,10 @@
 """Inductor's compiled graph is called without AOTAutograd's runtime wrapper where AOTAutograd's
 metadata says the wrapper has nothing to do (backends/inductor/direct_call.py), with the wrapper's
-numbers; where it has work (a mutated input, an output aliasing an input) the wrapper stays. A new
-process whose AOTAutograd cache answers recalls the verdict of the compile that filled it, and a
-static graph's code comes from Inductor's FX graph cache there (a ShapeEnv for its compile)."""
+numbers; where it has work (a mutated input, an output aliasing an input) the wrapper stays. A
+compile that AOTAutograd's cache answers recalls the verdict of the compile that filled it, and a
+static graph's code is kept by Inductor's FX graph cache (a ShapeEnv for its compile)."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import torch
@@ -95,48 +90,45 @@ def test_why_the_wrapper_stays_is_named():
     assert aliasing.why_wrapped == "an output aliases or needs grad"
 
 
-_SECOND_PROCESS = textwrap.dedent("""
-    import json, sys
-    import numpy as np
+def _compile_static(graph):
+    from parity.backends.inductor.backend import _in_fresh_thread, _inductor_compile
+    from parity.backends.inductor.lowering import to_fx
+
+    fx = to_fx(graph, [tuple(v.type.shape) for v in graph.inputs])
+    return _in_fresh_thread(_inductor_compile, fx.module, [*fx.examples, *fx.constants]), list(fx.constants)
+
+
+def test_a_cache_hit_recalls_the_verdict_and_a_static_graph_is_kept_by_the_caches(tmp_path, monkeypatch):
+    """Compiled again (a new process, or here a new compile of the same graph), a static graph
+    comes from AOTAutograd's cache, backed by Inductor's FX graph cache (no "No shape env"
+    bypass): no inner compile runs, and the verdict the first compile recorded makes the call
+    direct. Without its file (a cache another tool filled), the wrapper stays."""
     from torch._dynamo.utils import counters
-    from parity.backends.inductor import InductorBackend, direct_call
-    from parity.ir import GraphBuilder, f32
-    b = GraphBuilder(); x = b.input(f32[4, 8])
-    g = b.build([b.mul(b.tanh(x), b.constant(np.full((4, 8), 1.5, np.float32)))])
-    run = InductorBackend().compile(g, "cpu")
-    x = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
-    outs = [run(x)[0].tolist() for _ in range(3)]
-    print(json.dumps({"reasons": dict(direct_call.WRAPPED_REASONS), "outs": outs,
-                      "counters": {**counters["inductor"], **counters["aot_autograd"]}}))
-""")
 
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    b = GraphBuilder()
+    x = b.input(f32[4, 8])
+    graph = b.build([b.mul(b.tanh(x), b.constant(np.full((4, 8), 1.375, np.float32)))])  # a graph no other test compiles
+    xs = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
+    want = np.tanh(xs) * np.float32(1.375)
 
-def _second_process(cache: str) -> dict:
-    import json
+    def compiled_with(expect: dict):
+        before = {k: counters[group][k] for group, k in expect}
+        run, constants = _compile_static(graph)
+        assert {(group, k): counters[group][k] - before[k] for group, k in expect} == expect
+        for _ in range(3):
+            np.testing.assert_allclose(run([torch.from_numpy(xs), *constants])[0].numpy(), want, rtol=0, atol=2e-7)
+        return run
 
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "PARITY_CACHE_DIR": cache + "-parity"}
-    done = subprocess.run([sys.executable, "-c", _SECOND_PROCESS], env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def test_a_new_process_recalls_the_verdict_and_reads_the_static_graph_from_the_caches(tmp_path):
-    cache = str(tmp_path / "inductor")
-    want = (np.tanh(np.linspace(-2, 2, 32, dtype=np.float32)) * np.float32(1.5)).reshape(4, 8)
-    cold = _second_process(cache)
-    assert cold["reasons"] == {} and cold["counters"].get("fxgraph_cache_miss") == 1
-    assert "fxgraph_cache_bypass" not in cold["counters"]  # a ShapeEnv for the static graph's compile
-    warm = _second_process(cache)
-    assert warm["counters"].get("autograd_cache_hit") == 1  # no inner compile here...
-    assert warm["reasons"] == {}  # ...and still called directly: the recorded verdict
-    for out in cold["outs"] + warm["outs"]:
-        np.testing.assert_allclose(np.array(out, np.float32), want, rtol=0, atol=2e-7)
-    # Without its verdict (a cache filled by another tool), the graph keeps the wrapper.
-    verdicts = list((tmp_path / "inductor" / "parity_direct_calls").iterdir())
-    assert len(verdicts) == 1 and verdicts[0].read_text() == "direct"
-    verdicts[0].unlink()
-    unknown = _second_process(cache)
-    assert unknown["reasons"] == {"AOTAutograd's cache answered (no verdict recorded)": 1}
-    np.testing.assert_allclose(np.array(unknown["outs"][-1], np.float32), want, rtol=0, atol=2e-7)
+    cold = compiled_with({("inductor", "fxgraph_cache_miss"): 1, ("inductor", "fxgraph_cache_bypass"): 0})
+    assert cold.direct
+    warm = compiled_with({("aot_autograd", "autograd_cache_hit"): 1})
+    assert warm.direct  # no inner compile: the recorded verdict
+    (verdict,) = (tmp_path / "inductor" / "parity_direct_calls").iterdir()
+    assert verdict.read_text() == "direct"
+    verdict.unlink()
+    unknown = compiled_with({("aot_autograd", "autograd_cache_hit"): 1})
+    assert unknown.why_wrapped == "AOTAutograd's cache answered (no verdict recorded)"
 
 
 def test_parity_graphs_run_directly_with_the_reference_numbers():
@@ -156,13 +148,9 @@ def test_parity_graphs_run_directly_with_the_reference_numbers():
 def test_a_static_graph_compiles_static_code_under_its_shape_env():
     """The ShapeEnv that lets Inductor's cache keep a static graph must not make its sizes
     symbolic: its examples are fake tensors of the static sizes, and the code asserts them."""
-    from parity.backends.inductor.backend import _in_fresh_thread, _inductor_compile
-    from parity.backends.inductor.lowering import to_fx
-
     b = GraphBuilder()
     x = b.input(f32[5, 7])
-    fx = to_fx(b.build([b.exp(x)]), [(5, 7)])
-    run = _in_fresh_thread(_inductor_compile, fx.module, [*fx.examples, *fx.constants])
+    run, _ = _compile_static(b.build([b.exp(x)]))
     assert run.direct
     code = run._inner.source_code
     assert "assert_size_stride(arg0_1, (5, 7), (7, 1)" in code and "ks0" not in code
