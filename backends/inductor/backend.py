@@ -25,7 +25,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import warnings
 from collections.abc import Sequence
@@ -373,28 +372,9 @@ def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]
     # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
     # thread's function, while the calling thread waits on the result (_in_fresh_thread).
     settings = {**INDUCTOR_CONFIG, **_bit_mixing_settings(module), **inductor_header_settings()}
-    context, examples = _with_shape_env(examples)
-    with config.patch(settings), warnings.catch_warnings(), one_library_per_graph(), context:
+    with config.patch(settings), warnings.catch_warnings(), one_library_per_graph():
         warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
         return compile_direct(module, examples, compile_fx)
-
-
-def _with_shape_env(examples: list) -> tuple:
-    """``(context, examples)`` for the compile of a graph of real (static) examples: a tracing
-    context whose fake mode has a ShapeEnv, and the examples as that mode's fake tensors of the
-    same (static) sizes. Inductor's FX graph cache is bypassed ("No shape env") without a ShapeEnv,
-    so a new process would generate every static graph's code again; real examples under such a
-    mode would be made symbolic by AOTAutograd. A symbolic graph's examples carry their own fake
-    mode and ShapeEnv (symbolic.py)."""
-    from torch._guards import TracingContext, tracing
-    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-    if any(isinstance(e, FakeTensor) for e in examples):
-        return contextlib.nullcontext(), examples
-    mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True)
-    fakes = [mode.from_tensor(e, static_shapes=True) if isinstance(e, torch.Tensor) else e for e in examples]
-    return tracing(TracingContext(mode)), fakes
 
 
 # A random draw is Threefry's 20 rounds of add, rotate (two shifts) and xor, each value read
