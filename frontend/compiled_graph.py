@@ -195,9 +195,9 @@ def _evaluate_size(expr, carriers: dict, args: list) -> int:
 def size_reader(expr, carriers: dict) -> Callable[[list], int]:
     """:func:`_evaluate_size` of ``expr`` as a function of the call's arguments, built once: a
     decode step evaluates two to four sizes (``s + 1``, ``s - 3``) a call, where the general walk
-    over ``expr``'s terms costs about 3 µs each. A sum of symbols times integers (every size
-    the zoo's decoders use) reads each symbol off its argument; any other form (a product, a
-    quotient) takes the general walk.
+    over ``expr``'s terms costs about 3 µs each. A sum of symbols times integers (mistral's
+    ``s - 3`` and ``s + 1``, MPT's ``64 - s``) reads each symbol off its argument; any other form
+    (a product, a quotient) takes the general walk.
 
     >>> from parity.ir import Symbol
     >>> read = size_reader(Symbol("s") * 2 - 3, {"s": (1, 0)})
