@@ -7,9 +7,9 @@ which AOTAutograd's runtime wrapper writes back with ``input.copy_(output)`` aft
 AOTAutograd's ``fw_metadata``, as plugin_runtime.py records the parameters), and
 :func:`in_place_pairs` turns them into IR terms for :class:`~.compiled_graph.CompiledGraph`,
 which offers them to an executable that can compute such an output straight into the
-input's memory (``executable.in_place(pairs)``: backends/onnx/executable.py). The executable
-then returns the input tensor itself, and the wrapper's ``copy_`` of a tensor onto itself
-copies nothing.
+input's memory (``executable.in_place(pairs)``: backends/onnx/executable.py,
+backends/inductor/in_place.py). The executable then returns the input tensor itself, and the
+wrapper's ``copy_`` of a tensor onto itself copies nothing.
 
 Only data mutations count (not ``set_``, not a resize or restride), only for inference
 graphs whose placeholders are the flat arguments, and only where the output feeds nothing

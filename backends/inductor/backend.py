@@ -46,6 +46,7 @@ from ..compiler_caches import inductor_header_settings, use_private_inductor_cac
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
 from .direct_call import compile_direct
+from .in_place import writable_outputs, write_into_inputs
 from .lowering import LOWERINGS, as_tensor, to_fx
 from .one_library import one_library_per_graph
 from .symbolic import DynamicKernel, NoSymbolicForm, compile_symbolic, no_symbolic_form
@@ -86,12 +87,15 @@ class InductorExecutable:
 
     takes_torch_tensors = True  # CompiledGraph hands over its tensors as they are
 
-    def __init__(self, backend: InductorBackend, graph: Graph, device: str, key: str):
-        """``key``: the content hash of the graph given to compile (``graph`` is it decomposed)."""
+    def __init__(self, backend: InductorBackend, graph: Graph, device: str, key: str,
+                 writes: dict[int, int] | None = None):
+        """``key``: the content hash of the graph given to compile (``graph`` is it decomposed);
+        ``writes``: outputs computed into the input they update (:meth:`in_place`)."""
         self.backend = backend
         self.graph = graph
         self.device = device
         self._key = key
+        self._writes = dict(writes or {})
         # shapes -> [compiled callable, which outputs alias an input (None before its first call)]
         self._compiled: dict[tuple, list] = {}
         # What each call checks, worked out once (a decode step passes ~30 tensors per call).
@@ -126,9 +130,35 @@ class InductorExecutable:
 
     def _finish(self, entry: list, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         results = entry[0](tensors)
+        if self._writes:  # the written outputs are their inputs, updated (the graph returns the rest)
+            results = list(results)
+            for k, i in sorted(self._writes.items()):
+                results.insert(k, tensors[i])
         if entry[1] is None:
-            entry[1] = _aliasing(results, tensors)
-        return [self._result(r, u32, alias) for r, u32, alias in zip(results, self._u32_outputs, entry[1])]
+            flags = _aliasing(results, tensors)  # (a written output, None: returned as it is)
+            entry[1] = tuple(None if k in self._writes else f for k, f in enumerate(flags))
+        return [r if alias is None else self._result(r, u32, alias)
+                for r, u32, alias in zip(results, self._u32_outputs, entry[1])]
+
+    def in_place(self, pairs: dict[int, int]) -> InductorExecutable | None:
+        """This executable for a caller whose input ``i`` is updated with output ``k``
+        (``pairs[k] = i``: a static KV cache, frontend/input_updates.py), or None where no pair
+        can be: Inductor computes each such output into the input tensor's own memory, and the
+        call returns that tensor itself as the output (the caller's write-back finds the same
+        tensor). Only outputs that scatter into their input (in_place.py), not u32 inputs (they
+        are converted to a carrier). A caller must not read such an input afterwards expecting
+        its old value: that is what "updated" means. An input that is not contiguous is updated
+        in a contiguous copy, which is returned (the caller's write-back copies it)."""
+        writable = writable_outputs(self.graph)
+        pairs = {k: i for k, i in pairs.items() if writable.get(k) == i and not self._input_types[i][1]}
+        if not pairs:
+            return None
+        variant = InductorExecutable(self.backend, self.graph, self.device, self._key, writes=pairs)
+        if all(v.type.is_static for v in self.graph.inputs):  # compiled here, as compile() does
+            shapes = tuple(tuple(v.type.shape) for v in self.graph.inputs)
+            variant._compiled[shapes] = [variant.backend.compiled(self.graph, self._key, self.device, shapes, pairs),
+                                         None]
+        return variant
 
     def guarded(self, checked: int):
         """:meth:`__call__` for a caller whose guards have checked the dtypes, devices and static
@@ -174,7 +204,7 @@ class InductorExecutable:
         has one that admits these sizes (sizes 0 and 1 are specialised, as torch does), else a
         compile at these shapes."""
         if all(v.type.is_static for v in self.graph.inputs):
-            return self.backend.compiled(self.graph, self._key, self.device, shapes)
+            return self.backend.compiled(self.graph, self._key, self.device, shapes, self._writes)
         bindings = ShapeBindings(error=ParityError)
         bindings.bind_inputs(self.graph, shapes)  # a shape the graph cannot take fails here
         sizes = bindings.sizes
@@ -182,10 +212,10 @@ class InductorExecutable:
         if why is not None:
             self.backend.record_per_shape(self.graph, self._key, self.device, why)
         elif min(sizes.values(), default=2) >= 2:
-            kernel = self.backend.dynamic(self.graph, self._key, self.device, sizes)
+            kernel = self.backend.dynamic(self.graph, self._key, self.device, sizes, self._writes)
             if kernel is not None:
                 return kernel
-        return self.backend.compiled(self.graph, self._key, self.device, shapes)
+        return self.backend.compiled(self.graph, self._key, self.device, shapes, self._writes)
 
     def _tensor(self, x: Any, i: int) -> torch.Tensor:
         want, u32 = self._input_types[i]
@@ -279,17 +309,22 @@ class InductorBackend(Backend):
         key = graph.content_hash()  # of the graph as given: what compiles_per_shape_for is asked about
         graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
         executable = InductorExecutable(self, graph, device, key)
-        if all(v.type.is_static for v in graph.inputs):
+        if all(v.type.is_static for v in graph.inputs) and not writable_outputs(graph):
             # Inductor's compile is the expensive part: do it here, where callers (auto's budget,
             # the disk cache) time a compile, not at the first call. A symbolic graph compiles at its
             # first call: that call's sizes are the hints Inductor compiles its dynamic kernels for.
+            # A graph that updates an input (a static KV cache) compiles at its first call too: a
+            # frontend may first ask for it in place (InductorExecutable.in_place), a compile of its own.
             shapes = tuple(tuple(v.type.shape) for v in graph.inputs)
             executable._compiled[shapes] = [self.compiled(graph, executable._key, device, shapes), None]
         return executable
 
-    def compiled(self, graph: Graph, key: str, device: str, shapes: tuple):
-        """The Inductor-compiled callable of ``graph`` at ``shapes`` (built once per process)."""
-        return self._graphs.get_or_build((key, device, shapes), lambda: _in_fresh_thread(_compile, graph, device, shapes))
+    def compiled(self, graph: Graph, key: str, device: str, shapes: tuple, writes: dict[int, int] | None = None):
+        """The Inductor-compiled callable of ``graph`` at ``shapes`` (built once per process), with
+        ``writes`` (output -> input) computed into their inputs (in_place.py)."""
+        writes = dict(writes or {})
+        cache_key = (key, device, shapes, *([tuple(sorted(writes.items()))] if writes else []))
+        return self._graphs.get_or_build(cache_key, lambda: _in_fresh_thread(_compile, graph, device, shapes, writes))
 
     def compiles_per_shape_for(self, graph: Graph, device: str = "cpu") -> bool:
         """Whether ``graph``, with symbolic dims, compiles again for each concrete shape on ``device``:
@@ -304,18 +339,22 @@ class InductorBackend(Backend):
             return None
         return self._no_symbolic_form.get((key, device)) or no_symbolic_form(graph)
 
-    def dynamic(self, graph: Graph, key: str, device: str, sizes: dict[str, int]) -> DynamicKernel | None:
+    def dynamic(self, graph: Graph, key: str, device: str, sizes: dict[str, int],
+                writes: dict[int, int] | None = None) -> DynamicKernel | None:
         """A dynamic kernel of ``graph`` whose guards admit ``sizes``, compiled with them as hints
-        when none does yet; None when the graph has no symbolic form (warned once, with why)."""
+        when none does yet; None when the graph has no symbolic form (warned once, with why).
+        ``writes``: as for :meth:`compiled`."""
+        writes = dict(writes or {})
+        variant = (key, device, *([tuple(sorted(writes.items()))] if writes else []))
         with self._lock:
-            kernels = list(self._kernels.get((key, device), ()))
+            kernels = list(self._kernels.get(variant, ()))
         for kernel in kernels:
             if kernel.fits(sizes):
                 return kernel
 
         def build(hints: dict[str, int]) -> DynamicKernel:
-            return self._graphs.get_or_build((key, device, "symbolic", tuple(sorted(hints.items()))),
-                                             lambda: _in_fresh_thread(_compile_symbolic, graph, device, hints))
+            return self._graphs.get_or_build((*variant, "symbolic", tuple(sorted(hints.items()))),
+                                             lambda: _in_fresh_thread(_compile_symbolic, graph, device, hints, writes))
 
         try:
             kernel = build(sizes)
@@ -332,7 +371,7 @@ class InductorBackend(Backend):
                 self.record_per_shape(graph, key, device, str(exc))
                 return None
         with self._lock:
-            known = self._kernels.setdefault((key, device), [])
+            known = self._kernels.setdefault(variant, [])
             if kernel not in known:
                 known.append(kernel)
         return kernel if kernel.fits(sizes) else None
@@ -394,12 +433,13 @@ def _bit_mixing_settings(module: torch.fx.GraphModule) -> dict:
     return _BIT_MIXING_CONFIG if count >= _BIT_MIXING_NODES else {}
 
 
-def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int]) -> DynamicKernel:
-    return compile_symbolic(graph, sizes, device, _inductor_compile)
+def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int], writes: dict[int, int] | None = None) -> DynamicKernel:
+    return compile_symbolic(graph, sizes, device, _inductor_compile, writes)
 
 
-def _compile(graph: Graph, device: str, shapes: tuple):
+def _compile(graph: Graph, device: str, shapes: tuple, writes: dict[int, int] | None = None):
     fx = to_fx(graph, shapes, device)
+    write_into_inputs(fx.module, dict(writes or {}))
     run = _inductor_compile(fx.module, [*fx.examples, *fx.constants])
     constants = list(fx.constants)
     lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe

@@ -163,8 +163,11 @@ def why_wrapped(compiled: list, num_inputs: int) -> str | None:
         return "no compiled callable"
     if inputs != num_inputs:
         return "AOTAutograd changed the inputs"
-    if any(i.mutates_data or i.mutates_metadata or i.mutates_storage_metadata for i in meta.input_info):
-        return "an input is mutated"
+    # An input written inside the graph (InductorExecutable.in_place's copy_, kept there for an
+    # inference graph) needs nothing of the wrapper; one it would write back after the call does.
+    if any(i.mutates_metadata or i.mutates_storage_metadata or (i.mutates_data and i.mutation_type.name != "MUTATED_IN_GRAPH")
+           for i in meta.input_info):
+        return "an input is mutated outside the graph"
     if any(o.output_type.name != "non_alias" or o.requires_grad for o in meta.output_info):
         return "an output aliases or needs grad"
     if meta.num_intermediate_bases or meta.tokens or getattr(meta, "is_rng_op_functionalized", False):

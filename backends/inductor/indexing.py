@@ -9,6 +9,7 @@ graph has no data-dependent shapes.
 from __future__ import annotations
 
 import torch
+from torch._prims_common import is_contiguous_or_false
 
 from .context import InductorNodeContext
 
@@ -33,8 +34,28 @@ def scatter(ctx: InductorNodeContext, x, indices, updates):
     index = _clamped(indices, size)
     reduce = ctx.attrs["reduce"]
     if reduce == "replace":
-        return torch.scatter(x, axis, index, updates)
+        # Inductor's index_put writes into an expanded operand's one element (a cache made by
+        # broadcasting a zero: every row came out the last one written; torch.compile does the
+        # same with torch 2.13): a dense copy first, which an input (contiguous) never needs.
+        dense = x if is_contiguous_or_false(x) else x.clone(memory_format=torch.contiguous_format)
+        return torch.index_put(dense, _scatter_coordinates(index, axis), updates)
     return torch.scatter_reduce(x, axis, index, updates, TORCH_REDUCE[reduce], include_self=ctx.attrs["include_self"])
+
+
+def _scatter_coordinates(index, axis: int) -> tuple:
+    """``torch.scatter(x, axis, index, u)`` as ``x.index_put(coordinates, u)``: ``index`` along
+    ``axis``, each other dim its own positions. Inductor writes an ``index_put`` whose result is
+    copied back into its input into that input's memory (its reinplacing pass: a static KV cache
+    updated in place, InductorExecutable.in_place); a ``scatter`` it always writes into a copy."""
+    coordinates = []
+    for d in range(index.dim()):
+        if d == axis:
+            coordinates.append(index)
+        else:
+            view = [1] * index.dim()
+            view[d] = index.shape[d]
+            coordinates.append(torch.arange(index.shape[d], dtype=torch.int64).reshape(view))
+    return tuple(coordinates)
 
 
 # the IR's reduce mode -> torch.scatter_reduce's (its amax/amin propagate NaN, as the IR's max/min do)

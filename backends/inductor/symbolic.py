@@ -39,6 +39,7 @@ from ...ir.errors import ParityError
 from ...ir.graph import Graph, Node
 from ...ir.shapes import ShapeBindings
 from .context import InductorNodeContext, carried
+from .in_place import write_into_inputs
 from .lowering import graph_constants, trace
 
 
@@ -153,7 +154,10 @@ class DynamicKernel:
             return self._run([*tensors, *self._constants])
 
 
-def compile_symbolic(graph: Graph, sizes: Mapping[str, int], device: str, compile: Callable) -> DynamicKernel:
-    """Trace ``graph`` symbolically and compile it with ``compile(module, example_inputs)``."""
+def compile_symbolic(graph: Graph, sizes: Mapping[str, int], device: str, compile: Callable,
+                     writes: Mapping[int, int] | None = None) -> DynamicKernel:
+    """Trace ``graph`` symbolically and compile it with ``compile(module, example_inputs)``, with
+    ``writes`` (output -> input) computed into their inputs (in_place.py)."""
     fx = to_symbolic_fx(graph, sizes, device)
+    write_into_inputs(fx.module, dict(writes or {}))
     return DynamicKernel(fx, compile(fx.module, list(fx.examples)))

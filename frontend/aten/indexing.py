@@ -159,6 +159,9 @@ def index_put(ctx: TranslationContext, x, indices, values, accumulate=False):
         if sum(t is not None for t in indices) > 1:
             unsupported("index_put with a boolean mask beside other index tensors (its positions depend on the data)")
         return _index_put_mask(ctx, x, masks[0], indices[masks[0]], values, accumulate)
+    chosen = [i for i, t in enumerate(indices) if t is not None]
+    if len(chosen) == 1:
+        return _index_put_along(ctx, x, chosen[0], indices[chosen[0]], values, accumulate)
     lin = _Linearized(ctx, x, indices)
     values = ctx.broadcast(ctx.convert(values, x.type.dtype), lin.torch_shape)
     inverse = [lin.to_torch.index(d) for d in range(len(lin.to_torch))]
@@ -167,6 +170,24 @@ def index_put(ctx: TranslationContext, x, indices, values, accumulate=False):
     result = ctx.reshape(result, (*lin.sizes, *lin.rest_shape))
     order = lin.positions + lin.rest
     return permute(ctx, result, [order.index(d) for d in range(len(order))])
+
+
+def _index_put_along(ctx: TranslationContext, x, p: int, index, values, accumulate: bool):
+    """``x[..., index, ...] = values`` with one integer index tensor, at dim ``p`` (a static KV
+    cache's ``index_copy_`` along its sequence dim): one scatter along ``p`` into ``x`` as it is.
+    The linearized form would move ``p`` to the front and back (two transposes around the
+    scatter), which keeps a backend from writing the result into ``x``'s own memory."""
+    i64 = DType.int64
+    shape = x.type.shape
+    count = math.prod(index.type.shape)
+    flat = ctx.reshape(ctx.convert(index, i64), (count,))
+    flat = ctx.b.select(ctx.b.lt(flat, ctx.full(0, i64, (count,))), ctx.b.add(flat, _size_value(ctx, shape[p], (count,))),
+                        flat)
+    torch_shape = (*shape[:p], *index.type.shape, *shape[p + 1:])
+    along = (*shape[:p], count, *shape[p + 1:])
+    values = ctx.reshape(ctx.broadcast(ctx.convert(values, x.type.dtype), torch_shape), along)
+    positions = ctx.b.broadcast_in_dim(flat, shape=along, broadcast_dimensions=(p,))
+    return ctx.b.scatter(x, positions, values, axis=p, reduce="add" if accumulate else "replace")
 
 
 def _scatter_along(ctx: TranslationContext, x, src, axis: int, start: int, step: int):

@@ -32,14 +32,19 @@ class StaticCache(torch.nn.Module):
 
 
 def test_a_static_cache_is_updated_in_its_own_memory_as_eager_updates_it(in_place_runs):
+    _steps_keep_the_cache_where_it_is_with_eagers_numbers("onnx")
+    assert len(in_place_runs) >= 3
+
+
+def _steps_keep_the_cache_where_it_is_with_eagers_numbers(backend: str) -> None:
     eager, module = StaticCache(), StaticCache()
-    compiled = parity.compile(module, backend="onnx")
+    compiled = parity.compile(module, backend=backend)
     memory = module.cache.data_ptr()
     for step in range(4):
         x, position = torch.randn(1, 4), torch.tensor([step])
         assert torch.equal(compiled(x, position), eager(x, position))
         assert torch.equal(module.cache, eager.cache)
-    assert module.cache.data_ptr() == memory and len(in_place_runs) >= 3
+    assert module.cache.data_ptr() == memory
 
 
 def test_a_value_read_after_the_update_from_the_old_input_is_the_old_value(in_place_runs):
@@ -69,3 +74,19 @@ def test_an_updated_input_also_returned_is_returned_as_a_tensor_of_its_own(in_pl
     assert first.data_ptr() != cache.data_ptr() and torch.equal(first, kept)
     assert cache[:, 0].tolist() == [0, 1, 0, 1, 0, 0]
     assert in_place_runs  # the clone is an output of its own: the cache itself is written in place
+
+
+def test_on_inductor_the_compiled_kernel_writes_the_cache_in_its_own_memory(monkeypatch):
+    """InductorExecutable.in_place: the compiled graph ends in copy_(cache, new) and returns the
+    cache itself (backends/inductor/in_place.py); the user's buffer holds eager's numbers."""
+    from parity.backends.inductor.backend import InductorExecutable
+
+    torch._dynamo.reset()
+    compiled_graph.reset_caches()
+    variants = []
+    original = InductorExecutable.in_place
+    monkeypatch.setattr(InductorExecutable, "in_place", lambda self, pairs: variants.append(original(self, pairs))
+                        or variants[-1])
+    _steps_keep_the_cache_where_it_is_with_eagers_numbers("inductor")
+    assert variants and all(v is not None and v._writes for v in variants)
+    torch._dynamo.reset()

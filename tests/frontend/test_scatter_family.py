@@ -134,3 +134,41 @@ def test_index_put_mask_of_the_wrong_shape_names_both_shapes():
 
     with pytest.raises(UnsupportedAtenOp, match=r"mask of shape \[4, 4\] indexing dims 0..1 of shape \[2, 4\]"):
         parity.compile(fn, backend="reference")(torch.zeros(2, 4, 4), torch.ones(4, 4, dtype=torch.bool))
+
+
+def _put_at(where):
+    def put(x, values):
+        y = x.clone()
+        y[where] = values
+        return y
+
+    return put
+
+
+def _one_index_cases():
+    """``index_put`` with one index tensor (frontend/aten/indexing.py, _index_put_along): a static
+    cache's ``index_copy_`` along dim 2, a 2-D index with broadcast values, negative positions,
+    and accumulate onto duplicates."""
+    g = torch.Generator().manual_seed(5)
+    cache = torch.randn(2, 3, 7, 4, generator=g)
+    return {
+        "index_copy along dim 2": (lambda x, v: x.index_copy(2, torch.tensor([5, 1]), v),
+                                   cache, torch.randn(2, 3, 2, 4, generator=g)),
+        "2-D index, broadcast values": (_put_at((slice(None), torch.tensor([[0, 2], [4, 6]]))),
+                                        cache[0], torch.randn(4, generator=g)),
+        "negative positions": (_put_at((slice(None), slice(None), torch.tensor([-1, -7]))),
+                               cache, torch.randn(2, 3, 2, 4, generator=g)),
+        "accumulate onto duplicates": (lambda x, v: torch.index_put(x, (torch.tensor([1, 0, 1]),), v, accumulate=True),
+                                       cache[0, 0], torch.randn(3, 4, generator=g)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_one_index_cases()))
+def test_index_put_with_one_index_tensor_is_one_scatter_along_its_dim(case):
+    from .conftest import trace_to_ir
+
+    fn, x, values = _one_index_cases()[case]
+    (got,) = run_via_ir(fn, x, values, functional=True)
+    torch.testing.assert_close(got, fn(x, values), rtol=0, atol=1e-6 if "accumulate" in case else 0)
+    ops = [n.op for n in trace_to_ir(fn, x, values, functional=True).graph.nodes]
+    assert ops.count("scatter") == 1 and "transpose" not in ops  # x is scattered into as it is

@@ -73,18 +73,34 @@ def test_outputs_that_are_views_of_one_intermediate_run_directly_with_the_wrappe
         assert torch.equal(flat, (x * 2).view(-1)) and torch.equal(transposed, (x * 2).t())
 
 
-def test_why_the_wrapper_stays_is_named():
+def test_an_input_written_inside_the_graph_runs_directly_once_per_call():
+    """AOTAutograd keeps an inference graph's data mutation of an input inside the graph it
+    hands Inductor (InductorExecutable.in_place's copy_): the wrapper has nothing to write back."""
     def mutates(x):
         x.add_(1)
         return (x * 2,)
 
     run = _compile(mutates, [torch.randn(3)])
-    assert run.why_wrapped == "an input is mutated"
+    assert run.why_wrapped is None
     x = torch.zeros(3)
     for k in range(1, 4):
         (got,) = run([x])
         torch.testing.assert_close(x, torch.full((3,), float(k)))  # once per call, never twice
         torch.testing.assert_close(got, 2 * x)
+
+
+def test_why_the_wrapper_stays_is_named():
+    def restrides(x):
+        x.transpose_(0, 1)  # a metadata mutation: the wrapper restrides the caller's tensor after the call
+        return (x * 2,)
+
+    run = _compile(restrides, [torch.randn(2, 3)])
+    assert run.why_wrapped == "an input is mutated outside the graph"
+    for _ in range(3):
+        x = torch.arange(6.0).reshape(2, 3)
+        (got,) = run([x])
+        assert x.shape == (3, 2)
+        torch.testing.assert_close(got, 2 * torch.arange(6.0).reshape(2, 3).t())
     aliasing = _compile(lambda x: (x.t(),), [torch.randn(2, 3)])
     assert aliasing.why_wrapped == "an output aliases or needs grad"
 
