@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from parity.backends.inductor.backend import InductorBackend
 from parity.backends.inductor.lowering import to_fx
 from parity.ir import GraphBuilder, evaluate, f32
 
@@ -51,3 +52,24 @@ def test_a_one_row_product_is_a_transposed_mm_whose_bias_add_stays_an_add():
     fx = to_fx(_linear(1), shapes)
     got = fx.module(*map(torch.from_numpy, inputs), *fx.constants)[0].numpy()
     np.testing.assert_allclose(got, evaluate(_linear(1), inputs)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_attention_is_torchs_fused_kernel_with_the_irs_masked_rows():
+    """The IR's scaled_dot_product_attention is claimed natively (composites.py): Inductor's
+    graph calls torch's fused CPU attention (for [B, H, L, E] operands, as attention layers pass), and a query whose keys are all masked gets zeros."""
+    from parity.ir import bool_
+
+    b = GraphBuilder("attend")
+    q, k, v = b.input(f32[1, 2, 3, 4]), b.input(f32[1, 2, 7, 4]), b.input(f32[1, 2, 7, 4])
+    mask = b.input(bool_[1, 2, 3, 7])
+    graph = b.build([b.scaled_dot_product_attention(q, k, v, mask, has_mask=True, causal=False, scale=0.25)])
+    targets = {str(n.target) for n in to_fx(graph, [(1, 2, 3, 4), (1, 2, 7, 4), (1, 2, 7, 4), (1, 2, 3, 7)]).module.graph.nodes}
+    assert "aten._scaled_dot_product_flash_attention_for_cpu.default" in targets
+    g = np.random.default_rng(2)
+    arrays = [g.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 4), (1, 2, 7, 4), (1, 2, 7, 4))]
+    keep = g.random((1, 2, 3, 7)) < 0.6
+    keep[0, 1, 2] = False  # a query with nothing to attend to
+    (got,) = InductorBackend().compile(graph, "cpu")(*arrays, keep)
+    (want,) = evaluate(graph, [*arrays, keep])
+    assert np.all(got[0, 1, 2].numpy() == 0)
+    np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=1e-6)  # (the contract: parity conform)
