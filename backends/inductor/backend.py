@@ -43,6 +43,7 @@ from ...ir.shapes import ShapeBindings
 from ..base import Backend, CompilePrior, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
 from ..compiler_caches import inductor_header_settings, use_private_inductor_cache
+from .composites import declined as composite_declined
 from .context import TORCH_DTYPES, U32_MASK
 from .deviations import DEVIATIONS, UNSUPPORTED
 from .direct_call import compile_direct
@@ -307,7 +308,7 @@ class InductorBackend(Backend):
                                       f"sees no CUDA device. Use device='cpu'.")
         check_not_declined(self, graph)
         key = graph.content_hash()  # of the graph as given: what compiles_per_shape_for is asked about
-        graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS)
+        graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS, declined=composite_declined)
         executable = InductorExecutable(self, graph, device, key)
         if all(v.type.is_static for v in graph.inputs) and not writable_outputs(graph):
             # Inductor's compile is the expensive part: do it here, where callers (auto's budget,

@@ -165,7 +165,37 @@ def _attention_cases() -> list[Case]:
             case(op, d, "infinite_scores", lambda rng, d=d: _infinite_rows(qkv(rng, d), d) + (dummy,),
                  {"scale": 0.5}, tags=(EDGE,)),
         ]
+        out += _long_attention_cases(op, d, qkv)
     return out
+
+
+def _long_attention_cases(op: str, d, qkv) -> list[Case]:
+    """[B, H, L, E] attention over 512 keys: where a backend may take a fused kernel instead of
+    the decomposition (parity[inductor]: torch's CPU flash attention, backends/inductor/composites.py)."""
+    keys = 512
+
+    def long_qkv(rng, d, length=2):
+        return qkv(rng, d, b=(1, 2), length=length, source=keys, e=8, ev=8)
+
+    def masked(rng, d, bool_mask):
+        q, k, v = long_qkv(rng, d)
+        if bool_mask:
+            m = rng.random((1, 2, 2, keys)) < 0.6
+            m[0, 1, 0, :] = False  # a query with nothing to attend to: an all-zero row
+        else:
+            m = V.cast(np.where(rng.random((1, 2, 2, keys)) < 0.3, -np.inf, rng.standard_normal((1, 2, 2, keys))), d)
+        return q, k, v, m
+
+    dummy = np.array(False)
+    return [
+        case(op, d, "long_keys", lambda rng, d=d: (*long_qkv(rng, d), dummy), {"scale": 8 ** -0.5}),
+        case(op, d, "long_keys_causal", lambda rng, d=d: (*long_qkv(rng, d, length=4), dummy),
+             {"scale": 0.5, "causal": True}, tags=(EDGE,)),
+        case(op, d, "long_keys_bool_mask", lambda rng, d=d: masked(rng, d, True), {"scale": 0.4, "has_mask": True},
+             tags=(EDGE,)),
+        case(op, d, "long_keys_additive_mask", lambda rng, d=d: masked(rng, d, False),
+             {"scale": 0.4, "has_mask": True}, tags=(EDGE,)),
+    ]
 
 
 def _infinite_values(qkvm):

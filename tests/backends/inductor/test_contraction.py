@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from parity.backends.inductor.backend import InductorBackend
-from parity.backends.inductor.lowering import to_fx
+from parity.backends.inductor.composites import FUSED_ATTENTION_MIN_KEYS
+from parity.backends.inductor.lowering import LOWERINGS, to_fx
 from parity.ir import GraphBuilder, evaluate, f32
 
 _LINEAR = {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (1,), "lhs_batch_dims": (), "rhs_batch_dims": ()}
@@ -54,22 +55,45 @@ def test_a_one_row_product_is_a_transposed_mm_whose_bias_add_stays_an_add():
     np.testing.assert_allclose(got, evaluate(_linear(1), inputs)[0], rtol=1e-6, atol=1e-6)
 
 
-def test_attention_is_torchs_fused_kernel_with_the_irs_masked_rows():
-    """The IR's scaled_dot_product_attention is claimed natively (composites.py): Inductor's
-    graph calls torch's fused CPU attention (for [B, H, L, E] operands, as attention layers pass), and a query whose keys are all masked gets zeros."""
+def _attention(keys, dtype=f32, queries=3):
     from parity.ir import bool_
 
     b = GraphBuilder("attend")
-    q, k, v = b.input(f32[1, 2, 3, 4]), b.input(f32[1, 2, 7, 4]), b.input(f32[1, 2, 7, 4])
-    mask = b.input(bool_[1, 2, 3, 7])
-    graph = b.build([b.scaled_dot_product_attention(q, k, v, mask, has_mask=True, causal=False, scale=0.25)])
-    targets = {str(n.target) for n in to_fx(graph, [(1, 2, 3, 4), (1, 2, 7, 4), (1, 2, 7, 4), (1, 2, 3, 7)]).module.graph.nodes}
-    assert "aten._scaled_dot_product_flash_attention_for_cpu.default" in targets
+    q, k, v = b.input(dtype[1, 2, queries, 4]), b.input(dtype[1, 2, keys, 4]), b.input(dtype[1, 2, keys, 4])
+    mask = b.input(bool_[1, 2, queries, keys])
+    return b.build([b.scaled_dot_product_attention(q, k, v, mask, has_mask=True, causal=False, scale=0.25)])
+
+
+def _calls_fused_attention(graph) -> bool:
+    from parity.backends.inductor.composites import declined
+    from parity.ir.passes import decompose
+
+    graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS, declined=declined)
+    if not all(v.type.is_static for v in graph.inputs):
+        return any(n.op == "scaled_dot_product_attention" for n in graph.nodes)
+    targets = {str(n.target) for n in to_fx(graph, [v.type.shape for v in graph.inputs]).module.graph.nodes}
+    return "aten._scaled_dot_product_flash_attention_for_cpu.default" in targets
+
+
+def test_attention_over_many_keys_is_torchs_fused_kernel_with_the_irs_masked_rows():
+    """The IR's scaled_dot_product_attention is claimed natively (composites.py) where the keys
+    are many: Inductor's graph calls torch's fused CPU attention, and a query whose keys are all
+    masked gets zeros."""
+    graph = _attention(FUSED_ATTENTION_MIN_KEYS)
+    assert _calls_fused_attention(graph)
     g = np.random.default_rng(2)
-    arrays = [g.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 4), (1, 2, 7, 4), (1, 2, 7, 4))]
-    keep = g.random((1, 2, 3, 7)) < 0.6
+    arrays = [g.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 4), (1, 2, 512, 4), (1, 2, 512, 4))]
+    keep = g.random((1, 2, 3, 512)) < 0.6
     keep[0, 1, 2] = False  # a query with nothing to attend to
     (got,) = InductorBackend().compile(graph, "cpu")(*arrays, keep)
     (want,) = evaluate(graph, [*arrays, keep])
     assert np.all(got[0, 1, 2].numpy() == 0)
     np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=1e-6)  # (the contract: parity conform)
+
+
+def test_attention_over_few_keys_a_symbolic_count_or_in_bfloat16_is_decomposed():
+    from parity.ir import Symbol, bf16
+
+    assert not _calls_fused_attention(_attention(FUSED_ATTENTION_MIN_KEYS - 1))
+    assert not _calls_fused_attention(_attention(Symbol("S")))
+    assert not _calls_fused_attention(_attention(FUSED_ATTENTION_MIN_KEYS, bf16))
