@@ -96,7 +96,8 @@ class InductorExecutable:
         self.graph = graph
         self.device = device
         self._key = key
-        self._writes = dict(writes or {})
+        # (output, input) pairs in output order, worked out once: _finish inserts them per call
+        self._writes = tuple(sorted((writes or {}).items()))
         # shapes -> [compiled callable, which outputs alias an input (None before its first call)]
         self._compiled: dict[tuple, list] = {}
         # What each call checks, worked out once (a decode step passes ~30 tensors per call).
@@ -133,11 +134,12 @@ class InductorExecutable:
         results = entry[0](tensors)
         if self._writes:  # the written outputs are their inputs, updated (the graph returns the rest)
             results = list(results)
-            for k, i in sorted(self._writes.items()):
+            for k, i in self._writes:
                 results.insert(k, tensors[i])
         if entry[1] is None:
+            written = {k for k, _ in self._writes}
             flags = _aliasing(results, tensors)  # (a written output, None: returned as it is)
-            entry[1] = tuple(None if k in self._writes else f for k, f in enumerate(flags))
+            entry[1] = tuple(None if k in written else f for k, f in enumerate(flags))
         return [r if alias is None else self._result(r, u32, alias)
                 for r, u32, alias in zip(results, self._u32_outputs, entry[1])]
 
@@ -157,8 +159,8 @@ class InductorExecutable:
         variant = InductorExecutable(self.backend, self.graph, self.device, self._key, writes=pairs)
         if all(v.type.is_static for v in self.graph.inputs):  # compiled here, as compile() does
             shapes = tuple(tuple(v.type.shape) for v in self.graph.inputs)
-            variant._compiled[shapes] = [variant.backend.compiled(self.graph, self._key, self.device, shapes, pairs),
-                                         None]
+            variant._compiled[shapes] = [self.backend.compiled(self.graph, self._key, self.device, shapes,
+                                                               variant._writes), None]
         return variant
 
     def guarded(self, checked: int):
@@ -280,7 +282,7 @@ class InductorBackend(Backend):
 
     def __init__(self):
         self._graphs = BuildOnceCache()
-        self._kernels: dict[tuple[str, str], list[DynamicKernel]] = {}  # (graph hash, device) -> kernels
+        self._kernels: dict[tuple, list[DynamicKernel]] = {}  # (graph hash, device, writes) -> kernels
         self._no_symbolic_form: dict[tuple[str, str], str] = {}  # (graph hash, device) -> why
         self._lock = threading.Lock()
 
@@ -320,12 +322,11 @@ class InductorBackend(Backend):
             executable._compiled[shapes] = [self.compiled(graph, executable._key, device, shapes), None]
         return executable
 
-    def compiled(self, graph: Graph, key: str, device: str, shapes: tuple, writes: dict[int, int] | None = None):
+    def compiled(self, graph: Graph, key: str, device: str, shapes: tuple, writes: tuple = ()):
         """The Inductor-compiled callable of ``graph`` at ``shapes`` (built once per process), with
-        ``writes`` (output -> input) computed into their inputs (in_place.py)."""
-        writes = dict(writes or {})
-        cache_key = (key, device, shapes, *([tuple(sorted(writes.items()))] if writes else []))
-        return self._graphs.get_or_build(cache_key, lambda: _in_fresh_thread(_compile, graph, device, shapes, writes))
+        ``writes`` ((output, input) pairs) computed into their inputs (in_place.py)."""
+        return self._graphs.get_or_build((key, device, shapes, writes),
+                                         lambda: _in_fresh_thread(_compile, graph, device, shapes, writes))
 
     def compiles_per_shape_for(self, graph: Graph, device: str = "cpu") -> bool:
         """Whether ``graph``, with symbolic dims, compiles again for each concrete shape on ``device``:
@@ -341,12 +342,11 @@ class InductorBackend(Backend):
         return self._no_symbolic_form.get((key, device)) or no_symbolic_form(graph)
 
     def dynamic(self, graph: Graph, key: str, device: str, sizes: dict[str, int],
-                writes: dict[int, int] | None = None) -> DynamicKernel | None:
+                writes: tuple = ()) -> DynamicKernel | None:
         """A dynamic kernel of ``graph`` whose guards admit ``sizes``, compiled with them as hints
         when none does yet; None when the graph has no symbolic form (warned once, with why).
         ``writes``: as for :meth:`compiled`."""
-        writes = dict(writes or {})
-        variant = (key, device, *([tuple(sorted(writes.items()))] if writes else []))
+        variant = (key, device, writes)
         with self._lock:
             kernels = list(self._kernels.get(variant, ()))
         for kernel in kernels:
@@ -434,13 +434,13 @@ def _bit_mixing_settings(module: torch.fx.GraphModule) -> dict:
     return _BIT_MIXING_CONFIG if count >= _BIT_MIXING_NODES else {}
 
 
-def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int], writes: dict[int, int] | None = None) -> DynamicKernel:
+def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int], writes: tuple = ()) -> DynamicKernel:
     return compile_symbolic(graph, sizes, device, _inductor_compile, writes)
 
 
-def _compile(graph: Graph, device: str, shapes: tuple, writes: dict[int, int] | None = None):
+def _compile(graph: Graph, device: str, shapes: tuple, writes: tuple = ()):
     fx = to_fx(graph, shapes, device)
-    write_into_inputs(fx.module, dict(writes or {}))
+    write_into_inputs(fx.module, dict(writes))
     run = _inductor_compile(fx.module, [*fx.examples, *fx.constants])
     constants = list(fx.constants)
     lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe

@@ -155,9 +155,9 @@ class DynamicKernel:
 
 
 def compile_symbolic(graph: Graph, sizes: Mapping[str, int], device: str, compile: Callable,
-                     writes: Mapping[int, int] | None = None) -> DynamicKernel:
+                     writes: tuple = ()) -> DynamicKernel:
     """Trace ``graph`` symbolically and compile it with ``compile(module, example_inputs)``, with
-    ``writes`` (output -> input) computed into their inputs (in_place.py)."""
+    ``writes`` ((output, input) pairs) computed into their inputs (in_place.py)."""
     fx = to_symbolic_fx(graph, sizes, device)
-    write_into_inputs(fx.module, dict(writes or {}))
+    write_into_inputs(fx.module, dict(writes))
     return DynamicKernel(fx, compile(fx.module, list(fx.examples)))

@@ -29,6 +29,12 @@ def _size_value(ctx: TranslationContext, size, shape) -> Value:
     return ctx.broadcast(count, shape)
 
 
+def _wrapped(ctx: TranslationContext, index, size, shape) -> Value:
+    """``index`` (int64, of ``shape``) with negative positions counted from ``size``, torch's rule."""
+    i64 = DType.int64
+    return ctx.b.select(ctx.b.lt(index, ctx.full(0, i64, shape)), ctx.b.add(index, _size_value(ctx, size, shape)), index)
+
+
 def _empty(value) -> bool:
     return any(d == 0 for d in value.type.shape if isinstance(d, int))
 
@@ -127,8 +133,7 @@ class _Linearized:
         self.flat = ctx.reshape(permute(ctx, x, self.positions + self.rest), (math.prod(self.sizes), *self.rest_shape))
         linear, stride = None, 1
         for size, t in reversed(list(zip(self.sizes, chosen))):
-            t = ctx.broadcast(ctx.convert(t, i64), self.bshape)
-            t = b.select(b.lt(t, ctx.full(0, i64, self.bshape)), b.add(t, _size_value(ctx, size, self.bshape)), t)
+            t = _wrapped(ctx, ctx.broadcast(ctx.convert(t, i64), self.bshape), size, self.bshape)
             term = t if isinstance(stride, int) and stride == 1 else b.mul(t, _size_value(ctx, stride, self.bshape))
             linear = term if linear is None else b.add(linear, term)
             stride *= size
@@ -177,12 +182,9 @@ def _index_put_along(ctx: TranslationContext, x, p: int, index, values, accumula
     cache's ``index_copy_`` along its sequence dim): one scatter along ``p`` into ``x`` as it is.
     The linearized form would move ``p`` to the front and back (two transposes around the
     scatter), which keeps a backend from writing the result into ``x``'s own memory."""
-    i64 = DType.int64
     shape = x.type.shape
     count = math.prod(index.type.shape)
-    flat = ctx.reshape(ctx.convert(index, i64), (count,))
-    flat = ctx.b.select(ctx.b.lt(flat, ctx.full(0, i64, (count,))), ctx.b.add(flat, _size_value(ctx, shape[p], (count,))),
-                        flat)
+    flat = _wrapped(ctx, ctx.reshape(ctx.convert(index, DType.int64), (count,)), shape[p], (count,))
     torch_shape = (*shape[:p], *index.type.shape, *shape[p + 1:])
     along = (*shape[:p], count, *shape[p + 1:])
     values = ctx.reshape(ctx.broadcast(ctx.convert(values, x.type.dtype), torch_shape), along)

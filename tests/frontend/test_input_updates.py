@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import parity
+from parity.backends.inductor.backend import InductorExecutable
 from parity.backends.onnx.executable import OnnxExecutable
 from parity.frontend import compiled_graph
 
@@ -79,8 +80,6 @@ def test_an_updated_input_also_returned_is_returned_as_a_tensor_of_its_own(in_pl
 def test_on_inductor_the_compiled_kernel_writes_the_cache_in_its_own_memory(monkeypatch):
     """InductorExecutable.in_place: the compiled graph ends in copy_(cache, new) and returns the
     cache itself (backends/inductor/in_place.py); the user's buffer holds eager's numbers."""
-    from parity.backends.inductor.backend import InductorExecutable
-
     torch._dynamo.reset()
     compiled_graph.reset_caches()
     variants = []

@@ -10,7 +10,7 @@ import torch
 import parity
 from parity.frontend.errors import UnsupportedAtenOp
 
-from .conftest import run_via_ir
+from .conftest import run_via_ir, trace_to_ir
 
 MODES = ("sum", "prod", "mean", "amax", "amin")
 
@@ -165,8 +165,6 @@ def _one_index_cases():
 
 @pytest.mark.parametrize("case", list(_one_index_cases()))
 def test_index_put_with_one_index_tensor_is_one_scatter_along_its_dim(case):
-    from .conftest import trace_to_ir
-
     fn, x, values = _one_index_cases()[case]
     (got,) = run_via_ir(fn, x, values, functional=True)
     torch.testing.assert_close(got, fn(x, values), rtol=0, atol=1e-6 if "accumulate" in case else 0)

@@ -6,9 +6,10 @@ import numpy as np
 import torch
 
 from parity.backends.inductor.backend import InductorBackend
-from parity.backends.inductor.composites import FUSED_ATTENTION_MIN_KEYS
+from parity.backends.inductor.composites import FUSED_ATTENTION_MIN_KEYS, declined
 from parity.backends.inductor.lowering import LOWERINGS, to_fx
-from parity.ir import GraphBuilder, evaluate, f32
+from parity.ir import GraphBuilder, Symbol, bf16, bool_, evaluate, f32
+from parity.ir.passes import decompose
 
 _LINEAR = {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (1,), "lhs_batch_dims": (), "rhs_batch_dims": ()}
 
@@ -56,8 +57,6 @@ def test_a_one_row_product_is_a_transposed_mm_whose_bias_add_stays_an_add():
 
 
 def _attention(keys, dtype=f32, queries=3):
-    from parity.ir import bool_
-
     b = GraphBuilder("attend")
     q, k, v = b.input(dtype[1, 2, queries, 4]), b.input(dtype[1, 2, keys, 4]), b.input(dtype[1, 2, keys, 4])
     mask = b.input(bool_[1, 2, queries, keys])
@@ -65,9 +64,6 @@ def _attention(keys, dtype=f32, queries=3):
 
 
 def _calls_fused_attention(graph) -> bool:
-    from parity.backends.inductor.composites import declined
-    from parity.ir.passes import decompose
-
     graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS, declined=declined)
     if not all(v.type.is_static for v in graph.inputs):
         return any(n.op == "scaled_dot_product_attention" for n in graph.nodes)
@@ -92,8 +88,6 @@ def test_attention_over_many_keys_is_torchs_fused_kernel_with_the_irs_masked_row
 
 
 def test_attention_over_few_keys_a_symbolic_count_or_in_bfloat16_is_decomposed():
-    from parity.ir import Symbol, bf16
-
     assert not _calls_fused_attention(_attention(FUSED_ATTENTION_MIN_KEYS - 1))
     assert not _calls_fused_attention(_attention(Symbol("S")))
     assert not _calls_fused_attention(_attention(FUSED_ATTENTION_MIN_KEYS, bf16))
