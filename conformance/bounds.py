@@ -214,6 +214,43 @@ def _in_out(op: str) -> str:
     return f"S = max(|o|, min(|x|, {IN_OUT_CAP[op]:g}))"
 
 
+# -- loops ----------------------------------------------------------------------------------------
+
+
+def body_roundings(body) -> int:
+    """Roundings one step of a loop's ``body`` can add to a result's error, counted over every
+    node of its primitive form (at least the longest path through it): a correctly rounded
+    op 1, a transcendental 4, an accumulation of n terms n (summed in one chain, the worst
+    order), an exact op none."""
+    from ..ir.passes.decompose import decompose
+
+    primitive, _ = decompose(body, claimed=lambda op: False)
+    total = 0
+    for node in primitive.nodes:
+        accuracy = OP_TABLE[node.op].accuracy
+        if accuracy is Accuracy.ACCUMULATION:
+            total += terms(node.op, [v.type for v in node.inputs], node.attrs)
+        elif accuracy is not Accuracy.EXACT and node.op != "constant":
+            total += 4 if accuracy is Accuracy.TRANSCENDENTAL else 1
+    return total
+
+
+def _loop_bound(attrs: Mapping[str, Any]) -> Bound:
+    return _scaled(max(attrs["length"], 1) * body_roundings(attrs["body"]), 0, Scale.TERMS,
+                   "c0 = length × the body's roundings per step; S = the loop on |inputs| (valid for bodies of "
+                   "sums and products, which the cases keep to)")
+
+
+def _one_add_body():
+    from ..ir.builder import GraphBuilder
+    from ..ir.types import tensor
+
+    b = GraphBuilder("step")
+    total, x = b.input(tensor(DType.float32, 2)), b.input(tensor(DType.float32, 2))
+    new = b.add(total, x)
+    return b.build([new, new])
+
+
 # -- the composite table --------------------------------------------------------------------------
 
 BoundRule = Bound | Callable[[Mapping[str, Any]], Bound]
@@ -270,6 +307,7 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
     # irfft's (1 + m)·ε·‖frame‖₂, the window multiply (1), the overlap-add of K = ⌈n_fft/hop⌉
     # frames (K), the envelope's K squares and sum (K + 1, relative) and the division (1).
     "istft": lambda a: _scaled(4 + 2 * -(-a["n_fft"] // a["hop_length"]), 1, Scale.CUSTOM, _ISTFT_SCALE),
+    "loop": _loop_bound,
 }
 
 
@@ -417,6 +455,7 @@ _RULE_VARIANTS = {
     "interpolate": [("nearest", {"mode": "nearest", "size": (1,)}),
                     ("linear modes, per spatial dim", {"mode": "linear", "size": (1,)})],
     "istft": [("K = 1 (+2 per further overlapping frame)", {"n_fft": 4, "hop_length": 4})],
+    "loop": [("one step of a one-add body (c0 = length × roundings per step)", {"length": 1, "body": None})],
 }
 
 
@@ -430,7 +469,8 @@ def markdown_table() -> str:
         if rule is None:
             lines.append(f"| {op} | bit-exact (exact class) | – |")
             continue
-        variants = [("", rule)] if isinstance(rule, Bound) else [(label, rule(a)) for label, a in _RULE_VARIANTS[op]]
+        variants = [("", rule)] if isinstance(rule, Bound) else [
+            (label, rule({**a, "body": _one_add_body()} if "body" in a else a)) for label, a in _RULE_VARIANTS[op]]
         texts, scales = [], []
         for label, bound in variants:
             wide = " + 1 ULP if f16/bf16 (computed in f32)" if widens(op) and bound.kind != "exact" else ""

@@ -95,8 +95,9 @@ def evaluate_node(
     in_types = tuple(bindings.resolve(t) for t in in_types)
     out_types = tuple(bindings.resolve(t) for t in out_types)
     if opdef.kind is Kind.COMPOSITE:
-        return evaluate(decomposition(op, attrs, in_types, loc=node.loc if node is not None else None), args,
-                        oracle=oracle)
+        # attributes resolved as the operand types are (a loop body's symbolic sizes)
+        return evaluate(decomposition(op, bindings.resolve_attrs(attrs), in_types,
+                                      loc=node.loc if node is not None else None), args, oracle=oracle)
     ctx = ReferenceContext(attrs=bindings.resolve_attrs(attrs), in_types=in_types, out_types=out_types, oracle=oracle)
     wide = [_widen(a, t.dtype) for a, t in zip(args, in_types)]
     try:

@@ -83,6 +83,7 @@ class AttrKind(enum.Enum):
     DTYPE = "dtype"
     ARRAY = "array"  # np.ndarray (the constant op's value)
     SPEC = "spec"  # ir.sharding.PartitionSpec (the sharding_constraint op's spec)
+    GRAPH = "graph"  # ir.graph.Graph (the loop op's body): printed as a nested block
 
 
 REQUIRED = object()
@@ -131,7 +132,7 @@ class OpDef:
     groups: frozenset[Group] = frozenset()
     reference: ReferenceFn | None = None
     decompose: DecomposeFn | None = None
-    num_results: int = 1
+    num_results: int | None = 1  # None: as many as the type rule gives (the loop op's)
     doc: str = ""
     # Semantics a backend may legitimately differ on; conformance does not compare them.
     implementation_defined: tuple[str, ...] = field(default=())
@@ -192,7 +193,7 @@ class OpDef:
         """Check operands and (already normalized) attributes; return the result types."""
         self.check_operand_count(len(in_types))
         out = tuple(self.infer(tuple(in_types), attrs))
-        if len(out) != self.num_results:
+        if self.num_results is not None and len(out) != self.num_results:
             raise AssertionError(f"type rule of {self.name} returned {len(out)} types, expected {self.num_results}")
         return out
 
@@ -239,6 +240,12 @@ def _coerce_attr(op: str, spec: AttrSpec, value: Any) -> Any:
             array = value if value.flags.c_contiguous else np.ascontiguousarray(value)
             array.setflags(write=False)
             return array
+        if kind is AttrKind.GRAPH:
+            from .graph import Graph  # graph.py imports the op table, which imports this module
+
+            if not isinstance(value, Graph):
+                raise TypeError
+            return value
         if kind is AttrKind.SPEC:
             try:
                 return PartitionSpec.of(value)

@@ -103,7 +103,8 @@ class _Parser:
 
     # -- graph structure ----------------------------------------------------------------
 
-    def parse_graph(self) -> Graph:
+    def parse_graph(self, *, nested: bool = False) -> Graph:
+        """One graph; ``nested`` for a graph-valued attribute (it ends at its ``}``, not the text's end)."""
         self.expect("IDENT", "graph", what="'graph'")
         self.expect("PUNCT", "@")
         name = self.tok
@@ -131,7 +132,8 @@ class _Parser:
             while self.accept("PUNCT", ","):
                 outputs.append(self.use_value())
         self.expect("PUNCT", "}", what="',' or '}'")
-        self.expect("EOF", what="the end of the text")
+        if not nested:
+            self.expect("EOF", what="the end of the text")
         if len(declared) != len(outputs):
             raise self.error(f"the header declares {len(declared)} result(s) but return gives {len(outputs)}",
                              ret.pos)
@@ -359,7 +361,22 @@ class _Parser:
             return self.parse_dense()
         if kind is AttrKind.SPEC:
             return self.parse_spec()
+        if kind is AttrKind.GRAPH:
+            return self.parse_nested_graph()
         raise AssertionError(f"attribute kind {kind} has no text form")  # pragma: no cover
+
+    def parse_nested_graph(self) -> Graph:
+        """A graph-valued attribute: its values are numbered on their own and it reads nothing of
+        the enclosing graph, so it is parsed with a fresh builder and value table."""
+        if not self.at("IDENT", "graph"):
+            raise self.error(f"expected a nested graph ('graph @body(...) -> (...) {{ ... }}'), "
+                             f"found {_describe(self.tok)}", self.tok.pos)
+        saved = self.builder, self.env
+        self.env = {}
+        try:
+            return self.parse_graph(nested=True)
+        finally:
+            self.builder, self.env = saved
 
     def parse_int(self) -> int:
         return int(self.expect("INT", what="an integer").text)

@@ -38,6 +38,8 @@ BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 # String escapes; any other non-printable character prints as \u{hex}.
 ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
+NESTED_INDENT = "    "  # a nested graph's lines, under the node that holds it
+
 UNDEFINED = "%?"  # how a tolerant listing shows an operand that the graph never defines
 
 
@@ -66,6 +68,11 @@ def graph_lines(graph, *, locations: bool = True, tolerant: bool = False) -> lis
         return name
 
     def attr_text(value, kind) -> str:
+        if kind is AttrKind.GRAPH and hasattr(value, "nodes"):
+            # A nested graph (a loop's body): its own numbering, its lines indented under the node.
+            # The node's listing line holds all of them, so node i is still line i + 1.
+            inner = graph_lines(value, locations=locations, tolerant=tolerant)
+            return "\n".join([inner[0], *(NESTED_INDENT + line for line in inner[1:])])
         try:
             return format_attr(value, kind)
         except (TypeError, ValueError):

@@ -183,7 +183,24 @@ class ShapeBindings:
             return resolved
         if isinstance(value, tuple):
             return tuple(self.resolve_attr(v, strict=strict) for v in value)
+        if _is_graph(value) and self.sizes:
+            return self.resolve_graph(value, strict=strict)
         return value
+
+    def resolve_graph(self, graph: Graph, *, strict: bool = False) -> Graph:
+        """A graph-valued attribute (a loop's body) with bound symbols replaced in its types and
+        attributes: each node built again, so its type rule sees the sizes its operands have."""
+        from .builder import GraphBuilder
+
+        b = GraphBuilder(graph.name)
+        env = {v: b.input(self.resolve(v.type)) for v in graph.inputs}
+        for node in graph.nodes:
+            with b.location(node.loc):
+                new = b.make_node(node.op, [env[v] for v in node.inputs],
+                                  self.resolve_attrs(node.attrs, strict=strict))
+            b.nodes.append(new)
+            env.update(zip(node.outputs, new.outputs))
+        return b.build([env[v] for v in graph.outputs])
 
     def resolve_attrs(self, attrs: Mapping[str, Any], *, strict: bool = False) -> dict[str, Any]:
         """:meth:`resolve_attr` of every attribute."""
@@ -194,6 +211,12 @@ class ShapeBindings:
         names = [name for d in t.shape if isinstance(d, DimExpr)
                  for name in sorted(free_symbols(d)) if name not in self.sizes]
         return list(dict.fromkeys(names))
+
+
+def _is_graph(value: Any) -> bool:
+    from .graph import Graph  # graph.py imports the op table, which imports this module's users
+
+    return isinstance(value, Graph)
 
 
 def _cached_constraints(graph: Graph) -> list[Constraint]:

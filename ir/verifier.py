@@ -158,6 +158,11 @@ class _Verifier:
         for spec in opdef.attrs:
             if spec.kind is AttrKind.SPEC:
                 self.check_spec_attr(line, where, node, node.attrs[spec.name])
+            if spec.kind is AttrKind.GRAPH:
+                try:
+                    verify(node.attrs[spec.name])
+                except VerifyError as exc:  # the nested graph's own message, under this node's
+                    raise self.fail(line, f"{where}: its {spec.name} graph is broken: {exc}") from None
         for k, value in enumerate(node.outputs):
             if value.producer is not node or value.index != k:
                 raise self.fail(line, f"{where}: result {k} ({value!r}) does not point back to this node "

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 
 from ..case import Case, ErrorCase
-from . import complex_numbers, composites, contraction, elementwise, fft, reductions, spectral, structural
+from . import complex_numbers, composites, contraction, control, elementwise, fft, reductions, spectral, structural
 
 FAMILIES = {
     "elementwise": elementwise,
@@ -32,6 +32,7 @@ FAMILIES = {
     "reductions": reductions,
     "contraction": contraction,
     "composites": composites,
+    "control": control,
 }
 
 

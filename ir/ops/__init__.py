@@ -33,6 +33,7 @@ from . import (
     binary,
     complex_numbers,
     contraction,
+    control,
     conversion,
     creation,
     fft,
@@ -85,6 +86,7 @@ FAMILIES = {
     "losses": losses,
     "masking": masking,
     "sharding": sharding,
+    "control": control,
 }
 
 

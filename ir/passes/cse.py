@@ -52,4 +52,6 @@ def _value_key(value: Any) -> Any:
         return ("float", struct.pack("<d", value))
     if isinstance(value, tuple):
         return ("tuple",) + tuple(_value_key(v) for v in value)
+    if isinstance(value, Graph):  # a loop's body: the same computation, the same key
+        return ("graph", value.content_hash())
     return (type(value).__name__, value)

@@ -53,6 +53,18 @@ class _Expander:
         self.declined = declined
         self.changed = False
 
+    def nested_expanded(self, node: Node) -> dict:
+        """``node``'s attributes, with each graph-valued one (a claimed loop's body) decomposed
+        for the same backend: a composite inside a rolled loop is expanded as one outside is."""
+        attrs = node.attrs
+        for name, value in node.attrs.items():
+            if isinstance(value, Graph):
+                body, changed = decompose(value, self.claimed, self.declined)
+                if changed:
+                    attrs = {**attrs, name: body}
+                    self.changed = True
+        return attrs
+
     def expand(self, node: Node, inputs: Sequence[Value], loc: SourceLoc | None,
                chain: tuple[str, ...]) -> list[Value]:
         """Emit ``node`` on ``inputs`` (new-graph Values), expanded as needed; return its results."""
@@ -60,7 +72,7 @@ class _Expander:
 
         opdef = OP_TABLE[node.op]
         if opdef.kind is Kind.PRIMITIVE or (self.claimed(node.op) and not (self.declined and self.declined(node))):
-            new = Node(node.op, inputs, node.attrs, [v.type for v in node.outputs], loc)
+            new = Node(node.op, inputs, self.nested_expanded(node), [v.type for v in node.outputs], loc)
             self.rewrite.builder.nodes.append(new)
             return list(new.outputs)
         chain = chain + (node.op,)
