@@ -29,9 +29,11 @@ from .scales import ScaleContext, scale
 
 
 def op_node(case: Case, graph: Graph) -> Node | None:
-    """The node of ``case.op`` in its graph (None for multi-op cases)."""
+    """The node of ``case.op`` in its graph (None for multi-op cases). A built graph (a loop
+    case builds its body from the operand types) names its op when it holds one node of it."""
     if case.build is not None:
-        return None
+        found = [n for n in graph.nodes if n.op == case.op]
+        return found[0] if len(found) == 1 else None
     return next(n for n in graph.nodes if n.op == case.op)
 
 

@@ -1,8 +1,10 @@
 """Run the mutants: each fault class on a sample of the cells it applies to, per target.
 
 The sample is per fault class and target: the applicable cells (op × dtype, ``--quick``
-cases, fuzzer regressions left out: they are graphs, not the op) the backend runs, in a
-seeded order, at most ``sample`` of them with one cell per op (0: every cell). A mutant is
+cases, fuzzer regressions left out: they are graphs, not the op) the backend runs, one cell
+per op in a seeded order, judged in that order until ``sample`` mutants had an effect (0:
+every cell): a cell where the fault changes nothing does not use up the class's sample. A
+mutant is
 
 - *killed*: its cell fails (an unexpected failure) and the backend's own run does not;
 - *survived*: the fault changed outputs and every case still passes or is a declared deviation;
@@ -122,15 +124,23 @@ def run_mutants(backends: Sequence[str | Backend], *, devices: Sequence[str] | N
                                           node.attrs if node is not None else None)
                 if fault.rule.why_not(facts[key]) is None:
                     applicable.append(key)
-            plan += [(fault, key) for key in _sample(applicable, sample, seed, fault.name)]
-        for i, (fault, key) in enumerate(plan):
-            if progress:
-                progress(i, len(plan), f"{t.backend}/{t.device} {fault.name} {key[0]}[{key[1]}]")
-            if key not in baseline:
-                baseline[key] = _cell(t, key, run_bundle(t.instance, t.device, bundle(key), claims))
-            mutants.append(_judge(t, fault, key, bundle(key), claims, baseline[key]))
+            plan.append((fault, _sample(applicable, sample, seed, fault.name)))
+        done, total = 0, sum(min(len(keys), sample) if sample else len(keys) for _, keys in plan)
+        for fault, keys in plan:
+            effective = 0
+            for key in keys:
+                if sample and effective == sample:
+                    break
+                if progress:
+                    progress(done, total, f"{t.backend}/{t.device} {fault.name} {key[0]}[{key[1]}]")
+                if key not in baseline:
+                    baseline[key] = _cell(t, key, run_bundle(t.instance, t.device, bundle(key), claims))
+                mutant = _judge(t, fault, key, bundle(key), claims, baseline[key])
+                mutants.append(mutant)
+                effective += mutant.status != NO_EFFECT
+                done += 1
         if progress:
-            progress(len(plan), len(plan), "")
+            progress(total, total, "")
     return MutantRun(mutants, [f"{t.backend}/{t.device}" for t in targets], sample, seed,
                      time.perf_counter() - start)
 
@@ -148,6 +158,9 @@ def _runnable(target, groups, bundle, claims) -> list[tuple[str, str]]:
 
 
 def _sample(keys: list[tuple[str, str]], sample: int, seed: int, name: str) -> list[tuple[str, str]]:
+    """Every key (``sample`` 0), or one cell per op in a seeded order: the run judges them in
+    that order until ``sample`` mutants had an effect, so a cell where the fault changes nothing
+    (no NaN in its cases for nan_to_zero) does not leave the class untested."""
     if not sample:
         return keys
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
@@ -156,9 +169,7 @@ def _sample(keys: list[tuple[str, str]], sample: int, seed: int, name: str) -> l
         if keys[i][0] not in ops:
             chosen.append(keys[i])
             ops.add(keys[i][0])
-        if len(chosen) == sample:
-            break
-    return sorted(chosen)
+    return chosen
 
 
 def _cell(target, key, results):

@@ -2,7 +2,8 @@
 
 Each case builds its body from the operand types (``Case.build``): a running sum, an affine
 recurrence, a matrix recurrence (an RNN's step without its nonlinearity), exact bodies
-(running maxima, an int32 counter beside a float carry), a map without carries, carries
+(running maxima, an int32 counter beside a float carry, selects in every dtype the loop
+accepts), a map without carries, carries
 without ``ys``, one step, zero steps, ``reverse``, and values at the edge (inf and NaN
 passing through the carry). Float bodies keep to sums and products, the class the loop's
 bound is valid for (conformance/bounds.py, "loop"): a polynomial in the inputs, scaled by
@@ -15,6 +16,7 @@ import numpy as np
 
 from ...ir.builder import GraphBuilder
 from ...ir.dtypes import DType
+from ...ir.ops import OP_TABLE
 from ...ir.ops.control import row_type
 from ...ir.types import tensor as _t
 from .. import values as V
@@ -94,7 +96,7 @@ def _float_cases(d: DType) -> list[Case]:
                    tags=(EDGE,)),
         _loop_case(d, "zero_steps", lambda rng: (n(rng, (3,)), n(rng, (0, 3))), _running_sum, num_carry=1,
                    tags=(EDGE,)),
-        _loop_case(d, "affine", lambda rng: (n(rng, (4,), 0.5), n(rng, (3, 4)), n(rng, (5, 3, 4))), _affine,
+        _loop_case(d, "affine", lambda rng: (n(rng, (3, 4), 0.5), n(rng, (3, 4)), n(rng, (5, 3, 4))), _affine,
                    num_consts=1, num_carry=1),
         _loop_case(d, "matrix", lambda rng: (n(rng, (4, 4), 0.5), n(rng, (2, 4)), n(rng, (5, 2, 4))), _matrix,
                    num_consts=1, num_carry=1),
@@ -123,11 +125,23 @@ def _int_cases() -> list[Case]:
     ]
 
 
+def _latest(b, kept, x, keep):  # exact for every dtype: the carry takes the row where keep is set
+    return b.select(keep, x, kept), kept
+
+
+def _any_dtype_case(d: DType) -> Case:
+    """A body of selects: every dtype the loop accepts (bool, the ints, complex) has a case."""
+    def draw(rng):
+        return (V.full_range(rng, d, (3,)), V.full_range(rng, d, (5, 3)), np.asarray(rng.random((5, 3)) < 0.5))
+    return _loop_case(d, "latest_kept", draw, _latest, num_carry=1)
+
+
 def cases() -> list[Case]:
     out = []
     for d in _FLOATS:
         out += _float_cases(d)
-    return out + _int_cases()
+    out += _int_cases()
+    return out + [_any_dtype_case(d) for d in OP_TABLE["loop"].dtypes]
 
 
 def _error_body(in_types, out_types):

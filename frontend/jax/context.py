@@ -21,7 +21,7 @@ import numpy as np
 from ...ir.builder import GraphBuilder
 from ...ir.dims import DimExpr
 from ...ir.dtypes import DType
-from ...ir.graph import Value
+from ...ir.graph import Graph, Value
 from ...ir.types import TensorType
 from .compat import Eqn, SubProgram
 
@@ -37,11 +37,13 @@ def refuse(why: str):
 class JaxContext:
     """One equation's translation: ``ctx.b`` emits IR, ``ctx.out`` is JAX's result type."""
 
-    def __init__(self, b: GraphBuilder, eqn: Eqn, inline: Callable[[SubProgram, Sequence[Value]], list[Value]]):
+    def __init__(self, b: GraphBuilder, eqn: Eqn, inline: Callable[[SubProgram, Sequence[Value]], list[Value]],
+                 subgraph: Callable[[SubProgram, Sequence[TensorType], str], Graph] | None = None):
         self.b = b
         self.eqn = eqn
         self.params = eqn.params
         self._inline = inline
+        self._subgraph = subgraph
 
     @property
     def out(self) -> TensorType:
@@ -50,6 +52,11 @@ class JaxContext:
     def inline(self, program: SubProgram, inputs: Sequence[Value]) -> list[Value]:
         """Translate a nested program (a call's body, a scan step) on ``inputs``."""
         return self._inline(program, inputs)
+
+    def subgraph(self, program: SubProgram, in_types: Sequence[TensorType], name: str) -> Graph:
+        """Translate a nested program into a graph of its own on inputs of ``in_types`` (a loop's
+        body, which reads nothing of the enclosing graph)."""
+        return self._subgraph(program, in_types, name)
 
     def full(self, value: Any, dtype: DType, shape: Sequence[int]) -> Value:
         """``value`` broadcast to ``shape``; a symbolic size (a gather's clamp bound ``s-1``) is

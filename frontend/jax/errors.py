@@ -51,22 +51,21 @@ class EffectNotSupported(JaxCaptureError):
 
 
 class LongUnrolledLoop(UserWarning):
-    """A ``scan`` or ``fori_loop`` unrolled into so many IR nodes that compiling it is slow
-    (a warning: the program still runs). Example::
+    """A ``scan`` or ``fori_loop`` that a backend without rolled loops unrolls into so many IR nodes
+    that compiling it is slow (a warning: the program still runs). Example::
 
-        >>> LongUnrolledLoop.message(SourceLoc("rnn.py", 9, "loss"), 64, 3648)[:65]
-        'rnn.py:9 in loss: this loop of 64 steps is unrolled into 3,648 IR'
+        >>> LongUnrolledLoop.message(SourceLoc("rnn.py", 9, "loss"), 64, 3648, "inductor")[:71]
+        'rnn.py:9 in loss: this loop of 64 steps is unrolled into 3,648 IR nodes'
     """
 
     @staticmethod
-    def message(loc: SourceLoc | None, steps: int, nodes: int) -> str:
+    def message(loc: SourceLoc | None, steps: int, nodes: int, backend: str) -> str:
         where = f"{loc}: " if loc else ""
-        return (f"{where}this loop of {steps:,} steps is unrolled into {nodes:,} IR nodes: parity's IR has no loops, "
-                "so the backend compiles every step: on backend='xla', and on 'auto' (the default, which "
-                "compiles every backend), that takes tens of seconds to minutes, growing faster than the step "
-                "count (docs/jax.md, \"Loops\")\n  fix: backend='onnx' compiles it in seconds (its calls run slower "
-                "than jax.jit's rolled loop); or compile fewer steps (a Python loop over chunks of the sequence, "
-                "each a call of the compiled function); or run this function with jax.jit")
+        return (f"{where}this loop of {steps:,} steps is unrolled into {nodes:,} IR nodes on backend={backend!r}, "
+                "which does not run loops rolled: it compiles every step, which takes long and grows with the step "
+                "count (docs/jax.md, \"Loops\")\n  fix: backend='xla' or backend='onnx' compile the loop's body "
+                "once and run it rolled; or compile fewer steps (a Python loop over chunks of the sequence, each a "
+                "call of the compiled function); or run this function with jax.jit")
 
 
 class UnsupportedArgument(ParityError, TypeError):

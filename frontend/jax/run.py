@@ -33,6 +33,7 @@ from ...ir.graph import Graph
 from ...ir.ops import node_dtype
 from ...ir.precision import Precision
 from ..executables import compiled_executable, prepare
+from .unrolled import warn_unrolled_loops
 
 
 def check_claims(backend: Backend, graph: Graph) -> None:
@@ -48,6 +49,9 @@ def check_claims(backend: Backend, graph: Graph) -> None:
             why = f" (its claim's predicate declines this node: {declined})" if declined is not None else ""
             raise UnsupportedOpError(f"{where}the {backend.name} backend does not run {node.op} on {dtype.short}{why}; "
                                      "choose another backend (backend='xla' runs every IR primitive)")
+        for value in node.attrs.values():
+            if isinstance(value, Graph):  # a loop the backend runs rolled: its body runs on it too
+                check_claims(backend, value)
 
 
 def compile_graph(name: str, graph: Graph, device: str, precision: Precision, *, cache_dir: str | None = None,
@@ -55,6 +59,7 @@ def compile_graph(name: str, graph: Graph, device: str, precision: Precision, *,
     """``graph`` compiled on the backend ``name`` (an executable on NumPy arrays), from the
     executable cache where it is there; ``backend_options`` resolved already (runtime_options)."""
     backend = get_backend(name)
+    warn_unrolled_loops(graph, backend)
     prepared = prepare(graph, backend)
     check_claims(backend, prepared)
     return compiled_executable(prepared, backend, device, cache_dir, precision=precision,

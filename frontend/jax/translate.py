@@ -24,6 +24,7 @@ from ...ir.builder import GraphBuilder
 from ...ir.errors import TypeRuleError
 from ...ir.graph import Graph, SourceLoc, Value
 from ...ir.passes.dce import dce
+from ...ir.types import TensorType
 from .compat import Eqn, Operand, SubProgram, Traced, body_of, is_dropped
 from .context import JaxContext, Refused
 from .errors import EffectNotSupported, SymbolicSizeNotSupported, TranslationBug, UntranslatedPrimitive
@@ -37,6 +38,16 @@ def jaxpr_to_ir(traced: Traced, name: str) -> Graph:
     inputs = [b.input(t) for t in traced.in_types]
     outputs = inline_program(b, traced.body, inputs)
     graph, _ = dce(b.build(outputs))
+    return graph
+
+
+def program_graph(program: SubProgram, in_types: Sequence[TensorType], name: str,
+                  outer: SourceLoc | None = None) -> Graph:
+    """``program`` as a graph of its own on inputs of ``in_types`` (a loop's body): its
+    equations keep their lines, and one JAX recorded no line for takes ``outer``."""
+    b = GraphBuilder(name)
+    inputs = [b.input(t) for t in in_types]
+    graph, _ = dce(b.build(inline_program(b, program, inputs, outer)))
     return graph
 
 
@@ -79,7 +90,8 @@ def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value
         try:
             if eqn.on_keys and eqn.primitive not in KEY_NATIVE:
                 eqn = on_key_data(eqn)
-            ctx = JaxContext(b, eqn, lambda program, values: inline_program(b, program, values, eqn.loc))
+            ctx = JaxContext(b, eqn, lambda program, values: inline_program(b, program, values, eqn.loc),
+                             lambda program, types, name: program_graph(program, types, name, eqn.loc))
             result = rule(ctx, *inputs)
         except Refused as exc:
             raise UntranslatedPrimitive(eqn.primitive, eqn.loc, str(exc)) from None

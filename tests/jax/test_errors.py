@@ -12,6 +12,7 @@ import pytest
 from jax import lax
 
 import parity.jax
+from parity.backends.registry import get_backend
 from parity.frontend.jax import capture
 from parity.frontend.jax.errors import (
     DataDependentLoop,
@@ -22,8 +23,9 @@ from parity.frontend.jax.errors import (
     UnsupportedDtype,
     UntranslatedPrimitive,
 )
-from parity.frontend.jax.rules.control import UNROLLED_NODES_WARNING
+from parity.frontend.jax.unrolled import UNROLLED_NODES_WARNING, warn_unrolled_loops
 from parity.ir.errors import ParityError
+from parity.ir.passes import decompose
 
 
 def _line_of(fun, text: str) -> str:
@@ -110,23 +112,39 @@ def two_decaying_sums(xs):
     return decaying_sum(xs) + decaying_sum(xs[::-1])
 
 
-def test_a_loop_unrolled_past_the_threshold_warns_at_the_users_line_with_its_size_and_the_options():
-    """Translation only (no compile): 300 steps of a 6-node body warn, once; two loops of 200 steps
-    stay quiet, though together they unroll past the threshold (the count is per loop)."""
+def test_a_loop_is_one_node_and_a_backend_that_unrolls_it_past_the_threshold_warns_at_the_users_line():
+    """Translation never unrolls (300 steps are one loop node); a backend without rolled loops
+    (inductor) unrolls 300 steps of a 6-node body past the threshold and warns, once, naming
+    itself; two loops of 200 steps stay quiet, though together they unroll past it (the count is
+    per loop)."""
     where = _line_of(decaying_sum, "lax.scan")
-    with pytest.warns(LongUnrolledLoop) as record:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LongUnrolledLoop)
         graph = capture(decaying_sum, jnp.ones((300, 2)))
+    assert graph.op_counts()["loop"] == 1 and len(graph.nodes) < 10
+    inductor = get_backend("inductor")
+    with pytest.warns(LongUnrolledLoop) as record:
+        warn_unrolled_loops(graph, inductor)
     assert len(record) == 1
     assert f"{record[0].filename}:{record[0].lineno}" == where  # attributed to the user's line
     message = str(record[0].message)
     assert message.startswith(f"{where} in decaying_sum: this loop of 300 steps is unrolled into ")
     unrolled = int(message.split("unrolled into ")[1].split(" IR nodes")[0].replace(",", ""))
-    assert UNROLLED_NODES_WARNING < unrolled <= len(graph.nodes)
-    assert "on backend='xla', and on 'auto' (the default, which compiles every backend)" in message
-    assert "fix: backend='onnx' compiles it in seconds" in message and "run this function with jax.jit" in message
+    expanded, _ = decompose(graph, claimed=lambda op: op in inductor.claims())
+    assert UNROLLED_NODES_WARNING < unrolled <= len(expanded.nodes)
+    assert "on backend='inductor', which does not run loops rolled" in message
+    assert "fix: backend='xla' or backend='onnx' compile the loop's body once" in message
+    assert "run this function with jax.jit" in message
     with warnings.catch_warnings():
         warnings.simplefilter("error", LongUnrolledLoop)
-        assert len(capture(two_decaying_sums, jnp.ones((200, 2))).nodes) > UNROLLED_NODES_WARNING
+        warn_unrolled_loops(capture(two_decaying_sums, jnp.ones((200, 2))), inductor)
+
+
+def test_a_compile_on_a_backend_that_unrolls_warns_and_still_gives_jax_jits_numbers():
+    xs = jnp.linspace(-1.0, 1.0, 600).reshape(300, 2)
+    with pytest.warns(LongUnrolledLoop, match="on backend='reference'"):
+        got = parity.jax.jit(decaying_sum, backend="reference")(xs)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(jax.jit(decaying_sum)(xs)), rtol=1e-6)
 
 
 def test_a_refusal_inside_a_library_helper_names_the_users_call():
