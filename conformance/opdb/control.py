@@ -94,7 +94,7 @@ def _float_cases(d: DType) -> list[Case]:
                    tags=(EDGE,)),
         _loop_case(d, "zero_steps", lambda rng: (n(rng, (3,)), n(rng, (0, 3))), _running_sum, num_carry=1,
                    tags=(EDGE,)),
-        _loop_case(d, "affine", lambda rng: (n(rng, (4,), 0.5), n(rng, (3, 4)), n(rng, (5, 3, 4))), _affine,
+        _loop_case(d, "affine", lambda rng: (n(rng, (3, 4), 0.5), n(rng, (3, 4)), n(rng, (5, 3, 4))), _affine,
                    num_consts=1, num_carry=1),
         _loop_case(d, "matrix", lambda rng: (n(rng, (4, 4), 0.5), n(rng, (2, 4)), n(rng, (5, 2, 4))), _matrix,
                    num_consts=1, num_carry=1),
