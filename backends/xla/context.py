@@ -3,7 +3,9 @@
 A rule is ``rule(ctx, *operands) -> value | tuple[value, ...]``: operands and results are
 JAX values traced by ``jax.jit``; ``ctx`` is an :class:`XlaNodeContext`, the IR's
 :class:`~parity.ir.context.NodeContext` (the node's attributes and its operand and result
-types with every symbolic dim bound to its size) with the executable's run-time zero.
+types with every symbolic dim bound to its size) with the executable's run-time zero, and
+two callbacks into the driver: ``expand`` (the node's decomposition) and ``run_body`` (a
+graph-valued attribute, a loop's body).
 
 Example::
 
@@ -37,6 +39,9 @@ class XlaNodeContext(NodeContext):
     # expand(overrides) -> the node's outputs traced through its decomposition, with rules
     # replaced by op name (a composite's rule that relaxes one of its parts); set by the driver
     expand: Callable[[dict[str, Any]], list[Any]] | None = None
+    # run_body(graph, args) -> a nested graph's outputs (a loop's body) traced on ``args``
+    # with the same rules, sizes and run-time zero as this node; set by the driver
+    run_body: Callable[[Any, list[Any]], list[Any]] | None = None
 
 
 Rule = Callable[..., Any]

@@ -4,8 +4,8 @@ A graph becomes a Python function of ``jax.lax`` calls (:func:`graph_function`) 
 ``jax.jit`` traces and XLA compiles. :data:`LOWERINGS` maps every op the backend lowers
 to its rule ``rule(ctx, *operands)`` (:mod:`.context`); the family modules hold the rules,
 grouped the way ``ir/ops`` is: :mod:`.elementwise`, :mod:`.conversion`, :mod:`.shape`,
-:mod:`.indexing`, :mod:`.reduction`, :mod:`.contraction`, and :mod:`.composites` for the
-composites claimed natively. Ops in :data:`.widening.WIDER_FOR_ACCURACY` are computed in
+:mod:`.indexing`, :mod:`.reduction`, :mod:`.contraction`, and :mod:`.composites` and
+:mod:`.control` (``loop``, rolled) for the composites claimed natively. Ops in :data:`.widening.WIDER_FOR_ACCURACY` are computed in
 a wider dtype and rounded once. Composites without a rule are expanded by their decomposition while
 tracing.
 
@@ -39,6 +39,7 @@ from .composites import PLAIN_MAX_RULES, with_plain_maxes
 from .composites import RULES as COMPOSITES
 from .context import Rule, XlaNodeContext
 from .contraction import RULES as CONTRACTION
+from .control import RULES as CONTROL
 from .conversion import RULES as CONVERSION
 from .elementwise import RULES as ELEMENTWISE
 from .fft import RULES as FFT
@@ -49,7 +50,8 @@ from .shape import RULES as SHAPE
 from .traced_sizes import TracedSizes
 from .widening import WIDER_FOR_ACCURACY, widened
 
-_RULES: dict[str, Rule] = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
+_RULES: dict[str, Rule] = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **CONVERSION, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES,
+                          **CONTROL}
 LOWERINGS: dict[str, Rule] = {name: widened(name, rule) if name in WIDER_FOR_ACCURACY else rule
                               for name, rule in _RULES.items()}
 
@@ -73,12 +75,18 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
             return run_graph(decomposition(node_op, attrs, in_types, loc=loc), args, rules, zero, bindings)
         return run_graph(decomposition(node_op, resolved_attrs, resolved_in, loc=loc), args, rules, zero)
 
+    def run_body(body: Graph, body_args: Sequence[Any]) -> list[Any]:
+        # A copy of the sizes: symbolic export's body keeps the IR's dims (TracedSizes does not
+        # rebuild graphs), a static one was rebuilt with ints by resolve_attrs below.
+        inner = TracedSizes(bindings.sizes) if isinstance(bindings, TracedSizes) else ShapeBindings(bindings.sizes)
+        return run_graph(body, body_args, overrides, zero, inner, body=True)
+
     resolved_in = tuple(bindings.resolve(t) for t in in_types)
     out_types = tuple(bindings.resolve(t) for t in out_types)
     resolved_attrs = bindings.resolve_attrs(attrs, strict=True)
     rule = (overrides or {}).get(node_op) or LOWERINGS.get(node_op)
     if rule is not None:
-        result = rule(XlaNodeContext(resolved_attrs, resolved_in, out_types, zero, expand), *args)
+        result = rule(XlaNodeContext(resolved_attrs, resolved_in, out_types, zero, expand, run_body), *args)
         return list(result) if isinstance(result, tuple) else [result]
     opdef = OP_TABLE.get(node_op)
     if opdef is None or opdef.kind is Kind.PRIMITIVE:
@@ -91,18 +99,20 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
 
 
 def run_graph(graph: Graph, args: Sequence[Any], overrides: Mapping[str, Rule] | None = None,
-              zero: Any = None, bindings: ShapeBindings | None = None) -> list[Any]:
+              zero: Any = None, bindings: ShapeBindings | None = None, *, body: bool = False) -> list[Any]:
     """Trace ``graph`` on JAX values ``args``; return its outputs as JAX values.
 
     ``zero`` (an int32 scalar the executable receives at run time, always 0) keeps XLA
     from fusing products into sums: see :func:`.products.opaque`. ``bindings``: the sizes
     of the graph's symbols (default: read from ``args``' shapes; symbolic export passes
-    :class:`.traced_sizes.TracedSizes`)."""
+    :class:`.traced_sizes.TracedSizes`). ``body``: ``graph`` is a loop's body, whose
+    outputs the next step (or the enclosing graph) reads, so products it returns are kept
+    out of fused sums as well."""
     env: dict = dict(zip(graph.inputs, args))
     bindings = ShapeBindings() if bindings is None else bindings
     for value, array in zip(graph.inputs, args):
         bindings.bind_unchecked(value.type, array.shape)
-    summed = products_summed(graph) if zero is not None else set()
+    summed = products_summed(graph, returned=body) if zero is not None else set()
     for node in graph.nodes:
         outs = lower_node(node.op, node.attrs, [v.type for v in node.inputs], [v.type for v in node.outputs],
                           [env[v] for v in node.inputs], bindings, node.loc, overrides, zero)
@@ -138,7 +148,15 @@ def graph_function(graph: Graph, *, run_time_zero: bool = False, keep_products: 
 
 
 def unlowered_nodes(graph: Graph) -> list[Node]:
-    """Primitive nodes with no rule (the backend refuses such graphs up front)."""
+    """Primitive nodes with no rule (the backend refuses such graphs up front), in loop
+    bodies too."""
     from ...ir.ops import OP_TABLE
 
-    return [n for n in graph.nodes if n.op not in LOWERINGS and OP_TABLE[n.op].kind is Kind.PRIMITIVE]
+    found = []
+    for n in graph.nodes:
+        if n.op not in LOWERINGS and OP_TABLE[n.op].kind is Kind.PRIMITIVE:
+            found.append(n)
+        for value in n.attrs.values():
+            if isinstance(value, Graph):
+                found += unlowered_nodes(value)
+    return found

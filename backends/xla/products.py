@@ -43,13 +43,20 @@ _MOVES = frozenset(ops_in_group(Group.SHAPE)) | frozenset(ops_in_group(Group.SEL
 _OPAQUE_BITS = {DType.float32: np.int32, DType.float64: np.int64}  # f16/bf16 products are rounded by converts
 
 
-def products_summed(graph: Graph) -> set:
+def products_summed(graph: Graph, *, returned: bool = False) -> set:
     """The float32/float64 ``mul`` nodes whose result may be fused into an addition: any consumer
     that adds to its operand can absorb it (add, sub, exp's range reduction, a decomposed
-    composite's x - mean), so only the consumers in _NO_ADD (Group.NO_FUSED_ADD) leave a product alone."""
+    composite's x - mean), so only the consumers in _NO_ADD (Group.NO_FUSED_ADD) leave a product alone.
+
+    ``returned``: the graph's outputs have readers this graph does not show (a loop's body:
+    the next step's sums, or the enclosing graph's once XLA inlines a one-step ``while``),
+    so a product it returns counts as summed."""
     users = graph.users()
+    escapes = set(graph.outputs) if returned else set()
 
     def absorbed(value, depth=0) -> bool:
+        if value in escapes:
+            return True
         for u in users.get(value, ()):
             if u.op in _MOVES and depth < 8:
                 if any(absorbed(out, depth + 1) for out in u.outputs):
