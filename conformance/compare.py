@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -35,15 +35,6 @@ def op_node(case: Case, graph: Graph) -> Node | None:
         found = [n for n in graph.nodes if n.op == case.op]
         return found[0] if len(found) == 1 else None
     return next(n for n in graph.nodes if n.op == case.op)
-
-
-def bound_attrs(case: Case, graph: Graph, node: Node | None) -> Mapping:
-    """The attributes ``case``'s bound reads: its node's, or for a built case (a loop, whose
-    body the case builds from the operand types) those of the graph's first node of the op."""
-    if node is not None:
-        return node.attrs
-    built = next((n for n in graph.nodes if n.op == case.op), None)
-    return built.attrs if built is not None else case.attrs
 
 
 def operands_of(graph: Graph, node: Node, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -76,7 +67,7 @@ def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequ
             return Measurement(False, max_ratio=np.inf, malformed=True,
                                message=f"output {i} is {a.dtype}{list(a.shape)}, "
                                                                 f"expected {t.dtype.numpy}{list(t.shape)} ({t})")
-        bound = case.bound or bound_for(case.op, bound_attrs(case, graph, node), t.dtype, declared.precision)
+        bound = case.bound or bound_for(case.op, node.attrs if node is not None else {}, t.dtype, declared.precision)
         mask = np.ones(a.shape, bool) if masks[i] is None else np.broadcast_to(masks[i], a.shape)
         result.compared += int(mask.sum())
         if bound.kind == "exact":
