@@ -41,7 +41,7 @@ from .deviations import DEVIATIONS, SUMMATION
 from .emitter import with_subgraphs
 from .executable import OnnxExecutable, writable_inputs
 from .legalize import UNSUPPORTED
-from .lowering import COMPLEX_LOWERINGS, LOWERINGS, to_model
+from .lowering import CLAIM_PREDICATES, COMPLEX_LOWERINGS, LOWERINGS, to_model
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 
@@ -141,7 +141,7 @@ class OnnxBackend(Backend):
             cplx = frozenset(
                 d for d in opdef.dtypes if (d.is_complex or name not in LOWERINGS) and d not in self.declined_dtypes
             ) if name in COMPLEX_LOWERINGS else frozenset()
-            out[name] = OpClaim(real | cplx)
+            out[name] = OpClaim(real | cplx, when=CLAIM_PREDICATES.get(name))
         return out
 
     def export(self, graph: Graph, path, *, input_names: Sequence[str] | None = None,
@@ -149,14 +149,14 @@ class OnnxBackend(Backend):
         """Write ``graph`` to ``path`` as an ONNX file that plain onnxruntime runs; return the model.
 
         Inputs and outputs get the names given (else ``in0..``/``out0..``); constants are
-        initializers, so the file is self-contained. Symbolic dims stay symbolic
+        initializers, so the file is self-contained. Symbolic dims stay symbolic, a loop body's too
         (``dim_param``), renamed by ``dim_names`` (IR symbol → name in the file). The model
         passes ``onnx.checker`` with the full check before it is written.
         """
         import onnx
 
         model = to_model(graph, input_names=input_names, output_names=output_names)
-        for info in (*model.graph.input, *model.graph.output):
+        for info in _interface(model.graph):
             for dim in info.type.tensor_type.shape.dim:
                 if dim.HasField("dim_param"):
                     dim.dim_param = _renamed_dim(dim.dim_param, dim_names or {})
@@ -188,6 +188,15 @@ class OnnxBackend(Backend):
         key = session_key(graph, device, precision)
         opened = self._sessions.get_or_build(key, lambda: open_session(to_model(graph, precision=precision), device))
         return OnnxExecutable(graph, device, opened.session, writable_inputs=opened.writable_inputs)
+
+
+def _interface(graph):
+    """The inputs and outputs of ``graph`` and of its subgraphs (a loop's Scan body)."""
+    yield from (*graph.input, *graph.output)
+    for node in with_subgraphs(graph.node):
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                yield from (*attribute.g.input, *attribute.g.output)
 
 
 def session_key(graph: Graph, device: str, precision: Precision) -> tuple:

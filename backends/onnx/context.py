@@ -7,7 +7,7 @@ ONNX value names; ``ctx`` emits nodes (``ctx.op("Add", a, b)``) and constants
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,9 @@ class OnnxNodeContext(NodeContext):
     op_name: str
     loc: str = ""  # " (at file:line)" of the node, for errors
     semantic: DType | None = None  # the node's own dtype when legalization widened it
+    # lower_graph(graph, env) -> output names: emits a nested IR graph (a loop's body) by the
+    # same rules (lowering.lower_graph, with this model's legalization); None outside to_model
+    lower_graph: Callable[..., list] | None = None
 
     @property
     def ir_dtype(self) -> DType:

@@ -104,18 +104,34 @@ class Emitter:
         reads the outer graph's values; constants stay in the outer graph."""
         graphs = []
         for label, build in (("then", then_branch), ("else", else_branch)):
-            outer_nodes, self.nodes = self.nodes, []
-            outer_symbols = dict(self._symbol_values)  # a size read inside exists only there
-            try:
-                result = build()
-                inner = self.nodes
-            finally:
-                self.nodes, self._symbol_values = outer_nodes, outer_symbols
-            if not any(result in n.output for n in inner):  # an outer value: a subgraph output needs its own
-                source, result = result, self.fresh(label)
-                inner.append(helper.make_node("Identity", [source], [result]))
+            result, inner = self.subgraph(build)
+            (result,) = self.own_outputs(inner, [result])
             graphs.append(helper.make_graph(inner, self.fresh(f"{label}_branch"), [], [value_info(result, t)]))
         return self.op("If", cond, then_branch=graphs[0], else_branch=graphs[1])
+
+    def subgraph(self, build: Callable[[], Any]) -> tuple[Any, list]:
+        """``build()`` with the nodes it emits collected apart: (what it returns, those nodes), for
+        a subgraph (an If's branch, a Scan's body) that reads the outer graph's values by name.
+        Constants stay in the outer graph; sizes read inside are forgotten after, since they
+        exist only there."""
+        outer_nodes, self.nodes = self.nodes, []
+        outer_symbols = dict(self._symbol_values)
+        try:
+            return build(), self.nodes
+        finally:
+            self.nodes, self._symbol_values = outer_nodes, outer_symbols
+
+    def own_outputs(self, nodes: list, names: Sequence[str]) -> list[str]:
+        """Subgraph output names each made by one of ``nodes`` and all distinct: an outer value,
+        a subgraph input or a repeat gets an Identity of its own appended to ``nodes``."""
+        made = {out for n in nodes for out in n.output}
+        owned: list[str] = []
+        for name in names:
+            if name not in made or name in owned:
+                source, name = name, self.fresh("out")
+                nodes.append(helper.make_node("Identity", [source], [name]))
+            owned.append(name)
+        return owned
 
     def const(self, value: Any, dtype: DType | None = None) -> str:
         """An initializer holding ``value`` (in ``dtype``); equal constants share one name."""
@@ -240,7 +256,7 @@ class Emitter:
 
 
 def with_subgraphs(nodes):
-    """``nodes`` and the nodes of their subgraphs (an ``If``'s branches), depth first."""
+    """``nodes`` and the nodes of their subgraphs (an ``If``'s branches, a ``Scan``'s body), depth first."""
     for node in nodes:
         yield node
         for attribute in node.attribute:

@@ -39,6 +39,8 @@ from .complex_numbers import Parts, carrier_type, empty_parts, is_complex_node, 
 from .composites import NATIVE
 from .composites import RULES as COMPOSITES
 from .context import OnnxNodeContext
+from .control import RULES as CONTROL
+from .control import loop_declined
 from .elementwise import BINARY
 from .elementwise import RULES as ELEMENTWISE
 from .emitter import Emitter, value_info, with_subgraphs
@@ -55,7 +57,10 @@ from .simplify import simplify
 # The highest opset both the onnx package and onnxruntime 1.32 know (tests check it).
 OPSET = 28
 
-LOWERINGS = {**ELEMENTWISE, **SHAPE, **REDUCTION, **COMPOSITES}
+LOWERINGS = {**ELEMENTWISE, **SHAPE, **REDUCTION, **COMPOSITES, **CONTROL}
+
+# Claims with a predicate (OpClaim.when): a node it declines is expanded by its decomposition.
+CLAIM_PREDICATES = {"loop": loop_declined(LOWERINGS)}
 
 # Rules for nodes with a complex operand or result (complex values travel as Parts:
 # complex_numbers.py); the complex and fft families have no real rule at all.
@@ -77,12 +82,35 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
                          f"got {len(input_names)} input and {len(output_names)} output names")
     if len(set(input_names + output_names)) != len(input_names) + len(output_names):
         raise ValueError(f"input and output names must be distinct: {input_names + output_names}")
-    graph, _ = decompose(recompose(graph), claimed=lambda op: op in LOWERINGS or op in COMPLEX_LOWERINGS)
+    graph, _ = decompose(recompose(graph), claimed=lambda op: op in LOWERINGS or op in COMPLEX_LOWERINGS,
+                         declined=declined)
     em = Emitter(reserved=input_names + output_names, precision=precision)
     env = {}
     for name, value in zip(input_names, graph.inputs):  # a complex input arrives as its carrier [..., 2]
         carrier = em.input(name, carrier_type(value.type))
         env[value] = split(em, carrier) if value.type.dtype.is_complex else carrier
+    outputs = lower_graph(em, graph, env, legalize=legalize)
+    _name_outputs(em, [stack(em, out) if isinstance(out, Parts) else out for out in outputs], output_names)
+    proto = helper.make_graph(
+        em.nodes, graph.name, em.inputs,
+        [value_info(name, carrier_type(v.type)) for name, v in zip(output_names, graph.outputs)],
+        initializer=em.initializers,
+    )
+    opsets = [helper.make_opsetid("", OPSET)]
+    return simplify(helper.make_model(proto, opset_imports=opsets, producer_name="parity",
+                                      ir_version=helper.find_min_ir_version_for(opsets)))
+
+
+def declined(node: Node) -> bool:
+    """Whether the predicate of ``node``'s claim turns it down (:data:`CLAIM_PREDICATES`)."""
+    predicate = CLAIM_PREDICATES.get(node.op)
+    return predicate is not None and predicate(node) is not None
+
+
+def lower_graph(em: Emitter, graph: Graph, env: dict, *, legalize: bool = True) -> list:
+    """Emit ``graph``'s nodes, its inputs bound to the ONNX names (or Parts) in ``env``; return
+    the names of its outputs. The model's graph and each loop body (control.py) go through here,
+    so a body gets the same legalization, views and fused patterns as the graph around it."""
     views = _Views(em, legalize)
     biased = _conv_bias_adds(graph, legalize)
     deferred = {conv for conv, _ in biased.values()}
@@ -115,16 +143,7 @@ def to_model(graph: Graph, *, legalize: bool = True, input_names: Sequence[str] 
         else:
             outputs = lower_node(em, node, [views.full(v, env[v]) for v in node.inputs], legalize=legalize)
             env.update(zip(node.outputs, outputs))
-    outputs = [views.full(v, env[v]) for v in graph.outputs]
-    _name_outputs(em, [stack(em, out) if isinstance(out, Parts) else out for out in outputs], output_names)
-    proto = helper.make_graph(
-        em.nodes, graph.name, em.inputs,
-        [value_info(name, carrier_type(v.type)) for name, v in zip(output_names, graph.outputs)],
-        initializer=em.initializers,
-    )
-    opsets = [helper.make_opsetid("", OPSET)]
-    return simplify(helper.make_model(proto, opset_imports=opsets, producer_name="parity",
-                                      ir_version=helper.find_min_ir_version_for(opsets)))
+    return [views.full(v, env[v]) for v in graph.outputs]
 
 
 def _conv_bias_adds(graph: Graph, legalize: bool) -> dict[Node, tuple[Node, object]]:
@@ -277,7 +296,8 @@ def lower_node(em: Emitter, node: Node, operands: Sequence[str], *, legalize: bo
         in_types = tuple(t.with_dtype(wide) if w else t for t, w in zip(in_types, widened))
         out_types = tuple(t.with_dtype(wide) if t.dtype is dtype else t for t in out_types)
     semantic = dtype if wide is not None else None
-    ctx = OnnxNodeContext(node.attrs, in_types, out_types, em=em, op_name=node.op, loc=where, semantic=semantic)
+    ctx = OnnxNodeContext(node.attrs, in_types, out_types, em=em, op_name=node.op, loc=where, semantic=semantic,
+                          lower_graph=lambda graph, env: lower_graph(em, graph, env, legalize=legalize))
     results = rule(ctx, *operands)
     results = list(results) if isinstance(results, tuple) else [results]
     if wide is not None:
