@@ -37,15 +37,6 @@ def op_node(case: Case, graph: Graph) -> Node | None:
     return next(n for n in graph.nodes if n.op == case.op)
 
 
-def _bound_attrs(case: Case, graph: Graph, node: Node | None) -> dict:
-    """The attributes ``case.op``'s bound reads: its node's, also in a case that builds its own
-    graph (a loop's bound reads its length and body) when the op is one node there."""
-    if node is not None:
-        return node.attrs
-    found = [n for n in graph.nodes if n.op == case.op]
-    return found[0].attrs if len(found) == 1 else {}
-
-
 def operands_of(graph: Graph, node: Node, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The values ``node`` reads, in oracle mode (past any broadcast the case put in front)."""
     index = graph.nodes.index(node)
@@ -76,7 +67,7 @@ def measure(case: Case, graph: Graph, arrays: Sequence[np.ndarray], oracle: Sequ
             return Measurement(False, max_ratio=np.inf, malformed=True,
                                message=f"output {i} is {a.dtype}{list(a.shape)}, "
                                                                 f"expected {t.dtype.numpy}{list(t.shape)} ({t})")
-        bound = case.bound or bound_for(case.op, _bound_attrs(case, graph, node), t.dtype, declared.precision)
+        bound = case.bound or bound_for(case.op, node.attrs if node is not None else {}, t.dtype, declared.precision)
         mask = np.ones(a.shape, bool) if masks[i] is None else np.broadcast_to(masks[i], a.shape)
         result.compared += int(mask.sum())
         if bound.kind == "exact":

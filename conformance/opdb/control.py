@@ -55,8 +55,8 @@ def _running_sum(b, total, x):
     return new, new
 
 
-def _affine(b, a, h, x):  # h' = a*h + x (a per column); ys = h'*h'
-    new = b.add(b.mul(b.broadcast_in_dim(a, shape=h.type.shape, broadcast_dimensions=(1,)), h), x)
+def _affine(b, a, h, x):  # h' = a*h + x; ys = h'*h'
+    new = b.add(b.mul(a, h), x)
     return new, b.mul(new, new)
 
 
