@@ -1,8 +1,11 @@
-"""What unrolling ``scan`` costs: JAX loops through ``parity.jax.jit`` against ``jax.jit``.
+"""JAX loops through ``parity.jax.jit`` against ``jax.jit``: rolled (the IR's ``loop``) and unrolled.
 
-parity's JAX frontend unrolls ``lax.scan`` / ``fori_loop`` with a static trip count into
-straight-line IR (frontend/jax/rules/control.py); ``jax.jit`` keeps the loop rolled (a
-StableHLO ``while``). Two workloads, forward and ``value_and_grad``, with float32 inputs:
+parity's JAX frontend translates ``lax.scan`` / ``fori_loop`` with a static trip count into
+the IR's ``loop`` (frontend/jax/rules/control.py): xla and onnx run it rolled (a StableHLO
+``while``, an ONNX ``Scan``), other backends unrolled, one copy of the body per step.
+``--unrolled`` also times each backend on the program unrolled (the loop decomposed before
+the backend sees it: what every backend ran before loops were rolled). Two workloads, forward
+and ``value_and_grad``, with float32 inputs:
 
 - ``stack``: a 12-layer Flax NNX residual MLP (LayerNorm → Linear → gelu, width 64, batch 8)
   whose layers are stacked by ``nnx.vmap`` and run by ``nnx.scan``;
@@ -21,6 +24,7 @@ Run from the repository root (``TRITON_INTERPRET=1`` for triton without a GPU)::
 
     python -m parity.bench.jax_loops --backends xla,onnx,inductor --markdown /tmp/loops.md
     python -m parity.bench.jax_loops --workloads lstm --sweep 8,16,32,64,128 --backends xla,onnx --ort-scan
+    python -m parity.bench.jax_loops --workloads lstm --sweep 64 --forward-only --backends onnx --unrolled
 """
 
 from __future__ import annotations
@@ -167,15 +171,17 @@ def ort_scan_lstm(steps: int) -> Callable:
 
 
 def measure(program: Program, backends: Sequence[str], plan: str = "full",
-            by_hand: dict[str, Callable[[], Callable]] | None = None) -> list[Row]:
+            by_hand: dict[str, Callable[[], Callable]] | None = None, unrolled: bool = False) -> list[Row]:
     """One program on jax.jit and each backend: compile times, checked outputs, steady times.
-    ``by_hand``: more candidates, by name, each a function that builds a callable of the flat leaves."""
+    ``by_hand``: more candidates, by name, each a function that builds a callable of the flat leaves.
+    ``unrolled``: each backend also as "NAME unrolled", on the graph with its loops decomposed."""
     import jax
     import numpy as np
 
     from ..frontend.jax.compat import trace
     from ..frontend.jax.run import as_numpy, compile_graph
     from ..frontend.jax.translate import jaxpr_to_ir
+    from ..ir.passes import decompose
     from ..ir.precision import Precision
     from .measure import TimingPlan, median, time_interleaved
 
@@ -198,12 +204,16 @@ def measure(program: Program, backends: Sequence[str], plan: str = "full",
     capture_s = time.perf_counter() - start
     arrays = as_numpy(leaves)
     rows = [jax_row]
-    builders = {backend: lambda backend=backend: compile_graph(backend, graph, "cpu", Precision.EXACT)
-                for backend in backends}
+    graphs = {backend: graph for backend in backends}
+    if unrolled:
+        flat_graph, _ = decompose(graph, claimed=lambda op: op != "loop")  # every other composite as it was
+        graphs.update({f"{backend} unrolled": flat_graph for backend in backends})
+    builders = {name: lambda name=name, g=g: compile_graph(name.split()[0], g, "cpu", Precision.EXACT)
+                for name, g in graphs.items()}
     for name, build in {**builders, **(by_hand or {})}.items():
         row = Row(program.name, program.trips, name)
         if name in builders:
-            row.nodes, row.capture_s = len(graph.nodes), capture_s
+            row.nodes, row.capture_s = len(graphs[name].nodes), capture_s
         rows.append(row)
         run = _admitted(row, build, arrays, want)
         if run is not None:
@@ -270,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few short timing rounds (a smoke run, not a result)")
     parser.add_argument("--ort-scan", action="store_true",
                         help="also time the LSTM forward as one hand-built ONNX Scan on onnxruntime (a loop op's cost)")
+    parser.add_argument("--unrolled", action="store_true",
+                        help="also time each backend on the program with its loops unrolled (the loop op's decomposition)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
     args = parser.parse_args(argv)
     os.environ["PARITY_CACHE_DIR"] = ""  # cold compiles: no disk cache, compiler caches in a temporary directory
@@ -288,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for program in programs:
         by_hand = ({"ort Scan (by hand)": lambda steps=program.trips: ort_scan_lstm(steps)}
                    if args.ort_scan and program.name.startswith("lstm") and program.name.endswith("forward") else {})
-        new = measure(program, backends, "quick" if args.quick else "full", by_hand)
+        new = measure(program, backends, "quick" if args.quick else "full", by_hand, unrolled=args.unrolled)
         rows += new
         print("\n".join(table(new)[2:]), flush=True)
     print(write_report(table(rows), args.markdown or ""))
