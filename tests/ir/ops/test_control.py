@@ -178,3 +178,10 @@ def test_a_body_with_symbolic_sizes_runs_at_the_sizes_its_operands_bind():
     np.testing.assert_array_equal(flats, np.cumsum(xs, axis=0).reshape(4, 6))
     unrolled, _ = decompose(g, claimed=lambda op: False)
     np.testing.assert_array_equal(evaluate(unrolled, [np.zeros((3, 2), np.float32), xs])[1], flats)
+
+
+def test_a_body_that_is_not_a_graph_is_refused():
+    b = GraphBuilder()
+    init = b.input(f32[3])
+    with pytest.raises(TypeRuleError, match="expected a value of kind graph"):
+        b.loop(init, body="graph @step() -> () { return }", length=2, num_carry=1)
