@@ -1,9 +1,9 @@
-"""Frontend cases of the control rules (``rules/control.py``): ``scan`` unrolled, ``cond`` as a
-select over its branches, and the refusals (a data-dependent ``while``, host callbacks),
-which must name the primitive at the user's line.
+"""Frontend cases of the control rules (``rules/control.py``): ``scan`` and a counting ``while``
+as the IR's ``loop``, ``cond`` as a select over its branches, and the refusals (a
+data-dependent ``while``, host callbacks), which must name the primitive at the user's line.
 
-Loop bodies use ops whose results are exact (integer arithmetic, max, select), so an
-unrolled step taken in the wrong order, a dropped step or a swapped carry shows bit for bit;
+Loop bodies use ops whose results are exact (integer arithmetic, max, select), so a step
+taken in the wrong order, a dropped or extra step or a swapped carry shows bit for bit;
 cond's result is one branch's single op, held to the larger of the branches' bounds.
 """
 
@@ -116,11 +116,33 @@ def _while(x):
     return lax.while_loop(lambda v: v.sum() < 100.0, lambda v: v * 2.0, x)
 
 
+def _counted_while(x):
+    """Counts to a literal bound: 6 steps of an exact body (ints wrap)."""
+    from jax import lax
+
+    return lax.while_loop(lambda s: s[0] < 6, lambda s: (s[0] + 1, s[1] * 3 + s[0]), (0, x))
+
+
+def _fori_with_array_bounds(x):
+    """fori_loop with bounds that are arrays: a while whose bound is a carry passed on."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    return lax.fori_loop(jnp.int32(2), jnp.int32(7), lambda i, v: lax.max(v, v[::-1]) - i, x)
+
+
+def _while_cases() -> list:
+    ints = lambda rng: (V.cast(rng.integers(-1000, 1000, (5,)), I32),)  # noqa: E731
+    return [FrontendCase("while", I32, _counted_while, ints, "counted", (RANDOM,)),
+            FrontendCase("while", I32, _fori_with_array_bounds, ints, "fori_array_bounds", (RANDOM,)),
+            Refusal("while", _while, _ONES, "DataDependentLoop")]
+
+
 _ONES = (np.ones(3, np.float32),)
 CASES = {
     "scan": lambda: _control()["scan"],
     "cond": lambda: _control()["cond"],
-    "while": lambda: [Refusal("while", _while, _ONES, "DataDependentLoop")],
+    "while": _while_cases,
     "debug_callback": lambda: [Refusal("debug_callback", _callback, _ONES, "EffectNotSupported")],
     "io_callback": lambda: [Refusal("io_callback", _io_callback, _ONES, "EffectNotSupported")],
     "pure_callback": lambda: [Refusal("pure_callback", _pure_callback, _ONES, "EffectNotSupported")],

@@ -137,6 +137,23 @@ class ScanParams:
     num_carry: int
 
 
+@dataclass(frozen=True)
+class WhileParams:
+    """``while``'s parameters: its condition and body programs and how many consts each takes
+    (the equation's operands are the condition's consts, the body's, then the initial carries)."""
+
+    cond: SubProgram
+    body: SubProgram
+    cond_nconsts: int
+    body_nconsts: int
+
+
+def while_params(eqn: Eqn) -> WhileParams:
+    p = eqn.params
+    return WhileParams(as_program(p["cond_jaxpr"]), as_program(p["body_jaxpr"]), int(p["cond_nconsts"]),
+                       int(p["body_nconsts"]))
+
+
 def scan_params(eqn: Eqn) -> ScanParams:
     p = eqn.params
     return ScanParams(as_program(p["jaxpr"]), int(p["length"]), bool(p["reverse"]), int(p["num_consts"]),

@@ -37,7 +37,9 @@ class UntranslatedPrimitive(JaxCaptureError):
 class DataDependentLoop(JaxCaptureError):
     def __init__(self, loc: SourceLoc | None):
         super().__init__("while", loc, "a `lax.while_loop` whose trip count depends on the data cannot be "
-                         "unrolled, and parity's IR has no loops",
+                         "compiled: parity's IR loops run a number of steps known when tracing (a while loop "
+                         "is one when its condition is `i < n` alone, with `i` and `n` known then and the body "
+                         "adding 1 to `i`)",
                          "use lax.fori_loop or lax.scan with a trip count known when tracing (static "
                          "Python ints), or keep the loop outside the function given to parity.jax.jit")
 
