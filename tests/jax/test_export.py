@@ -79,6 +79,39 @@ def test_onnx_file_with_symbolic_batch_matches_jax_jit_at_every_size(model_name,
         assert not problems, f"{model_name} {stage} at batch {n}:\n" + "\n".join(problems)
 
 
+def test_a_bidirectional_scan_is_two_scan_nodes_that_match_at_every_size(tmp_path):
+    """A forward and a ``reverse=True`` ``lax.scan`` (a bidirectional RNN) export as two ONNX
+    ``Scan`` nodes, one running backwards, not as an unrolled graph, and the file matches
+    jax.jit at every batch: each step's outputs and each direction's last state."""
+    rng = np.random.default_rng(0)
+    params = {d: {"wx": rng.standard_normal((3, 4)).astype(np.float32), "wh": 0.5 * rng.standard_normal((4, 4)).astype(np.float32)}
+              for d in ("fwd", "bwd")}
+    x = rng.standard_normal((2, 7, 3)).astype(np.float32)  # (batch, steps, features)
+
+    def rnn(p, xs, reverse):
+        def step(h, xt):
+            h = jnp.tanh(xt @ p["wx"] + h @ p["wh"])
+            return h, h
+        return jax.lax.scan(step, jnp.zeros((xs.shape[1], 4), xs.dtype), xs, reverse=reverse)
+
+    def forward(p, x):
+        xs = x.transpose(1, 0, 2)
+        (h_fwd, ys_fwd), (h_bwd, ys_bwd) = rnn(p["fwd"], xs, False), rnn(p["bwd"], xs, True)
+        return jnp.concatenate([ys_fwd, ys_bwd], -1).transpose(1, 0, 2), h_fwd, h_bwd
+
+    model = parity.jax.export(forward, *with_symbolic_batch((params, x)), path=tmp_path / "birnn.onnx")
+    assert file_dims(model)[-1] == ["b", 7, 3]
+    scans = [n for n in model.graph.node if n.op_type == "Scan"]
+    assert len(scans) == 2 and len(model.graph.node) < 30, [n.op_type for n in model.graph.node]  # not unrolled
+    directions = sorted(tuple(a.ints) for n in scans for a in n.attribute if a.name == "scan_input_directions")
+    assert directions == [(1,)], directions  # the reverse scan runs backwards, the other forwards
+    for n in (1, 5):
+        sized = resized((params, x), n)
+        problems = mismatches(run_onnx(tmp_path / "birnn.onnx", forward, sized), jax.jit(forward)(*sized),
+                              lambda: float64_run(forward, *sized))
+        assert not problems, f"batch {n}:\n" + "\n".join(problems)
+
+
 def _conv_loss(strides, padding, rhs_dilation=(1, 1), transpose=False):
     def loss(w, x):
         if transpose:
