@@ -43,12 +43,12 @@ from ...ir.shapes import ShapeBindings
 from ..base import Backend, CompilePrior, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
 from ..compiler_caches import inductor_header_settings, use_private_inductor_cache
-from .composites import declined as composite_declined
 from .context import TORCH_DTYPES, U32_MASK
+from .control import examples_for
 from .deviations import DEVIATIONS, UNSUPPORTED
 from .direct_call import compile_direct
 from .in_place import writable_outputs, write_into_inputs
-from .lowering import LOWERINGS, as_tensor, to_fx
+from .lowering import CLAIM_PREDICATES, LOWERINGS, as_tensor, declined, to_fx
 from .one_library import one_library_per_graph
 from .symbolic import DynamicKernel, NoSymbolicForm, compile_symbolic, no_symbolic_form
 
@@ -296,7 +296,8 @@ class InductorBackend(Backend):
         for name in LOWERINGS:
             opdef = OP_TABLE[name]
             out[name] = OpClaim(frozenset(d for d in opdef.dtypes
-                                          if (name, d) not in UNSUPPORTED and d not in self.declined_dtypes))
+                                          if (name, d) not in UNSUPPORTED and d not in self.declined_dtypes),
+                                when=CLAIM_PREDICATES.get(name))
         return out
 
     def available_devices(self) -> tuple[str, ...]:
@@ -310,7 +311,7 @@ class InductorBackend(Backend):
                                       f"sees no CUDA device. Use device='cpu'.")
         check_not_declined(self, graph)
         key = graph.content_hash()  # of the graph as given: what compiles_per_shape_for is asked about
-        graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS, declined=composite_declined)
+        graph, _ = decompose(graph, claimed=lambda op: op in LOWERINGS, declined=declined)
         executable = InductorExecutable(self, graph, device, key)
         if all(v.type.is_static for v in graph.inputs) and not writable_outputs(graph):
             # Inductor's compile is the expensive part: do it here, where callers (auto's budget,
@@ -441,7 +442,7 @@ def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int], writes: 
 def _compile(graph: Graph, device: str, shapes: tuple, writes: tuple = ()):
     fx = to_fx(graph, shapes, device)
     write_into_inputs(fx.module, dict(writes))
-    run = _inductor_compile(fx.module, [*fx.examples, *fx.constants])
+    run = _inductor_compile(fx.module, examples_for(fx.module, [*fx.examples, *fx.constants]))
     constants = list(fx.constants)
     lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe
 

@@ -34,15 +34,31 @@ from ...ir.graph import Graph, Node
 from ...ir.shapes import ShapeBindings
 from .complex_numbers import RULES as COMPLEX_NUMBERS
 from .composites import RULES as COMPOSITES
+from .composites import declined as composite_declined
 from .context import U32_MASK, InductorNodeContext, carried
 from .contraction import RULES as CONTRACTION
+from .control import RULES as CONTROL
+from .control import loop_declined
+from .deviations import UNSUPPORTED
 from .elementwise import RULES as ELEMENTWISE
 from .fft import RULES as FFT
 from .indexing import RULES as INDEXING
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
 
-LOWERINGS = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
+LOWERINGS = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES,
+             **CONTROL}
+
+# Claims with a predicate (OpClaim.when): a node it declines is expanded by its decomposition.
+CLAIM_PREDICATES = {"loop": loop_declined(LOWERINGS, UNSUPPORTED, composite_declined)}
+
+
+def declined(node: Node) -> bool:
+    """Whether a claimed composite node is expanded all the same: its claim's predicate turns it
+    down (:data:`CLAIM_PREDICATES`), or it is attention the fused kernel does not serve
+    (composites.declined)."""
+    predicate = CLAIM_PREDICATES.get(node.op)
+    return (predicate(node) is not None) if predicate is not None else composite_declined(node)
 
 
 class LoweringError(ParityError):
