@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ...ir.context import NodeContext
 from ...ir.dtypes import DType
+from ...ir.graph import Node
 
 TORCH_DTYPES: dict[DType, torch.dtype] = {
     DType.bool: torch.bool,
@@ -59,3 +61,19 @@ class InductorNodeContext(NodeContext):
     @property
     def out_dtype(self) -> torch.dtype:
         return carried(self.out.dtype)
+
+
+def as_tensor(array: np.ndarray, dtype: DType) -> torch.Tensor:
+    """A NumPy array of IR ``dtype`` as the torch tensor that carries it (u32 widened)."""
+    if not (array.flags.c_contiguous and array.flags.writeable):  # (torch warns on read-only memory)
+        array = array.copy(order="C")
+    if dtype is DType.bfloat16:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    if dtype is DType.uint32:
+        return torch.from_numpy(array.astype(np.int64))
+    return torch.from_numpy(array)
+
+
+def is_inline_constant(node: Node) -> bool:
+    """A one-element constant: traced as ``torch.full``, which Inductor folds into kernels."""
+    return node.op == "constant" and node.attrs["value"].size == 1

@@ -33,6 +33,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -41,17 +42,15 @@ import torch
 from ...ir.graph import Graph, Node
 from ...ir.ops import OP_TABLE
 from ...ir.ops.control import loop_parts
-from .context import InductorNodeContext, carried
+from .context import InductorNodeContext, as_tensor, carried, is_inline_constant
 
 Predicate = Callable[[Node], "str | None"]
 
 
-def loop(ctx: InductorNodeContext, *operands: torch.Tensor):
+def loop(ctx: InductorNodeContext, *operands: torch.Tensor, lower_node: Callable):
     """The loop as one ``while_loop``: (counter, carries, ys buffers) carried; consts, xs and
-    the body's constants passed as additional inputs."""
+    the body's constants passed as additional inputs; each body node through ``lower_node``."""
     from torch._higher_order_ops.while_loop import while_loop_op
-
-    from .lowering import as_tensor, is_inline_constant
 
     attrs = ctx.attrs
     body: Graph = attrs["body"]
@@ -77,7 +76,7 @@ def loop(ctx: InductorNodeContext, *operands: torch.Tensor):
         xs_, body_constants = rest[:n_xs], rest[n_xs:]
         at = ((length - 1) - i if reverse else i).reshape(1)
         rows = [torch.index_select(x, 0, at).squeeze(0) for x in xs_]
-        outs = run_body(body, [*cs, *carries, *rows], dict(zip(constants, body_constants)))
+        outs = run_body(body, [*cs, *carries, *rows], dict(zip(constants, body_constants)), lower_node)
         inputs = (*carries, *bufs, *cs, *xs_, *body_constants)
         new_carries = [_fresh(o, inputs) for o in outs[:n_carry]]
         new_bufs = [torch.index_copy(b, 0, at, r.unsqueeze(0)) for b, r in zip(bufs, outs[n_carry:])]
@@ -88,10 +87,10 @@ def loop(ctx: InductorNodeContext, *operands: torch.Tensor):
     return tuple(results[1:])
 
 
-def run_body(body: Graph, operands: Sequence[torch.Tensor], constants: Mapping[Node, torch.Tensor]) -> list:
-    """``body``'s nodes lowered by the backend's rules on ``operands``; its outputs. A constant of
-    more than one element is the tensor ``constants`` gives for its node."""
-    from .lowering import lower_node
+def run_body(body: Graph, operands: Sequence[torch.Tensor], constants: Mapping[Node, torch.Tensor],
+             lower_node: Callable) -> list:
+    """``body``'s nodes lowered by ``lower_node`` (the backend's rules) on ``operands``; its
+    outputs. A constant of more than one element is the tensor ``constants`` gives for its node."""
 
     env = dict(zip(body.inputs, operands))
     for node in body.nodes:
@@ -164,4 +163,7 @@ def loop_declined(rules: Mapping[str, Any], unsupported: Mapping, composite_decl
     return declined
 
 
-RULES = {"loop": loop}
+def rules_with(lower_node: Callable) -> dict:
+    """The control rules, given the backend's node lowering (lowering.py passes its own, which
+    holds these rules: taking it here keeps the two modules out of an import cycle)."""
+    return {"loop": functools.partial(loop, lower_node=lower_node)}

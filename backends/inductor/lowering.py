@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch._prims_common import is_contiguous_or_false
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -35,10 +34,9 @@ from ...ir.shapes import ShapeBindings
 from .complex_numbers import RULES as COMPLEX_NUMBERS
 from .composites import RULES as COMPOSITES
 from .composites import declined as composite_declined
-from .context import U32_MASK, InductorNodeContext, carried
+from .context import U32_MASK, InductorNodeContext, as_tensor, carried, is_inline_constant
 from .contraction import RULES as CONTRACTION
-from .control import RULES as CONTROL
-from .control import loop_declined
+from .control import loop_declined, rules_with
 from .deviations import UNSUPPORTED
 from .elementwise import RULES as ELEMENTWISE
 from .fft import RULES as FFT
@@ -46,8 +44,7 @@ from .indexing import RULES as INDEXING
 from .reduction import RULES as REDUCTION
 from .shape import RULES as SHAPE
 
-LOWERINGS = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES,
-             **CONTROL}
+LOWERINGS = {**ELEMENTWISE, **COMPLEX_NUMBERS, **FFT, **SHAPE, **INDEXING, **REDUCTION, **CONTRACTION, **COMPOSITES}
 
 # Claims with a predicate (OpClaim.when): a node it declines is expanded by its decomposition.
 CLAIM_PREDICATES = {"loop": loop_declined(LOWERINGS, UNSUPPORTED, composite_declined)}
@@ -73,22 +70,6 @@ class FxGraph:
     module: torch.fx.GraphModule
     constants: tuple[torch.Tensor, ...]
     examples: tuple[torch.Tensor, ...]
-
-
-def as_tensor(array: np.ndarray, dtype: DType) -> torch.Tensor:
-    """A NumPy array of IR ``dtype`` as the torch tensor that carries it (u32 widened)."""
-    if not (array.flags.c_contiguous and array.flags.writeable):  # (torch warns on read-only memory)
-        array = array.copy(order="C")
-    if dtype is DType.bfloat16:
-        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
-    if dtype is DType.uint32:
-        return torch.from_numpy(array.astype(np.int64))
-    return torch.from_numpy(array)
-
-
-def is_inline_constant(node: Node) -> bool:
-    """A one-element constant: traced as ``torch.full``, which Inductor folds into kernels."""
-    return node.op == "constant" and node.attrs["value"].size == 1
 
 
 def to_fx(graph: Graph, shapes: Sequence[Sequence[int]], device: str = "cpu") -> FxGraph:
@@ -195,3 +176,7 @@ def lower_node(ctx: InductorNodeContext, node: Node, operands: Sequence[torch.Te
                                 f"{list(result.shape)}, expected {t} (carried as {carried(t.dtype)})")
         out.append(result)
     return out
+
+
+# The control rules run a loop's body through lower_node itself (control.py takes it, not imports it).
+LOWERINGS.update(rules_with(lower_node))

@@ -56,7 +56,7 @@ class LongUnrolledLoop(UserWarning):
     """A ``scan`` or ``fori_loop`` that a backend without rolled loops unrolls into so many IR nodes
     that compiling it is slow (a warning: the program still runs). Example::
 
-        >>> LongUnrolledLoop.message(SourceLoc("rnn.py", 9, "loss"), 64, 3648, "inductor")[:71]
+        >>> LongUnrolledLoop.message(SourceLoc("rnn.py", 9, "loss"), 64, 3648, "triton")[:71]
         'rnn.py:9 in loss: this loop of 64 steps is unrolled into 3,648 IR nodes'
     """
 
@@ -65,8 +65,8 @@ class LongUnrolledLoop(UserWarning):
         where = f"{loc}: " if loc else ""
         return (f"{where}this loop of {steps:,} steps is unrolled into {nodes:,} IR nodes on backend={backend!r}, "
                 "which does not run loops rolled: it compiles every step, which takes long and grows with the step "
-                "count (docs/jax.md, \"Loops\")\n  fix: backend='xla' or backend='onnx' compile the loop's body "
-                "once and run it rolled; or compile fewer steps (a Python loop over chunks of the sequence, each a "
+                "count (docs/jax.md, \"Loops\")\n  fix: backend='xla', 'onnx' or 'inductor' compile the loop's "
+                "body once and run it rolled; or compile fewer steps (a Python loop over chunks of the sequence, each a "
                 "call of the compiled function); or run this function with jax.jit")
 
 

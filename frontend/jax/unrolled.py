@@ -1,12 +1,12 @@
 """Loops a backend runs unrolled, and the warning when one unrolls into a graph too long to compile.
 
-A scan is the IR's ``loop`` (rules/control.py). A backend that claims ``loop`` (xla, onnx)
-compiles its body once; any other backend (inductor, triton, the reference, most plugins)
-gets the loop's decomposition: one copy of the body per step. Past
-:data:`UNROLLED_NODES_WARNING` nodes for one loop, compiling that gets slow (an LSTM's gradient
-of 64 steps unrolled: 229 s on xla, and inductor minutes for an 8-step one:
-bench/results/jax_loops.md), so :func:`warn_unrolled_loops` warns at the user's line, naming
-the backend and the ones that run the loop rolled.
+A scan is the IR's ``loop`` (rules/control.py). A backend that claims ``loop`` (xla, onnx,
+inductor) compiles its body once; any other backend (triton, the reference, most plugins), and
+a claiming one whose predicate declines the node, gets the loop's decomposition: one copy of
+the body per step. Past :data:`UNROLLED_NODES_WARNING` nodes for one loop, compiling that gets
+slow (an LSTM's gradient of 64 steps unrolled: 229 s on xla; inductor took minutes for an
+8-step one: bench/results/jax_loops.md), so :func:`warn_unrolled_loops` warns at the user's
+line, naming the backend and the ones that run the loop rolled.
 
 Example::
 

@@ -114,7 +114,7 @@ def two_decaying_sums(xs):
 
 def test_a_loop_is_one_node_and_a_backend_that_unrolls_it_past_the_threshold_warns_at_the_users_line():
     """Translation never unrolls (300 steps are one loop node); a backend without rolled loops
-    (inductor) unrolls 300 steps of a 6-node body past the threshold and warns, once, naming
+    (triton) unrolls 300 steps of a 6-node body past the threshold and warns, once, naming
     itself; two loops of 200 steps stay quiet, though together they unroll past it (the count is
     per loop)."""
     where = _line_of(decaying_sum, "lax.scan")
@@ -122,22 +122,26 @@ def test_a_loop_is_one_node_and_a_backend_that_unrolls_it_past_the_threshold_war
         warnings.simplefilter("error", LongUnrolledLoop)
         graph = capture(decaying_sum, jnp.ones((300, 2)))
     assert graph.op_counts()["loop"] == 1 and len(graph.nodes) < 10
-    inductor = get_backend("inductor")
+    triton = get_backend("triton")
     with pytest.warns(LongUnrolledLoop) as record:
-        warn_unrolled_loops(graph, inductor)
+        warn_unrolled_loops(graph, triton)
     assert len(record) == 1
     assert f"{record[0].filename}:{record[0].lineno}" == where  # attributed to the user's line
     message = str(record[0].message)
     assert message.startswith(f"{where} in decaying_sum: this loop of 300 steps is unrolled into ")
     unrolled = int(message.split("unrolled into ")[1].split(" IR nodes")[0].replace(",", ""))
-    expanded, _ = decompose(graph, claimed=lambda op: op in inductor.claims())
+    expanded, _ = decompose(graph, claimed=lambda op: op in triton.claims())
     assert UNROLLED_NODES_WARNING < unrolled <= len(expanded.nodes)
-    assert "on backend='inductor', which does not run loops rolled" in message
-    assert "fix: backend='xla' or backend='onnx' compile the loop's body once" in message
+    assert "on backend='triton', which does not run loops rolled" in message
+    assert "fix: backend='xla', 'onnx' or 'inductor' compile the loop's body once" in message
     assert "run this function with jax.jit" in message
     with warnings.catch_warnings():
         warnings.simplefilter("error", LongUnrolledLoop)
-        warn_unrolled_loops(capture(two_decaying_sums, jnp.ones((200, 2))), inductor)
+        warn_unrolled_loops(capture(two_decaying_sums, jnp.ones((200, 2))), triton)
+    for rolled in ("xla", "onnx", "inductor"):  # they run the loop as a loop: nothing to warn about
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", LongUnrolledLoop)
+            warn_unrolled_loops(graph, get_backend(rolled))
 
 
 def test_a_compile_on_a_backend_that_unrolls_warns_and_still_gives_jax_jits_numbers():
