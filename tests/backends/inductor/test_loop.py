@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from parity.backends.inductor import control
 from parity.backends.inductor.backend import _in_fresh_thread, _inductor_compile
 from parity.backends.inductor.control import examples_for
 from parity.backends.inductor.lowering import CLAIM_PREDICATES, LOWERINGS, declined, to_fx
@@ -20,6 +21,14 @@ from parity.ir.dtypes import DType
 from parity.ir.passes import decompose
 
 RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def rolled_at_any_size(monkeypatch, request):
+    """The cases here are small loops, which the backend unrolls by default (ROLLED_PAST_NODES):
+    every test but the threshold's own runs them rolled."""
+    if "default_threshold" not in request.node.name:
+        monkeypatch.setattr(control, "ROLLED_PAST_NODES", 0)
 
 
 def _data(t):
@@ -243,3 +252,30 @@ def test_a_32_step_lax_scan_rnn_from_jax_equals_jax_jit():
     want = jax.tree_util.tree_leaves(jax.jit(rnn)(*args))
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+def _lstm_like(length: int):
+    body = GraphBuilder("step")
+    w, h, x = body.input(f32[8, 8]), body.input(f32[2, 8]), body.input(f32[2, 8])
+    mixed = body.dot_general(h, w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,), lhs_batch_dims=(),
+                             rhs_batch_dims=())
+    # scaled by 0.1 so that the recurrence contracts: a 1-ULP difference of tanh does not grow over the steps
+    tenth = body.broadcast_in_dim(body.constant(0.1, DType.float32), shape=(2, 8), broadcast_dimensions=())
+    new = body.tanh(body.add(body.mul(mixed, tenth), x))
+    return _loop_graph(body.build([new, body.logistic(new)]), [f32[8, 8], f32[2, 8], f32[length, 2, 8]],
+                       length=length, num_consts=1, num_carry=1)
+
+
+def test_default_threshold_unrolls_a_short_loop_and_rolls_a_long_one(backend):
+    """Under the measured threshold a loop that unrolls into few nodes is unrolled (the predicate
+    says why), and one past it runs rolled; both give the reference's numbers."""
+    short, long = _lstm_like(4), _lstm_like(64)  # under and over the threshold unrolled
+    (short_node,), (long_node,) = short.nodes, long.nodes
+    why = CLAIM_PREDICATES["loop"](short_node)
+    assert why is not None and f"at most {control.ROLLED_PAST_NODES}: unrolled" in why
+    assert CLAIM_PREDICATES["loop"](long_node) is None
+    assert not _rolled(short) and _rolled(long)
+    for graph in (short, long):
+        got, want, _ = _run(backend, graph)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
