@@ -8,7 +8,8 @@ from ``length - 1`` down to 0 (row ``i`` is still read from and written to posit
 
 It is a composite: its decomposition is the loop unrolled into straight-line IR, one copy of
 the body per step, which every backend runs. A backend that claims it runs it rolled (xla: a
-StableHLO ``while``; onnx: ``Scan``) and compiles one step's body, not ``length`` of them
+StableHLO ``while``; onnx: ``Scan``; inductor: torch's ``while_loop``, for loops that unroll into
+more than 500 nodes) and compiles one step's body, not ``length`` of them
 (docs/jax.md, "Loops": unrolled, a 64-step LSTM's gradient compiles for minutes on xla).
 
 Example::
