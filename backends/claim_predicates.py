@@ -27,12 +27,13 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from ..ir.dtypes import DType
-from ..ir.graph import Node, Value
+from ..ir.graph import Graph, Node, Value
+from ..ir.ops import OP_TABLE
 
 Predicate = Callable[[Node], "str | None"]
 
@@ -121,3 +122,28 @@ def all_of(*predicates: Predicate) -> Predicate:
         return next((why for why in (p(node) for p in predicates) if why is not None), None)
 
     return check
+
+
+def body_not_run(body: Graph, rules: Mapping, unsupported: Mapping[tuple[str, DType], str]) -> str | None:
+    """Why a backend cannot run every node of a loop's ``body`` (its composites already expanded
+    as that backend expands them), or None: a complex value, an op without a rule in ``rules``,
+    an (op, dtype) ``unsupported`` gives a reason for. The predicate of a claim on ``loop``
+    declines the node with it, and the loop is unrolled.
+
+    Example::
+
+        >>> from parity.ir import GraphBuilder, f32
+        >>> b = GraphBuilder("step"); x = b.input(f32[2])
+        >>> body_not_run(b.build([b.exp(x)]), rules={}, unsupported={})
+        'its body holds exp, which the backend does not lower'
+    """
+    for node in body.nodes:
+        if any(v.type.dtype.is_complex for v in (*node.inputs, *node.outputs)):
+            return f"its body holds {node.op} on complex values"
+        if node.op not in rules:
+            return f"its body holds {node.op}, which the backend does not lower"
+        dtype = OP_TABLE[node.op].op_dtype([v.type for v in node.inputs], [v.type for v in node.outputs])
+        reason = unsupported.get((node.op, dtype))
+        if reason is not None:
+            return f"its body holds {node.op} in {dtype.short}: {reason}"
+    return None

@@ -30,8 +30,8 @@ Scales: ``oracle`` = ``|o|``; ``terms`` = the same graph evaluated in oracle mod
 (``1 + erf``, ``x + 3``); ``row`` = the largest ``|o|`` along the op's axis; ``custom`` =
 a per-op formula in :mod:`.scales`, named in the table's note.
 
-The table published in docs/conformance.md is :func:`markdown_table` (a test checks
-that they agree).
+The tables published in docs/conformance.md are generated from this module by
+:mod:`.bounds_tables` (a test checks that they agree).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from ..ir.dtypes import DType
 from ..ir.opdef import Accuracy, Group, Kind
 from ..ir.ops import OP_TABLE, ops_in_family, ops_in_group
 from ..ir.ops.compose import compute_dtype
+from ..ir.passes.decompose import decompose
 from ..ir.precision import Precision
 from ..ir.types import TensorType
 
@@ -222,8 +223,6 @@ def body_roundings(body) -> int:
     node of its primitive form (at least the longest path through it): a correctly rounded
     op 1, a transcendental 4, an accumulation of n terms n (summed in one chain, the worst
     order), an exact op none."""
-    from ..ir.passes.decompose import decompose
-
     primitive, _ = decompose(body, claimed=lambda op: False)
     total = 0
     for node in primitive.nodes:
@@ -239,16 +238,6 @@ def _loop_bound(attrs: Mapping[str, Any]) -> Bound:
     return _scaled(max(attrs["length"], 1) * body_roundings(attrs["body"]), 0, Scale.TERMS,
                    "c0 = length × the body's roundings per step; S = the loop on |inputs| (valid for bodies of "
                    "sums and products, which the cases keep to)")
-
-
-def _one_add_body():
-    from ..ir.builder import GraphBuilder
-    from ..ir.types import tensor
-
-    b = GraphBuilder("step")
-    total, x = b.input(tensor(DType.float32, 2)), b.input(tensor(DType.float32, 2))
-    new = b.add(total, x)
-    return b.build([new, new])
 
 
 # -- the composite table --------------------------------------------------------------------------
@@ -431,81 +420,3 @@ def compute_eps(op: str, dtype: DType) -> tuple[float, float, bool]:
     wide = compute_dtype(dtype) if widens(op) else dtype
     fi = wide.real_dtype.finfo  # a complex dtype computes in its parts
     return float(fi.eps), float(fi.smallest_subnormal), wide is not dtype
-
-
-# -- the published table -------------------------------------------------------------------------------
-
-_CLASS_ROWS = (
-    ("exact (shape ops, select, compare, integer math, bitwise, convert to int, gather, sort, "
-     "reduce max/min, scatter replace/max/min, every int/bool output)", "bit-exact"),
-    ("correctly rounded (add, sub, mul, div, sqrt, reciprocal, convert float→float)", "≤ 1 ULP of the output dtype"),
-    ("transcendental in float32/float64", "≤ 4 ULP"),
-    ("transcendental in float16/bfloat16 (computed wider, rounded once)", "≤ 1 ULP"),
-    ("accumulation (reduce_sum, cumsum, dot_general, convolution, reduce_window sum, scatter add/mul)",
-     f"abs error ≤ m·(ε·Σ\\|terms\\| + η), m = min(n, ⌈log₂ n⌉ + B), B = {CONTRACT_BLOCK} or the backend's "
-     "declared block; "
-     "f16/bf16 summed in f32 (ε, η of f32) + 1 ULP of the output"),
-    ("accumulation of products (reduce_prod, cumprod)", "abs error ≤ n·(ε·∏\\|x\\| + η); f16/bf16 in f32 + 1 ULP"),
-)
-
-
-# Attribute-dependent rules: the attribute values the table describes them with.
-_RULE_VARIANTS = {
-    "gelu": [("approximate=none", {"approximate": "none"}), ("tanh", {"approximate": "tanh"})],
-    "interpolate": [("nearest", {"mode": "nearest", "size": (1,)}),
-                    ("linear modes, per spatial dim", {"mode": "linear", "size": (1,)})],
-    "istft": [("K = 1 (+2 per further overlapping frame)", {"n_fft": 4, "hop_length": 4})],
-    "loop": [("one step of a one-add body (c0 = length × roundings per step)", {"length": 1, "body": None})],
-}
-
-
-def markdown_table() -> str:
-    """The bounds table of docs/conformance.md, generated from this module."""
-    lines = ["| op class | bound on each output element |", "| --- | --- |"]
-    lines += [f"| {name} | {bound} |" for name, bound in _CLASS_ROWS]
-    lines += ["", "| composite | bound | scale S |", "| --- | --- | --- |"]
-    for op in sorted(o.name for o in OP_TABLE.values() if o.kind is Kind.COMPOSITE):
-        rule = COMPOSITE_BOUNDS.get(op)
-        if rule is None:
-            lines.append(f"| {op} | bit-exact (exact class) | – |")
-            continue
-        variants = [("", rule)] if isinstance(rule, Bound) else [
-            (label, rule({**a, "body": _one_add_body()} if "body" in a else a)) for label, a in _RULE_VARIANTS[op]]
-        texts, scales = [], []
-        for label, bound in variants:
-            wide = " + 1 ULP if f16/bf16 (computed in f32)" if widens(op) and bound.kind != "exact" else ""
-            texts.append(f"{label + ': ' if label else ''}{bound.describe()}{wide}")
-            if bound.kind != "exact":
-                scales.append(bound.note.replace("|", "\\|") if bound.note else _SCALE_TEXT[bound.scale])
-        lines.append(f"| {op} | {'; '.join(texts)} | {'; '.join(dict.fromkeys(scales)) or '–'} |")
-    return "\n".join(lines)
-
-
-def complex_markdown_table() -> str:
-    """The complex-results table of docs/conformance.md: the bound of each op with complex
-    results, each part measured in ULPs of |o|."""
-    lines = ["| op (complex result) | bound on each part, in ULPs of \\|o\\| | why |", "| --- | --- | --- |"]
-    real_results = set(ops_in_family("complex")) - {"complex", "conj"}  # real, imag, complex_abs, angle
-    for name in (n for n, op in OP_TABLE.items() if op.kind is Kind.PRIMITIVE and n not in real_results
-                 and (n == "complex" or any(d.is_complex for d in op.dtypes))):
-        opdef = OP_TABLE[name]
-        dtype = DType.complex64  # the bound of a complex result (complex's own operands are real)
-        bound = bound_for(name, {a.name: a.default for a in opdef.attrs if not a.required}, dtype)
-        why = bound.note or {"exact": "moves or builds values", "ulp": f"{opdef.accuracy.value} class"}.get(
-            bound.kind, _SCALE_TEXT[bound.scale])
-        lines.append(f"| {name} | {bound.describe()} | {why.replace('|', chr(92) + '|')} |")
-    return "\n".join(lines)
-
-
-def fast_markdown_table() -> str:
-    """The fast tier's table of docs/conformance.md (ops whose bound differs from the exact tier's)."""
-    lines = ["| op | exact tier | fast tier | scale S |", "| --- | --- | --- | --- |"]
-    for op, bound in FAST_BOUNDS.items():
-        exact = bound_for(op, {}, DType.float32)
-        lines.append(f"| {op} | {exact.describe()} | {bound.describe()} | {bound.note.replace('|', chr(92) + '|')} |")
-    return "\n".join(lines)
-
-
-_SCALE_TEXT = {Scale.ORACLE: "\\|o\\|", Scale.TERMS: "op(\\|inputs\\|)", Scale.IN_OUT: "max(\\|o\\|, \\|x\\|)",
-               Scale.ROW: "max \\|o\\| along the axis", Scale.CUSTOM: "see note",
-               Scale.OPERANDS: "max(\\|o\\|, \\|operands\\|)", Scale.UNIT: "1"}

@@ -37,16 +37,15 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .builder import GraphBuilder
 from .constraints import Constraint, collecting, nonnegative
 from .dims import DimExpr, Symbol, free_symbols, linear_in, substitute
 from .errors import ParityError
+from .graph import Graph
 from .ops import OP_TABLE
 from .types import TensorType
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .graph import Graph
 
 
 class ShapeError(ParityError):
@@ -183,15 +182,13 @@ class ShapeBindings:
             return resolved
         if isinstance(value, tuple):
             return tuple(self.resolve_attr(v, strict=strict) for v in value)
-        if _is_graph(value) and self.sizes:
+        if isinstance(value, Graph) and self.sizes:
             return self.resolve_graph(value, strict=strict)
         return value
 
     def resolve_graph(self, graph: Graph, *, strict: bool = False) -> Graph:
         """A graph-valued attribute (a loop's body) with bound symbols replaced in its types and
         attributes: each node built again, so its type rule sees the sizes its operands have."""
-        from .builder import GraphBuilder
-
         b = GraphBuilder(graph.name)
         env = {v: b.input(self.resolve(v.type)) for v in graph.inputs}
         for node in graph.nodes:
@@ -211,12 +208,6 @@ class ShapeBindings:
         names = [name for d in t.shape if isinstance(d, DimExpr)
                  for name in sorted(free_symbols(d)) if name not in self.sizes]
         return list(dict.fromkeys(names))
-
-
-def _is_graph(value: Any) -> bool:
-    from .graph import Graph  # graph.py imports the op table, which imports this module's users
-
-    return isinstance(value, Graph)
 
 
 def _cached_constraints(graph: Graph) -> list[Constraint]:

@@ -38,10 +38,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
+from torch._higher_order_ops.while_loop import while_loop_op
 
 from ...ir.graph import Graph, Node
-from ...ir.ops import OP_TABLE
-from ...ir.ops.control import loop_parts
+from ...ir.ops.control import loop_parts, unrolled_size
+from ...ir.passes import decompose
+from ..claim_predicates import body_not_run
 from .context import InductorNodeContext, as_tensor, carried, is_inline_constant
 
 Predicate = Callable[[Node], "str | None"]
@@ -50,8 +52,6 @@ Predicate = Callable[[Node], "str | None"]
 def loop(ctx: InductorNodeContext, *operands: torch.Tensor, lower_node: Callable):
     """The loop as one ``while_loop``: (counter, carries, ys buffers) carried; consts, xs and
     the body's constants passed as additional inputs; each body node through ``lower_node``."""
-    from torch._higher_order_ops.while_loop import while_loop_op
-
     attrs = ctx.attrs
     body: Graph = attrs["body"]
     length, reverse, n_carry = attrs["length"], attrs["reverse"], attrs["num_carry"]
@@ -133,21 +133,11 @@ def examples_for(module: torch.fx.GraphModule, examples: Sequence[torch.Tensor])
 ROLLED_PAST_NODES = 500
 
 
-def unrolled_nodes(node: Node, body: Graph) -> int:
-    """The IR nodes ``node`` unrolls into: per step, ``body`` (already expanded), a slice and a
-    reshape per ``xs`` and a reshape per ``ys``; then a concatenate per ``ys``."""
-    _, carry, xs = loop_parts(node.inputs, node.attrs)
-    n_ys = len(node.outputs) - len(carry)
-    return node.attrs["length"] * (len(body.nodes) + 2 * len(xs) + n_ys) + n_ys
-
-
 def loop_declined(rules: Mapping[str, Any], unsupported: Mapping, composite_declined: Callable[[Node], bool]
                   ) -> Predicate:
     """The predicate of the backend's claim on ``loop`` (``OpClaim.when``), given its rule table,
     its unsupported (op, dtype) cells and its other composites' predicate: None when :func:`loop`
     lowers the node, else why not (the node is then unrolled)."""
-    from ...ir.passes import decompose
-
     def declined(node: Node) -> str | None:
         if node.attrs["length"] == 0:
             return "it has zero steps"
@@ -156,7 +146,7 @@ def loop_declined(rules: Mapping[str, Any], unsupported: Mapping, composite_decl
         if not all(v.type.is_static for v in (*node.inputs, *node.outputs)):
             return "its operands have symbolic sizes"
         body = decompose(node.attrs["body"], claimed=lambda op: op in rules, declined=expanded_anyway)[0]
-        size = unrolled_nodes(node, body)
+        size = unrolled_size(node, len(body.nodes))
         if size <= ROLLED_PAST_NODES:
             return (f"it unrolls into {size} IR nodes, at most {ROLLED_PAST_NODES}: unrolled, it compiles about as "
                     "fast and runs faster")
@@ -166,18 +156,9 @@ def loop_declined(rules: Mapping[str, Any], unsupported: Mapping, composite_decl
         return declined(node) is not None if node.op == "loop" else composite_declined(node)
 
     def _body_declined(body: Graph) -> str | None:
-        for v in body.values():
-            if not v.type.is_static:
-                return "its body has symbolic sizes"
-        for n in body.nodes:
-            if any(v.type.dtype.is_complex for v in (*n.inputs, *n.outputs)):
-                return f"its body holds {n.op} on complex values"
-            if n.op not in rules:
-                return f"its body holds {n.op}, which the inductor backend does not lower"
-            dtype = OP_TABLE[n.op].op_dtype([v.type for v in n.inputs], [v.type for v in n.outputs])
-            if (n.op, dtype) in unsupported:
-                return f"its body holds {n.op} in {dtype.short}, which the inductor backend does not run"
-        return None
+        if not all(v.type.is_static for v in body.values()):
+            return "its body has symbolic sizes"
+        return body_not_run(body, rules, unsupported)
 
     return declined
 

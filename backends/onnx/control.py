@@ -48,6 +48,7 @@ from ...ir.graph import Graph, Node
 from ...ir.ops import OP_TABLE
 from ...ir.ops.control import loop_parts
 from ...ir.passes import decompose
+from ..claim_predicates import body_not_run
 from .composites import NATIVE
 from .context import OnnxNodeContext
 from .emitter import value_info
@@ -110,7 +111,7 @@ def loop_declined(rules: Mapping[str, Any]) -> Predicate:
             return "it has zero steps, and onnxruntime's Scan fails on an empty scan axis"
         if any(v.type.dtype.is_complex for v in (*node.inputs, *node.outputs)):
             return "it carries complex values"
-        return _body_declined(expanded(node.attrs["body"]))
+        return body_not_run(expanded(node.attrs["body"]), rules, UNSUPPORTED)
 
     def composite_declined(node: Node) -> bool:
         """A claimed composite the lowering expands all the same: a native one outside its dtypes
@@ -127,18 +128,6 @@ def loop_declined(rules: Mapping[str, Any]) -> Predicate:
     def expanded(body: Graph) -> Graph:
         """``body`` with every composite expanded that the lowering would expand."""
         return decompose(body, claimed=lambda op: op in rules, declined=composite_declined)[0]
-
-    def _body_declined(body: Graph) -> str | None:
-        for n in body.nodes:
-            if any(v.type.dtype.is_complex for v in (*n.inputs, *n.outputs)):
-                return f"its body holds {n.op} on complex values"
-            if n.op not in rules:
-                return f"its body holds {n.op}, which the onnx backend does not lower"
-            dtype = OP_TABLE[n.op].op_dtype([v.type for v in n.inputs], [v.type for v in n.outputs])
-            reason = UNSUPPORTED.get((n.op, dtype))
-            if reason is not None:
-                return f"its body holds {n.op} in {dtype.short}: {reason}"
-        return None
 
     return declined
 

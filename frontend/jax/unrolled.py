@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from ...backends.base import Backend, declined_by_predicate
 from ...ir.graph import Graph, Node, SourceLoc
-from ...ir.ops.control import loop_parts
+from ...ir.ops.control import unrolled_size
 from ...ir.passes.decompose import decompose
 from ..source import warn_at
 from .errors import LongUnrolledLoop
@@ -50,11 +50,7 @@ def unrolled_sizes(graph: Graph, claimed: Callable[[str], bool],
         if claimed("loop") and not (declined and declined(node)):
             continue
         expanded, _ = decompose(body, claimed, declined)  # nested loops it unrolls are unrolled in it
-        _, carry, xs = loop_parts(node.inputs, node.attrs)
-        n_ys = len(node.outputs) - len(carry)
-        # per step: the body, a slice and a reshape per xs, a reshape per ys; then one concatenate per ys
-        per_step = len(expanded.nodes) + 2 * len(xs) + n_ys
-        found.append((node.loc, node.attrs["length"], node.attrs["length"] * per_step + n_ys))
+        found.append((node.loc, node.attrs["length"], unrolled_size(node, len(expanded.nodes))))
     return found
 
 

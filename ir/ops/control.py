@@ -46,6 +46,15 @@ def loop_parts(operands: Sequence[Any], attrs: Mapping[str, Any]) -> tuple[list,
     return list(operands[:consts_end]), list(operands[consts_end:carry_end]), list(operands[carry_end:])
 
 
+def unrolled_size(node, body_nodes: int) -> int:
+    """The IR nodes the loop ``node`` unrolls into when its body holds ``body_nodes`` nodes: per
+    step the body, a slice and a reshape per ``xs`` and a reshape per ``ys``; then a concatenate
+    per ``ys`` (what :func:`_unrolled` builds). Backends and frontends weigh unrolling by it."""
+    _, carry, xs = loop_parts(node.inputs, node.attrs)
+    n_ys = len(node.outputs) - len(carry)
+    return node.attrs["length"] * (body_nodes + 2 * len(xs) + n_ys) + n_ys
+
+
 def row_type(t: TensorType) -> TensorType:
     """The type of one row of ``t`` (its leading axis dropped)."""
     return t.with_shape(t.shape[1:])

@@ -9,7 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from parity.conformance import bounds
+from parity.conformance import bounds_tables
 from parity.conformance.metrics import abs_error, exact_mismatch, ulp_error
 from parity.conformance.mutants import run_mutants
 from parity.conformance.mutants.run import KILLED
@@ -60,5 +60,5 @@ def test_the_complex_faults_apply_to_complex_outputs_only():
 def test_the_published_complex_table_is_the_generated_one():
     text = DOC.read_text(encoding="utf-8")
     published = text.split("<!-- complex-bounds:begin -->\n", 1)[1].split("<!-- complex-bounds:end -->", 1)[0]
-    assert published.strip() == bounds.complex_markdown_table().strip()
+    assert published.strip() == bounds_tables.complex_markdown_table().strip()
     assert "| mul | ≤ 2 ULP |" in published and "| complex | bit-exact |" in published

@@ -9,7 +9,7 @@ import pytest
 
 from parity.backends.registry import get_backend
 from parity.cli import main
-from parity.conformance import bounds
+from parity.conformance import bounds, bounds_tables
 from parity.conformance.execute import run_case
 from parity.conformance.mutants import FAULTS, Planted, run_mutants
 from parity.conformance.mutants import faults as fault_module
@@ -82,5 +82,5 @@ def test_the_cli_puts_the_fast_column_beside_the_exact_one(tmp_path):
 
 
 def test_the_published_fast_table_is_the_code():
-    assert bounds.fast_markdown_table() in DOCS.read_text(encoding="utf-8"), (
-        "regenerate the fast tier's table in docs/conformance.md from bounds.fast_markdown_table()")
+    assert bounds_tables.fast_markdown_table() in DOCS.read_text(encoding="utf-8"), (
+        "regenerate the fast tier's table in docs/conformance.md from bounds_tables.fast_markdown_table()")

@@ -216,8 +216,8 @@ def test_a_body_with_an_op_the_backend_does_not_claim_is_declined():
     body = GraphBuilder("step")
     h, x = body.input(f32[2]), body.input(f32[2])
     graph = _loop_graph(body.build([body.rem(h, x)]), [f32[2], f32[3, 2]], length=3, num_carry=1)
-    assert CLAIM_PREDICATES["loop"](graph.nodes[0]) == (
-        "its body holds rem in f32, which the inductor backend does not run")
+    assert CLAIM_PREDICATES["loop"](graph.nodes[0]).startswith(
+        "its body holds rem in f32: Inductor's fmod gives NaN for a subnormal divisor")
 
 
 def test_a_nested_loop_runs(backend):
@@ -232,7 +232,7 @@ def test_a_nested_loop_runs(backend):
 
 
 def test_a_32_step_lax_scan_rnn_from_jax_equals_jax_jit():
-    jax = pytest.importorskip("jax")
+    import jax
     import jax.numpy as jnp
     from jax import lax
 
