@@ -78,7 +78,10 @@ def _conv() -> list[FrontendCase]:
             ("lhs_dilation", dict(window_strides=(1, 1), padding=((1, 1), (0, 2)), lhs_dilation=(2, 1)),
              ("NCHW", "OIHW", "NCHW"), (1, 2, 4, 4), (3, 2, 2, 3)),
             ("groups", dict(window_strides=(1, 1), padding="VALID", feature_group_count=2),
-             ("NCHW", "OIHW", "NCHW"), (2, 4, 5, 5), (6, 2, 2, 2))]
+             ("NCHW", "OIHW", "NCHW"), (2, 4, 5, 5), (6, 2, 2, 2)),
+            # what autodiff emits for a grouped convolution's weight gradient
+            ("batch_groups", dict(window_strides=(1, 1), padding=((1, 0), (0, 1)), batch_group_count=2),
+             ("NHWC", "HWIO", "NHWC"), (4, 5, 4, 3), (2, 2, 3, 6))]
     out = []
     for name, kw, dn, ls, rs in rows:
         fun = functools.partial(lambda x, w, kw, dn: lax.conv_general_dilated(x, w, dimension_numbers=dn, **kw),

@@ -14,7 +14,7 @@ import parity.jax
 from parity.conformance.jax_zoo.plain import MODELS, stage_of
 from parity.frontend.export import ExportError, ExportWarning
 from parity.frontend.jax import capture
-from parity.frontend.jax.errors import SymbolicSizeNotSupported, UnsupportedSymbolicDim
+from parity.frontend.jax.errors import SymbolicSizeNotSupported, UnsupportedSymbolicDim, UntranslatedPrimitive
 
 from .compare import float64_run, mismatches
 
@@ -305,3 +305,19 @@ def test_path_and_format_must_agree(tmp_path):
         parity.jax.export(jnp.sin, jnp.ones(2), path=tmp_path / "f.mlir")
     with pytest.raises(ExportError, match="exports a function"):
         parity.jax.export("sin", jnp.ones(2), path=tmp_path / "f.onnx")
+
+
+def test_a_grouped_convolutions_weight_gradient_over_a_symbolic_batch_is_refused_at_the_users_line(tmp_path):
+    """The weight gradient of a grouped convolution contracts over the batch in groups
+    (``batch_group_count``), which the IR builds with the batch static: refused with the fix."""
+    def loss(w, x):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=2).sum()  # the line named
+
+    line = loss.__code__.co_firstlineno + 1
+    specs = (jax.ShapeDtypeStruct((4, 2, 3, 3), np.float32),
+             jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 4, 5, 5"), np.float32))
+    with pytest.raises(UntranslatedPrimitive) as error:
+        parity.jax.export(jax.grad(loss), *specs, path=tmp_path / "conv.onnx")
+    message = str(error.value)
+    assert message.startswith(f"{__file__}:{line} in {loss.__qualname__}: the JAX primitive `conv_general_dilated`"), message
+    assert "batch_group_count=2 over the symbolic dims" in message and "compile it with a static batch" in message

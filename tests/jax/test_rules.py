@@ -39,6 +39,14 @@ CASES = {
     "conv_groups_forward": (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=3,
                                                                   dimension_numbers=("NCHW", "OIHW", "NCHW")),
                             (X4.transpose(0, 3, 1, 2), _rng.standard_normal((6, 1, 2, 2), dtype=np.float32))),
+    # grouped convolutions' gradients: the weight's is a convolution with batch_group_count=groups
+    # (2 channels a group, where a wrong grouping shows, and depthwise)
+    "conv_grouped_grads": (lambda x, w, dw: jax.grad(lambda a, b, c: jnp.tanh(lax.conv_general_dilated(
+        a, b, (2, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=3)).sum()
+        + jnp.sin(lax.conv_general_dilated(a, c, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                           feature_group_count=6)).sum(), argnums=(0, 1, 2))(x, w, dw),
+        (_rng.standard_normal((3, 5, 4, 6), dtype=np.float32), _rng.standard_normal((3, 2, 2, 6), dtype=np.float32),
+         _rng.standard_normal((2, 2, 1, 12), dtype=np.float32))),
     # gather / scatter-add: negative and out-of-range indices in each mode
     "take_fill_out_of_range": (lambda x: jnp.take(x, jnp.array([0, -1, 9, 2]), axis=1, mode="fill",
                                                   fill_value=-3.0), (X4[0, :, :, 0],)),

@@ -34,8 +34,6 @@ def conv_general_dilated(ctx: JaxContext, lhs: Value, rhs: Value):
     """JAX's layouts (``dimension_numbers``: where batch, feature and spatial dims sit) become the
     IR's [N, C, *spatial] and [O, I, *kernel] by transposes; the result goes back to JAX's layout."""
     p = ctx.params
-    if p["batch_group_count"] != 1:
-        refuse(f"batch_group_count={p['batch_group_count']} (the weight gradient of a grouped convolution)")
     padding = p["padding"]
     if isinstance(padding, str):
         refuse(f"padding {padding!r} left unresolved by JAX")
@@ -43,14 +41,32 @@ def conv_general_dilated(ctx: JaxContext, lhs: Value, rhs: Value):
     lhs, rhs = _accumulate_in(ctx, lhs, rhs)
     lhs = _transposed(ctx, lhs, tuple(lhs_spec))
     rhs = _transposed(ctx, rhs, tuple(rhs_spec))
-    if is_symbolic(lhs.type.shape[1]) and p["feature_group_count"] == 1:
+    groups = int(p["feature_group_count"])
+    if p["batch_group_count"] != 1:
+        lhs, groups = _batch_groups_as_feature_groups(ctx, lhs, int(p["batch_group_count"])), int(p["batch_group_count"])
+    if is_symbolic(lhs.type.shape[1]) and groups == 1:
         out = _weight_gradient(ctx, lhs, rhs)
         return _transposed(ctx, out, _inverse(tuple(out_spec)))
     out = ctx.b.convolution(lhs, rhs, window_strides=tuple(p["window_strides"]),
                             padding=tuple((int(lo), int(hi)) for lo, hi in padding),
                             lhs_dilation=tuple(p["lhs_dilation"]), rhs_dilation=tuple(p["rhs_dilation"]),
-                            feature_group_count=int(p["feature_group_count"]))
+                            feature_group_count=groups)
     return _transposed(ctx, out, _inverse(tuple(out_spec)))
+
+
+def _batch_groups_as_feature_groups(ctx: JaxContext, lhs: Value, groups: int) -> Value:
+    """``batch_group_count=G`` (what JAX's autodiff emits for a grouped convolution's weight
+    gradient) is the same sums as ``feature_group_count=G`` once lhs's batch groups move into its
+    features: XLA's batch group g is the batch rows [g·N/G, (g+1)·N/G), so lhs [N, C, *sp] becomes
+    [N/G, G·C, *sp] with channel g·C + c, and output group g meets feature group g."""
+    n, c, *spatial = lhs.type.shape
+    if is_symbolic(n) or is_symbolic(c):
+        refuse(f"batch_group_count={groups} over the symbolic dims of {lhs.type} (the weight gradient of a "
+               "grouped convolution with a symbolic batch); compile it with a static batch")
+    b = ctx.b
+    split = b.reshape(lhs, shape=(groups, n // groups, c, *spatial))
+    moved = b.transpose(split, permutation=(1, 0, *range(2, split.type.rank)))
+    return b.reshape(moved, shape=(n // groups, groups * c, *spatial))
 
 
 def _weight_gradient(ctx: JaxContext, lhs: Value, rhs: Value) -> Value:
