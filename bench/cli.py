@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(the zoo's tiny configs), or 'all' (default: gpt2)")
     parser.add_argument("--jax", type=_names, default=None,
                         help="JAX programs under parity.jax.jit against jax.jit: the JAX zoo's models, comma-separated, "
-                             "from: mlp, cnn, transformer_lm, nnx_cnn_bn_dropout, nnx_vit, nnx_vae, nnx_lstm, "
+                             "from: mlp, cnn, transformer_lm, nnx_cnn_bn_dropout, nnx_vit, nnx_convnext, nnx_vae, nnx_lstm, "
                              "linen_transformer, or 'all'; each forward, gradients and an optax step (needs "
                              "parity[jax]; naming only these runs no torch workload)")
     parser.add_argument("--json", metavar="PATH", help="write the full record as JSON")

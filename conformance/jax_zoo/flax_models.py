@@ -4,6 +4,8 @@ Flax Linen models with random weights, each with a forward pass and a loss that 
 - NNX ``cnn_bn_dropout``: convolutions, BatchNorm in train mode (statistics updated and
   returned), Dropout drawing its mask from the model's ``nnx.Rngs``, max- and average-pooling;
 - NNX ``vit``: patch embedding, class token, position embedding, a pre-norm encoder block;
+- NNX ``convnext``: a ConvNeXt block (patchify stem, depthwise convolution, LayerNorm, inverted
+  MLP, layer scale), whose training needs a grouped convolution's weight gradient;
 - NNX ``vae``: the reparameterisation draws normals from the model's ``nnx.Rngs`` (through
   ``erf_inv``), a Bernoulli decoder, the KL term;
 - NNX ``lstm``: ``nnx.RNN`` over an ``nnx.LSTMCell`` (an ``nnx.scan``);
@@ -126,6 +128,35 @@ def nnx_vit(image=8, patch=4, dim=16, heads=2, classes=5) -> ZooModel:
     return _nnx_model(nnx, "nnx_vit", ViT(nnx.Rngs(0)), batch, outputs_and_loss)
 
 
+def nnx_convnext(image=8, dim=8, classes=5) -> ZooModel:
+    """A ConvNeXt stage: patchify stem, then a block of a depthwise 3×3 convolution (its weight
+    gradient is a convolution with ``batch_group_count``), LayerNorm, an inverted MLP and a
+    layer-scaled residual; global average pooling and a head."""
+    from flax import nnx
+
+    class ConvNeXt(nnx.Module):
+        def __init__(self, rngs):
+            self.stem = nnx.Conv(3, dim, (2, 2), strides=2, padding="VALID", rngs=rngs)
+            self.depthwise = nnx.Conv(dim, dim, (3, 3), feature_group_count=dim, rngs=rngs)
+            self.norm, self.norm_out = nnx.LayerNorm(dim, rngs=rngs), nnx.LayerNorm(dim, rngs=rngs)
+            self.up, self.down = nnx.Linear(dim, 4 * dim, rngs=rngs), nnx.Linear(4 * dim, dim, rngs=rngs)
+            self.scale = nnx.Param(jnp.full((dim,), 0.5))
+            self.head = nnx.Linear(dim, classes, rngs=rngs)
+
+        def __call__(self, images):
+            x = self.stem(images)
+            x = x + self.scale[...] * self.down(nnx.gelu(self.up(self.norm(self.depthwise(x)))))
+            return self.head(self.norm_out(x.mean(axis=(1, 2))))
+
+    batch = {"x": jax.random.normal(jax.random.key(13), (2, image, image, 3)), "y": jnp.array([4, 0])}
+
+    def outputs_and_loss(model, b):
+        logits = model(b["x"])
+        return logits, _cross_entropy(logits, b["y"])
+
+    return _nnx_model(nnx, "nnx_convnext", ConvNeXt(nnx.Rngs(0)), batch, outputs_and_loss)
+
+
 def nnx_vae(features=12, hidden=16, latent=4) -> ZooModel:
     from flax import nnx
 
@@ -215,7 +246,8 @@ def linen_transformer(vocab=13, seq=6, dim=16, heads=2) -> ZooModel:
     return ZooModel("linen_transformer", forward, value_and_grad, params, {}, batch)
 
 
-ZOO = {make.__name__: make for make in (nnx_cnn_bn_dropout, nnx_vit, nnx_vae, nnx_lstm, linen_transformer)}
+ZOO = {make.__name__: make for make in (nnx_cnn_bn_dropout, nnx_vit, nnx_convnext, nnx_vae, nnx_lstm,
+                                        linen_transformer)}
 
 
 def stage_of(model: ZooModel, stage: str) -> tuple[Callable, tuple]:
