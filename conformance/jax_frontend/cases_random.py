@@ -71,7 +71,12 @@ def _sorting_cases() -> dict:
         out["sort"] += [FrontendCase("sort", d, lambda x: jnp.sort(x, axis=1), lambda rng, d=d: ties(rng, d),
                                      "rows_with_ties", (EDGE,)),
                         FrontendCase("sort", d, lambda x: jnp.argsort(x, axis=0), lambda rng, d=d: ties(rng, d),
-                                     "argsort_columns", (EDGE,))]
+                                     "argsort_columns", (EDGE,)),
+                        # two keys: rows 0 and 1 of the ties, each row's own order carried along
+                        FrontendCase("sort", d, lambda x: lax.sort((x[0], x[1], x[2]), num_keys=2),
+                                     lambda rng, d=d: ties(rng, d), "two_keys", (EDGE,)),
+                        FrontendCase("sort", d, lambda x: jnp.lexsort((x[2], x[1], x[0])),
+                                     lambda rng, d=d: ties(rng, d), "lexsort_three_keys", (EDGE,))]
         out["top_k"] += [FrontendCase("top_k", d, lambda x: lax.top_k(x, 3), lambda rng, d=d: ties(rng, d),
                                       "last_axis", (EDGE,)),
                          FrontendCase("top_k", d, lambda x: lax.top_k(x, 2, axis=0), lambda rng, d=d: ties(rng, d),

@@ -61,6 +61,11 @@ CASES = {
                            (np.array([[3., 0., -0., np.nan, 1., 1., -np.inf, np.inf],
                                       [2., 2., 2., 1., 5., -1., 0., 7.]], np.float32),
                             np.array([[5, 3, 3, 1, 9, 0, 2, 2]], np.int32))),
+    # several keys: lax.sort(num_keys=2) carrying a third operand, jnp.lexsort on columns (ties in each key)
+    "sort_two_keys_lexsort": (lambda x, i: (lax.sort((x[0], i, x[1]), num_keys=2), jnp.lexsort((x[1], i), axis=0),
+                                            jnp.lexsort((x.T, jnp.round(x.T)), axis=0)),
+                              (np.array([[3., 1., 1., 2., 1., 3., -1., 1.], [5., 2., 0., 1., 7., 7., 0., 2.]], np.float32),
+                               np.array([2, 1, 1, 0, 3, 1, 1, 1], np.int32))),
     # loops and branches
     "scan_reverse_two_carries": (lambda xs: lax.scan(lambda c, x: ((c[0] * 0.5 + x, c[1] + x.sum()), c[0] - x),
                                                      (jnp.zeros(3), 0.0), xs, reverse=True), (X4[0, :, 0, :],)),

@@ -1,5 +1,5 @@
-"""``sort`` (one key, any number of operands carried along: ``jnp.sort``, ``jnp.argsort``) and
-``top_k``, on the IR's stable ``sort`` and ``top_k``.
+"""``sort`` (any number of operands carried along: ``jnp.sort``, ``jnp.argsort``; several keys:
+``jnp.lexsort``) and ``top_k``, on the IR's stable ``sort`` and ``top_k``.
 
 JAX and the IR order elements alike: stably, -0.0 equal to 0.0, NaN after +inf ascending and
 counted largest by ``top_k``. The IR returns i64 indices; JAX's argsort carries an int32 iota
@@ -15,16 +15,31 @@ Example::
 
 from __future__ import annotations
 
+from ....ir.dtypes import DType
 from ....ir.graph import Value
-from ..context import JaxContext, refuse
+from ..context import JaxContext
 
 
-def sort(ctx: JaxContext, key: Value, *carried: Value):
-    if int(ctx.params["num_keys"]) != 1:
-        refuse(f"a sort on {ctx.params['num_keys']} keys (parity sorts on one key): sort on a combined key")
-    axis = int(ctx.params["dimension"])
-    values, order = ctx.b.sort(key, axis=axis)
-    return [values, *(ctx.b.gather(x, order, axis=axis) for x in carried)]
+def sort(ctx: JaxContext, *operands: Value):
+    axis, num_keys = int(ctx.params["dimension"]), int(ctx.params["num_keys"])
+    b = ctx.b
+    if num_keys == 1:
+        values, order = b.sort(operands[0], axis=axis)
+        return [values, *(b.gather(x, order, axis=axis) for x in operands[1:])]
+    return [b.gather(x, _lexicographic_order(ctx, operands[:num_keys], axis), axis=axis) for x in operands]
+
+
+def _lexicographic_order(ctx: JaxContext, keys: tuple[Value, ...], axis: int) -> Value:
+    """The permutation that sorts by ``keys[0]``, ties by ``keys[1]``, ... (``jnp.lexsort``,
+    ``lax.sort(num_keys>1)``): stable sorts from the last key to the first, each of the key
+    permuted by the order so far. Stability makes every earlier pass the tie-break of the next,
+    and full ties keep their positions, as XLA's stable sort does."""
+    b = ctx.b
+    order = b.iota(dtype=DType.int64, shape=tuple(keys[0].type.shape), dimension=axis)
+    for key in reversed(keys):
+        _, step = b.sort(b.gather(key, order, axis=axis), axis=axis)
+        order = b.gather(order, step, axis=axis)
+    return order
 
 
 def top_k(ctx: JaxContext, x: Value):
