@@ -80,13 +80,13 @@ def test_a_program_parity_cannot_run_is_refused_at_the_users_line(case):
 
 
 def test_a_rule_refusing_a_case_says_why():
-    """gather with two indexed axes at once (x[i, j] with arrays): refused by the rule, with its reason."""
-    def pick(x, i, j):
-        return x[i, j]
+    """A sort on two keys (lax.sort with num_keys=2): refused by the rule, with its reason and fix."""
+    def two_keys(x, y):
+        return lax.sort((x, y), num_keys=2)
 
-    with pytest.raises(UntranslatedPrimitive, match=r"`gather` has no parity translation \(indexing 2 axes at "
-                                                    r"once \(parity translates one indexed axis\)\)"):
-        parity.jax.jit(pick, backend="reference")(jnp.ones((3, 4)), jnp.array([0, 1]), jnp.array([2, 3]))
+    with pytest.raises(UntranslatedPrimitive, match=r"`sort` has no parity translation \(a sort on 2 keys \(parity "
+                                                    r"sorts on one key\): sort on a combined key\)"):
+        parity.jax.jit(two_keys, backend="reference")(jnp.ones(3), jnp.ones(3))
 
 
 def test_calling_it_under_a_jax_transformation_says_to_put_the_transformation_inside():
@@ -152,15 +152,15 @@ def test_a_compile_on_a_backend_that_unrolls_warns_and_still_gives_jax_jits_numb
 
 
 def test_a_refusal_inside_a_library_helper_names_the_users_call():
-    """jnp.take_along_axis is a jitted helper; its gather in a form parity refuses (a second
-    batched axis) is reported at the user's call, not without a line."""
-    def pick_pairs(x, i):
-        return jnp.take_along_axis(x, i, axis=-1)
+    """jnp.lexsort is a jitted helper; its sort in a form parity refuses (two keys) is reported
+    at the user's call, not without a line."""
+    def order(x, y):
+        return jnp.lexsort((x, y))
 
     with pytest.raises(UntranslatedPrimitive) as info:
-        parity.jax.jit(pick_pairs, backend="reference")(jnp.ones((2, 3, 4)), jnp.zeros((2, 3, 2), jnp.int32))
-    assert str(info.value).startswith(f"{_line_of(pick_pairs, 'take_along_axis')} in {pick_pairs.__qualname__}: "
-                                      "the JAX primitive `gather` has no parity translation")
+        parity.jax.jit(order, backend="reference")(jnp.ones(3), jnp.ones(3))
+    assert str(info.value).startswith(f"{_line_of(order, 'lexsort')} in {order.__qualname__}: "
+                                      "the JAX primitive `sort` has no parity translation")
 
 
 def eight_bit_draw(key):
