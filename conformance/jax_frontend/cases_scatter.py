@@ -103,7 +103,10 @@ def general_gathers() -> list[FrontendCase]:
             for d in (F32, DType.int16, BF16, BOOL):
                 out.append(FrontendCase("gather", d, fun, lambda rng, d=d, s=starts: (_operand(SHAPE)(rng, d), s),
                                         f"{form}_{mode}", (EDGE,)))
-    wide = np.array([[4, 5], [0, 1], [7, 0]], np.int64)  # 64-bit starts (under x64), one out of range
+    # 64-bit starts (under x64), one out of range. Not beyond int32: jax.jit's FILL_OR_DROP gather
+    # narrows its starts to int32 first (2**32 + 1 reads as 1, in range); parity fills there
+    # (the scatter cases below hold starts beyond int32, where XLA drops and clamps them right)
+    wide = np.array([[4, 5], [0, 1], [7, 0]], np.int64)
     out.append(FrontendCase("gather", F32, functools.partial(_gather_call, form="two_axes", mode="fill"),
                             lambda rng: (_operand(SHAPE)(rng, F32), wide), "two_axes_int64_starts", (EDGE,)))
     empty = np.zeros((0, 2), np.int32)
@@ -141,6 +144,12 @@ def scatters(primitive: str) -> list[FrontendCase]:
             for d in _DTYPES[primitive]:
                 out.append(FrontendCase(primitive, d, fun, lambda rng, d=d, s=starts, x=x, u=u: (x(rng, d), s, u(rng, d)),
                                         f"{form}_{mode}", (EDGE,)))
+    wide = np.array([[4, 5], [0, 1], [2**32 + 1, 2], [1, -2**33]], np.int64)  # no collision after clamping
+    for mode in ("clip", "fill"):
+        fun = functools.partial(_scatter_call, primitive=primitive, form="two_axes", mode=mode)
+        out.append(FrontendCase(primitive, F32, fun, lambda rng: (_operand(SHAPE, tame=True)(rng, F32), wide,
+                                                                  _operand((4,), tame=True)(rng, F32)),
+                                f"two_axes_int64_starts_{mode}", (EDGE,)))
     fun = functools.partial(_scatter_call, primitive=primitive, form="two_axes", mode="fill")
     out.append(FrontendCase(primitive, F32, fun, lambda rng: (_operand(SHAPE)(rng, F32), np.zeros((0, 2), np.int32),
                                                               np.zeros((0,), np.float32)), "two_axes_no_updates",
