@@ -44,6 +44,13 @@ PROGRAMS = {
     "subtract": lambda x, n: x.at[ROWS].subtract(x[0]),
     "set_out_of_range": lambda x, n: (x.at[OUT_OF_RANGE].set(x[::-1] * 2, mode="drop"),  # no two rows collide
                                       x.at[OUT_OF_RANGE[:3] % 5].set(x[:3] * 2, mode="clip")),
+    # PROMISE_IN_BOUNDS out of range: JAX leaves it to the implementation; XLA drops, and so does
+    # parity (the one-axis path of scatter-add and the general route alike)
+    "promise_scatter_drops": lambda x, n: (
+        lax.scatter_add(x, OUT_OF_RANGE[:, None], x, lax.ScatterDimensionNumbers((1,), (0,), (0,)),
+                        mode="promise_in_bounds"),
+        lax.scatter(x, np.array([[0, 0], [4, 1], [1, -1], [3, 15]], np.int32), x[0, :4],
+                    lax.ScatterDimensionNumbers((), (0, 1), (0, 1)), mode="promise_in_bounds")),
     "ints_clip_and_max": lambda x, n: (n.at[OUT_OF_RANGE, 1].add(5, mode="clip"), n.at[ROWS[:2], 4].max(4)),
     "segment_max_min_prod": lambda x, n: (jax.ops.segment_max(x, SEGMENTS, 3), jax.ops.segment_min(x, SEGMENTS, 3),
                                           jax.ops.segment_prod(x * 0.5, SEGMENTS, 3)),
