@@ -9,8 +9,9 @@ The IR's gather and scatter pick along one axis with indices of the operand's ra
 (``np.take_along_axis`` and its inverse), so the indexed axis moves to the front, the
 indices are broadcast over the other axes, and the result goes back to JAX's layout. An
 out-of-range index is implementation-defined in the IR, so each JAX mode is built
-explicitly: ``CLIP`` and ``PROMISE_IN_BOUNDS`` clamp, ``FILL_OR_DROP`` fills (gather) or
-drops (scatter-add) what falls outside.
+explicitly, as XLA does (:func:`.indexing_general.fills`, :func:`.indexing_general.drops`): a
+gather clamps in ``CLIP`` and ``PROMISE_IN_BOUNDS`` and fills in ``FILL_OR_DROP``; a
+scatter-add clamps in ``CLIP`` and drops what falls outside in the other two.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from ....ir.dtypes import DType
 from ....ir.graph import Value
 from ..context import JaxContext
-from .indexing_general import general_gather, general_scatter
+from .indexing_general import MODES, drops, fills, general_gather, general_scatter
 
 
 def _one_axis(operand_shape, slice_sizes, indexed, mapped, batching, indices_shape) -> int | None:
@@ -90,7 +91,7 @@ def _along_axis_positions(ctx: JaxContext, x: Value, indices: Value, axis: int, 
 
 def _gather_along_axis(ctx: JaxContext, x: Value, indices: Value, axis: int):
     b = ctx.b
-    where, in_range = _along_axis_positions(ctx, x, indices, axis, _fills(ctx.params["mode"]))
+    where, in_range = _along_axis_positions(ctx, x, indices, axis, fills(ctx.params["mode"]))
     picked = b.gather(x, where, axis=axis)
     if in_range is not None:
         fill = _fill_value(ctx.params.get("fill_value"), x.type.dtype)
@@ -100,26 +101,11 @@ def _gather_along_axis(ctx: JaxContext, x: Value, indices: Value, axis: int):
 
 def _scatter_add_along_axis(ctx: JaxContext, x: Value, indices: Value, updates: Value, axis: int):
     b = ctx.b
-    where, in_range = _along_axis_positions(ctx, x, indices, axis, _drops(ctx.params["mode"]))
+    where, in_range = _along_axis_positions(ctx, x, indices, axis, drops(ctx.params["mode"]))
     updates = b.reshape(updates, shape=where.type.shape)
     if in_range is not None:  # dropped: they add nothing
         updates = b.select(in_range, updates, ctx.full(0, x.type.dtype, where.type.shape))
     return b.scatter(x, where, updates, axis=axis, reduce="add", include_self=True)
-
-
-def _fills(mode: str) -> bool:
-    """Whether a gather in ``mode`` fills out-of-range slices (else it clamps their starts, as XLA
-    does for CLIP and PROMISE_IN_BOUNDS)."""
-    return mode == "FILL_OR_DROP"
-
-
-def _drops(mode: str) -> bool:
-    """Whether a scatter in ``mode`` drops out-of-range updates (XLA does for PROMISE_IN_BOUNDS too)."""
-    return mode != "CLIP"
-
-
-def _known_mode(mode: str) -> bool:
-    return mode in ("CLIP", "FILL_OR_DROP", "PROMISE_IN_BOUNDS")
 
 
 def gather(ctx: JaxContext, x: Value, indices: Value):
@@ -129,16 +115,16 @@ def gather(ctx: JaxContext, x: Value, indices: Value):
     fill = _fill_value(p.get("fill_value"), x.type.dtype)
     along = _along_axis(x, indices, dn.collapsed_slice_dims, dn.start_index_map, dn.operand_batching_dims,
                         dn.start_indices_batching_dims)
-    if (along is not None and _known_mode(p["mode"]) and all(s == 1 for s in p["slice_sizes"])
+    if (along is not None and p["mode"] in MODES and all(s == 1 for s in p["slice_sizes"])
             and not tuple(dn.offset_dims)):
         return _gather_along_axis(ctx, x, indices, along)
     axis = _one_axis(x.type.shape, p["slice_sizes"], dn.collapsed_slice_dims, dn.start_index_map,
                      dn.operand_batching_dims, indices.type.shape)
-    if axis is None or not _known_mode(p["mode"]):
+    if axis is None or p["mode"] not in MODES:
         return general_gather(ctx, x, indices, fill)
     moved, _ = _front(ctx, x, axis)
     rest = tuple(moved.type.shape[1:])
-    flat, in_range = _positions(ctx, indices, x.type.shape[axis], _fills(p["mode"]))
+    flat, in_range = _positions(ctx, indices, x.type.shape[axis], fills(p["mode"]))
     n = flat.type.shape[0]
     picked = b.gather(moved, b.broadcast_in_dim(flat, shape=(n, *rest), broadcast_dimensions=(0,)), axis=0)
     batch = tuple(indices.type.shape[:-1])
@@ -167,7 +153,7 @@ def scatter_add(ctx: JaxContext, x: Value, indices: Value, updates: Value):
     """``lax.scatter_add``: the fast paths where they apply, else the general route."""
     p, b = ctx.params, ctx.b
     dn = p["dimension_numbers"]
-    if not _known_mode(p["mode"]):
+    if p["mode"] not in MODES:
         return general_scatter(ctx, x, indices, updates, "scatter-add")
     along = _along_axis(x, indices, dn.inserted_window_dims, dn.scatter_dims_to_operand_dims,
                         dn.operand_batching_dims, dn.scatter_indices_batching_dims)
@@ -185,7 +171,7 @@ def scatter_add(ctx: JaxContext, x: Value, indices: Value, updates: Value):
     moved, order = _front(ctx, x, axis)
     if inverse != tuple(range(len(inverse))):
         updates = b.transpose(updates, permutation=inverse)
-    flat, in_range = _positions(ctx, indices, x.type.shape[axis], _drops(p["mode"]))
+    flat, in_range = _positions(ctx, indices, x.type.shape[axis], drops(p["mode"]))
     n = flat.type.shape[0]
     updates = b.reshape(updates, shape=(n, *rest))
     if in_range is not None:  # dropped: they add nothing

@@ -59,12 +59,26 @@ def _static(what: str, shape) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
-def _mode(mode) -> str:
-    name = getattr(mode, "name", str(mode))
-    if name not in ("CLIP", "FILL_OR_DROP", "PROMISE_IN_BOUNDS"):
-        refuse(f"gather/scatter mode {name} (parity translates CLIP, FILL_OR_DROP and PROMISE_IN_BOUNDS); "
-               "use one of those (jnp's mode='clip' or 'fill')")
-    return name
+MODES = ("CLIP", "FILL_OR_DROP", "PROMISE_IN_BOUNDS")  # GatherScatterMode's names that parity translates
+
+
+def fills(mode: str) -> bool:
+    """Whether a gather in ``mode`` fills out-of-range slices (else it clamps their starts, as XLA
+    does for CLIP and PROMISE_IN_BOUNDS)."""
+    return mode == "FILL_OR_DROP"
+
+
+def drops(mode: str) -> bool:
+    """Whether a scatter in ``mode`` drops out-of-range update windows (XLA does for
+    PROMISE_IN_BOUNDS too), else it clamps their starts."""
+    return mode != "CLIP"
+
+
+def _mode(mode: str) -> str:
+    if mode not in MODES:
+        refuse(f"gather/scatter mode {mode} (parity translates {', '.join(MODES)}); use one of those "
+               "(jnp's mode='clip' or 'fill')")
+    return mode
 
 
 def _start(ctx: JaxContext, indices: Value, k: int, bound: int, dtype: DType, masked: bool):
@@ -139,7 +153,7 @@ def general_gather(ctx: JaxContext, x: Value, indices: Value, fill) -> Value:
                          starts=starts, bounds=[x_shape[d] - sizes[d] for d in starts],
                          batching=list(zip((int(d) for d in dn.operand_batching_dims),
                                            (int(d) for d in dn.start_indices_batching_dims))),
-                         windows=list(zip(window_operand, offset)), dtype=dtype, masked=mode == "FILL_OR_DROP")
+                         windows=list(zip(window_operand, offset)), dtype=dtype, masked=fills(mode))
     picked = b.gather(b.reshape(x, shape=(n,)), b.reshape(linear, shape=(total,)), axis=0)
     picked = b.reshape(picked, shape=out_shape)
     if ok is not None:
@@ -175,24 +189,24 @@ def general_scatter(ctx: JaxContext, x: Value, indices: Value, updates: Value, p
     window_operand = [d for d in range(len(x_shape)) if d not in skipped]
     size = {d: u_shape[j] for d, j in zip(window_operand, window_updates)}
     starts = [int(d) for d in dn.scatter_dims_to_operand_dims]
-    drops = mode != "CLIP"
-    dtype = index_dtype(n + drops)
+    dropping = drops(mode)
+    dtype = index_dtype(n + dropping)
     linear, ok = _linear(ctx, x_shape, indices, u_shape,
                          tuple(d for d in range(len(u_shape)) if d not in window_updates),
                          starts=starts, bounds=[x_shape[d] - size.get(d, 1) for d in starts],
                          batching=list(zip((int(d) for d in dn.operand_batching_dims),
                                            (int(d) for d in dn.scatter_indices_batching_dims))),
-                         windows=list(zip(window_operand, window_updates)), dtype=dtype, masked=drops)
+                         windows=list(zip(window_operand, window_updates)), dtype=dtype, masked=dropping)
     if ok is not None:  # a dropped window goes to the extra slot past the operand's end
         linear = b.select(ok, linear, ctx.full(n, dtype, u_shape))
     flat, source = b.reshape(x, shape=(n,)), b.reshape(updates, shape=(total,))
     as_bool = x.type.dtype.is_bool  # JAX takes bool in max/min (or/and) only; the IR's scatter reduces no bool
     if as_bool:
         flat, source = ctx.convert(flat, DType.uint8), ctx.convert(source, DType.uint8)
-    if drops:
+    if dropping:
         flat = b.concatenate(flat, ctx.full(0, flat.type.dtype, (1,)), dimension=0)
     out = b.scatter(flat, b.reshape(linear, shape=(total,)), source, axis=0, reduce=reduce, include_self=True)
-    if drops:
+    if dropping:
         out = b.slice(out, start_indices=(0,), limit_indices=(n,), strides=(1,))
     if as_bool:
         out = ctx.convert(out, DType.bool)
