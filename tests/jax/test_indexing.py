@@ -17,6 +17,7 @@ from jax import lax
 import parity.jax
 from parity.frontend.jax import capture
 from parity.frontend.jax.errors import UntranslatedPrimitive
+from parity.ir.errors import UnsupportedOpError
 
 from .compare import float64_run, mismatches
 
@@ -110,3 +111,12 @@ def test_a_general_gather_over_a_symbolic_size_is_refused_naming_the_fix():
     fun = lambda x: x[jnp.array([0, 1]), jnp.array([2, 3])]  # noqa: E731
     with pytest.raises(UntranslatedPrimitive, match=r"symbolic size.*export with that size concrete"):
         capture(fun, jax.ShapeDtypeStruct((b, 16), jnp.float32))
+
+
+def test_a_complex_gather_meets_the_backends_dtype_error_not_a_crash():
+    """The IR's gather takes no c64 yet: a gather of c64 reaches that clear refusal (the gather's
+    default fill value, NaN, is made first and must not crash on a complex dtype)."""
+    x = (X[:3, :4] + 1j).astype(np.complex64)
+    fun = lambda x: x[jnp.array([2, 0])]  # noqa: E731
+    with pytest.raises(UnsupportedOpError, match="does not run gather on c64"):
+        parity.jax.jit(fun, backend="reference")(x)

@@ -138,10 +138,11 @@ def gather(ctx: JaxContext, x: Value, indices: Value):
 
 
 def _fill_value(fill, dtype: DType):
-    """JAX's default fill: NaN for floats, the lowest signed / highest unsigned int, True for bools."""
+    """JAX's default fill: NaN for floats (NaN+0j for complex), the lowest signed / highest unsigned
+    int, True for bools."""
     if fill is not None:
         return fill
-    if dtype.is_float:
+    if dtype.is_float or dtype.is_complex:
         return np.nan
     if dtype.is_bool:
         return True

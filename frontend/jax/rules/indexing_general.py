@@ -1,7 +1,7 @@
 """gather and the scatter family in XLA's general form (StableHLO ``gather``/``scatter``): any
 ``offset_dims``/``collapsed_slice_dims``/``start_index_map``, batching dims, slice sizes, and
-each :class:`jax.lax.GatherScatterMode`. rules/indexing.py tries its faster one-axis forms first
-and falls back here.
+each :class:`jax.lax.GatherScatterMode`. rules/indexing.py tries its one-axis forms first (they
+also take symbolic sizes, which this route refuses) and falls back here.
 
 The IR's gather and scatter pick along one axis, so the operand is flattened to 1-D and the
 graph computes, for every element of the result (gather) or of the updates (scatter), its
