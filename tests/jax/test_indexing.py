@@ -120,3 +120,12 @@ def test_a_complex_gather_meets_the_backends_dtype_error_not_a_crash():
     fun = lambda x: x[jnp.array([2, 0])]  # noqa: E731
     with pytest.raises(UnsupportedOpError, match="does not run gather on c64"):
         parity.jax.jit(fun, backend="reference")(x)
+
+
+@pytest.mark.parametrize("rows, dtype", [(4, "i32"), (2**16, "i64")])
+def test_positions_are_int64_only_where_the_operand_outgrows_int32(rows, dtype):
+    """Captured, never run: an operand of 2**32 elements needs int64 positions, a small one int32."""
+    spec = jax.ShapeDtypeStruct((rows, 2**16), jnp.float32)
+    graph = capture(lambda x: x[jnp.array([0, 3]), jnp.array([1, 2])], spec)
+    [gather] = [n for n in graph.nodes if n.op == "gather"]
+    assert gather.inputs[1].type.dtype.short == dtype
