@@ -18,6 +18,7 @@ from ...ir.dtypes import DType
 from .. import values as V
 from ..bounds import Bound
 from ..opdb.common import EDGE, RANDOM
+from .cases_scatter import general_gathers, scatters
 from .spec import FrontendCase
 
 F32, F64, BF16 = DType.float32, DType.float64, DType.bfloat16
@@ -104,7 +105,7 @@ def _gather() -> list[FrontendCase]:
         out.append(_case("gather", d, lambda v, i: v[i], [x, np.array([4, 0, 0, 3], np.int32)], "rows"))
         out.append(_case("gather", d, lambda v, i: jnp.take_along_axis(v, i, axis=1),
                          [x, np.array([[0], [5], [2], [1], [3]], np.int32)], "take_along_axis"))
-    return out
+    return out + general_gathers()
 
 
 def _take_along_axis_grad(v, i, ct):
@@ -126,7 +127,7 @@ def _scatter_add() -> list[FrontendCase]:
                      [ints, np.array([[0], [2], [2], [1], [7], [-1]], np.int32),
                       lambda rng, d: V.cast(rng.integers(-8, 9, (6, 1)), d)], "take_along_axis_grad", (EDGE,),
                      exact_sums))
-    return out
+    return out + scatters("scatter-add")
 
 
 def _windows() -> list[FrontendCase]:

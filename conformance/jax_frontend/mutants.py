@@ -142,6 +142,17 @@ def _dot_general_conjugated(original, table):
     return faulty
 
 
+def _mode_swapped(old: str, new: str):
+    """A gather/scatter seeing mode ``new`` where JAX asked for ``old``."""
+    return _params(lambda p: p | {"mode": new} if p["mode"] == old else p)
+
+
+def _start_map_reversed(p):
+    """gather's start indices mapped to the operand dims in reverse (x[i, j] read as x[j, i])."""
+    dn = p["dimension_numbers"]
+    return p | {"dimension_numbers": dn._replace(start_index_map=tuple(dn.start_index_map)[::-1])}
+
+
 FAULTS: tuple[RuleFault, ...] = (
     RuleFault("sub_operands_swapped", "sub", "swapped operands", _operands(_swap)),
     RuleFault("div_operands_swapped", "div", "swapped operands", _operands(_swap)),
@@ -189,6 +200,18 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("conj_dropped", "conj", "dropped op", _conj_dropped),
     RuleFault("complex_abs_as_real_part", "abs", "wrong op", _complex_abs_as_real_part, "random"),
     RuleFault("dot_general_conjugated", "dot_general", "wrong op", _dot_general_conjugated, "matmul"),
+    # gather and the scatter family: modes, dimension numbers, combiners
+    RuleFault("gather_clip_as_fill", "gather", "wrong mode", _mode_swapped("CLIP", "FILL_OR_DROP"), "_clip"),
+    RuleFault("gather_start_map_reversed", "gather", "swapped dims", _params(_start_map_reversed), "two_axes"),
+    RuleFault("scatter_drop_as_clip", "scatter", "wrong mode", _mode_swapped("FILL_OR_DROP", "CLIP"), "_fill"),
+    RuleFault("scatter_add_clip_as_drop", "scatter-add", "wrong mode", _mode_swapped("CLIP", "FILL_OR_DROP"),
+              "_clip"),
+    RuleFault("scatter_sub_as_add", "scatter-sub", "wrong op", _rule_of("scatter-add")),
+    RuleFault("scatter_mul_as_add", "scatter-mul", "wrong op", _rule_of("scatter-add")),
+    RuleFault("scatter_max_as_min", "scatter-max", "wrong comparison", _rule_of("scatter-min")),
+    RuleFault("scatter_replace_as_max", "scatter", "wrong op", _rule_of("scatter-max")),
+    RuleFault("le_to_as_lt_to", "le_to", "wrong comparison", _rule_of("lt_to")),
+    RuleFault("eq_to_as_eq", "eq_to", "wrong comparison", _rule_of("eq")),
 )
 
 

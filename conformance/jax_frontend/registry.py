@@ -19,14 +19,16 @@ from collections.abc import Iterable
 
 from ...ir.dtypes import DType
 from ..opdb.common import EDGE
-from . import cases_control, cases_elementwise, cases_indexing, cases_random, cases_shape
+from . import cases_control, cases_elementwise, cases_indexing, cases_random, cases_scatter, cases_shape
 from .spec import ROW_PREFIX, FrontendCase, NotEmitted, Refusal, row_of
 
 FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random)
+FAMILIES += (cases_scatter,)  # the scatter family and the total-order comparisons
 
 NOT_EMITTED = {n.primitive: n for n in (
     NotEmitted("copy_p", "copy", "the primitive's name before JAX 0.4.36 (now `copy`)"),
     NotEmitted("scatter_add", "scatter-add", "an older spelling of `scatter-add`"),
+    NotEmitted("scatter_sub", "scatter-sub", "an older spelling of `scatter-sub`"),
     NotEmitted("expand_dims", None, "JAX 0.10.2 expands dims with broadcast_in_dim; no primitive of this name"),
     # emitted, but never on the concrete shapes these cases trace
     NotEmitted("dim_as_value", None, "emitted only where a size is symbolic (jax.export.symbolic_shape), and these "

@@ -1,13 +1,17 @@
-"""gather and scatter-add in the two forms models produce: ``x[idx]``, ``jnp.take`` and their
-gradients (one indexed axis, whole slices along every other axis), and ``jnp.take_along_axis``
-(cross-entropy with integer labels; every other axis a batching dim) and its gradient.
+"""gather and the scatter family. Two forms models produce most have fast paths here:
+``x[idx]``, ``jnp.take`` and their gradients (one indexed axis, whole slices along every other
+axis), and ``jnp.take_along_axis`` (cross-entropy with integer labels; every other axis a
+batching dim) and its gradient. Every other form (several indexed axes, partial slices, vmapped
+indexing, ``.at[].set/mul/min/max``, ``scatter-sub``) goes through the general route of
+:mod:`.indexing_general`, which the fast paths' results equal.
 
 The IR's gather and scatter pick along one axis with indices of the operand's rank
 (``np.take_along_axis`` and its inverse), so the indexed axis moves to the front, the
 indices are broadcast over the other axes, and the result goes back to JAX's layout. An
 out-of-range index is implementation-defined in the IR, so each JAX mode is built
-explicitly: ``CLIP`` and ``PROMISE_IN_BOUNDS`` clamp, ``FILL_OR_DROP`` fills (gather) or
-drops (scatter-add) what falls outside.
+explicitly, as XLA does (:func:`.indexing_general.fills`, :func:`.indexing_general.drops`): a
+gather clamps in ``CLIP`` and ``PROMISE_IN_BOUNDS`` and fills in ``FILL_OR_DROP``; a
+scatter-add clamps in ``CLIP`` and drops what falls outside in the other two.
 """
 
 from __future__ import annotations
@@ -18,34 +22,29 @@ import numpy as np
 
 from ....ir.dtypes import DType
 from ....ir.graph import Value
-from ..context import JaxContext, refuse
+from ..context import JaxContext
+from .indexing_general import MODES, drops, fills, general_gather, general_scatter
 
 
-def _one_axis(operand_shape, slice_sizes, indexed, mapped, batching) -> int:
-    """The indexed axis of a gather/scatter in the supported form, or a refusal saying why not."""
-    if batching:
-        refuse("batched indexing (operand_batching_dims) other than jnp.take_along_axis's")
-    if len(indexed) != 1 or tuple(indexed) != tuple(mapped):
-        refuse(f"indexing {len(mapped)} axes at once (parity translates one indexed axis)")
+def _one_axis(operand_shape, slice_sizes, indexed, mapped, batching, indices_shape) -> int | None:
+    """The indexed axis of a gather/scatter in the one-axis form (whole slices beside it), or None."""
+    if batching or len(indexed) != 1 or tuple(indexed) != tuple(mapped) or indices_shape[-1] != 1:
+        return None
     axis = int(indexed[0])
     if slice_sizes is not None and any(s != (1 if d == axis else n)
                                        for d, (s, n) in enumerate(zip(slice_sizes, operand_shape))):
-        refuse(f"slices of sizes {tuple(slice_sizes)} (parity translates whole slices beside the indexed axis)")
+        return None
     return axis
 
 
-def _positions(ctx: JaxContext, indices: Value, size: int, mode: str) -> tuple[Value, Value | None]:
-    """The flat index list (clamped into [0, size)) and, for FILL_OR_DROP, which were in range."""
+def _positions(ctx: JaxContext, indices: Value, size: int, masked: bool) -> tuple[Value, Value | None]:
+    """The flat index list (clamped into [0, size)) and, if ``masked``, which were in range."""
     b = ctx.b
-    if indices.type.shape[-1] != 1:
-        refuse(f"indices of shape {list(indices.type.shape)} whose last dim is not 1")
     n = math.prod(indices.type.shape[:-1])
     flat = b.reshape(indices, shape=(n,))
     dtype = flat.type.dtype
     lo, hi = ctx.full(0, dtype, (n,)), ctx.full(size - 1, dtype, (n,))
-    in_range = None
-    if mode == "FILL_OR_DROP":
-        in_range = b.logical_and(b.ge(flat, lo), b.le(flat, hi))
+    in_range = b.logical_and(b.ge(flat, lo), b.le(flat, hi)) if masked else None
     return b.clamp(lo, flat, hi), in_range
 
 
@@ -78,23 +77,21 @@ def _along_axis(x: Value, indices: Value, indexed, mapped, operand_batching, ind
     return axis
 
 
-def _along_axis_positions(ctx: JaxContext, x: Value, indices: Value, axis: int, mode: str):
+def _along_axis_positions(ctx: JaxContext, x: Value, indices: Value, axis: int, masked: bool):
     """Indices shaped as the IR's gather/scatter takes them (x's rank, size 1 at ``axis``), clamped,
-    and (FILL_OR_DROP) which were in range, in the same shape."""
+    and (``masked``) which were in range, in the same shape."""
     b = ctx.b
     shape = tuple(1 if d == axis else n for d, n in enumerate(x.type.shape))
     where = b.reshape(indices, shape=shape)
     dtype, size = where.type.dtype, x.type.shape[axis]
     lo, hi = ctx.full(0, dtype, shape), ctx.full(size - 1, dtype, shape)
-    in_range = b.logical_and(b.ge(where, lo), b.le(where, hi)) if mode == "FILL_OR_DROP" else None
+    in_range = b.logical_and(b.ge(where, lo), b.le(where, hi)) if masked else None
     return b.clamp(lo, where, hi), in_range
 
 
 def _gather_along_axis(ctx: JaxContext, x: Value, indices: Value, axis: int):
     b = ctx.b
-    if any(s != 1 for s in ctx.params["slice_sizes"]) or tuple(ctx.params["dimension_numbers"].offset_dims):
-        refuse("a batched gather of slices wider than one element")
-    where, in_range = _along_axis_positions(ctx, x, indices, axis, ctx.params["mode"])
+    where, in_range = _along_axis_positions(ctx, x, indices, axis, fills(ctx.params["mode"]))
     picked = b.gather(x, where, axis=axis)
     if in_range is not None:
         fill = _fill_value(ctx.params.get("fill_value"), x.type.dtype)
@@ -104,9 +101,7 @@ def _gather_along_axis(ctx: JaxContext, x: Value, indices: Value, axis: int):
 
 def _scatter_add_along_axis(ctx: JaxContext, x: Value, indices: Value, updates: Value, axis: int):
     b = ctx.b
-    if tuple(ctx.params["dimension_numbers"].update_window_dims):
-        refuse("a batched scatter of slices wider than one element")
-    where, in_range = _along_axis_positions(ctx, x, indices, axis, ctx.params["mode"])
+    where, in_range = _along_axis_positions(ctx, x, indices, axis, drops(ctx.params["mode"]))
     updates = b.reshape(updates, shape=where.type.shape)
     if in_range is not None:  # dropped: they add nothing
         updates = b.select(in_range, updates, ctx.full(0, x.type.dtype, where.type.shape))
@@ -114,23 +109,27 @@ def _scatter_add_along_axis(ctx: JaxContext, x: Value, indices: Value, updates: 
 
 
 def gather(ctx: JaxContext, x: Value, indices: Value):
+    """``lax.gather``: the fast paths where they apply, else the general route."""
     p, b = ctx.params, ctx.b
     dn = p["dimension_numbers"]
+    fill = _fill_value(p.get("fill_value"), x.type.dtype)
     along = _along_axis(x, indices, dn.collapsed_slice_dims, dn.start_index_map, dn.operand_batching_dims,
                         dn.start_indices_batching_dims)
-    if along is not None:
+    if (along is not None and p["mode"] in MODES and all(s == 1 for s in p["slice_sizes"])
+            and not tuple(dn.offset_dims)):
         return _gather_along_axis(ctx, x, indices, along)
     axis = _one_axis(x.type.shape, p["slice_sizes"], dn.collapsed_slice_dims, dn.start_index_map,
-                     dn.operand_batching_dims)
+                     dn.operand_batching_dims, indices.type.shape)
+    if axis is None or p["mode"] not in MODES:
+        return general_gather(ctx, x, indices, fill)
     moved, _ = _front(ctx, x, axis)
     rest = tuple(moved.type.shape[1:])
-    flat, in_range = _positions(ctx, indices, x.type.shape[axis], p["mode"])
+    flat, in_range = _positions(ctx, indices, x.type.shape[axis], fills(p["mode"]))
     n = flat.type.shape[0]
     picked = b.gather(moved, b.broadcast_in_dim(flat, shape=(n, *rest), broadcast_dimensions=(0,)), axis=0)
     batch = tuple(indices.type.shape[:-1])
     picked = b.reshape(picked, shape=(*batch, *rest))
     if in_range is not None:
-        fill = _fill_value(p.get("fill_value"), x.type.dtype)
         mask = b.broadcast_in_dim(b.reshape(in_range, shape=batch), shape=(*batch, *rest),
                                   broadcast_dimensions=tuple(range(len(batch))))
         picked = b.select(mask, picked, ctx.full(fill, x.type.dtype, (*batch, *rest)))
@@ -139,10 +138,11 @@ def gather(ctx: JaxContext, x: Value, indices: Value):
 
 
 def _fill_value(fill, dtype: DType):
-    """JAX's default fill: NaN for floats, the lowest signed / highest unsigned int, True for bools."""
+    """JAX's default fill: NaN for floats (NaN+0j for complex), the lowest signed / highest unsigned
+    int, True for bools."""
     if fill is not None:
         return fill
-    if dtype.is_float:
+    if dtype.is_float or dtype.is_complex:
         return np.nan
     if dtype.is_bool:
         return True
@@ -151,25 +151,28 @@ def _fill_value(fill, dtype: DType):
 
 
 def scatter_add(ctx: JaxContext, x: Value, indices: Value, updates: Value):
+    """``lax.scatter_add``: the fast paths where they apply, else the general route."""
     p, b = ctx.params, ctx.b
     dn = p["dimension_numbers"]
+    if p["mode"] not in MODES:
+        return general_scatter(ctx, x, indices, updates, "scatter-add")
     along = _along_axis(x, indices, dn.inserted_window_dims, dn.scatter_dims_to_operand_dims,
                         dn.operand_batching_dims, dn.scatter_indices_batching_dims)
-    if along is not None:
+    if along is not None and not tuple(dn.update_window_dims):
         return _scatter_add_along_axis(ctx, x, indices, updates, along)
     axis = _one_axis(x.type.shape, None, dn.inserted_window_dims, dn.scatter_dims_to_operand_dims,
-                     dn.operand_batching_dims)
-    moved, order = _front(ctx, x, axis)
-    rest = tuple(moved.type.shape[1:])
+                     dn.operand_batching_dims, indices.type.shape)
     batch = tuple(indices.type.shape[:-1])
     # updates in JAX's layout -> [*batch, *rest] (the inverse of gather's last transpose)
     perm = _layout(len(batch), dn.update_window_dims, updates.type.rank)
     inverse = tuple(perm.index(i) for i in range(len(perm)))
-    if tuple(updates.type.shape[i] for i in inverse[len(batch):]) != rest:
-        refuse(f"updates of shape {list(updates.type.shape)} that are not whole slices of {x.type}")
+    rest = tuple(n for d, n in enumerate(x.type.shape) if d != axis)
+    if axis is None or tuple(updates.type.shape[i] for i in inverse[len(batch):]) != rest:
+        return general_scatter(ctx, x, indices, updates, "scatter-add")
+    moved, order = _front(ctx, x, axis)
     if inverse != tuple(range(len(inverse))):
         updates = b.transpose(updates, permutation=inverse)
-    flat, in_range = _positions(ctx, indices, x.type.shape[axis], p["mode"])
+    flat, in_range = _positions(ctx, indices, x.type.shape[axis], drops(p["mode"]))
     n = flat.type.shape[0]
     updates = b.reshape(updates, shape=(n, *rest))
     if in_range is not None:  # dropped: they add nothing
@@ -181,8 +184,21 @@ def scatter_add(ctx: JaxContext, x: Value, indices: Value, updates: Value):
     return summed if back == tuple(range(len(back))) else b.transpose(summed, permutation=back)
 
 
+def _general_scatter_rule(primitive: str):
+    def rule(ctx: JaxContext, x: Value, indices: Value, updates: Value):
+        return general_scatter(ctx, x, indices, updates, primitive)
+
+    rule.__name__ = rule.__qualname__ = primitive.replace("-", "_")
+    rule.__doc__ = f"``{primitive}`` in any form (rules/indexing_general.py)."
+    return rule
+
+
+_SUB = _general_scatter_rule("scatter-sub")
 TABLE = {
     "gather": gather,
     "scatter-add": scatter_add,
     "scatter_add": scatter_add,
+    "scatter-sub": _SUB,
+    "scatter_sub": _SUB,
+    **{name: _general_scatter_rule(name) for name in ("scatter", "scatter-mul", "scatter-min", "scatter-max")},
 }
