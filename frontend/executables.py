@@ -27,6 +27,7 @@ from typing import Any
 
 from ..backends.base import declined_by_predicate, precision_for
 from ..backends.disk_cache import compile_cached
+from ..backends.program_compiles import for_a_program
 from ..backends.runtime import RuntimeRequest
 from ..ir.graph import Graph
 from ..ir.passes import dce, decompose
@@ -82,7 +83,8 @@ def compiled_executable(graph: Graph, backend, device: str, cache_dir: str | Non
         if cached is not None:
             STATS["cache_hits"] += 1
             return cached
-    executable, loaded = compile_cached(graph, backend, device, cache_dir, precision, request)
+    with for_a_program():  # a user's program: a backend may keep its code for the next process
+        executable, loaded = compile_cached(graph, backend, device, cache_dir, precision, request)
     STATS["disk_loads" if loaded else "backend_compiles"] += 1
     if adapt is not None:
         executable = adapt(executable, backend, graph, request)

@@ -19,6 +19,38 @@ def pytest_configure(config):
     # Code that compiles at import time (before the fixture below) still stays out of the home directory.
     _XDG["saved"] = os.environ.get("XDG_CACHE_HOME")
     _XDG["dir"] = os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="parity-test-xdg-")
+    _without_inductors_graph_cache()
+
+
+def _without_inductors_graph_cache():
+    """Every test compiles into a fresh cache that nothing reads again, so the suite turns off
+    Inductor's FX graph cache (and with it AOTAutograd's), through Inductor's own default
+    switch (``TORCHINDUCTOR_FX_GRAPH_CACHE_DEFAULT``, which a test's ``config.patch`` still
+    overrides; inherited by the subprocesses tests start). Filling it costs each frontend compile
+    on the inductor backend ~10%, and torch.compile's too (measured: tests/models 80 -> 90 s);
+    tests/backends/inductor/test_program_caches.py and test_direct_call.py turn it on where the
+    cache is what they test."""
+    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE_DEFAULT"] = "0"
+    if "torch._inductor.config" in sys.modules:  # read the variable already: set what it would have
+        set_inductors_graph_cache_default(False)
+
+
+def set_inductors_graph_cache_default(on: bool) -> None:
+    """Inductor's FX graph cache default, for every thread (a ``config.patch`` or assignment holds
+    in the calling thread only, and parity compiles in a thread of its own): the value
+    ``TORCHINDUCTOR_FX_GRAPH_CACHE_DEFAULT`` sets, in Inductor's config entry."""
+    import torch._inductor.config
+
+    torch._inductor.config._config["fx_graph_cache"].env_value_default = on
+
+
+@pytest.fixture
+def inductors_graph_cache():
+    """Inductor's FX graph cache (and AOTAutograd's, which needs it) on, as a user has it, for one
+    test (the suite turns its default off: :func:`_without_inductors_graph_cache`)."""
+    set_inductors_graph_cache_default(True)
+    yield
+    set_inductors_graph_cache_default(False)
 
 
 def pytest_unconfigure(config):

@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ from ...ir.shapes import ShapeBindings
 from ..base import Backend, CompilePrior, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
 from ..compiler_caches import inductor_header_settings, use_private_inductor_cache
+from ..program_compiles import compiling_for_a_program
 from .context import TORCH_DTYPES, U32_MASK
 from .control import examples_for
 from .deviations import DEVIATIONS, UNSUPPORTED
@@ -98,6 +100,8 @@ class InductorExecutable:
         self._key = key
         # (output, input) pairs in output order, worked out once: _finish inserts them per call
         self._writes = tuple(sorted((writes or {}).items()))
+        # a frontend's compile: a static graph's code is kept in Inductor's caches for the next process
+        self._for_a_program = compiling_for_a_program()
         # shapes -> [compiled callable, which outputs alias an input (None before its first call)]
         self._compiled: dict[tuple, list] = {}
         # What each call checks, worked out once (a decode step passes ~30 tensors per call).
@@ -157,10 +161,11 @@ class InductorExecutable:
         if not pairs:
             return None
         variant = InductorExecutable(self.backend, self.graph, self.device, self._key, writes=pairs)
+        variant._for_a_program = self._for_a_program
         if all(v.type.is_static for v in self.graph.inputs):  # compiled here, as compile() does
             shapes = tuple(tuple(v.type.shape) for v in self.graph.inputs)
             variant._compiled[shapes] = [self.backend.compiled(self.graph, self._key, self.device, shapes,
-                                                               variant._writes), None]
+                                                               variant._writes, self._for_a_program), None]
         return variant
 
     def guarded(self, checked: int):
@@ -207,7 +212,8 @@ class InductorExecutable:
         has one that admits these sizes (sizes 0 and 1 are specialised, as torch does), else a
         compile at these shapes."""
         if all(v.type.is_static for v in self.graph.inputs):
-            return self.backend.compiled(self.graph, self._key, self.device, shapes, self._writes)
+            return self.backend.compiled(self.graph, self._key, self.device, shapes, self._writes,
+                                         self._for_a_program)
         bindings = ShapeBindings(error=ParityError)
         bindings.bind_inputs(self.graph, shapes)  # a shape the graph cannot take fails here
         sizes = bindings.sizes
@@ -218,7 +224,8 @@ class InductorExecutable:
             kernel = self.backend.dynamic(self.graph, self._key, self.device, sizes, self._writes)
             if kernel is not None:
                 return kernel
-        return self.backend.compiled(self.graph, self._key, self.device, shapes, self._writes)
+        return self.backend.compiled(self.graph, self._key, self.device, shapes, self._writes,
+                                     self._for_a_program)
 
     def _tensor(self, x: Any, i: int) -> torch.Tensor:
         want, u32 = self._input_types[i]
@@ -320,14 +327,17 @@ class InductorBackend(Backend):
             # A graph that updates an input (a static KV cache) compiles at its first call too: a
             # frontend may first ask for it in place (InductorExecutable.in_place), a compile of its own.
             shapes = tuple(tuple(v.type.shape) for v in graph.inputs)
-            executable._compiled[shapes] = [self.compiled(graph, executable._key, device, shapes), None]
+            executable._compiled[shapes] = [self.compiled(graph, executable._key, device, shapes,
+                                                          for_a_program=executable._for_a_program), None]
         return executable
 
-    def compiled(self, graph: Graph, key: str, device: str, shapes: tuple, writes: tuple = ()):
+    def compiled(self, graph: Graph, key: str, device: str, shapes: tuple, writes: tuple = (),
+                 for_a_program: bool = False):
         """The Inductor-compiled callable of ``graph`` at ``shapes`` (built once per process), with
-        ``writes`` ((output, input) pairs) computed into their inputs (in_place.py)."""
-        return self._graphs.get_or_build((key, device, shapes, writes),
-                                         lambda: _in_fresh_thread(_compile, graph, device, shapes, writes))
+        ``writes`` ((output, input) pairs) computed into their inputs (in_place.py); ``for_a_program``:
+        the code is also kept in Inductor's caches for the next process (backends/program_compiles.py)."""
+        return self._graphs.get_or_build(
+            (key, device, shapes, writes), lambda: _in_fresh_thread(_compile, graph, device, shapes, writes, for_a_program))
 
     def compiles_per_shape_for(self, graph: Graph, device: str = "cpu") -> bool:
         """Whether ``graph``, with symbolic dims, compiles again for each concrete shape on ``device``:
@@ -400,9 +410,11 @@ def _in_fresh_thread(fn, *args):
         return pool.submit(fn, *args).result()
 
 
-def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]):
+def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor], for_a_program: bool = False):
     """``compile_fx`` of ``module`` for ``examples``, with parity's Inductor settings and cache, as
-    a function of the argument list (called without AOTAutograd's idle wrapper: direct_call.py)."""
+    a function of the argument list (called without AOTAutograd's idle wrapper: direct_call.py).
+    ``for_a_program``: a static graph's code is written to Inductor's FX graph cache too, when
+    Inductor's own switch for that cache is on (:func:`_with_shape_env`)."""
     from torch._inductor import config
 
     with warnings.catch_warnings():  # torch's own import of torch.jit.script_method, not the user's code
@@ -413,9 +425,30 @@ def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor]
     # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
     # thread's function, while the calling thread waits on the result (_in_fresh_thread).
     settings = {**INDUCTOR_CONFIG, **_bit_mixing_settings(module), **inductor_header_settings()}
-    with config.patch(settings), warnings.catch_warnings(), one_library_per_graph():
+    context = contextlib.nullcontext()
+    if for_a_program and config.fx_graph_cache:
+        context, examples = _with_shape_env(examples)
+    with config.patch(settings), warnings.catch_warnings(), one_library_per_graph(), context:
         warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
         return compile_direct(module, examples, compile_fx)
+
+
+def _with_shape_env(examples: list) -> tuple:
+    """``(context, examples)`` for the compile of a graph of real (static) examples: a tracing
+    context whose fake mode has a ShapeEnv, and the examples as that mode's fake tensors of the
+    same (static) sizes. Inductor's FX graph cache is bypassed ("No shape env") without a ShapeEnv,
+    so a new process would generate every static graph's code again; real examples under such a
+    mode would be made symbolic by AOTAutograd (dynamic kernels for static graphs). Examples that
+    are fake already (a symbolic graph's, symbolic.py; a loop's, control.py) carry their own mode."""
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    if any(isinstance(e, FakeTensor) for e in examples):
+        return contextlib.nullcontext(), examples
+    mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True)
+    fakes = [mode.from_tensor(e, static_shapes=True) if isinstance(e, torch.Tensor) else e for e in examples]
+    return tracing(TracingContext(mode)), fakes
 
 
 # A random draw is Threefry's 20 rounds of add, rotate (two shifts) and xor, each value read
@@ -439,10 +472,10 @@ def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int], writes: 
     return compile_symbolic(graph, sizes, device, _inductor_compile, writes)
 
 
-def _compile(graph: Graph, device: str, shapes: tuple, writes: tuple = ()):
+def _compile(graph: Graph, device: str, shapes: tuple, writes: tuple = (), for_a_program: bool = False):
     fx = to_fx(graph, shapes, device)
     write_into_inputs(fx.module, dict(writes))
-    run = _inductor_compile(fx.module, examples_for(fx.module, [*fx.examples, *fx.constants]))
+    run = _inductor_compile(fx.module, examples_for(fx.module, [*fx.examples, *fx.constants]), for_a_program)
     constants = list(fx.constants)
     lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe
 

@@ -6,6 +6,7 @@ compile that AOTAutograd's cache answers recalls the verdict of the compile that
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from parity.backends.inductor import InductorBackend, direct_call
@@ -105,14 +106,16 @@ def test_why_the_wrapper_stays_is_named():
     assert aliasing.why_wrapped == "an output aliases or needs grad"
 
 
-def _compile_static(graph):
+def _compile_static(graph, for_a_program=False):
     from parity.backends.inductor.backend import _in_fresh_thread, _inductor_compile
     from parity.backends.inductor.lowering import to_fx
 
     fx = to_fx(graph, [tuple(v.type.shape) for v in graph.inputs])
-    return _in_fresh_thread(_inductor_compile, fx.module, [*fx.examples, *fx.constants]), list(fx.constants)
+    return (_in_fresh_thread(_inductor_compile, fx.module, [*fx.examples, *fx.constants], for_a_program),
+            list(fx.constants))
 
 
+@pytest.mark.usefixtures("inductors_graph_cache")
 def test_a_cache_hit_recalls_the_verdict(tmp_path, monkeypatch):
     """Compiled again (a new process, or here a new compile of the same graph), a graph with
     symbolic dims comes from AOTAutograd's cache: no inner compile runs, and the verdict the
@@ -162,11 +165,15 @@ def test_parity_graphs_run_directly_with_the_reference_numbers():
     assert sum(direct_call.WRAPPED_REASONS.values()) == before
 
 
-def test_a_static_graph_compiles_static_code():
-    """A static graph's code asserts its sizes (no symbolic kernel for it)."""
+@pytest.mark.usefixtures("inductors_graph_cache")
+@pytest.mark.parametrize("for_a_program", [False, True])
+def test_a_static_graph_compiles_static_code(for_a_program):
+    """A static graph's code asserts its sizes (no symbolic kernel for it), also under the
+    ShapeEnv that lets Inductor's FX graph cache keep a program's graph (_with_shape_env: its
+    examples are fake tensors of the static sizes; real ones would be made symbolic)."""
     b = GraphBuilder()
     x = b.input(f32[5, 7])
-    run, _ = _compile_static(b.build([b.exp(x)]))
+    run, _ = _compile_static(b.build([b.exp(x)]), for_a_program)
     assert run.direct
     code = run._inner.source_code
     assert "assert_size_stride(arg0_1, (5, 7), (7, 1)" in code and "ks0" not in code
