@@ -60,10 +60,10 @@ def _shape_cases() -> dict:
         + moved("slice", lambda x: lax.slice(x, (2, 0), (2, 8)), [(5, 8)], "empty", tags=(LAYOUT,)),
         "dynamic_slice": [c for start in (1, 4, -2) for c in moved(
             "dynamic_slice", lambda x, i: lax.dynamic_slice(x, (i, np.int32(2)), (3, 3)), [(6, 6)],
-            f"start{start}", extra=(i32(start),))],  # 4 and -2 are clamped into range, as XLA does
+            f"start{start}", extra=(i32(start),), dtypes=_MOVED + (DType.complex64,))],  # 4 and -2 are clamped into range, as XLA does
         "dynamic_update_slice": [c for start in (0, 5, -1) for c in moved(
             "dynamic_update_slice", lambda x, u, i: lax.dynamic_update_slice(x, u, (np.int32(1), i)), [(5, 6), (2, 3)],
-            f"start{start}", extra=(i32(start),))],
+            f"start{start}", extra=(i32(start),), dtypes=_MOVED + (DType.complex64,))],
         "concatenate": moved("concatenate", lambda x, y, z: lax.concatenate([x, y, z], 1), [(2, 3), (2, 1), (2, 4)],
                              "dim1") + moved("concatenate", lambda x, y: lax.concatenate([x, y], 0),
                                              [(0, 3), (2, 3)], "empty_piece", tags=(LAYOUT,)),

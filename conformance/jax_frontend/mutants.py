@@ -134,12 +134,57 @@ def _complex_abs_as_real_part(original, table):
     return faulty
 
 
+def _convert_complex_imag(original, table):
+    """A complex number converted to a real dtype through its imaginary part."""
+    def faulty(ctx, x):
+        if x.type.dtype.is_complex and not ctx.out.dtype.is_complex:
+            return ctx.convert(ctx.b.op("imag", x), ctx.out.dtype)
+        return original(ctx, x)
+
+    return faulty
+
+
+def _dus_complex_imag_dropped(original, table):
+    """A complex update that lands without its imaginary part."""
+    def faulty(ctx, x, update, *starts):
+        if update.type.dtype.is_complex:
+            zero = ctx.full(0, update.type.dtype.real_dtype, update.type.shape)
+            update = ctx.b.op("complex", ctx.b.op("real", update), zero)
+        return original(ctx, x, update, *starts)
+
+    return faulty
+
+
 def _dot_general_conjugated(original, table):
     """A complex lhs conjugated first (numpy's vdot convention in place of lax.dot_general's)."""
     def faulty(ctx, x, y):
         return original(ctx, ctx.b.op("conj", x) if x.type.dtype.is_complex else x, y)
 
     return faulty
+
+
+def _fft_norm(norm: str):
+    """The transform scaled by another of the IR's norms (JAX's is "backward")."""
+    def plant(original, table):
+        from ...frontend.jax.rules.fft import IR_OP
+
+        def faulty(ctx, x):
+            kind, lengths = ctx.params["fft_type"], ctx.params["fft_lengths"]
+            length = {"length": int(lengths[-1])} if kind == "IRFFT" else {}
+            return ctx.b.op(IR_OP[kind], x, ndims=len(lengths), norm=norm, **length)
+
+        return faulty
+
+    return plant
+
+
+_FFT_INVERSE = {"FFT": "IFFT", "IFFT": "FFT", "RFFT": "RFFT", "IRFFT": "IRFFT"}
+
+
+def _irfft_length_even(p):
+    """IRFFT's odd length taken one shorter: the same half-spectrum size (n // 2 + 1)."""
+    lengths = tuple(p["fft_lengths"])
+    return p | {"fft_lengths": (*lengths[:-1], lengths[-1] - lengths[-1] % 2)}
 
 
 FAULTS: tuple[RuleFault, ...] = (
@@ -189,6 +234,15 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("conj_dropped", "conj", "dropped op", _conj_dropped),
     RuleFault("complex_abs_as_real_part", "abs", "wrong op", _complex_abs_as_real_part, "random"),
     RuleFault("dot_general_conjugated", "dot_general", "wrong op", _dot_general_conjugated, "matmul"),
+    RuleFault("fft_norm_forward", "fft", "wrong normalisation", _fft_norm("forward"), "IFFT:n8"),
+    RuleFault("fft_norm_ortho", "fft", "wrong normalisation", _fft_norm("ortho"), "IRFFT:n8"),
+    RuleFault("fft_type_swapped", "fft", "swapped fft type",
+              _params(lambda p: p | {"fft_type": _FFT_INVERSE[p["fft_type"]]}), "FFT:n8"),
+    RuleFault("irfft_length_even", "fft", "wrong irfft length", _params(_irfft_length_even), "IRFFT:n7_prime"),
+    RuleFault("convert_complex_keeps_imag", "convert_element_type", "wrong op", _convert_complex_imag,
+              "real_part"),
+    RuleFault("dynamic_update_slice_complex_imag_dropped", "dynamic_update_slice", "dropped op",
+              _dus_complex_imag_dropped, "start"),
 )
 
 

@@ -119,6 +119,10 @@ def clamp(ctx: JaxContext, lo: Value, x: Value, hi: Value):
 
 
 def convert_element_type(ctx: JaxContext, x: Value):
+    """A complex number to a real dtype keeps its real part, as JAX does (the IR's convert
+    refuses to drop an imaginary part silently)."""
+    if x.type.dtype.is_complex and not ctx.out.dtype.is_complex:
+        x = ctx.b.op("real", x)
     return ctx.convert(x, ctx.out.dtype)
 
 

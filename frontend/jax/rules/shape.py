@@ -53,7 +53,14 @@ def dynamic_slice(ctx: JaxContext, x: Value, *starts: Value):
 
 
 def dynamic_update_slice(ctx: JaxContext, x: Value, update: Value, *starts: Value):
-    return ctx.b.dynamic_update_slice(x, update, *_starts(ctx, starts))
+    """A complex operand is updated as its real and imaginary parts (exact): no backend runs
+    the IR's dynamic_update_slice on complex numbers, and JAX's fft gradients emit it."""
+    starts = _starts(ctx, starts)
+    if x.type.dtype.is_complex:
+        b = ctx.b
+        parts = [b.dynamic_update_slice(b.op(part, x), b.op(part, update), *starts) for part in ("real", "imag")]
+        return b.op("complex", *parts)
+    return ctx.b.dynamic_update_slice(x, update, *starts)
 
 
 def concatenate(ctx: JaxContext, *xs: Value):
