@@ -35,6 +35,18 @@ def moved(primitive: str, fun, shapes, name: str, dtypes=_MOVED, extra=(), tags=
                          name, tags) for d in dtypes]
 
 
+def _stacked(fun, count: int, name: str) -> list[FrontendCase]:
+    """``count`` edge-value operands of shape (2, 3), each rolled differently, so every one is distinct."""
+    return [FrontendCase("stack", d, fun, lambda rng, d=d: tuple(np.roll(_edge_tensor(rng, d, (2, 3)), k)
+                                                             for k in range(count)), name, (EDGE,)) for d in _MOVED]
+
+
+def _jnp():
+    import jax.numpy as jnp
+
+    return jnp
+
+
 def _lax():
     from jax import lax
 
@@ -67,6 +79,13 @@ def _shape_cases() -> dict:
         "concatenate": moved("concatenate", lambda x, y, z: lax.concatenate([x, y, z], 1), [(2, 3), (2, 1), (2, 4)],
                              "dim1") + moved("concatenate", lambda x, y: lax.concatenate([x, y], 0),
                                              [(0, 3), (2, 3)], "empty_piece", tags=(LAYOUT,)),
+        "tile": moved("tile", lambda x: _jnp().tile(x, (2, 3)), [(2, 3)], "reps_2_3")
+        + moved("tile", lambda x: _jnp().tile(x, (1, 3, 2)), [(2, 3, 4)], "reps_1_3_2")
+        + moved("tile", lambda x: _jnp().tile(x, (2, 0)), [(2, 3)], "reps_0", tags=(LAYOUT,)),
+        "stack": _stacked(lambda x, y, z: _jnp().stack([x, y, z], axis=1), 3, "axis1")
+        + _stacked(lambda x, y: _jnp().stack([x, y], axis=2), 2, "last_axis"),
+        "unstack": moved("unstack", lambda x: _jnp().unstack(x, axis=1), [(2, 3, 4)], "axis1")
+        + moved("unstack", lambda x: _jnp().unstack(x, axis=0), [(3, 5)], "axis0"),
         "split": moved("split", lambda x: lax.split(x, (1, 3, 2), axis=1), [(2, 6)], "sizes_132")
         + moved("split", lambda x: lax.split(x, (2, 0, 1), axis=0), [(3, 2)], "empty_piece", tags=(LAYOUT,)),
         "pad": moved("pad", lambda x, v: lax.pad(x, v, ((1, 2, 0), (0, 1, 2))), [(3, 4), ()], "edges_interior")
@@ -135,7 +154,7 @@ def _cumulative_cases(name: str) -> list[FrontendCase]:
 
 CASES = {name: functools.partial(lambda name: _shape_cases()[name], name) for name in (
     "broadcast_in_dim", "reshape", "squeeze", "transpose", "slice", "dynamic_slice", "dynamic_update_slice",
-    "concatenate", "split", "pad", "rev", "iota")}
+    "concatenate", "split", "tile", "stack", "unstack", "pad", "rev", "iota")}
 CASES |= {name: functools.partial(_reduce, name, _over_axes, name) for name in (
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or")}
 CASES |= {name: functools.partial(_reduce, name, _arg, name, ((1,), (0,))) for name in ("argmax", "argmin")}

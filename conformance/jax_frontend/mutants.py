@@ -187,6 +187,24 @@ def _irfft_length_even(p):
     return p | {"fft_lengths": (*lengths[:-1], lengths[-1] - lengths[-1] % 2)}
 
 
+def _tile_as_repeat(original, table):
+    """Each element repeated in place (broadcast to [d0, reps0, ...]) in place of the blocks tiled."""
+    def faulty(ctx, x):
+        reps = tuple(int(r) for r in ctx.params["reps"])
+        spread = ctx.b.broadcast_in_dim(x, shape=tuple(n for r, d in zip(reps, x.type.shape) for n in (d, r)),
+                                        broadcast_dimensions=tuple(range(0, 2 * x.type.rank, 2)))
+        return ctx.b.reshape(spread, shape=tuple(ctx.out.shape))
+
+    return faulty
+
+
+def _pieces_reversed(original, table):
+    def faulty(ctx, *xs):
+        return original(ctx, *xs)[::-1]
+
+    return faulty
+
+
 FAULTS: tuple[RuleFault, ...] = (
     RuleFault("sub_operands_swapped", "sub", "swapped operands", _operands(_swap)),
     RuleFault("div_operands_swapped", "div", "swapped operands", _operands(_swap)),
@@ -234,6 +252,9 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("conj_dropped", "conj", "dropped op", _conj_dropped),
     RuleFault("complex_abs_as_real_part", "abs", "wrong op", _complex_abs_as_real_part, "random"),
     RuleFault("dot_general_conjugated", "dot_general", "wrong op", _dot_general_conjugated, "matmul"),
+    RuleFault("tile_as_repeat", "tile", "wrong op", _tile_as_repeat),
+    RuleFault("stack_operands_reversed", "stack", "swapped operands", _operands(lambda xs: xs[::-1])),
+    RuleFault("unstack_pieces_reversed", "unstack", "swapped operands", _pieces_reversed),
     RuleFault("fft_norm_forward", "fft", "wrong normalisation", _fft_norm("forward"), "IFFT:n8"),
     RuleFault("fft_norm_ortho", "fft", "wrong normalisation", _fft_norm("ortho"), "IRFFT:n8"),
     RuleFault("fft_type_swapped", "fft", "swapped fft type",
