@@ -214,9 +214,11 @@ def run_case(case: FrontendCase | Refusal, declared: Declared = Declared(), arra
 
 
 def run_refusal(case: Refusal) -> CaseResult:
-    """Pass when the capture refuses with ``case.error``, naming the primitive and this user's file."""
+    """Pass when the capture refuses with ``case.error``, naming the primitive and this user's file
+    (under x64 where an argument is 64-bit, as a case runs)."""
     try:
-        bridge.capture(case.fun, list(case.args))
+        with jax_for(case.args):
+            bridge.capture(case.fun, list(case.args))
     except Exception as exc:  # noqa: BLE001 - the refusal is the result
         text = str(exc)
         right = type(exc).__name__ == case.error and case.primitive in text and "cases_" in text

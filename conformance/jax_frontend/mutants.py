@@ -198,6 +198,14 @@ def _tile_as_repeat(original, table):
     return faulty
 
 
+def _on_magnitude(original, table):
+    """The rule applied to |x|: a dropped sign or reflection (erfc(-x) = 2 - erfc(x), cbrt(-x) = -cbrt(x))."""
+    def faulty(ctx, x):
+        return original(ctx, ctx.b.abs(x))
+
+    return faulty
+
+
 def _pieces_reversed(original, table):
     def faulty(ctx, *xs):
         return original(ctx, *xs)[::-1]
@@ -255,6 +263,8 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("tile_as_repeat", "tile", "wrong op", _tile_as_repeat),
     RuleFault("stack_operands_reversed", "stack", "swapped operands", _operands(lambda xs: xs[::-1])),
     RuleFault("unstack_pieces_reversed", "unstack", "swapped operands", _pieces_reversed),
+    RuleFault("erfc_reflection_dropped", "erfc", "dropped op", _on_magnitude),
+    RuleFault("cbrt_sign_dropped", "cbrt", "dropped op", _on_magnitude),
     RuleFault("fft_norm_forward", "fft", "wrong normalisation", _fft_norm("forward"), "IFFT:n8"),
     RuleFault("fft_norm_ortho", "fft", "wrong normalisation", _fft_norm("ortho"), "IRFFT:n8"),
     RuleFault("fft_type_swapped", "fft", "swapped fft type",

@@ -19,10 +19,10 @@ from collections.abc import Iterable
 
 from ...ir.dtypes import DType
 from ..opdb.common import EDGE
-from . import cases_control, cases_elementwise, cases_fft, cases_indexing, cases_random, cases_shape
+from . import cases_control, cases_elementwise, cases_fft, cases_indexing, cases_random, cases_shape, cases_special
 from .spec import ROW_PREFIX, FrontendCase, NotEmitted, Refusal, row_of
 
-FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random, cases_fft)
+FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random, cases_fft, cases_special)
 
 NOT_EMITTED = {n.primitive: n for n in (
     NotEmitted("copy_p", "copy", "the primitive's name before JAX 0.4.36 (now `copy`)"),
