@@ -206,6 +206,24 @@ def _on_magnitude(original, table):
     return faulty
 
 
+def _round_trip_unflushed(original, table):
+    """reduce_precision as the plain convert round trip: the target's subnormals kept."""
+    def faulty(ctx, x):
+        from ...frontend.jax.rules.bits import FORMATS
+
+        target = FORMATS.get((int(ctx.params["exponent_bits"]), int(ctx.params["mantissa_bits"])))
+        return ctx.convert(ctx.convert(x, target), x.type.dtype) if target is not None else original(ctx, x)
+
+    return faulty
+
+
+def _lowest_bit_dropped(original, table):
+    def faulty(ctx, x):
+        return original(ctx, ctx.b.shift_right_logical(x, ctx.full(1, x.type.dtype, x.type.shape)))
+
+    return faulty
+
+
 def _pieces_reversed(original, table):
     def faulty(ctx, *xs):
         return original(ctx, *xs)[::-1]
@@ -265,6 +283,10 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("unstack_pieces_reversed", "unstack", "swapped operands", _pieces_reversed),
     RuleFault("erfc_reflection_dropped", "erfc", "dropped op", _on_magnitude),
     RuleFault("cbrt_sign_dropped", "cbrt", "dropped op", _on_magnitude),
+    RuleFault("reduce_precision_subnormals_kept", "reduce_precision", "dropped op", _round_trip_unflushed,
+              "thresholds"),
+    RuleFault("population_count_lowest_bit_dropped", "population_count", "off by one", _lowest_bit_dropped),
+    RuleFault("clz_as_population_count", "clz", "wrong op", _rule_of("population_count")),
     RuleFault("fft_norm_forward", "fft", "wrong normalisation", _fft_norm("forward"), "IFFT:n8"),
     RuleFault("fft_norm_ortho", "fft", "wrong normalisation", _fft_norm("ortho"), "IRFFT:n8"),
     RuleFault("fft_type_swapped", "fft", "swapped fft type",

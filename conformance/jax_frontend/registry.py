@@ -19,10 +19,20 @@ from collections.abc import Iterable
 
 from ...ir.dtypes import DType
 from ..opdb.common import EDGE
-from . import cases_control, cases_elementwise, cases_fft, cases_indexing, cases_random, cases_shape, cases_special
+from . import (
+    cases_bits,
+    cases_control,
+    cases_elementwise,
+    cases_fft,
+    cases_indexing,
+    cases_random,
+    cases_shape,
+    cases_special,
+)
 from .spec import ROW_PREFIX, FrontendCase, NotEmitted, Refusal, row_of
 
-FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random, cases_fft, cases_special)
+FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random, cases_fft, cases_special,
+            cases_bits)
 
 NOT_EMITTED = {n.primitive: n for n in (
     NotEmitted("copy_p", "copy", "the primitive's name before JAX 0.4.36 (now `copy`)"),

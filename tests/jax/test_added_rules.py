@@ -47,11 +47,14 @@ PROGRAMS = {
     "tile_grad": (jax.grad(lambda x: (jnp.tile(x, (3, 2)) * jnp.arange(144.0).reshape(12, 12)).sum()), (X,)),
     "gelu_exact_and_norm_cdf": (lambda x: (jax.nn.gelu(x * 3, approximate=False), jax.scipy.stats.norm.cdf(x * 4),
                                            lax.erfc(x * 3)), (X,)),
+    "bits": (lambda x, i: (lax.reduce_precision(x * 1e4, 5, 10), lax.reduce_precision(x, 8, 7),
+                           jnp.bitwise_count(i), lax.clz(i), lax.population_count(i.astype(jnp.uint8))),
+             (X, _rng.integers(-2**31, 2**31, (4, 6), dtype=np.int64).astype(np.int32))),
     "gelu_exact_grad": (jax.grad(lambda x: jax.nn.gelu(x * 3, approximate=False).sum()), (X,)),
     "cbrt_and_grad": (lambda x: (jnp.cbrt(x * 100), jax.grad(lambda v: jnp.cbrt(v).sum())(x)), (X,)),
 }
 # triton (interpreted: each program takes seconds) runs a transform, a gradient through one and two others
-TRITON_SUBSET = {"fft2_irfft2", "grad_abs_rfft", "tile_stack_unstack", "gelu_exact_and_norm_cdf"}
+TRITON_SUBSET = {"bits", "fft2_irfft2", "grad_abs_rfft", "tile_stack_unstack", "gelu_exact_and_norm_cdf"}
 CELLS = [(b, p) for b in BACKENDS for p in sorted(PROGRAMS) if b != "triton" or p in TRITON_SUBSET]
 
 
@@ -106,6 +109,23 @@ def test_erfc_and_cbrt_are_within_half_an_ulp_of_the_true_function(backend):
     assert np.array_equal(erfc[-6:-3], [0.0, 2.0, np.nan], equal_nan=True) and erfc[-3] == erfc[-2] == 1.0
     cbrt = np.asarray(parity.jax.jit(jnp.cbrt, backend=backend)(_CBRT_X))
     assert _ulps(cbrt, np.cbrt(_CBRT_X.astype(np.float64)), np.float32) <= 0.51
+
+
+# f16's flush threshold, smallest normal, largest finite and overflow point, with neighbours, and bit patterns
+_F16_EDGES = np.float32([2**-14 * (1 - 2**-12), 2**-14, 2**-14 * (1 - 2**-11), 65504, 65520, 65519.996, 6e-8, 1e-9])
+_PATTERNS = np.concatenate([_F16_EDGES, -_F16_EDGES, np.nextafter(_F16_EDGES, 0),
+                            _rng.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32)])
+_PATTERNS = _PATTERNS[(np.abs(_PATTERNS) >= np.finfo(np.float32).tiny) | ~np.isfinite(_PATTERNS)]  # xla: DAZ
+
+
+@pytest.mark.usefixtures("triton_interpreted")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reduce_precision_equals_jax_jit_bit_for_bit(backend):
+    for e, m in ((5, 10), (8, 7)):
+        fun = jax.jit(lambda x, e=e, m=m: lax.reduce_precision(x, e, m))
+        want, got = np.asarray(fun(_PATTERNS)), np.asarray(parity.jax.jit(fun, backend=backend)(_PATTERNS))
+        same = (want.view(np.uint32) == got.view(np.uint32)) | (np.isnan(want) & np.isnan(got))
+        assert same.all(), (e, m, _PATTERNS[~same][:4], want[~same][:4], got[~same][:4])
 
 
 def test_erfc_rounds_once_where_series_and_fraction_meet():

@@ -4,7 +4,7 @@ Values are rules ``rule(ctx, *operands)`` (``ctx`` is a
 :class:`~parity.frontend.jax.context.JaxContext`). The table is assembled here from one
 module per op family, named after the ``ir/ops`` families they build (elementwise, shape,
 reduction, contraction, indexing, sorting, window, complex_numbers, fft; ``special`` builds
-lax.special's functions the IR lacks) plus ``control`` (scan, cond, and the
+lax.special's functions the IR lacks, ``bits`` reduce_precision and bit counts) plus ``control`` (scan, cond, and the
 refusals) and ``random`` (threefry keys; ``keys`` adapts the shape rules to key arrays); nothing else registers entries. Calls whose body is inlined (``jit``,
 ``custom_jvp_call``, ``remat``...) are listed in compat.py, not here.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ...tables import merge_tables
 from . import (
+    bits,
     complex_numbers,
     contraction,
     control,
@@ -32,7 +33,7 @@ from . import (
     window,
 )
 
-FAMILIES = (elementwise, special, complex_numbers, shape, reduction, contraction, indexing, sorting, window, fft,
+FAMILIES = (elementwise, special, bits, complex_numbers, shape, reduction, contraction, indexing, sorting, window, fft,
             control, random)
 # the primitives that take PRNG key arrays as their data themselves; the others go through on_key_data
 KEY_NATIVE = frozenset(random.TABLE)
