@@ -25,6 +25,7 @@ from . import (
     cases_elementwise,
     cases_fft,
     cases_indexing,
+    cases_jvp,
     cases_random,
     cases_shape,
     cases_special,
@@ -32,7 +33,7 @@ from . import (
 from .spec import ROW_PREFIX, FrontendCase, NotEmitted, Refusal, row_of
 
 FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random, cases_fft, cases_special,
-            cases_bits)
+            cases_bits, cases_jvp)
 
 NOT_EMITTED = {n.primitive: n for n in (
     NotEmitted("copy_p", "copy", "the primitive's name before JAX 0.4.36 (now `copy`)"),

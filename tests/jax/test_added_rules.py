@@ -31,6 +31,13 @@ Z = (_rng.standard_normal((2, 6, 10)) + 1j * _rng.standard_normal((2, 6, 10))).a
 R3 = _rng.standard_normal((2, 3, 4, 5), dtype=np.float32)
 
 
+IMG = _rng.standard_normal((2, 7, 8, 3), dtype=np.float32)
+
+
+def _maxpool(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+
+
 PROGRAMS = {
     "rfft_irfft_odd": (lambda x: (jnp.fft.rfft(x), jnp.fft.irfft(jnp.fft.rfft(x) * 1.5, n=9)), (S,)),
     "irfft_even_default_length": (lambda z: jnp.fft.irfft(z), (Z,)),
@@ -50,11 +57,14 @@ PROGRAMS = {
     "bits": (lambda x, i: (lax.reduce_precision(x * 1e4, 5, 10), lax.reduce_precision(x, 8, 7),
                            jnp.bitwise_count(i), lax.clz(i), lax.population_count(i.astype(jnp.uint8))),
              (X, _rng.integers(-2**31, 2**31, (4, 6), dtype=np.int64).astype(np.int32))),
+    # forward mode through max-pooling (select_and_gather_add): SAME padding, overlapping windows, jacfwd of a CNN-ish step
+    "maxpool_jvp": (lambda x: jax.jvp(_maxpool, (x,), (x * x,)), (IMG,)),
+    "maxpool_jacfwd": (jax.jacfwd(lambda x: jnp.tanh(_maxpool(x)).sum(axis=(1, 2))), (IMG[:1, :5, :5, :2],)),
     "gelu_exact_grad": (jax.grad(lambda x: jax.nn.gelu(x * 3, approximate=False).sum()), (X,)),
     "cbrt_and_grad": (lambda x: (jnp.cbrt(x * 100), jax.grad(lambda v: jnp.cbrt(v).sum())(x)), (X,)),
 }
 # triton (interpreted: each program takes seconds) runs a transform, a gradient through one and two others
-TRITON_SUBSET = {"bits", "fft2_irfft2", "grad_abs_rfft", "tile_stack_unstack", "gelu_exact_and_norm_cdf"}
+TRITON_SUBSET = {"bits", "maxpool_jvp", "fft2_irfft2", "grad_abs_rfft", "tile_stack_unstack", "gelu_exact_and_norm_cdf"}
 CELLS = [(b, p) for b in BACKENDS for p in sorted(PROGRAMS) if b != "triton" or p in TRITON_SUBSET]
 
 
