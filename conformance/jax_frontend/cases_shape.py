@@ -16,7 +16,7 @@ import numpy as np
 from ...ir.dtypes import DType
 from .. import values as V
 from ..opdb.common import EDGE, LAYOUT, RANDOM
-from .spec import FrontendCase
+from .spec import FrontendCase, Refusal
 
 _MOVED = (DType.float32, DType.int16, DType.bfloat16)
 
@@ -158,4 +158,14 @@ CASES = {name: functools.partial(lambda name: _shape_cases()[name], name) for na
 CASES |= {name: functools.partial(_reduce, name, _over_axes, name) for name in (
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or")}
 CASES |= {name: functools.partial(_reduce, name, _arg, name, ((1,), (0,))) for name in ("argmax", "argmin")}
+
+
+def _complex_product(z):
+    return _lax().reduce_prod(z, (0,))
+
+
+# the IR's reduce_prod takes no complex numbers (jnp.fft's norm="ortho" scale is one): refused at the user's line
+CASES["reduce_prod"] = functools.partial(lambda build: build() + [Refusal(
+    "reduce_prod", _complex_product, (np.array([1 + 2j, 3 - 1j], np.complex64),), "UntranslatedPrimitive",
+    "complex_refused", DType.complex64)], CASES["reduce_prod"])
 CASES |= {name: functools.partial(_cumulative_cases, name) for name in ("cumsum", "cumprod", "cummax", "cummin")}

@@ -28,6 +28,7 @@ from ...ir.types import TensorType
 from .compat import Eqn, Operand, SubProgram, Traced, body_of, is_dropped
 from .context import JaxContext, Refused
 from .errors import EffectNotSupported, SymbolicSizeNotSupported, TranslationBug, UntranslatedPrimitive
+from .gaps import GAPS
 from .rules import KEY_NATIVE, TABLE
 from .rules.keys import on_key_data
 
@@ -85,7 +86,7 @@ def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value
     if eqn.has_effects and rule is None:
         raise EffectNotSupported(eqn.primitive, eqn.loc)
     if rule is None:
-        raise UntranslatedPrimitive(eqn.primitive, eqn.loc)
+        raise UntranslatedPrimitive(eqn.primitive, eqn.loc, *GAPS.get(eqn.primitive, ()))
     with b.location(eqn.loc):
         try:
             if eqn.on_keys and eqn.primitive not in KEY_NATIVE:

@@ -160,3 +160,48 @@ def test_float64_erfc_is_refused_at_the_users_line():
             parity.jax.jit(lambda x: lax.erfc(x) * 2)(np.ones(3))
     message = str(info.value)
     assert "test_added_rules.py" in message and "`erfc`" in message and "compute it in float32" in message
+
+
+def _jax_primitive_names() -> set[str]:
+    """Every primitive object JAX 0.10's lax, special, linalg, parallel, control flow and PRNG modules define."""
+    import importlib
+
+    from jax._src import core
+
+    names = set()
+    for module in ("jax._src.lax.lax", "jax._src.lax.special", "jax._src.lax.linalg", "jax._src.lax.parallel",
+                   "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.solves", "jax._src.random.prng",
+                   "jax._src.random.core", "jax._src.lax.special"):
+        names |= {v.name for v in vars(importlib.import_module(module)).values() if isinstance(v, core.Primitive)}
+    return names
+
+
+def test_known_gaps_name_jax_primitives_without_a_rule():
+    from parity.frontend.jax.gaps import GAPS
+    from parity.frontend.jax.rules import TABLE
+
+    assert not set(GAPS) & set(TABLE)
+    assert set(GAPS) <= _jax_primitive_names(), set(GAPS) - _jax_primitive_names()
+
+
+@pytest.mark.parametrize("program,primitive", [
+    (lambda a: jnp.linalg.solve(a, a[:, :1]), "lu"),
+    (lambda a: jnp.linalg.cholesky(a), "cholesky"),
+    (lambda a: jnp.linalg.norm(a, 2), "svd"),
+    (lambda a: lax.cumlogsumexp(a, axis=1), "cumlogsumexp"),
+])
+def test_a_known_gap_is_refused_at_the_users_line_with_its_fix(program, primitive):
+    from parity.frontend.jax.gaps import GAPS
+
+    a = (np.eye(4) * 3 + 0.5).astype(np.float32)
+    with pytest.raises(UntranslatedPrimitive) as info:
+        parity.jax.jit(program)(a)
+    message = str(info.value)
+    why, fix = GAPS[primitive]
+    assert message.startswith(f"{__file__}:") and f"`{primitive}`" in message
+    assert why in message and fix in message
+
+
+def test_cumlogsumexp_fix_is_translated():
+    x = _rng.standard_normal((3, 16), dtype=np.float32)
+    assert_matches_jax_jit(lambda a: lax.associative_scan(jnp.logaddexp, a, axis=1), (x,), "xla", "the fix")
