@@ -76,6 +76,12 @@ def _sorting_cases() -> dict:
                                       "last_axis", (EDGE,)),
                          FrontendCase("top_k", d, lambda x: lax.top_k(x, 2, axis=0), lambda rng, d=d: ties(rng, d),
                                       "first_axis", (EDGE,))]
+    # approx_max_k / approx_min_k on distinct numbers (among ties and NaNs it defines no choice: rules/sorting.py)
+    out["approx_top_k"] = [FrontendCase("approx_top_k", d, fun, lambda rng, d=d: (V.normal(rng, d, (4, 50)),), name,
+                                        (RANDOM,))
+                           for d in (F32, DType.float64) for name, fun in (
+                               ("max_k", lambda x: lax.approx_max_k(x, 5)), ("min_k", lambda x: lax.approx_min_k(x, 6)),
+                               ("max_k_first_axis", lambda x: lax.approx_max_k(x, 3, reduction_dimension=0)))]
     return out
 
 
@@ -101,4 +107,4 @@ def _cases(name: str) -> list[FrontendCase]:
 
 CASES = {name: (lambda name=name: _cases(name)) for name in (
     "random_seed", "random_unwrap", "random_split", "random_fold_in", "random_bits", "random_wrap",
-    "sort", "top_k", "bitcast_convert_type", "erf_inv")}
+    "sort", "top_k", "approx_top_k", "bitcast_convert_type", "erf_inv")}

@@ -291,6 +291,8 @@ FAULTS: tuple[RuleFault, ...] = (
               _params(lambda p: p | {"select_prim": "le" if p["select_prim"] == "ge" else "ge"})),
     RuleFault("select_and_gather_add_dilation_dropped", "select_and_gather_add", "dropped attribute",
               _params(lambda p: p | {"window_dilation": (1,) * len(p["window_dilation"])}), "dilated"),
+    RuleFault("approx_top_k_minima_as_maxima", "approx_top_k", "wrong comparison",
+              _params(lambda p: p | {"is_max_k": True}), "min_k"),
     RuleFault("fft_norm_forward", "fft", "wrong normalisation", _fft_norm("forward"), "IFFT:n8"),
     RuleFault("fft_norm_ortho", "fft", "wrong normalisation", _fft_norm("ortho"), "IRFFT:n8"),
     RuleFault("fft_type_swapped", "fft", "swapped fft type",

@@ -1,5 +1,5 @@
-"""``sort`` (one key, any number of operands carried along: ``jnp.sort``, ``jnp.argsort``) and
-``top_k``, on the IR's stable ``sort`` and ``top_k``.
+"""``sort`` (one key, any number of operands carried along: ``jnp.sort``, ``jnp.argsort``),
+``top_k`` and ``approx_top_k`` (exact on CPU), on the IR's stable ``sort`` and ``top_k``.
 
 JAX and the IR order elements alike: stably, -0.0 equal to 0.0, NaN after +inf ascending and
 counted largest by ``top_k``. The IR returns i64 indices; JAX's argsort carries an int32 iota
@@ -28,17 +28,42 @@ def sort(ctx: JaxContext, key: Value, *carried: Value):
 
 
 def top_k(ctx: JaxContext, x: Value):
-    axis, last = int(ctx.params.get("axis", x.type.rank - 1)), x.type.rank - 1
+    return _top_k(ctx, x, int(ctx.params["k"]), int(ctx.params.get("axis", x.type.rank - 1)))
+
+
+def approx_top_k(ctx: JaxContext, x: Value):
+    """``lax.approx_max_k`` / ``approx_min_k``, exactly: top_k for the maxima, the first k of the
+    ascending stable sort for the minima (a recall of 1 meets any ``recall_target``). On distinct
+    numbers this is XLA:CPU's result too; among equal values (-0 and 0) and NaNs the approximate
+    op defines no choice, and XLA:CPU's differs (measured: it orders -0 below 0, and its minima
+    put NaN before +inf and ties in reverse index order)."""
+    p = ctx.params
+    if not p["aggregate_to_topk"]:
+        refuse("approx_top_k with aggregate_to_topk=False (its result size is XLA's partition count): "
+               "keep the default aggregate_to_topk=True")
+    k, axis = int(p["k"]), int(p["reduction_dimension"]) % x.type.rank
+    if p["is_max_k"]:
+        return _top_k(ctx, x, k, axis)
+    values, order = ctx.b.sort(x, axis=axis)
+    rank = x.type.rank
+    limits = tuple(k if d == axis else n for d, n in enumerate(x.type.shape))
+    first = [ctx.b.slice(v, start_indices=(0,) * rank, limit_indices=limits, strides=(1,) * rank)
+             for v in (values, order)]
+    return [first[0], ctx.convert(first[1], ctx.eqn.result_types[1].dtype)]
+
+
+def _top_k(ctx: JaxContext, x: Value, k: int, axis: int):
+    last = x.type.rank - 1
     b = ctx.b
     perm = tuple(range(x.type.rank))
     if axis != last:  # the IR's top_k searches the last axis: swap the searched axis there and back
         perm = tuple(last if d == axis else axis if d == last else d for d in range(x.type.rank))
         x = b.transpose(x, permutation=perm)
-    values, indices = b.top_k(x, k=int(ctx.params["k"]))
+    values, indices = b.top_k(x, k=k)
     indices = ctx.convert(indices, ctx.eqn.result_types[1].dtype)
     if axis != last:
         values, indices = (b.transpose(v, permutation=perm) for v in (values, indices))
     return [values, indices]
 
 
-TABLE = {"sort": sort, "top_k": top_k}
+TABLE = {"sort": sort, "top_k": top_k, "approx_top_k": approx_top_k}
