@@ -76,6 +76,15 @@ def _sorting_cases() -> dict:
                                       "last_axis", (EDGE,)),
                          FrontendCase("top_k", d, lambda x: lax.top_k(x, 2, axis=0), lambda rng, d=d: ties(rng, d),
                                       "first_axis", (EDGE,))]
+    # several keys (jnp.lexsort): few distinct values per key, so the later keys break ties, with NaN and ±0
+    few = lambda rng, d: V.cast(np.round(rng.standard_normal((3, 24))), d)  # noqa: E731
+    for d in (F32, I32):
+        out["sort"] += [
+            FrontendCase("sort", d, lambda x, y, z: lax.sort((x, y, z), dimension=1, num_keys=2), lambda rng, d=d: (
+                np.resize(np.concatenate([V.specials(d), few(rng, d).ravel()]), (3, 24)), few(rng, d),
+                V.normal(rng, F32, (3, 24))), "two_keys", (EDGE,)),
+            FrontendCase("sort", d, lambda x, y: jnp.lexsort((x, y), axis=0), lambda rng, d=d: (
+                few(rng, d), few(rng, d)), "lexsort_columns", (EDGE,))]
     # approx_max_k / approx_min_k on distinct numbers (among ties and NaNs it defines no choice: rules/sorting.py)
     out["approx_top_k"] = [FrontendCase("approx_top_k", d, fun, lambda rng, d=d: (V.normal(rng, d, (4, 50)),), name,
                                         (RANDOM,))

@@ -224,6 +224,16 @@ def _lowest_bit_dropped(original, table):
     return faulty
 
 
+def _sort_keys_reversed(original, table):
+    """A multi-key sort's keys taken least significant first (results put back in their places)."""
+    def faulty(ctx, *xs):
+        k = int(ctx.params["num_keys"])
+        out = original(ctx, *xs[:k][::-1], *xs[k:])
+        return [*out[:k][::-1], *out[k:]]
+
+    return faulty
+
+
 def _pieces_reversed(original, table):
     def faulty(ctx, *xs):
         return original(ctx, *xs)[::-1]
@@ -293,6 +303,7 @@ FAULTS: tuple[RuleFault, ...] = (
               _params(lambda p: p | {"window_dilation": (1,) * len(p["window_dilation"])}), "dilated"),
     RuleFault("approx_top_k_minima_as_maxima", "approx_top_k", "wrong comparison",
               _params(lambda p: p | {"is_max_k": True}), "min_k"),
+    RuleFault("sort_keys_least_significant_first", "sort", "swapped operands", _sort_keys_reversed, "two_keys"),
     RuleFault("fft_norm_forward", "fft", "wrong normalisation", _fft_norm("forward"), "IFFT:n8"),
     RuleFault("fft_norm_ortho", "fft", "wrong normalisation", _fft_norm("ortho"), "IRFFT:n8"),
     RuleFault("fft_type_swapped", "fft", "swapped fft type",

@@ -1,5 +1,5 @@
 """The rules added for primitives ordinary programs reach (fft, tile, stack, unstack, erfc, cbrt,
-reduce_precision, population_count, clz, select_and_gather_add, approx_top_k) through parity.jax.jit on every
+reduce_precision, population_count, clz, select_and_gather_add, approx_top_k, sort on several keys) through parity.jax.jit on every
 backend against jax.jit (tests/jax/compare.py; complex results as their real and imaginary
 parts), and erfc's and cbrt's accuracy against the true function (math.erfc, np.cbrt in
 float64), which is better than jax.jit's own on CPU.
@@ -60,6 +60,9 @@ PROGRAMS = {
     # forward mode through max-pooling (select_and_gather_add): SAME padding, overlapping windows, jacfwd of a CNN-ish step
     "maxpool_jvp": (lambda x: jax.jvp(_maxpool, (x,), (x * x,)), (IMG,)),
     "maxpool_jacfwd": (jax.jacfwd(lambda x: jnp.tanh(_maxpool(x)).sum(axis=(1, 2))), (IMG[:1, :5, :5, :2],)),
+    "lexsort_and_two_key_sort": (lambda x, i: (jnp.lexsort((x, i % 3), axis=1),
+                                               lax.sort((i % 2, jnp.round(x), x), dimension=0, num_keys=2)),
+                                 (X, _rng.integers(-9, 9, (4, 6)).astype(np.int32))),
     "approx_max_min_k": (lambda x: (lax.approx_max_k(x, 3), lax.approx_min_k(x, 2, reduction_dimension=0)), (X,)),
     "gelu_exact_grad": (jax.grad(lambda x: jax.nn.gelu(x * 3, approximate=False).sum()), (X,)),
     "cbrt_and_grad": (lambda x: (jnp.cbrt(x * 100), jax.grad(lambda v: jnp.cbrt(v).sum())(x)), (X,)),

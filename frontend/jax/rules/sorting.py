@@ -1,4 +1,5 @@
-"""``sort`` (one key, any number of operands carried along: ``jnp.sort``, ``jnp.argsort``),
+"""``sort`` (on one key or several: ``jnp.lexsort``; any number of operands carried along:
+``jnp.sort``, ``jnp.argsort``),
 ``top_k`` and ``approx_top_k`` (exact on CPU), on the IR's stable ``sort`` and ``top_k``.
 
 JAX and the IR order elements alike: stably, -0.0 equal to 0.0, NaN after +inf ascending and
@@ -19,12 +20,20 @@ from ....ir.graph import Value
 from ..context import JaxContext, refuse
 
 
-def sort(ctx: JaxContext, key: Value, *carried: Value):
-    if int(ctx.params["num_keys"]) != 1:
-        refuse(f"a sort on {ctx.params['num_keys']} keys (parity sorts on one key): sort on a combined key")
-    axis = int(ctx.params["dimension"])
-    values, order = ctx.b.sort(key, axis=axis)
-    return [values, *(ctx.b.gather(x, order, axis=axis) for x in carried)]
+def sort(ctx: JaxContext, *operands: Value):
+    """The first ``num_keys`` operands are the keys, most significant first (``jnp.lexsort`` passes
+    several): stable sorts from the least significant key up give the lexicographic order (a later
+    sort keeps the earlier one among its ties), and every operand is gathered by it."""
+    axis, keys = int(ctx.params["dimension"]), int(ctx.params["num_keys"])
+    b = ctx.b
+    if keys == 1:
+        values, order = b.sort(operands[0], axis=axis)
+        return [values, *(b.gather(x, order, axis=axis) for x in operands[1:])]
+    order = None
+    for key in reversed(operands[:keys]):
+        _, step = b.sort(key if order is None else b.gather(key, order, axis=axis), axis=axis)
+        order = step if order is None else b.gather(order, step, axis=axis)
+    return [b.gather(x, order, axis=axis) for x in operands]
 
 
 def top_k(ctx: JaxContext, x: Value):
