@@ -12,8 +12,9 @@ Example::
 
     >>> import jax.numpy as jnp
     >>> from parity.frontend.jax import capture
-    >>> capture(lambda x: jnp.fft.irfft(jnp.fft.rfft(x), n=7), jnp.ones(7)).op_counts()
-    {'irfft': 1, 'rfft': 1}
+    >>> counts = capture(lambda x: jnp.fft.irfft(jnp.fft.rfft(x), n=7), jnp.ones(7)).op_counts()
+    >>> counts["rfft"], counts["irfft"]
+    (1, 1)
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ Example::
     >>> import jax.numpy as jnp
     >>> from jax import lax
     >>> from parity.frontend.jax import capture
-    >>> sorted(capture(lax.erfc, jnp.ones(3)).op_counts())[:4]
-    ['add', 'constant', 'convert', 'div']
+    >>> counts = capture(lax.erfc, jnp.ones(3)).op_counts()
+    >>> counts["exp"], counts["convert"], "erf" in counts
+    (1, 2, False)
 """
 
 from __future__ import annotations
