@@ -164,7 +164,8 @@ def _complex_product(z):
     return _lax().reduce_prod(z, (0,))
 
 
-# the IR's reduce_prod takes no complex numbers (jnp.fft's norm="ortho" scale is one): refused at the user's line
+# the IR's reduce_prod takes no complex numbers: refused at the user's line (of constants, as jnp.fft's norm="ortho"
+# scale, it is folded: frontend/jax/folding.py)
 CASES["reduce_prod"] = functools.partial(lambda build: build() + [Refusal(
     "reduce_prod", _complex_product, (np.array([1 + 2j, 3 - 1j], np.complex64),), "UntranslatedPrimitive",
     "complex_refused", DType.complex64)], CASES["reduce_prod"])

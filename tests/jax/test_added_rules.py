@@ -48,6 +48,9 @@ PROGRAMS = {
     "grad_abs_rfft": (jax.grad(lambda x: jnp.abs(jnp.fft.rfft(x)).sum()), (S,)),
     "grad_irfft": (jax.grad(lambda x: (jnp.fft.irfft(jnp.fft.rfft(x) * 2.0, n=9) ** 2).sum()), (S,)),
     "grad_fft2_real_input": (jax.grad(lambda x: jnp.abs(jnp.fft.fft2(x.astype(jnp.complex64))).sum()), (S,)),
+    # norm="forward"/"ortho": the scale's complex reduce_prod of the lengths is folded (frontend/jax/folding.py)
+    "fft_norms": (lambda z, x: (jnp.fft.fft(z, norm="forward"), jnp.fft.ifftn(z, norm="ortho"),
+                                jnp.fft.rfft2(x, norm="ortho"), jnp.fft.irfft(z, n=9, norm="forward")), (Z, S)),
     "tile_stack_unstack": (lambda x: (jnp.tile(x, (2, 1, 3)), jnp.stack([x, -x, x * 2], axis=1),
                                       jnp.unstack(x, axis=1)), (X,)),
     "stack_grad": (jax.grad(lambda x: (jnp.stack([x, jnp.sin(x)], axis=-1) ** 2).sum()), (X,)),
