@@ -166,12 +166,10 @@ def _dot_general_conjugated(original, table):
 def _fft_norm(norm: str):
     """The transform scaled by another of the IR's norms (JAX's is "backward")."""
     def plant(original, table):
-        from ...frontend.jax.rules.fft import IR_OP
-
         def faulty(ctx, x):
             kind, lengths = ctx.params["fft_type"], ctx.params["fft_lengths"]
             length = {"length": int(lengths[-1])} if kind == "IRFFT" else {}
-            return ctx.b.op(IR_OP[kind], x, ndims=len(lengths), norm=norm, **length)
+            return ctx.b.op(kind.lower(), x, ndims=len(lengths), norm=norm, **length)
 
         return faulty
 
@@ -209,9 +207,10 @@ def _on_magnitude(original, table):
 def _round_trip_unflushed(original, table):
     """reduce_precision as the plain convert round trip: the target's subnormals kept."""
     def faulty(ctx, x):
-        from ...frontend.jax.rules.bits import FORMATS
+        from ...ir.dtypes import DType
 
-        target = FORMATS.get((int(ctx.params["exponent_bits"]), int(ctx.params["mantissa_bits"])))
+        formats = {(5, 10): DType.float16, (8, 7): DType.bfloat16, (8, 23): DType.float32}
+        target = formats.get((int(ctx.params["exponent_bits"]), int(ctx.params["mantissa_bits"])))
         return ctx.convert(ctx.convert(x, target), x.type.dtype) if target is not None else original(ctx, x)
 
     return faulty
