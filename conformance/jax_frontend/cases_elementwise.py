@@ -206,7 +206,19 @@ def _convert() -> list[FrontendCase]:
     return [FrontendCase("convert_element_type", c.dtype, functools.partial(
         lambda x, to: lax.convert_element_type(x, to), to=c.attrs["dtype"].numpy), c.inputs, c.name, c.tags,
         mask=c.mask, x64=c.attrs["dtype"].bits == 64) for c in _opdb_by_op()["convert"]
-        if c.attrs["dtype"] in JAX_DTYPES and c.attrs["dtype"] is not c.dtype]  # to its own dtype: no primitive
+        if c.attrs["dtype"] in JAX_DTYPES and c.attrs["dtype"] is not c.dtype] + _complex_to_real()  # to its own: no primitive
+
+
+def _complex_to_real() -> list[FrontendCase]:
+    """JAX keeps a complex number's real part (the IR's convert refuses to drop the imaginary one)."""
+    from jax import lax
+
+    out = []
+    for c, to in ((DType.complex64, DType.float32), (DType.complex64, DType.float16), (DType.complex128, DType.float64)):
+        fun = functools.partial(lambda x, to: lax.convert_element_type(x, to), to=to.numpy)
+        out.append(FrontendCase("convert_element_type", c, fun, lambda rng, c=c: (V.specials(c),),
+                                f"to_{to.short}:real_part", (EDGE,)))
+    return out
 
 
 def _passing_through(primitive: str, fun, dtypes=(DType.float32, DType.int32, DType.bfloat16)) -> list[FrontendCase]:

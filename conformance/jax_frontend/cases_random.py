@@ -71,16 +71,26 @@ def _sorting_cases() -> dict:
         out["sort"] += [FrontendCase("sort", d, lambda x: jnp.sort(x, axis=1), lambda rng, d=d: ties(rng, d),
                                      "rows_with_ties", (EDGE,)),
                         FrontendCase("sort", d, lambda x: jnp.argsort(x, axis=0), lambda rng, d=d: ties(rng, d),
-                                     "argsort_columns", (EDGE,)),
-                        # two keys: rows 0 and 1 of the ties, each row's own order carried along
-                        FrontendCase("sort", d, lambda x: lax.sort((x[0], x[1], x[2]), num_keys=2),
-                                     lambda rng, d=d: ties(rng, d), "two_keys", (EDGE,)),
-                        FrontendCase("sort", d, lambda x: jnp.lexsort((x[2], x[1], x[0])),
-                                     lambda rng, d=d: ties(rng, d), "lexsort_three_keys", (EDGE,))]
+                                     "argsort_columns", (EDGE,))]
         out["top_k"] += [FrontendCase("top_k", d, lambda x: lax.top_k(x, 3), lambda rng, d=d: ties(rng, d),
                                       "last_axis", (EDGE,)),
                          FrontendCase("top_k", d, lambda x: lax.top_k(x, 2, axis=0), lambda rng, d=d: ties(rng, d),
                                       "first_axis", (EDGE,))]
+    # several keys (jnp.lexsort): few distinct values per key, so the later keys break ties, with NaN and ±0
+    few = lambda rng, d: V.cast(np.round(rng.standard_normal((3, 24))), d)  # noqa: E731
+    for d in (F32, I32):
+        out["sort"] += [
+            FrontendCase("sort", d, lambda x, y, z: lax.sort((x, y, z), dimension=1, num_keys=2), lambda rng, d=d: (
+                np.resize(np.concatenate([V.specials(d), few(rng, d).ravel()]), (3, 24)), few(rng, d),
+                V.normal(rng, F32, (3, 24))), "two_keys", (EDGE,)),
+            FrontendCase("sort", d, lambda x, y: jnp.lexsort((x, y), axis=0), lambda rng, d=d: (
+                few(rng, d), few(rng, d)), "lexsort_columns", (EDGE,))]
+    # approx_max_k / approx_min_k on distinct numbers (among ties and NaNs it defines no choice: rules/sorting.py)
+    out["approx_top_k"] = [FrontendCase("approx_top_k", d, fun, lambda rng, d=d: (V.normal(rng, d, (4, 50)),), name,
+                                        (RANDOM,))
+                           for d in (F32, DType.float64) for name, fun in (
+                               ("max_k", lambda x: lax.approx_max_k(x, 5)), ("min_k", lambda x: lax.approx_min_k(x, 6)),
+                               ("max_k_first_axis", lambda x: lax.approx_max_k(x, 3, reduction_dimension=0)))]
     return out
 
 
@@ -106,4 +116,4 @@ def _cases(name: str) -> list[FrontendCase]:
 
 CASES = {name: (lambda name=name: _cases(name)) for name in (
     "random_seed", "random_unwrap", "random_split", "random_fold_in", "random_bits", "random_wrap",
-    "sort", "top_k", "bitcast_convert_type", "erf_inv")}
+    "sort", "top_k", "approx_top_k", "bitcast_convert_type", "erf_inv")}

@@ -16,7 +16,7 @@ import numpy as np
 from ...ir.dtypes import DType
 from .. import values as V
 from ..opdb.common import EDGE, LAYOUT, RANDOM
-from .spec import FrontendCase
+from .spec import FrontendCase, Refusal
 
 _MOVED = (DType.float32, DType.int16, DType.bfloat16)
 
@@ -33,6 +33,18 @@ def moved(primitive: str, fun, shapes, name: str, dtypes=_MOVED, extra=(), tags=
     """``fun`` on edge-value tensors of ``shapes`` (plus fixed ``extra`` arrays), per dtype."""
     return [FrontendCase(primitive, d, fun, lambda rng, d=d: (*(_edge_tensor(rng, d, s) for s in shapes), *extra),
                          name, tags) for d in dtypes]
+
+
+def _stacked(fun, count: int, name: str) -> list[FrontendCase]:
+    """``count`` edge-value operands of shape (2, 3), each rolled differently, so every one is distinct."""
+    return [FrontendCase("stack", d, fun, lambda rng, d=d: tuple(np.roll(_edge_tensor(rng, d, (2, 3)), k)
+                                                             for k in range(count)), name, (EDGE,)) for d in _MOVED]
+
+
+def _jnp():
+    import jax.numpy as jnp
+
+    return jnp
 
 
 def _lax():
@@ -60,13 +72,20 @@ def _shape_cases() -> dict:
         + moved("slice", lambda x: lax.slice(x, (2, 0), (2, 8)), [(5, 8)], "empty", tags=(LAYOUT,)),
         "dynamic_slice": [c for start in (1, 4, -2) for c in moved(
             "dynamic_slice", lambda x, i: lax.dynamic_slice(x, (i, np.int32(2)), (3, 3)), [(6, 6)],
-            f"start{start}", extra=(i32(start),))],  # 4 and -2 are clamped into range, as XLA does
+            f"start{start}", extra=(i32(start),), dtypes=_MOVED + (DType.complex64,))],  # 4 and -2 are clamped into range, as XLA does
         "dynamic_update_slice": [c for start in (0, 5, -1) for c in moved(
             "dynamic_update_slice", lambda x, u, i: lax.dynamic_update_slice(x, u, (np.int32(1), i)), [(5, 6), (2, 3)],
-            f"start{start}", extra=(i32(start),))],
+            f"start{start}", extra=(i32(start),), dtypes=_MOVED + (DType.complex64,))],
         "concatenate": moved("concatenate", lambda x, y, z: lax.concatenate([x, y, z], 1), [(2, 3), (2, 1), (2, 4)],
                              "dim1") + moved("concatenate", lambda x, y: lax.concatenate([x, y], 0),
                                              [(0, 3), (2, 3)], "empty_piece", tags=(LAYOUT,)),
+        "tile": moved("tile", lambda x: _jnp().tile(x, (2, 3)), [(2, 3)], "reps_2_3")
+        + moved("tile", lambda x: _jnp().tile(x, (1, 3, 2)), [(2, 3, 4)], "reps_1_3_2")
+        + moved("tile", lambda x: _jnp().tile(x, (2, 0)), [(2, 3)], "reps_0", tags=(LAYOUT,)),
+        "stack": _stacked(lambda x, y, z: _jnp().stack([x, y, z], axis=1), 3, "axis1")
+        + _stacked(lambda x, y: _jnp().stack([x, y], axis=2), 2, "last_axis"),
+        "unstack": moved("unstack", lambda x: _jnp().unstack(x, axis=1), [(2, 3, 4)], "axis1")
+        + moved("unstack", lambda x: _jnp().unstack(x, axis=0), [(3, 5)], "axis0"),
         "split": moved("split", lambda x: lax.split(x, (1, 3, 2), axis=1), [(2, 6)], "sizes_132")
         + moved("split", lambda x: lax.split(x, (2, 0, 1), axis=0), [(3, 2)], "empty_piece", tags=(LAYOUT,)),
         "pad": moved("pad", lambda x, v: lax.pad(x, v, ((1, 2, 0), (0, 1, 2))), [(3, 4), ()], "edges_interior")
@@ -135,8 +154,19 @@ def _cumulative_cases(name: str) -> list[FrontendCase]:
 
 CASES = {name: functools.partial(lambda name: _shape_cases()[name], name) for name in (
     "broadcast_in_dim", "reshape", "squeeze", "transpose", "slice", "dynamic_slice", "dynamic_update_slice",
-    "concatenate", "split", "pad", "rev", "iota")}
+    "concatenate", "split", "tile", "stack", "unstack", "pad", "rev", "iota")}
 CASES |= {name: functools.partial(_reduce, name, _over_axes, name) for name in (
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or")}
 CASES |= {name: functools.partial(_reduce, name, _arg, name, ((1,), (0,))) for name in ("argmax", "argmin")}
+
+
+def _complex_product(z):
+    return _lax().reduce_prod(z, (0,))
+
+
+# the IR's reduce_prod takes no complex numbers: refused at the user's line (of constants, as jnp.fft's norm="ortho"
+# scale, it is folded: frontend/jax/folding.py)
+CASES["reduce_prod"] = functools.partial(lambda build: build() + [Refusal(
+    "reduce_prod", _complex_product, (np.array([1 + 2j, 3 - 1j], np.complex64),), "UntranslatedPrimitive",
+    "complex_refused", DType.complex64)], CASES["reduce_prod"])
 CASES |= {name: functools.partial(_cumulative_cases, name) for name in ("cumsum", "cumprod", "cummax", "cummin")}

@@ -134,6 +134,27 @@ def _complex_abs_as_real_part(original, table):
     return faulty
 
 
+def _convert_complex_imag(original, table):
+    """A complex number converted to a real dtype through its imaginary part."""
+    def faulty(ctx, x):
+        if x.type.dtype.is_complex and not ctx.out.dtype.is_complex:
+            return ctx.convert(ctx.b.op("imag", x), ctx.out.dtype)
+        return original(ctx, x)
+
+    return faulty
+
+
+def _dus_complex_imag_dropped(original, table):
+    """A complex update that lands without its imaginary part."""
+    def faulty(ctx, x, update, *starts):
+        if update.type.dtype.is_complex:
+            zero = ctx.full(0, update.type.dtype.real_dtype, update.type.shape)
+            update = ctx.b.op("complex", ctx.b.op("real", update), zero)
+        return original(ctx, x, update, *starts)
+
+    return faulty
+
+
 def _dot_general_conjugated(original, table):
     """A complex lhs conjugated first (numpy's vdot convention in place of lax.dot_general's)."""
     def faulty(ctx, x, y):
@@ -151,6 +172,83 @@ def _start_map_reversed(p):
     """gather's start indices mapped to the operand dims in reverse (x[i, j] read as x[j, i])."""
     dn = p["dimension_numbers"]
     return p | {"dimension_numbers": dn._replace(start_index_map=tuple(dn.start_index_map)[::-1])}
+
+
+def _fft_norm(norm: str):
+    """The transform scaled by another of the IR's norms (JAX's is "backward")."""
+    def plant(original, table):
+        def faulty(ctx, x):
+            kind, lengths = ctx.params["fft_type"], ctx.params["fft_lengths"]
+            length = {"length": int(lengths[-1])} if kind == "IRFFT" else {}
+            return ctx.b.op(kind.lower(), x, ndims=len(lengths), norm=norm, **length)
+
+        return faulty
+
+    return plant
+
+
+_FFT_INVERSE = {"FFT": "IFFT", "IFFT": "FFT", "RFFT": "RFFT", "IRFFT": "IRFFT"}
+
+
+def _irfft_length_even(p):
+    """IRFFT's odd length taken one shorter: the same half-spectrum size (n // 2 + 1)."""
+    lengths = tuple(p["fft_lengths"])
+    return p | {"fft_lengths": (*lengths[:-1], lengths[-1] - lengths[-1] % 2)}
+
+
+def _tile_as_repeat(original, table):
+    """Each element repeated in place (broadcast to [d0, reps0, ...]) in place of the blocks tiled."""
+    def faulty(ctx, x):
+        reps = tuple(int(r) for r in ctx.params["reps"])
+        spread = ctx.b.broadcast_in_dim(x, shape=tuple(n for r, d in zip(reps, x.type.shape) for n in (d, r)),
+                                        broadcast_dimensions=tuple(range(0, 2 * x.type.rank, 2)))
+        return ctx.b.reshape(spread, shape=tuple(ctx.out.shape))
+
+    return faulty
+
+
+def _on_magnitude(original, table):
+    """The rule applied to |x|: a dropped sign or reflection (erfc(-x) = 2 - erfc(x), cbrt(-x) = -cbrt(x))."""
+    def faulty(ctx, x):
+        return original(ctx, ctx.b.abs(x))
+
+    return faulty
+
+
+def _round_trip_unflushed(original, table):
+    """reduce_precision as the plain convert round trip: the target's subnormals kept."""
+    def faulty(ctx, x):
+        from ...ir.dtypes import DType
+
+        formats = {(5, 10): DType.float16, (8, 7): DType.bfloat16, (8, 23): DType.float32}
+        target = formats.get((int(ctx.params["exponent_bits"]), int(ctx.params["mantissa_bits"])))
+        return ctx.convert(ctx.convert(x, target), x.type.dtype) if target is not None else original(ctx, x)
+
+    return faulty
+
+
+def _lowest_bit_dropped(original, table):
+    def faulty(ctx, x):
+        return original(ctx, ctx.b.shift_right_logical(x, ctx.full(1, x.type.dtype, x.type.shape)))
+
+    return faulty
+
+
+def _sort_keys_reversed(original, table):
+    """A multi-key sort's keys taken least significant first (results put back in their places)."""
+    def faulty(ctx, *xs):
+        k = int(ctx.params["num_keys"])
+        out = original(ctx, *xs[:k][::-1], *xs[k:])
+        return [*out[:k][::-1], *out[k:]]
+
+    return faulty
+
+
+def _pieces_reversed(original, table):
+    def faulty(ctx, *xs):
+        return original(ctx, *xs)[::-1]
+
+    return faulty
 
 
 FAULTS: tuple[RuleFault, ...] = (
@@ -212,6 +310,31 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("scatter_replace_as_max", "scatter", "wrong op", _rule_of("scatter-max")),
     RuleFault("le_to_as_lt_to", "le_to", "wrong comparison", _rule_of("lt_to")),
     RuleFault("eq_to_as_eq", "eq_to", "wrong comparison", _rule_of("eq")),
+    RuleFault("tile_as_repeat", "tile", "wrong op", _tile_as_repeat),
+    RuleFault("stack_operands_reversed", "stack", "swapped operands", _operands(lambda xs: xs[::-1])),
+    RuleFault("unstack_pieces_reversed", "unstack", "swapped operands", _pieces_reversed),
+    RuleFault("erfc_reflection_dropped", "erfc", "dropped op", _on_magnitude),
+    RuleFault("cbrt_sign_dropped", "cbrt", "dropped op", _on_magnitude),
+    RuleFault("reduce_precision_subnormals_kept", "reduce_precision", "dropped op", _round_trip_unflushed,
+              "thresholds"),
+    RuleFault("population_count_lowest_bit_dropped", "population_count", "off by one", _lowest_bit_dropped),
+    RuleFault("clz_as_population_count", "clz", "wrong op", _rule_of("population_count")),
+    RuleFault("select_and_gather_add_picks_the_minimum", "select_and_gather_add", "wrong comparison",
+              _params(lambda p: p | {"select_prim": "le" if p["select_prim"] == "ge" else "ge"})),
+    RuleFault("select_and_gather_add_dilation_dropped", "select_and_gather_add", "dropped attribute",
+              _params(lambda p: p | {"window_dilation": (1,) * len(p["window_dilation"])}), "dilated"),
+    RuleFault("approx_top_k_minima_as_maxima", "approx_top_k", "wrong comparison",
+              _params(lambda p: p | {"is_max_k": True}), "min_k"),
+    RuleFault("sort_keys_least_significant_first", "sort", "swapped operands", _sort_keys_reversed, "two_keys"),
+    RuleFault("fft_norm_forward", "fft", "wrong normalisation", _fft_norm("forward"), "IFFT:n8"),
+    RuleFault("fft_norm_ortho", "fft", "wrong normalisation", _fft_norm("ortho"), "IRFFT:n8"),
+    RuleFault("fft_type_swapped", "fft", "swapped fft type",
+              _params(lambda p: p | {"fft_type": _FFT_INVERSE[p["fft_type"]]}), "FFT:n8"),
+    RuleFault("irfft_length_even", "fft", "wrong irfft length", _params(_irfft_length_even), "IRFFT:n7_prime"),
+    RuleFault("convert_complex_keeps_imag", "convert_element_type", "wrong op", _convert_complex_imag,
+              "real_part"),
+    RuleFault("dynamic_update_slice_complex_imag_dropped", "dynamic_update_slice", "dropped op",
+              _dus_complex_imag_dropped, "start"),
 )
 
 

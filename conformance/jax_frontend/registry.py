@@ -19,11 +19,22 @@ from collections.abc import Iterable
 
 from ...ir.dtypes import DType
 from ..opdb.common import EDGE
-from . import cases_control, cases_elementwise, cases_indexing, cases_random, cases_scatter, cases_shape
+from . import (
+    cases_bits,
+    cases_control,
+    cases_elementwise,
+    cases_fft,
+    cases_indexing,
+    cases_jvp,
+    cases_random,
+    cases_scatter,
+    cases_shape,
+    cases_special,
+)
 from .spec import ROW_PREFIX, FrontendCase, NotEmitted, Refusal, row_of
 
-FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random)
-FAMILIES += (cases_scatter,)  # the scatter family and the total-order comparisons
+FAMILIES = (cases_elementwise, cases_shape, cases_indexing, cases_control, cases_random, cases_fft, cases_special,
+            cases_bits, cases_jvp, cases_scatter)
 
 NOT_EMITTED = {n.primitive: n for n in (
     NotEmitted("copy_p", "copy", "the primitive's name before JAX 0.4.36 (now `copy`)"),

@@ -27,11 +27,11 @@ class JaxCaptureError(ParityError):
 
 
 class UntranslatedPrimitive(JaxCaptureError):
-    def __init__(self, primitive: str, loc: SourceLoc | None, why: str = ""):
+    def __init__(self, primitive: str, loc: SourceLoc | None, why: str = "", fix: str = ""):
         because = f" ({why})" if why else ""
         super().__init__(primitive, loc, f"the JAX primitive `{primitive}` has no parity translation{because}",
-                         "rewrite that line with jax.numpy/lax operations parity translates (docs/jax.md lists "
-                         "them), or run this function with plain jax.jit")
+                         fix or "rewrite that line with jax.numpy/lax operations parity translates (docs/jax.md "
+                         "lists them), or run this function with plain jax.jit")
 
 
 class DataDependentLoop(JaxCaptureError):

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from ...ir.builder import GraphBuilder
 from ...ir.errors import TypeRuleError
 from ...ir.graph import Graph, SourceLoc, Value
@@ -28,6 +30,8 @@ from ...ir.types import TensorType
 from .compat import Eqn, Operand, SubProgram, Traced, body_of, is_dropped
 from .context import JaxContext, Refused
 from .errors import EffectNotSupported, SymbolicSizeNotSupported, TranslationBug, UntranslatedPrimitive
+from .folding import folded
+from .gaps import GAPS
 from .rules import KEY_NATIVE, TABLE
 from .rules.keys import on_key_data
 
@@ -77,6 +81,12 @@ def _read(b: GraphBuilder, env: dict, operand: Operand) -> Value:
     return env[operand.var]
 
 
+def _constant_of(value: Value):
+    """The array a constant node holds, else None."""
+    node = value.producer
+    return np.asarray(node.attrs["value"]) if node is not None and node.op == "constant" else None
+
+
 def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value]:
     body = body_of(eqn)
     if body is not None:
@@ -85,7 +95,7 @@ def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value
     if eqn.has_effects and rule is None:
         raise EffectNotSupported(eqn.primitive, eqn.loc)
     if rule is None:
-        raise UntranslatedPrimitive(eqn.primitive, eqn.loc)
+        raise UntranslatedPrimitive(eqn.primitive, eqn.loc, *GAPS.get(eqn.primitive, ()))
     with b.location(eqn.loc):
         try:
             if eqn.on_keys and eqn.primitive not in KEY_NATIVE:
@@ -94,7 +104,10 @@ def _translate_eqn(b: GraphBuilder, eqn: Eqn, inputs: list[Value]) -> list[Value
                              lambda program, types, name: program_graph(program, types, name, eqn.loc))
             result = rule(ctx, *inputs)
         except Refused as exc:
-            raise UntranslatedPrimitive(eqn.primitive, eqn.loc, str(exc)) from None
+            value = folded(eqn.primitive, [_constant_of(v) for v in inputs], eqn.params)
+            if value is None:
+                raise UntranslatedPrimitive(eqn.primitive, eqn.loc, str(exc)) from None
+            result = b.constant(value.astype(eqn.result_types[0].dtype.numpy))
         except TypeRuleError as exc:
             if all(t.is_static for t in (*(v.type for v in inputs), *eqn.result_types)):
                 raise  # a rule's bug, not a limit of the IR's symbolic sizes

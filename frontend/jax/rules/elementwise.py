@@ -26,7 +26,7 @@ LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_
 
 def _unary(ir_op: str):
     def rule(ctx: JaxContext, x: Value):
-        _check_dtype(ir_op, x)
+        refuse_unaccepted_dtype(ir_op, x)
         return ctx.b.op(ir_op, x)
 
     rule.__name__ = f"translate_{ir_op}"
@@ -35,7 +35,7 @@ def _unary(ir_op: str):
 
 def _binary(ir_op: str):
     def rule(ctx: JaxContext, x: Value, y: Value):
-        _check_dtype(ir_op, x)
+        refuse_unaccepted_dtype(ir_op, x)
         shape = ctx.out.shape
         return ctx.b.op(ir_op, ctx.broadcast(x, shape), ctx.broadcast(y, shape))
 
@@ -43,7 +43,7 @@ def _binary(ir_op: str):
     return rule
 
 
-def _check_dtype(ir_op: str, x: Value) -> None:
+def refuse_unaccepted_dtype(ir_op: str, x: Value) -> None:
     """Refuse (the user's line, the dtype) an operand dtype the IR op has no form for: complex
     ``sin``, ``tanh``, ``sign``, ``max``... which JAX computes and the IR does not define."""
     accepted = OP_TABLE[ir_op].dtypes
@@ -119,6 +119,10 @@ def clamp(ctx: JaxContext, lo: Value, x: Value, hi: Value):
 
 
 def convert_element_type(ctx: JaxContext, x: Value):
+    """A complex number to a real dtype keeps its real part, as JAX does (the IR's convert
+    refuses to drop an imaginary part silently)."""
+    if x.type.dtype.is_complex and not ctx.out.dtype.is_complex:
+        x = ctx.b.op("real", x)
     return ctx.convert(x, ctx.out.dtype)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ....ir.graph import Value
 from ..context import JaxContext, refuse
+from .elementwise import refuse_unaccepted_dtype
 
 REDUCE = {"reduce_sum": "reduce_sum", "reduce_max": "reduce_max", "reduce_min": "reduce_min",
           "reduce_prod": "reduce_prod", "reduce_and": "reduce_and", "reduce_or": "reduce_or"}
@@ -12,6 +13,7 @@ CUMULATIVE = ("cumsum", "cumprod", "cummax", "cummin")
 
 def _reduce(ir_op: str):
     def rule(ctx: JaxContext, x: Value):
+        refuse_unaccepted_dtype(ir_op, x)  # a complex product (jnp.fft's norm="ortho" scale) is refused here
         return ctx.b.op(ir_op, x, axes=tuple(int(a) for a in ctx.params["axes"]))
 
     rule.__name__ = f"translate_{ir_op}"

@@ -1,5 +1,5 @@
-"""Shape lax primitives: broadcast, reshape, transpose, squeeze, slices, concatenate, pad, rev, iota,
-and ``dim_as_value`` (a symbolic size used as a number: a mean's divisor)."""
+"""Shape lax primitives: broadcast, reshape, transpose, squeeze, slices, concatenate, split, tile,
+stack, unstack, pad, rev, iota, and ``dim_as_value`` (a symbolic size used as a number: a mean's divisor)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,14 @@ def dynamic_slice(ctx: JaxContext, x: Value, *starts: Value):
 
 
 def dynamic_update_slice(ctx: JaxContext, x: Value, update: Value, *starts: Value):
-    return ctx.b.dynamic_update_slice(x, update, *_starts(ctx, starts))
+    """A complex operand is updated as its real and imaginary parts (exact): no backend runs
+    the IR's dynamic_update_slice on complex numbers, and JAX's fft gradients emit it."""
+    starts = _starts(ctx, starts)
+    if x.type.dtype.is_complex:
+        b = ctx.b
+        parts = [b.dynamic_update_slice(b.op(part, x), b.op(part, update), *starts) for part in ("real", "imag")]
+        return b.op("complex", *parts)
+    return ctx.b.dynamic_update_slice(x, update, *starts)
 
 
 def concatenate(ctx: JaxContext, *xs: Value):
@@ -67,6 +74,36 @@ def split(ctx: JaxContext, x: Value):
         limits = tuple(start + int(size) if d == axis else n for d, n in enumerate(x.type.shape))
         pieces.append(ctx.b.slice(x, start_indices=starts, limit_indices=limits, strides=(1,) * x.type.rank))
         start += int(size)
+    return pieces
+
+
+def tile(ctx: JaxContext, x: Value):
+    """``jnp.tile``: x broadcast to [reps0, d0, reps1, d1, ...] and each pair merged (copy k of
+    a dim's block sits at k·d, as in the tiled result)."""
+    reps = tuple(int(r) for r in ctx.params["reps"])
+    rank = x.type.rank
+    spread = ctx.b.broadcast_in_dim(x, shape=tuple(n for r, d in zip(reps, x.type.shape) for n in (r, d)),
+                                    broadcast_dimensions=tuple(range(1, 2 * rank, 2)))
+    return ctx.b.reshape(spread, shape=tuple(ctx.out.shape))
+
+
+def stack(ctx: JaxContext, *xs: Value):
+    """``jnp.stack``: each operand with a size-1 dim at ``axis``, concatenated along it."""
+    axis = int(ctx.params["axis"])
+    shape = tuple(xs[0].type.shape)
+    grown = [ctx.b.reshape(x, shape=(*shape[:axis], 1, *shape[axis:])) for x in xs]
+    return ctx.b.concatenate(*grown, dimension=axis)
+
+
+def unstack(ctx: JaxContext, x: Value):
+    """``jnp.unstack``: one slice of ``axis`` per index, the dim dropped."""
+    axis, shape = int(ctx.params["axis"]), tuple(x.type.shape)
+    rank, pieces = len(shape), []
+    for k in range(shape[axis]):
+        piece = ctx.b.slice(x, start_indices=tuple(k if d == axis else 0 for d in range(rank)),
+                            limit_indices=tuple(k + 1 if d == axis else n for d, n in enumerate(shape)),
+                            strides=(1,) * rank)
+        pieces.append(ctx.b.reshape(piece, shape=shape[:axis] + shape[axis + 1:]))
     return pieces
 
 
@@ -102,6 +139,9 @@ TABLE = {
     "dynamic_update_slice": dynamic_update_slice,
     "concatenate": concatenate,
     "split": split,
+    "tile": tile,
+    "stack": stack,
+    "unstack": unstack,
     "pad": pad,
     "rev": rev,
     "iota": iota,

@@ -1,7 +1,7 @@
-"""``sort`` (any number of operands carried along: ``jnp.sort``, ``jnp.argsort``; several keys:
-``jnp.lexsort``) and ``top_k``, on the IR's stable ``sort`` and ``top_k``; and the total-order
-comparisons ``eq_to``, ``le_to``, ``lt_to`` (JAX 0.10; ``jnp.searchsorted`` and ``jnp.interp``
-compare with them).
+"""``sort`` (on one key or several: ``jnp.lexsort``; any number of operands carried along:
+``jnp.sort``, ``jnp.argsort``), ``top_k`` and ``approx_top_k`` (exact on CPU), on the IR's stable
+``sort`` and ``top_k``; and the total-order comparisons ``eq_to``, ``le_to``, ``lt_to`` (JAX 0.10;
+``jnp.searchsorted`` and ``jnp.interp`` compare with them).
 
 JAX and the IR order elements alike: stably, -0.0 equal to 0.0, NaN after +inf ascending and
 counted largest by ``top_k``. The total-order comparisons follow IEEE totalOrder on floats:
@@ -27,35 +27,54 @@ from ..context import JaxContext, refuse
 
 
 def sort(ctx: JaxContext, *operands: Value):
-    axis, num_keys = int(ctx.params["dimension"]), int(ctx.params["num_keys"])
+    """The first ``num_keys`` operands are the keys, most significant first (``jnp.lexsort`` passes
+    several): stable sorts from the least significant key up give the lexicographic order (a later
+    sort keeps the earlier one among its ties), and every operand is gathered by it."""
+    axis, keys = int(ctx.params["dimension"]), int(ctx.params["num_keys"])
     b = ctx.b
-    if num_keys == 1:
+    if keys == 1:
         values, order = b.sort(operands[0], axis=axis)
         return [values, *(b.gather(x, order, axis=axis) for x in operands[1:])]
-    return [b.gather(x, _lexicographic_order(ctx, operands[:num_keys], axis), axis=axis) for x in operands]
-
-
-def _lexicographic_order(ctx: JaxContext, keys: tuple[Value, ...], axis: int) -> Value:
-    """The permutation that sorts by ``keys[0]``, ties by ``keys[1]``, ... (``jnp.lexsort``,
-    ``lax.sort(num_keys>1)``): stable sorts from the last key to the first, each of the key
-    permuted by the order so far. Stability makes every earlier pass the tie-break of the next,
-    and full ties keep their positions, as XLA's stable sort does."""
-    b = ctx.b
-    order = b.iota(dtype=DType.int64, shape=tuple(keys[0].type.shape), dimension=axis)
-    for key in reversed(keys):
-        _, step = b.sort(b.gather(key, order, axis=axis), axis=axis)
-        order = b.gather(order, step, axis=axis)
-    return order
+    order = None
+    for key in reversed(operands[:keys]):
+        _, step = b.sort(key if order is None else b.gather(key, order, axis=axis), axis=axis)
+        order = step if order is None else b.gather(order, step, axis=axis)
+    return [b.gather(x, order, axis=axis) for x in operands]
 
 
 def top_k(ctx: JaxContext, x: Value):
-    axis, last = int(ctx.params.get("axis", x.type.rank - 1)), x.type.rank - 1
+    return _top_k(ctx, x, int(ctx.params["k"]), int(ctx.params.get("axis", x.type.rank - 1)))
+
+
+def approx_top_k(ctx: JaxContext, x: Value):
+    """``lax.approx_max_k`` / ``approx_min_k``, exactly: top_k for the maxima, the first k of the
+    ascending stable sort for the minima (a recall of 1 meets any ``recall_target``). On distinct
+    numbers this is XLA:CPU's result too; among equal values (-0 and 0) and NaNs the approximate
+    op defines no choice, and XLA:CPU's differs (measured: it orders -0 below 0, and its minima
+    put NaN before +inf and ties in reverse index order)."""
+    p = ctx.params
+    if not p["aggregate_to_topk"]:
+        refuse("approx_top_k with aggregate_to_topk=False (its result size is XLA's partition count): "
+               "keep the default aggregate_to_topk=True")
+    k, axis = int(p["k"]), int(p["reduction_dimension"]) % x.type.rank
+    if p["is_max_k"]:
+        return _top_k(ctx, x, k, axis)
+    values, order = ctx.b.sort(x, axis=axis)
+    rank = x.type.rank
+    limits = tuple(k if d == axis else n for d, n in enumerate(x.type.shape))
+    first = [ctx.b.slice(v, start_indices=(0,) * rank, limit_indices=limits, strides=(1,) * rank)
+             for v in (values, order)]
+    return [first[0], ctx.convert(first[1], ctx.eqn.result_types[1].dtype)]
+
+
+def _top_k(ctx: JaxContext, x: Value, k: int, axis: int):
+    last = x.type.rank - 1
     b = ctx.b
     perm = tuple(range(x.type.rank))
     if axis != last:  # the IR's top_k searches the last axis: swap the searched axis there and back
         perm = tuple(last if d == axis else axis if d == last else d for d in range(x.type.rank))
         x = b.transpose(x, permutation=perm)
-    values, indices = b.top_k(x, k=int(ctx.params["k"]))
+    values, indices = b.top_k(x, k=k)
     indices = ctx.convert(indices, ctx.eqn.result_types[1].dtype)
     if axis != last:
         values, indices = (b.transpose(v, permutation=perm) for v in (values, indices))
@@ -93,4 +112,4 @@ def _total_order(ir_op: str):
     return rule
 
 
-TABLE = {"sort": sort, "top_k": top_k, **{f"{op}_to": _total_order(op) for op in ("eq", "le", "lt")}}
+TABLE = {"sort": sort, "top_k": top_k, "approx_top_k": approx_top_k, **{f"{op}_to": _total_order(op) for op in ("eq", "le", "lt")}}

@@ -1,4 +1,5 @@
-"""Windowed reductions (pooling) and max-pooling's gradient, ``select_and_scatter_add``.
+"""Windowed reductions (pooling), max-pooling's gradient, ``select_and_scatter_add``, and its
+forward-mode derivative, ``select_and_gather_add``.
 
 The IR's ``reduce_window`` takes max and sum; min is max of the negation. The IR has no
 select-and-scatter, so its gradient is built from primitives: one strided slice per window
@@ -88,6 +89,42 @@ def select_and_scatter_add(ctx: JaxContext, source: Value, operand: Value):
     return b.slice(total, start_indices=tuple(lo for lo, _ in padding), limit_indices=limits, strides=(1,) * rank)
 
 
+def select_and_gather_add(ctx: JaxContext, tangents: Value, operand: Value):
+    """Max-pooling's forward-mode derivative (jax.jvp, jax.jacfwd): per window, the tangent where
+    the operand is chosen. XLA reduces (operand, tangent) pairs from the init (∓inf, 0) over the
+    window in order, padding being init pairs, the pair ``select_prim(acc, next)`` holds for
+    kept: so a window of -infs (or padding) alone gives 0, ties the first, NaN the last NaN's."""
+    p = ctx.params
+    if p["select_prim"] not in ("ge", "le"):
+        refuse(f"select_prim={p['select_prim']} (parity builds the ge and le forms: max and min pooling)")
+    if any(d != 1 for d in p["base_dilation"]):
+        refuse(f"base_dilation={tuple(p['base_dilation'])} (a window over a dilated operand)")
+    if not operand.type.dtype.is_float:
+        refuse(f"select_and_gather_add of {operand.type.dtype.short} (parity builds it for floats: the init is ∓inf)")
+    b, dtype = ctx.b, operand.type.dtype
+    window, strides = tuple(p["window_dimensions"]), tuple(p["window_strides"])
+    dilation = tuple(p["window_dilation"])
+    padding = tuple((int(lo), int(hi)) for lo, hi in p["padding"])
+    keep = b.ge if p["select_prim"] == "ge" else b.le
+    init = -np.inf if p["select_prim"] == "ge" else np.inf
+    out_shape = tuple(ctx.out.shape)
+
+    def padded(x: Value, value: float) -> Value:
+        return b.pad(x, b.constant(value, dtype), edge_padding_low=tuple(lo for lo, _ in padding),
+                     edge_padding_high=tuple(hi for _, hi in padding), interior_padding=(0,) * len(window))
+
+    values, slopes = padded(operand, init), padded(tangents, 0.0)
+    best, slope = ctx.full(init, dtype, out_shape), ctx.full(0.0, dtype, out_shape)
+    for offset in itertools.product(*(range(w) for w in window)):
+        starts = tuple(k * d for k, d in zip(offset, dilation))
+        limits = tuple(k + s * (n - 1) + 1 for k, s, n in zip(starts, strides, out_shape))
+        candidate, candidate_slope = (b.slice(x, start_indices=starts, limit_indices=limits, strides=strides)
+                                      for x in (values, slopes))
+        take = b.logical_not(keep(best, candidate))
+        best, slope = b.select(take, candidate, best), b.select(take, candidate_slope, slope)
+    return slope
+
+
 def _inside(offset, strides, out_shape, padding, size) -> np.ndarray:
     """Per window, whether its element at ``offset`` lies in the operand (not its padding): a
     bool array with the windows' shape on padded dims and 1 elsewhere (always inside there)."""
@@ -163,4 +200,5 @@ TABLE = {
     "reduce_window_sum": reduce_window_sum,
     "reduce_window_min": reduce_window_min,
     "select_and_scatter_add": select_and_scatter_add,
+    "select_and_gather_add": select_and_gather_add,
 }
