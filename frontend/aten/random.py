@@ -43,6 +43,18 @@ def native_dropout(ctx: TranslationContext, x, p, train):
     return ctx.b.select(keep, scaled, ctx.full(0, dtype, shape)), keep
 
 
+def exponential(ctx: TranslationContext, x, lambd=1.0, *, generator=None):
+    """-log(1 - u) / lambd, u uniform in [0, 1) (drawn in float32 at least): finite and >= 0, as
+    torch's; gumbel_softmax's noise."""
+    shape, dtype = ctx.out.shape, ctx.out.dtype
+    wide = dtype if dtype in (DType.float32, DType.float64) else DType.float32
+    u = _uniform(ctx, shape, wide)
+    drawn = ctx.b.neg(ctx.b.log1p(ctx.b.neg(u)))
+    if lambd != 1:
+        drawn = ctx.b.div(drawn, ctx.full(float(lambd), wide, shape))
+    return ctx.convert(drawn, dtype)
+
+
 def bernoulli(ctx: TranslationContext, x, p=None, *, generator=None):
     """1 with probability p (a float, or the tensor x itself for bernoulli.default)."""
     shape = ctx.out.shape
@@ -83,6 +95,7 @@ TABLE = {
     "randn_like.default": randn,
     "uniform.default": uniform,
     "native_dropout.default": native_dropout,
+    "exponential.default": exponential,
     "bernoulli.p": bernoulli,
     "bernoulli.default": bernoulli,
     "randint.default": randint,

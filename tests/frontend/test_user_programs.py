@@ -1,0 +1,115 @@
+"""Ops users write that the model zoo does not (found by studies/torch_ops_probe): through
+``parity.compile`` against eager torch, forward and gradients, on the reference interpreter
+and on backends, with the edge cases each translation claims (NaN, ties, offsets, shifts past
+the width)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import parity
+
+BACKENDS = ["reference", "xla", "onnx"]
+
+
+def _same(fn, *inputs, backend, grads=True):
+    """fn through parity.compile equals eager bit for bit-close: outputs and float inputs' gradients."""
+    ours = [t.detach().clone().requires_grad_(grads and t.is_floating_point()) for t in inputs]
+    theirs = [t.detach().clone().requires_grad_(grads and t.is_floating_point()) for t in inputs]
+    got, expected = parity.compile(fn, backend=backend)(*ours), fn(*theirs)
+    got, expected = (got, expected) if isinstance(expected, tuple) else ((got,), (expected,))
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6, equal_nan=True)
+    floats = [(g, e) for g, e in zip(got, expected) if e.requires_grad]
+    if grads and floats:
+        weights = [torch.randn(e.shape) for _, e in floats]
+        sum((g * w).sum() for (g, _), w in zip(floats, weights)).backward()
+        sum((e * w).sum() for (_, e), w in zip(floats, weights)).backward()
+        for a, b in zip(ours, theirs):
+            if b.grad is not None:
+                torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diagonal_scatter_in_place_diagonals_and_their_gradients(backend):
+    def writes(x):
+        y = x * 1.0
+        y.diagonal(-1).zero_()  # below the diagonal
+        y.diagonal(2).mul_(3)  # above it
+        y[1].diagonal(0, 0, 1).fill_(7.0)  # a batched 3-d slice, dims other than the last two
+        return y
+
+    _same(writes, torch.randn(3, 4, 5), backend=backend)
+    _same(lambda x: torch.diagonal_scatter(x, torch.arange(8.0).view(2, 4), 1, 0, 2), torch.randn(4, 2, 5), backend=backend)
+    _same(lambda x: torch.einsum("ii->i", x) * 2, torch.randn(4, 4), backend=backend)  # its backward
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shifts_every_overload_and_past_the_width(backend):
+    a = torch.tensor([-100, -3, -1, 0, 1, 7, 100, 2**30], dtype=torch.int32)
+    s = torch.tensor([0, 1, 31, 32, 40, 2, -1, 3], dtype=torch.int32)
+    _same(lambda a, s: torch.stack([a << s, a >> s, a << 3, a >> 2, torch.bitwise_left_shift(a, s),
+                                    torch.bitwise_right_shift(a, 5)]), a, s, backend=backend)
+    u = torch.tensor([0, 1, 128, 255], dtype=torch.uint8)
+    _same(lambda u: torch.stack([u >> 1, u << 1, u >> torch.tensor([0, 7, 8, 9], dtype=torch.uint8)]), u, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kthvalue_and_median_with_nan_and_their_gradients(backend):
+    x = torch.randn(4, 7)
+    _same(lambda x: torch.kthvalue(x, 3, 1), x, backend=backend)
+    _same(lambda x: torch.kthvalue(x, 2, 0, keepdim=True), x, backend=backend)
+    _same(lambda x: torch.median(x, 1), x, backend=backend)
+    _same(lambda x: torch.median(x, 0, keepdim=True), torch.randn(6, 3), backend=backend)  # even count: the lower
+    y = torch.randn(3, 5)
+    y[0, 3], y[0, 1], y[2, 4] = float("nan"), float("nan"), float("nan")  # the first NaN of a row is its median
+    _same(lambda x: torch.median(x, 1), y, backend=backend, grads=False)
+    _same(lambda x: torch.kthvalue(x, 4, 1), y, backend=backend, grads=False)
+    _same(lambda x: torch.median(x, 1), torch.tensor([[3, 1, 2, 2], [5, 4, 9, 0]]), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cummax_cummin_indices_with_ties_and_nan(backend):
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 5.0, 5.0], [2.0, float("nan"), 1.0, float("nan"), 7.0, 0.0]])
+    for op in (torch.cummax, torch.cummin):
+        _same(lambda t, op=op: op(t, 1), x, backend=backend, grads=False)
+        _same(lambda t, op=op: op(t, 0), torch.randn(5, 3), backend=backend)
+        _same(lambda t, op=op: op(t, 0), torch.tensor([3, 1, 3, 0, 4, 4]), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_searchsorted_and_bucketize_both_sides_and_nan(backend):
+    seq = torch.tensor([-1.0, 0.0, 0.0, 0.5, 2.0, float("nan")])
+    v = torch.tensor([[-2.0, -1.0, 0.0, 0.3], [2.0, 9.0, float("nan"), 0.5]])
+    for right in (False, True):
+        _same(lambda s, v, right=right: torch.searchsorted(s, v, right=right), seq, v, backend=backend)
+        _same(lambda b, v, right=right: torch.bucketize(v, b, right=right, out_int32=True), seq[:5], v, backend=backend)
+    rows = torch.sort(torch.randn(3, 5)).values
+    _same(lambda s, v: torch.searchsorted(s, v, side="right"), rows, torch.randn(3, 4), backend=backend)
+    shuffled, sorter = torch.tensor([3.0, 1.0, 2.0]), torch.tensor([1, 2, 0])
+    _same(lambda s, v, o: torch.searchsorted(s, v, sorter=o), shuffled, torch.tensor([0.5, 2.0, 2.5, 9.0]), sorter,
+          backend=backend)
+    _same(lambda v: torch.bucketize(v, torch.tensor([1, 4, 9])), torch.tensor([0, 1, 5, 9, 10]), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tril_and_triu_indices_are_torchs(backend):
+    for rows, cols, offset in ((4, 4, 0), (3, 5, -1), (5, 3, 2), (0, 3, 0)):
+        _same(lambda x, r=rows, c=cols, o=offset: torch.tril_indices(r, c, o) + x, torch.zeros((), dtype=torch.int64),
+              backend=backend)
+        _same(lambda x, r=rows, c=cols, o=offset: torch.triu_indices(r, c, o, dtype=torch.int32) + x,
+              torch.zeros((), dtype=torch.int32), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exponential_noise_and_gumbel_softmax(backend):
+    draw = parity.compile(lambda x: torch.empty_like(x).exponential_(2.5), backend=backend)
+    torch.manual_seed(0)
+    sample = draw(torch.zeros(20000))
+    torch.manual_seed(0)
+    assert torch.equal(draw(torch.zeros(20000)), sample)  # its key comes from torch's generator
+    assert (sample >= 0).all() and sample.isfinite().all()
+    assert abs(sample.mean().item() - 1 / 2.5) < 0.015 and abs(sample.std().item() - 1 / 2.5) < 0.015
+    assert abs((sample < 0.4).float().mean().item() - (1 - torch.exp(torch.tensor(-1.0)).item())) < 0.015
+    hard = parity.compile(lambda x: F.gumbel_softmax(x, tau=0.5, hard=True), backend=backend)(torch.randn(50, 6))
+    assert ((hard == 0) | (hard == 1)).all() and torch.equal(hard.sum(1), torch.ones(50))
