@@ -113,3 +113,13 @@ def test_exponential_noise_and_gumbel_softmax(backend):
     assert abs((sample < 0.4).float().mean().item() - (1 - torch.exp(torch.tensor(-1.0)).item())) < 0.015
     hard = parity.compile(lambda x: F.gumbel_softmax(x, tau=0.5, hard=True), backend=backend)(torch.randn(50, 6))
     assert ((hard == 0) | (hard == 1)).all() and torch.equal(hard.sum(1), torch.ones(50))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cdist_gradients_every_order_and_broadcast_batches(backend):
+    for p in (2.0, 1.0, 0.0, 0.5, 1.5, 3.0, float("inf")):
+        a, b = torch.randn(2, 5, 3), torch.randn(2, 4, 3)
+        b[0, 1] = a[0, 2]  # a zero distance: its pair adds 0, as in torch
+        a[1, 0, 1] = b[1, 3, 1]  # one equal coordinate (p < 1: its term is 0)
+        _same(lambda a, b, p=p: torch.cdist(a, b, p), a, b, backend=backend)
+    _same(lambda a, b: torch.cdist(a, b), torch.randn(3, 1, 4, 2), torch.randn(5, 3, 2), backend=backend)
