@@ -81,7 +81,7 @@ def cdist_backward(ctx: TranslationContext, grad, x1, x2, p, dist):
     terms summed over x2's rows, 0 where a distance is 0. [*B, P, M] in the broadcast batch
     (autograd sums it back to x1's own shape)."""
     b, out, p = ctx.b, ctx.out, float(p)
-    batch, rows, m = tuple(out.shape[:-2]), out.shape[-2], out.shape[-1]
+    batch, m = tuple(out.shape[:-2]), out.shape[-1]
     x1 = ctx.broadcast(ctx.convert(x1, out.dtype), out.shape)
     x2 = ctx.broadcast(ctx.convert(x2, out.dtype), (*batch, x2.type.shape[-2], m))
     diff = _differences(ctx, x1, x2)
