@@ -123,3 +123,24 @@ def test_cdist_gradients_every_order_and_broadcast_batches(backend):
         a[1, 0, 1] = b[1, 3, 1]  # one equal coordinate (p < 1: its term is 0)
         _same(lambda a, b, p=p: torch.cdist(a, b, p), a, b, backend=backend)
     _same(lambda a, b: torch.cdist(a, b), torch.randn(3, 1, 4, 2), torch.randn(5, 3, 2), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_multinomial_draws_in_proportion_with_and_without_replacement(backend):
+    p = torch.tensor([[0.0, 1.0, 3.0], [2.0, 2.0, 0.0]])
+    many = parity.compile(lambda p: torch.multinomial(p, 4000, replacement=True), backend=backend)
+    torch.manual_seed(0)
+    drawn = many(p)
+    torch.manual_seed(0)
+    assert torch.equal(many(p), drawn) and drawn.dtype == torch.int64 and drawn.shape == (2, 4000)
+    share = torch.stack([(drawn == c).float().mean(1) for c in range(3)], 1)
+    assert (share - p / p.sum(1, keepdim=True)).abs().max() < 0.03, share
+    without = parity.compile(lambda p: torch.multinomial(p, 2), backend=backend)
+    q = torch.tensor([0.0, 1.0, 3.0, 4.0])
+    firsts = []
+    for _ in range(400):
+        pair = without(q)
+        assert pair.shape == (2,) and pair[0] != pair[1] and (pair != 0).all()
+        firsts.append(pair[0].item())
+    first = torch.tensor(firsts)
+    assert abs((first == 3).float().mean() - 0.5) < 0.08 and abs((first == 1).float().mean() - 0.125) < 0.05
