@@ -3,11 +3,14 @@
 and on backends, with the edge cases each translation claims (NaN, ties, offsets, shifts past
 the width)."""
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import parity
+from parity.frontend.no_derivative import NoDerivativeError
 
 BACKENDS = ["reference", "xla", "onnx"]
 
@@ -144,3 +147,22 @@ def test_multinomial_draws_in_proportion_with_and_without_replacement(backend):
         firsts.append(pair[0].item())
     first = torch.tensor(firsts)
     assert abs((first == 3).float().mean() - 0.5) < 0.08 and abs((first == 1).float().mean() - 0.125) < 0.05
+
+
+def _step_with_floor_division(a, b):
+    q = a // b  # torch has no derivative for floor_divide
+    return a * b, q
+
+
+def test_a_floor_division_that_needs_a_gradient_names_the_users_line_and_the_fix():
+    a, b = torch.randn(4, requires_grad=True), torch.randn(4)
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(NoDerivativeError) as info:
+        warnings.simplefilter("always")
+        parity.compile(_step_with_floor_division, backend="reference")(a, b)
+    line = _step_with_floor_division.__code__.co_firstlineno + 1
+    what, why, fix = str(info.value).splitlines()
+    assert what.startswith(f"aten.floor_divide at {__file__}:{line} in _step_with_floor_division has no derivative")
+    assert "backward of every output that requires grad" in why and "(a // b).detach()" in fix
+    assert not [w for w in caught if "Error detected in" in str(w.message)]  # autograd's anomaly report stays quiet
+    fixed = parity.compile(lambda a, b: (a * b, (a // b).detach()), backend="reference")(a, b)
+    assert torch.equal(fixed[1], a.detach() // b) and torch.equal(fixed[0], a * b)
