@@ -166,3 +166,21 @@ def test_a_floor_division_that_needs_a_gradient_names_the_users_line_and_the_fix
     assert not [w for w in caught if "Error detected in" in str(w.message)]  # autograd's anomaly report stays quiet
     fixed = parity.compile(lambda a, b: (a * b, (a // b).detach()), backend="reference")(a, b)
     assert torch.equal(fixed[1], a.detach() // b) and torch.equal(fixed[0], a * b)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_embedding_bag_gradients_every_mode_padding_empty_bags_and_sample_weights(backend):
+    w, idx, offsets = torch.randn(10, 3), torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 4]), torch.tensor([0, 2, 2, 5])
+    for mode in ("sum", "mean", "max"):
+        for padding_idx in (None, 4):
+            _same(lambda w, i, o, m=mode, p=padding_idx: F.embedding_bag(i, w, o, mode=m, padding_idx=p), w, idx, offsets,
+                  backend=backend)
+        _same(lambda w, i, m=mode: F.embedding_bag(i, w, mode=m), w, torch.tensor([[1, 2, 2], [7, 0, 1]]), backend=backend)
+    _same(lambda w, i, o, s: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=s, padding_idx=4), w, idx, offsets,
+          torch.randn(9), backend=backend)
+    last = torch.cat([offsets, torch.tensor([9])])  # include_last_offset: the end of the last bag too
+    for mode in ("sum", "mean", "max"):
+        _same(lambda w, i, o, m=mode: F.embedding_bag(i, w, o, mode=m, include_last_offset=True), w, idx, last,
+              backend=backend)
+        _same(lambda w, i, o, m=mode: F.embedding_bag(i, w, o, mode=m, include_last_offset=True), w, idx, last,
+              backend=backend, grads=False)  # no gradient: torch's _embedding_bag_forward_only
