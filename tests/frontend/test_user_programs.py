@@ -184,3 +184,16 @@ def test_embedding_bag_gradients_every_mode_padding_empty_bags_and_sample_weight
               backend=backend)
         _same(lambda w, i, o, m=mode: F.embedding_bag(i, w, o, mode=m, include_last_offset=True), w, idx, last,
               backend=backend, grads=False)  # no gradient: torch's _embedding_bag_forward_only
+
+
+def test_a_cell_a_backend_declines_for_a_measured_failure_says_why():
+    """inductor does not claim float rem (deviations.UNSUPPORTED: its fmod's NaN cases): a float
+    ``a % b`` under strict mode names that reason, not only the dtype."""
+    from parity.backends.inductor.deviations import UNSUPPORTED
+    from parity.frontend.errors import UnsupportedAtenOp
+    from parity.ir.dtypes import DType
+
+    with pytest.raises(UnsupportedAtenOp) as info:
+        parity.compile(lambda a, b: a % b, backend="inductor")(torch.randn(4), torch.randn(4))
+    why = str(info.value).splitlines()[1]
+    assert "claims the IR op 'rem' but not for dtype f32" in why and UNSUPPORTED[("rem", DType.float32)] in why
