@@ -13,10 +13,15 @@ import parity
 from parity.frontend.no_derivative import NoDerivativeError
 
 BACKENDS = ["reference", "xla", "onnx"]
+# a recompile limit would run the rest of a loop of cases in eager torch: an error here, not a pass
+pytestmark = pytest.mark.filterwarnings("error::parity.frontend.graph_breaks.RecompileLimitWarning")
 
 
 def _same(fn, *inputs, backend, grads=True):
-    """fn through parity.compile equals eager bit for bit-close: outputs and float inputs' gradients."""
+    """fn through parity.compile equals eager bit for bit-close: outputs and float inputs' gradients.
+    Dynamo starts afresh: lambdas of one code compiled in a loop would reach its recompile limit,
+    after which Dynamo runs them in eager torch (and they would match eager trivially)."""
+    torch._dynamo.reset()
     ours = [t.detach().clone().requires_grad_(grads and t.is_floating_point()) for t in inputs]
     theirs = [t.detach().clone().requires_grad_(grads and t.is_floating_point()) for t in inputs]
     got, expected = parity.compile(fn, backend=backend)(*ours), fn(*theirs)
@@ -197,3 +202,18 @@ def test_a_cell_a_backend_declines_for_a_measured_failure_says_why():
         parity.compile(lambda a, b: a % b, backend="inductor")(torch.randn(4), torch.randn(4))
     why = str(info.value).splitlines()[1]
     assert "claims the IR op 'rem' but not for dtype f32" in why and UNSUPPORTED[("rem", DType.float32)] in why
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grid_sample_gradients_every_mode_padding_and_corner_alignment(backend):
+    x = torch.randn(2, 3, 5, 6)
+    grid = torch.rand(2, 4, 7, 2) * 3 - 1.5  # past the borders too
+    grid[0, 0, :4] = torch.tensor([[-1.0, -1.0], [1.0, 1.0], [0.2, -1.0], [1.0, 0.3]])  # on the borders
+    for mode in ("bilinear", "nearest"):
+        for padding_mode in ("zeros", "border", "reflection"):
+            for align_corners in (False, True):
+                _same(lambda x, g, m=mode, p=padding_mode, a=align_corners: F.grid_sample(x, g, m, p, a), x, grid,
+                      backend=backend)
+    # one gradient only: a fixed image (a warp's target) or a fixed grid
+    _same(lambda g: F.grid_sample(x, g, align_corners=False), grid, backend=backend)
+    _same(lambda x: F.grid_sample(x, grid, padding_mode="border", align_corners=True), x, backend=backend)
