@@ -23,16 +23,21 @@ from ...ir.dtypes import DType
 from ..context import TranslationContext, unsupported
 
 
-def _pick(ctx: TranslationContext, values, indices, axis: int, position):
-    """values and indices at ``position`` (an int, or an i64 tensor of the other dims) along ``axis``."""
+def _pick(ctx: TranslationContext, values, indices, axis: int, position, value_shape=None, index_shape=None):
+    """values and indices at ``position`` (an int, or an i64 tensor of the other dims) along ``axis``,
+    in torch's result shapes (``value_shape``, ``index_shape``: the op's own outputs by default)."""
     shape = list(values.type.shape)
     shape[axis] = 1
     if isinstance(position, int):
         where = ctx.full(position, DType.int64, shape)
     else:
         where = ctx.reshape(position, shape)
-    return (ctx.reshape(ctx.b.gather(values, where, axis=axis), ctx.out_type(0).shape),
-            ctx.reshape(ctx.b.gather(indices, where, axis=axis), ctx.out_type(1).shape))
+    if value_shape is None:
+        value_shape, index_shape = ctx.out_type(0).shape, ctx.out_type(1).shape
+    picked = ctx.reshape(ctx.b.gather(values, where, axis=axis), value_shape)
+    if index_shape is None:  # a value alone (the median of everything)
+        return picked, None
+    return picked, ctx.reshape(ctx.b.gather(indices, where, axis=axis), index_shape)
 
 
 def kthvalue(ctx: TranslationContext, x, k, dim=-1, keepdim=False):
@@ -48,19 +53,27 @@ def median_dim(ctx: TranslationContext, x, dim=0, keepdim=False):
     """The lower median along ``dim`` and its index; a line holding NaN gives its first NaN (torch's rule)."""
     if x.type.rank == 0:
         return x, ctx.full(0, DType.int64, ())
-    axis = ctx.axis(dim, x.type.rank)
+    return _median(ctx, x, ctx.axis(dim, x.type.rank), ctx.out_type(0).shape, ctx.out_type(1).shape)
+
+
+def _median(ctx: TranslationContext, x, axis: int, value_shape, index_shape):
     n = x.type.shape[axis]
     if not isinstance(n, int):
         unsupported(f"median over the symbolic size {n}")
     values, indices = ctx.b.sort(x, axis=axis, descending=False)
     if not x.type.dtype.is_float:
-        return _pick(ctx, values, indices, axis, (n - 1) // 2)
+        return _pick(ctx, values, indices, axis, (n - 1) // 2, value_shape, index_shape)
     # NaN sorts last and stably: the first NaN of the line sits at n - (its NaN count)
     nans = ctx.b.reduce_sum(ctx.convert(ctx.b.is_nan(x), DType.int64), axes=(axis,))
     rest = nans.type.shape
     position = ctx.b.select(ctx.b.gt(nans, ctx.full(0, DType.int64, rest)),
                             ctx.b.sub(ctx.full(n, DType.int64, rest), nans), ctx.full((n - 1) // 2, DType.int64, rest))
-    return _pick(ctx, values, indices, axis, position)
+    return _pick(ctx, values, indices, axis, position, value_shape, index_shape)
+
+
+def median_all(ctx: TranslationContext, x):
+    """torch.median(x) without a dim: the lower median of every element (NaN if one is NaN)."""
+    return _median(ctx, ctx.reshape(x, (math.prod(x.type.shape),)), 0, ctx.out.shape, None)[0]
 
 
 def _running(scan: str):
@@ -121,6 +134,7 @@ def bucketize(ctx: TranslationContext, values, boundaries, *, out_int32=False, r
 TABLE = {
     "kthvalue.default": kthvalue,
     "median.dim": median_dim,
+    "median.default": median_all,
     "cummax.default": _running("cummax"),
     "cummin.default": _running("cummin"),
     "searchsorted.Tensor": searchsorted,

@@ -74,6 +74,8 @@ def test_kthvalue_and_median_with_nan_and_their_gradients(backend):
     _same(lambda x: torch.median(x, 1), y, backend=backend, grads=False)
     _same(lambda x: torch.kthvalue(x, 4, 1), y, backend=backend, grads=False)
     _same(lambda x: torch.median(x, 1), torch.tensor([[3, 1, 2, 2], [5, 4, 9, 0]]), backend=backend)
+    _same(lambda x: torch.median(x), x, backend=backend)  # of every element
+    _same(lambda x: torch.median(x), y, backend=backend, grads=False)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
