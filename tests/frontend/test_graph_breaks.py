@@ -77,7 +77,7 @@ def test_a_data_dependent_size_in_the_gradient_trace_is_one_warning_at_the_users
     assert len(lines) == 4, run.stderr  # no Dynamo log lines, no anomaly-mode report
 
 
-def test_an_rnn_module_inside_a_function_gets_the_allow_rnn_fix(monkeypatch):
+def test_an_rnn_module_inside_a_function_gets_the_allow_rnn_fix():
     """A function calling an nn.GRU it closes over (not the module compiled itself, which
     rnn_modules.py names at the compile line): Dynamo's break names RNNs, and the fix is the
     one-line switch, which then runs it on the backend with eager's numbers."""
@@ -96,8 +96,7 @@ def test_an_rnn_module_inside_a_function_gets_the_allow_rnn_fix(monkeypatch):
     with pytest.raises(parity.frontend.graph_breaks.GraphBreakError, match=r"fix: set torch._dynamo.config.allow_rnn"):
         parity.compile(encode, backend="reference", fullgraph=True)(x)
     torch._dynamo.reset()
-    monkeypatch.setattr(torch._dynamo.config, "allow_rnn", True)
-    with warnings.catch_warnings():
+    with torch._dynamo.config.patch(allow_rnn=True), warnings.catch_warnings():
         warnings.simplefilter("error", GraphBreakWarning)
         got = parity.compile(encode, backend="reference")(x)
     torch.testing.assert_close(got, encode(x), rtol=1e-5, atol=1e-6)
