@@ -168,6 +168,9 @@ class Backend(abc.ABC):
     declined: Mapping[str, str] = {}
     # Dtypes no op of the backend takes, each with why (its claims leave them out).
     declined_dtypes: Mapping[DType, str] = {}
+    # (op, dtype) cells the backend knowingly does not claim, each with why (a measured failure):
+    # the error a user gets for one says so.
+    declined_cells: Mapping[tuple[str, DType], str] = {}
     # Declared cold-compile cost per device (CompilePrior); a device with none is of unknown cost.
     compile_priors: tuple[CompilePrior, ...] = ()
     # Whether a graph with symbolic dims is compiled again for each concrete shape it is called

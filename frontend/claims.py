@@ -47,7 +47,8 @@ class ClaimCheck:
                     f"this node: {declined}")
         # Plugins may predate the declined fields: getattr.
         if claim is not None and opdef.kind is Kind.PRIMITIVE:
-            why = getattr(self.backend, "declined_dtypes", {}).get(dtype)
+            why = (getattr(self.backend, "declined_cells", {}).get((op, dtype))
+                   or getattr(self.backend, "declined_dtypes", {}).get(dtype))
             return (f"backend {self.backend.name!r} claims the IR op {op!r} but not for dtype {dtype.short}"
                     + (f": {why}" if why else ""))
         if opdef.kind is Kind.PRIMITIVE:

@@ -10,7 +10,7 @@ would add) and calling it directly gave the same values as the call through Dyna
 
 The key is the function's identity as far as it can be read without running it: its
 code (bytecode, constants, names, file and qualified name), the values of the globals and
-closure cells it names that are plain Python values (numbers, strings, booleans, None,
+closure cells it names and of its argument defaults that are plain Python values (numbers, strings, booleans, None,
 tuples of them), the keys of the user functions it names (their code, recursively), and
 modules, classes and library functions by their qualified name, the call
 signature, torch's default dtype and deterministic-algorithms flag, the backend, the
@@ -75,6 +75,13 @@ def function_key(fn, seen: set | None = None) -> str | None:
         if text is None:
             return None
         parts.append(f"{name}={text}")
+    # defaults live on the function, not its code: ``lambda x, k=k: x + k`` made in a loop
+    defaults = [(str(i), v) for i, v in enumerate(fn.__defaults__ or ())] + sorted((fn.__kwdefaults__ or {}).items())
+    for name, value in defaults:
+        text = _plain(value, seen)
+        if text is None:
+            return None
+        parts.append(f"default {name}={text}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -45,8 +45,8 @@ class GraphBreakError(FrontendError):
         super().__init__(
             f"parity.compile(fullgraph=True): the code {where} would run in eager torch, not on {backend_name!r}\n"
             f"  why: {reason}\n"
-            f"  fix: rewrite that code (e.g. static shapes instead of a data-dependent one), or drop fullgraph=True "
-            f"to run it eagerly (with a warning); parity.explain(fn, *args) lists every such place")
+            f"  fix: {break_fix(reason)}, or drop fullgraph=True to run it eagerly (with a warning); "
+            f"parity.explain(fn, *args) lists every such place")
 
 
 def short_reason(reason: str) -> str:
@@ -150,12 +150,26 @@ def graph_break_error(err: BaseException, backend_name: str, site: SourceLoc | N
     return GraphBreakError(short_reason(getattr(err, "msg", "") or str(err)), user_loc(stack, site), backend_name)
 
 
+RNN_FIX = ("set torch._dynamo.config.allow_rnn = True before the first call: parity's backends run these modules "
+           "(docs/frontend.md)")
+# Breaks with a fix of their own, by a piece of Dynamo's reason: the generic "rewrite that code"
+# would send the user away from a one-line switch.
+KNOWN_FIXES = {"Attempted to wrap RNN, GRU, or LSTM": RNN_FIX}
+
+
+def break_fix(reason: str) -> str:
+    """The fix a break message gives for Dynamo's ``reason``."""
+    for piece, fix in KNOWN_FIXES.items():
+        if piece in reason:
+            return fix
+    return "rewrite that code (e.g. static shapes instead of a data-dependent one)"
+
+
 def break_message(reason: str, loc: SourceLoc | None, backend_name: str) -> str:
     where = f"at {loc}" if loc else "(Dynamo names no line)"
     return (f"parity.compile: Dynamo split the function {where}; the code there runs in eager torch, not on "
-            f"{backend_name!r}\n  why: {reason}\n  fix: rewrite that code without it (e.g. static shapes instead "
-            "of a data-dependent one); fullgraph=True makes this an error; parity.explain(fn, *args) lists every "
-            "break")
+            f"{backend_name!r}\n  why: {reason}\n  fix: {break_fix(reason)}; fullgraph=True makes this an error; "
+            "parity.explain(fn, *args) lists every break")
 
 
 class SkippedFrame(NamedTuple):

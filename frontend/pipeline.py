@@ -25,6 +25,7 @@ from .auto import compile_auto
 from .errors import InternalError, UnsupportedAtenOp
 from .graph_breaks import note_data_dependent
 from .input_updates import mark_input_updates
+from .no_derivative import no_derivative_error
 from .per_shape import PerShapeGraph, PerShapeWarning, hinted_inputs
 from .plugin_runtime import mark_parameter_placeholders
 from .saved_tensors import partition_recomputing_input_views
@@ -36,7 +37,7 @@ from .spectral import keep_whole
 from .status import slow_work
 
 # autograd's anomaly-mode report of a failed gradient trace (torch/autograd/graph.py)
-ANOMALY_WARNING = r"Error detected in \w+Backward"
+ANOMALY_WARNING = r"Error detected in (\w+Backward|torch::autograd::NotImplemented)"
 
 # How AOTAutograd splits a training graph into forward and backward (frontend/saved_tensors.py);
 # a dict so that a benchmark can compare partitions in one process.
@@ -73,6 +74,11 @@ def run_aot(aot, gm: torch.fx.GraphModule, example_inputs):
         except DATA_DEPENDENT as exc:  # Dynamo runs the frame eagerly: say so at the user's line
             note_data_dependent(str(getattr(exc, "func", "") or exc))
             raise
+        except RuntimeError as exc:  # a gradient torch does not have: the user's line, not Dynamo's wrapper
+            named = no_derivative_error(exc, gm)
+            if named is None:
+                raise
+            raise named from None
 
 
 def compile_fx_graph(gm: torch.fx.GraphModule, example_inputs, *, session: Session, kind: str):

@@ -20,13 +20,11 @@ from __future__ import annotations
 import torch
 
 from ..ir.graph import SourceLoc
-from .graph_breaks import GraphBreakWarning, Island
+from .graph_breaks import RNN_FIX, GraphBreakWarning, Island
 from .source import warn_at
 
 RNN_WHY = ("Dynamo leaves nn.RNN, nn.GRU and nn.LSTM to eager torch unless torch._dynamo.config.allow_rnn is "
            "set, and then often the whole function around them, with no graph break on record")
-RNN_FIX = ("set torch._dynamo.config.allow_rnn = True before the first call: parity's backends run these modules "
-           "(docs/frontend.md)")
 
 
 def eager_rnn_modules(module) -> list[str]:

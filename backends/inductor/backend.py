@@ -276,6 +276,7 @@ class InductorBackend(Backend):
     name = "inductor"
     devices = ("cpu", "cuda")
     deviations = DEVIATIONS
+    declined_cells = UNSUPPORTED
     # A symbolic graph is traced once with symbolic sizes and compiled to dynamic kernels that serve
     # every size (symbolic.py). A graph that has no symbolic form compiles per concrete shape, with
     # a warning: compiles_per_shape_for says which graphs (auto reads it per graph).

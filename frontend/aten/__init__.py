@@ -9,7 +9,7 @@ convolutions; ``normalization``, ``pooling``, ``reduction``, ``shape``, ``indexi
 ``attention``, ``random``); ``strided`` holds the views that pick elements by storage
 position (``as_strided``) or by overlapping windows (``unfold``); ``elementwise`` covers the unary, binary, selection and
 activation families, ``complex_numbers`` the complex-number family, ``fft`` the Fourier transforms, and ``linalg``, ``pad``, ``sampling``, ``embedding`` and
-``custom_ops`` group aten ops that build several families' ops; ``prims`` translates the
+``custom_ops`` group aten ops, ``ordering`` the order statistics and searches (kthvalue, median, cummax, searchsorted), that build several families' ops; ``prims`` translates the
 torch ``prims`` ops that reach aten graphs (``prims.fma``).
 :func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
 
@@ -33,6 +33,7 @@ from . import (
     indexing,
     linalg,
     normalization,
+    ordering,
     pad,
     pooling,
     prims,
@@ -43,7 +44,7 @@ from . import (
     strided,
 )
 
-FAMILIES = (elementwise, complex_numbers, fft, shape, strided, indexing, reduction, contraction, normalization, pooling,
+FAMILIES = (elementwise, complex_numbers, fft, shape, strided, indexing, reduction, ordering, contraction, normalization, pooling,
             attention, random, linalg, pad, sampling, embedding, custom_ops, prims)
 
 

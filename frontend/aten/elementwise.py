@@ -229,6 +229,16 @@ def _bitwise(op: str):
     return translate
 
 
+def _shift(op: str):
+    """``x << y``, ``x >> y``: torch's rule past the width (or for y < 0) is the IR's: 0 for a left
+    shift, the sign (0 or -1) for a right shift, which is arithmetic (unsigned: logical)."""
+    def translate(ctx: TranslationContext, x, y):
+        x, y = ctx.elementwise([x, y], ctx.out.dtype, ctx.out.shape)
+        return ctx.b.op(op, x, y)
+
+    return translate
+
+
 def where(ctx: TranslationContext, cond, x, y):
     dtype, shape = ctx.out.dtype, ctx.out.shape
     x, y = ctx.elementwise([x, y], dtype, shape)
@@ -278,6 +288,11 @@ def _table():
         table[f"{name}.default"] = _logical(name)
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         table[f"{name}.Tensor"] = table[f"{name}.Scalar"] = _bitwise(name)
+    for op, names in (("shift_left", ("__lshift__", "bitwise_left_shift")),
+                      ("shift_right_arithmetic", ("__rshift__", "bitwise_right_shift"))):
+        for key in (f"{names[0]}.Tensor", f"{names[0]}.Scalar", f"{names[1]}.Tensor", f"{names[1]}.Tensor_Scalar",
+                    f"{names[1]}.Scalar_Tensor"):
+            table[key] = _shift(op)
     for key in ("div.Tensor", "div.Scalar", "div.Tensor_mode", "div.Scalar_mode"):
         table[key] = div
     for key in ("remainder.Tensor", "remainder.Scalar"):

@@ -1,4 +1,4 @@
-"""Embedding aten ops: embedding and its dense backward, embedding bags."""
+"""Embedding aten ops: embedding and its dense backward, embedding bags and their backward."""
 
 from __future__ import annotations
 
@@ -76,8 +76,12 @@ def embedding_bag(ctx: TranslationContext, weight, indices, offsets, scale_grad_
         bag_size = b.pad(bag_size, ctx.const(0, int_type), edge_padding_low=(0,),
                          edge_padding_high=(size_len - bags,), interior_padding=(0,))
     max_type = ctx.out_type(3)
-    max_indices = ctx.convert(chosen, max_type.dtype) if mode == _MAX else (
-        bag_size if mode == _MEAN else ctx.full(0, max_type.dtype, max_type.shape))
+    if mode == _MAX:
+        max_indices = ctx.convert(chosen, max_type.dtype)
+    elif mode == _MEAN:  # the bag sizes, bags long (torch's meta kernel) even where bag_size is offsets-sized
+        max_indices = ctx.convert(sizes, max_type.dtype) if max_type.shape == (bags,) else bag_size
+    else:
+        max_indices = ctx.full(0, max_type.dtype, max_type.shape)
     return output, offset2bag, bag_size, ctx.reshape(max_indices, max_type.shape)
 
 
@@ -124,7 +128,71 @@ def _bag_max(ctx: TranslationContext, rows, idx, bag, valid, bags: int):
     return values, b.select(any_member, chosen, ctx.full(0, DType.int64, (bags, dim)))
 
 
+def _bag_members(ctx: TranslationContext, indices, offsets, offset2bag, bags: int, padding_idx):
+    """(weight row, bag clipped into range, counts) per index: counts is False for a padding_idx
+    row and for an index past the last bag, which the forward skipped. torch's forward leaves
+    offset2bag empty where its backward needs none (sum mode): the bags come from the offsets then."""
+    b, i64 = ctx.b, DType.int64
+    count = indices.type.shape[0]
+    idx = ctx.convert(indices, i64)
+    if offset2bag.type.shape == (count,):
+        bag = ctx.convert(offset2bag, i64)
+    else:
+        bag = b.sub(_positions_past(ctx, offsets, count), ctx.full(1, i64, (count,)))
+    counts = b.lt(bag, ctx.full(bags, i64, (count,)))
+    if padding_idx is not None and padding_idx >= 0:
+        counts = b.logical_and(counts, b.ne(idx, ctx.full(padding_idx, i64, (count,))))
+    return idx, b.select(counts, bag, ctx.full(0, i64, (count,))), counts
+
+
+def embedding_bag_backward(ctx: TranslationContext, grad, indices, offsets, offset2bag, bag_size, maximum_indices,
+                           num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx=-1):
+    """The weight's gradient of ``embedding_bag`` (dense): each counted index adds its bag's
+    gradient to its weight row (over the bag's size in mean mode, times its per-sample weight);
+    in max mode each nonempty bag's gradient goes to the row its maximum came from."""
+    if scale_grad_by_freq:
+        unsupported("embedding_bag backward with scale_grad_by_freq=True")
+    b, i64 = ctx.b, DType.int64
+    (bags, dim), count, dtype = grad.type.shape, indices.type.shape[0], grad.type.dtype
+    if not all(isinstance(d, int) for d in (bags, dim, count, num_weights)):
+        unsupported("embedding_bag backward with symbolic sizes")
+    zeros = ctx.full(0, dtype, (num_weights, dim))
+    if mode == _MAX:
+        nonempty = b.broadcast_in_dim(b.gt(ctx.convert(bag_size, i64), ctx.full(0, i64, bag_size.type.shape)),
+                                      shape=(bags, dim), broadcast_dimensions=(0,)) if bag_size.type.shape == (bags,) \
+            else ctx.full(True, DType.bool, (bags, dim))
+        rows = b.select(nonempty, ctx.convert(maximum_indices, i64), ctx.full(0, i64, (bags, dim)))
+        return b.scatter(zeros, rows, b.select(nonempty, grad, ctx.full(0, dtype, (bags, dim))), axis=0, reduce="add")
+    idx, bag, counts = _bag_members(ctx, indices, offsets, offset2bag, bags, padding_idx)
+    wide = (count, dim)
+    picked = b.gather(grad, b.broadcast_in_dim(bag, shape=wide, broadcast_dimensions=(0,)), axis=0)
+    if mode == _MEAN:
+        size = b.gather(ctx.convert(bag_size, i64), bag, axis=0)
+        size = ctx.convert(b.max(size, ctx.full(1, i64, (count,))), dtype)
+        picked = b.div(picked, b.broadcast_in_dim(size, shape=wide, broadcast_dimensions=(0,)))
+    if per_sample_weights is not None:
+        scale = ctx.convert(per_sample_weights, dtype)
+        picked = b.mul(picked, b.broadcast_in_dim(scale, shape=wide, broadcast_dimensions=(0,)))
+    picked = b.select(b.broadcast_in_dim(counts, shape=wide, broadcast_dimensions=(0,)), picked, ctx.full(0, dtype, wide))
+    return b.scatter(zeros, b.broadcast_in_dim(idx, shape=wide, broadcast_dimensions=(0,)), picked, axis=0, reduce="add")
+
+
+def embedding_bag_per_sample_weights_backward(ctx: TranslationContext, grad, weight, indices, offsets, offset2bag,
+                                              mode, padding_idx=-1):
+    """Each per-sample weight's gradient (sum mode): its bag's gradient dotted with its weight row, 0 where not counted."""
+    b = ctx.b
+    (bags, dim), count = grad.type.shape, indices.type.shape[0]
+    idx, bag, counts = _bag_members(ctx, indices, offsets, offset2bag, bags, padding_idx)
+    wide = (count, dim)
+    rows = b.gather(weight, b.broadcast_in_dim(idx, shape=wide, broadcast_dimensions=(0,)), axis=0)
+    picked = b.gather(grad, b.broadcast_in_dim(bag, shape=wide, broadcast_dimensions=(0,)), axis=0)
+    dots = b.reduce_sum(b.mul(ctx.convert(rows, grad.type.dtype), picked), axes=(1,))
+    return ctx.convert(b.select(counts, dots, ctx.full(0, dots.type.dtype, (count,))), ctx.out.dtype)
+
+
 TABLE = {
+    "_embedding_bag_backward.default": embedding_bag_backward,
+    "_embedding_bag_per_sample_weights_backward.default": embedding_bag_per_sample_weights_backward,
     "embedding.default": embedding,
     "embedding_dense_backward.default": embedding_dense_backward,
     "_embedding_bag.default": embedding_bag,

@@ -249,6 +249,28 @@ def slice_scatter(ctx: TranslationContext, x, src, dim=0, start=None, end=None, 
     return _scatter_along(ctx, x, src, axis, start, step)
 
 
+def diagonal_scatter(ctx: TranslationContext, x, src, offset=0, dim1=0, dim2=1):
+    """x with its diagonal (as ``diagonal(x, offset, dim1, dim2)`` reads it) replaced by ``src``:
+    the two dims moved last and flattened, the diagonal is every (m + 1)-th element from its start.
+    It is the backward of ``diagonal`` and what ``x.diagonal().zero_()`` becomes.
+
+    Example: zeros(2, 3) with src [1, 2] at offset 1 gives [[0, 1, 0], [0, 0, 2]].
+    """
+    rank = x.type.rank
+    d1, d2 = ctx.axis(dim1, rank), ctx.axis(dim2, rank)
+    order = [d for d in range(rank) if d not in (d1, d2)] + [d1, d2]
+    moved = permute(ctx, x, order)
+    n, m = moved.type.shape[-2:]
+    if not (isinstance(n, int) and isinstance(m, int)):
+        unsupported(f"diagonal_scatter over the symbolic sizes {n}, {m}")
+    if src.type.shape[-1] == 0:
+        return x
+    flat = ctx.reshape(moved, tuple(moved.type.shape[:-2]) + (n * m,))
+    start = offset if offset >= 0 else -offset * m
+    out = ctx.reshape(_scatter_along(ctx, flat, src, flat.type.rank - 1, start, m + 1), moved.type.shape)
+    return permute(ctx, out, [order.index(d) for d in range(rank)])
+
+
 def _mask_ranks(ctx: TranslationContext, mask, shape):
     """(flat mask, k) over ``shape``: element i is the k-th True of the mask (row-major), k from 0."""
     n = math.prod(shape)
@@ -344,6 +366,7 @@ TABLE = {
     "select_scatter.default": select_scatter,
     "select_backward.default": select_backward,
     "slice_scatter.default": slice_scatter,
+    "diagonal_scatter.default": diagonal_scatter,
     "masked_scatter.default": masked_scatter,
     "masked_scatter_backward.default": masked_scatter_backward,
 }

@@ -1,4 +1,4 @@
-"""Norms and distances: ``linalg_vector_norm``, ``_cdist_forward``, ``_pdist_forward``.
+"""Norms and distances: ``linalg_vector_norm``, ``_cdist_forward`` and its backward, ``_pdist_forward``.
 
 A p-norm is written with primitives by its definition; the special orders are torch's:
 0 counts nonzeros, inf / -inf are the max / min of |x|, 1 and 2 avoid ``pow``.
@@ -64,11 +64,55 @@ def cdist(ctx: TranslationContext, x1, x2, p, compute_mode=None):
     x2 = ctx.broadcast(x2, (*batch, cols, m))
     if _uses_matmul(float(p), rows, cols, compute_mode):
         return _euclid_matmul(ctx, x1, x2)
-    nb = len(batch)
-    wide = (*batch, rows, cols, m)
+    return p_norm(ctx, _differences(ctx, x1, x2), float(p), (len(batch) + 2,))
+
+
+def _differences(ctx: TranslationContext, x1, x2):
+    """x1[..., i, :] - x2[..., j, :] for every pair: [*B, P, M] and [*B, R, M] -> [*B, P, R, M]."""
+    nb = x1.type.rank - 2
+    wide = (*x1.type.shape[:-1], x2.type.shape[-2], x1.type.shape[-1])
     a = ctx.b.broadcast_in_dim(x1, shape=wide, broadcast_dimensions=(*range(nb), nb, nb + 2))
     c = ctx.b.broadcast_in_dim(x2, shape=wide, broadcast_dimensions=(*range(nb), nb + 1, nb + 2))
-    return p_norm(ctx, ctx.b.sub(a, c), float(p), (nb + 2,))
+    return ctx.b.sub(a, c)
+
+
+def cdist_backward(ctx: TranslationContext, grad, x1, x2, p, dist):
+    """x1's gradient of ``cdist`` (x2's is the same op with the roles swapped): torch's per-pair
+    terms summed over x2's rows, 0 where a distance is 0. [*B, P, M] in the broadcast batch
+    (autograd sums it back to x1's own shape)."""
+    b, out, p = ctx.b, ctx.out, float(p)
+    batch, m = tuple(out.shape[:-2]), out.shape[-1]
+    x1 = ctx.broadcast(ctx.convert(x1, out.dtype), out.shape)
+    x2 = ctx.broadcast(ctx.convert(x2, out.dtype), (*batch, x2.type.shape[-2], m))
+    diff = _differences(ctx, x1, x2)
+    wide, nb = diff.type.shape, len(batch)
+
+    def pairs(t):  # [*B, P, R] -> [*B, P, R, M]
+        t = ctx.broadcast(ctx.convert(t, out.dtype), wide[:-1])
+        return b.broadcast_in_dim(t, shape=wide, broadcast_dimensions=tuple(range(nb + 2)))
+
+    g, d = pairs(grad), pairs(dist)
+    zero = ctx.full(0, out.dtype, wide)
+    if p == 0:
+        return ctx.full(0, out.dtype, out.shape)
+    if p == 1:
+        term = b.mul(b.sign(diff), g)
+    elif p == math.inf:
+        term = b.mul(b.mul(b.sign(diff), ctx.convert(b.eq(b.abs(diff), d), out.dtype)), g)
+    else:
+        if p == 2:
+            term = b.div(b.mul(diff, g), d)
+        elif p < 2:
+            power = b.pow(b.abs(diff), ctx.full(p - 1, out.dtype, wide))
+            term = b.div(b.mul(b.mul(b.sign(diff), power), g), b.pow(d, ctx.full(p - 1, out.dtype, wide)))
+        else:
+            power = b.pow(b.abs(diff), ctx.full(p - 2, out.dtype, wide))
+            term = b.div(b.mul(b.mul(diff, power), g), b.pow(d, ctx.full(p - 1, out.dtype, wide)))
+        vanishes = b.eq(d, zero)
+        if p < 1:  # |diff|^(p - 1) is infinite at diff = 0: torch takes 0
+            vanishes = b.logical_or(vanishes, b.eq(diff, zero))
+        term = b.select(vanishes, zero, term)
+    return b.reduce_sum(term, axes=(nb + 1,))
 
 
 def _euclid_matmul(ctx: TranslationContext, x1, x2):
@@ -108,5 +152,6 @@ def pdist(ctx: TranslationContext, x, p=2):
 TABLE = {
     "linalg_vector_norm.default": vector_norm,
     "_cdist_forward.default": cdist,
+    "_cdist_backward.default": cdist_backward,
     "_pdist_forward.default": pdist,
 }

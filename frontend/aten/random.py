@@ -43,6 +43,45 @@ def native_dropout(ctx: TranslationContext, x, p, train):
     return ctx.b.select(keep, scaled, ctx.full(0, dtype, shape)), keep
 
 
+def _exponential(ctx: TranslationContext, shape, dtype: DType):
+    """-log(1 - u), u uniform in [0, 1): Exp(1) noise, finite and >= 0."""
+    return ctx.b.neg(ctx.b.log1p(ctx.b.neg(_uniform(ctx, shape, dtype))))
+
+
+def exponential(ctx: TranslationContext, x, lambd=1.0, *, generator=None):
+    """Exp(lambd) noise, as torch's finite and >= 0 (drawn in float32 at least); gumbel_softmax's noise."""
+    shape, dtype = ctx.out.shape, ctx.out.dtype
+    wide = dtype if dtype in (DType.float32, DType.float64) else DType.float32
+    drawn = _exponential(ctx, shape, wide)
+    if lambd != 1:
+        drawn = ctx.b.div(drawn, ctx.full(float(lambd), wide, shape))
+    return ctx.convert(drawn, dtype)
+
+
+def multinomial(ctx: TranslationContext, p, num_samples, replacement=False, *, generator=None):
+    """Class indices drawn with probabilities proportional to the rows of ``p`` (1-d or 2-d):
+    the largest p / E with E ~ Exp(1) per class is a draw (the exponential race), and the k
+    largest are k draws without replacement; with replacement each sample races on its own
+    noise. A class of probability 0 is never drawn (its key is -1, below every other).
+
+    Example: p = [0, 1, 3] draws class 2 three times out of four, class 0 never.
+    """
+    b, f32 = ctx.b, DType.float32
+    wide = p.type.dtype if p.type.dtype is DType.float64 else f32
+    rows = p.type.shape[0] if p.type.rank == 2 else 1
+    n = p.type.shape[-1]
+    p = ctx.reshape(ctx.convert(p, wide), (rows, 1, n))
+    races = (rows, num_samples if replacement else 1, n)
+    p = b.broadcast_in_dim(p, shape=races, broadcast_dimensions=(0, 1, 2))
+    keys = b.select(b.gt(p, ctx.full(0, wide, races)), b.div(p, _exponential(ctx, races, wide)),
+                    ctx.full(-1, wide, races))
+    if replacement:
+        drawn = b.argmax(keys, axis=2)
+    else:
+        _, drawn = b.top_k(ctx.reshape(keys, (rows, n)), k=num_samples, largest=True)
+    return ctx.convert(ctx.reshape(drawn, ctx.out.shape), ctx.out.dtype)
+
+
 def bernoulli(ctx: TranslationContext, x, p=None, *, generator=None):
     """1 with probability p (a float, or the tensor x itself for bernoulli.default)."""
     shape = ctx.out.shape
@@ -83,6 +122,8 @@ TABLE = {
     "randn_like.default": randn,
     "uniform.default": uniform,
     "native_dropout.default": native_dropout,
+    "exponential.default": exponential,
+    "multinomial.default": multinomial,
     "bernoulli.p": bernoulli,
     "bernoulli.default": bernoulli,
     "randint.default": randint,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...ir.dtypes import DType
 from ...ir.graph import Value
 from ...ir.types import DimExpr
@@ -274,6 +276,17 @@ def _constant_fill(value):
     return translate
 
 
+def _triangle_indices(lower: bool):
+    def translate(ctx: TranslationContext, row, col, offset=0, **_kwargs):
+        """torch.tril_indices / triu_indices: sizes known while tracing make it a constant (row-major order)."""
+        if not all(isinstance(v, int) for v in (row, col, offset)):
+            unsupported("tril_indices / triu_indices of symbolic sizes")
+        pick = np.tril_indices if lower else np.triu_indices
+        return ctx.convert(ctx.b.constant(np.stack(pick(row, offset, col)).astype(np.int64), DType.int64), ctx.out.dtype)
+
+    return translate
+
+
 def scalar_tensor(ctx: TranslationContext, value, **_kwargs):
     return ctx.value(value, ctx.out.dtype)  # a number, or a size or float computed from symbolic sizes
 
@@ -368,6 +381,7 @@ def _table():
         "unbind.int": unbind, "flip.default": flip, "constant_pad_nd.default": constant_pad_nd,
         "repeat.default": repeat, "diagonal.default": diagonal,
         "full.default": full, "full_like.default": full_like, "new_full.default": new_full,
+        "tril_indices.default": _triangle_indices(True), "triu_indices.default": _triangle_indices(False),
         "scalar_tensor.default": scalar_tensor, "fill.Scalar": fill, "fill.Tensor": fill,
         "sym_size.int": sym_size, "sym_numel.default": sym_numel,
         "sym_stride.int": sym_stride, "sym_storage_offset.default": sym_storage_offset,

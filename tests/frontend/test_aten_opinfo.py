@@ -36,6 +36,9 @@ OPS = {
     ("atan2", ""): 9, ("nn.functional.grid_sample", ""): 30, ("nn.functional.embedding_bag", ""): 24,
     ("nn.functional.pad", "reflect"): 12, ("nn.functional.pad", "replicate"): 12,
     ("nn.functional.pad", "replicate_negative"): 6, ("nn.functional.adaptive_avg_pool2d", ""): 10,
+    # found by studies/torch_ops_probe
+    ("kthvalue", ""): 8, ("median", ""): 8, ("cummax", ""): 6, ("cummin", ""): 6, ("searchsorted", ""): 12,
+    ("bucketize", ""): 8, ("diagonal_scatter", ""): 8,
 }
 # samples parity declines on purpose, and words one of which its error must contain
 UNSUPPORTED = {

@@ -26,6 +26,17 @@ def test_function_key_follows_code_globals_and_closures(monkeypatch):
     assert function_key(lambda x: x * k) != function_key(lambda x: x * 2.5)
 
 
+def test_function_key_follows_argument_defaults(tmp_path):
+    """One code, two defaults (``lambda x, k=k: ...`` made in a loop): two keys, and each function
+    compiled with a disk cache computes with its own default, not the first one's."""
+    keys = {function_key(lambda x, k=k: x + k) for k in (1, 2)}
+    assert len(keys) == 2 and None not in keys
+    assert function_key(lambda x, *, k=object(): x) is None  # not a plain value: no key
+    for k in (1.0, 2.0, 3.0):
+        got = parity.compile(lambda x, k=k: x * k, backend="reference", cache_dir=str(tmp_path))(torch.ones(2))
+        assert got.tolist() == [k, k]
+
+
 def test_function_key_follows_the_helpers_it_calls(monkeypatch):
     def helper(x):
         return x + 1

@@ -75,3 +75,28 @@ def test_a_data_dependent_size_in_the_gradient_trace_is_one_warning_at_the_users
     assert lines[2].startswith("  fix: give that value a static size")
     assert lines[3].strip() == "return torch.index_put(x, (mask,), v).sin()"  # Python shows the warned line
     assert len(lines) == 4, run.stderr  # no Dynamo log lines, no anomaly-mode report
+
+
+def test_an_rnn_module_inside_a_function_gets_the_allow_rnn_fix():
+    """A function calling an nn.GRU it closes over (not the module compiled itself, which
+    rnn_modules.py names at the compile line): Dynamo's break names RNNs, and the fix is the
+    one-line switch, which then runs it on the backend with eager's numbers."""
+    gru = torch.nn.GRU(3, 4, batch_first=True)
+    x = torch.randn(2, 5, 3)
+
+    def encode(t):
+        return gru(t)[0].tanh()
+
+    with pytest.warns(GraphBreakWarning) as caught:
+        parity.compile(encode, backend="reference")(x)
+    (message,) = [str(w.message) for w in caught if w.category is GraphBreakWarning]
+    assert "RNN, GRU, or LSTM" in message.splitlines()[1]
+    assert message.splitlines()[2].startswith("  fix: set torch._dynamo.config.allow_rnn = True")
+    torch._dynamo.reset()  # Dynamo does not retry a frame it skipped
+    with pytest.raises(parity.frontend.graph_breaks.GraphBreakError, match=r"fix: set torch._dynamo.config.allow_rnn"):
+        parity.compile(encode, backend="reference", fullgraph=True)(x)
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(allow_rnn=True), warnings.catch_warnings():
+        warnings.simplefilter("error", GraphBreakWarning)
+        got = parity.compile(encode, backend="reference")(x)
+    torch.testing.assert_close(got, encode(x), rtol=1e-5, atol=1e-6)
