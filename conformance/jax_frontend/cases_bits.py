@@ -74,5 +74,27 @@ def _counts(name: str) -> list[FrontendCase]:
                          "full_range", (EDGE,), ROUND_TRIP) for d in _INTS]
 
 
-CASES = {"reduce_precision": _reduce_precision, "population_count": functools.partial(_counts, "population_count"),
+NEXTAFTER = Bound("exact", note="integer steps on the operand's bits, selects and bitcasts: bit-exact")
+
+
+def _nextafter() -> list[FrontendCase]:
+    """Every pair of the dtype's edge values (±0, ±inf, NaN, the extremes, subnormals: each
+    branch of the rule, both directions and equal operands), and random finite pairs."""
+    from jax import lax
+
+    def grid(d):
+        edges = V.specials(d)
+        return np.repeat(edges, edges.size), np.tile(edges, edges.size)
+
+    out = []
+    for d in (DType.float32, DType.float64, DType.bfloat16, DType.float16):
+        out += [FrontendCase("nextafter", d, lax.nextafter, lambda rng, d=d: grid(d), "edge_pairs", (EDGE,), NEXTAFTER,
+                             narrowing=True),
+                FrontendCase("nextafter", d, lax.nextafter, lambda rng, d=d: (V.full_range(rng, d, (256,)),
+                                                                              V.full_range(rng, d, (256,))),
+                             "full_range", (RANDOM,), NEXTAFTER, narrowing=True)]
+    return out
+
+
+CASES = {"nextafter": _nextafter, "reduce_precision": _reduce_precision, "population_count": functools.partial(_counts, "population_count"),
          "clz": functools.partial(_counts, "clz")}

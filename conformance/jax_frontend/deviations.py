@@ -210,6 +210,10 @@ CONVENTIONS = (
                "atanh of the smallest normal f64 (2.2e-308) is 0"),
     Convention("erf", (DType.float32,), _at_or_below_smallest_normal(0),
                "erf of the smallest normal f32 (1.18e-38) is 0 (spec 1.33e-38)"),
+    Convention("nextafter", (BF16, F32, F64), _at_or_below_smallest_normal(0, 1),
+               "a step from a subnormal or from the smallest normal towards zero is flushed to 0 on XLA:CPU "
+               "(nextafter(1e-40, 0) = 0 and nextafter(1.18e-38, 0) = 0 in f32; the spec, IEEE's step, gives "
+               "the neighbouring subnormal), and a subnormal y reads as 0 there; other steps, and float16's, are IEEE's"),
     Convention("cbrt", (BF16, F32), _at_or_below_smallest_normal(0),
                "cbrt of a subnormal operand is neither its cube root nor 0 on XLA:CPU (cbrt(-1.12e-38) = "
                "-5.6e-16, spec -2.24e-13)"),

@@ -46,7 +46,6 @@ GAPS |= {
                           ", whose bits are defined by each XLA backend, not by a formula parity can reproduce",
                           "use JAX's default PRNG implementation, threefry2x32 (jax.random.key(seed), "
                           "jax_default_prng_impl unset)"),
-    "nextafter": ("the IR has no op stepping to the adjacent float", _SPECIAL_FIX),
     "reduce_xor": ("the IR has no xor reduction", "reduce with jnp.sum(x.astype(jnp.int32), axis) % 2 for booleans; or "
                    "run this function with plain jax.jit"),
 }

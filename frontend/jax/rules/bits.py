@@ -1,5 +1,6 @@
 """Bit-level primitives built exactly from the IR's converts, shifts, masks and adds:
-``reduce_precision`` (to the format of f16, bf16, f32 or f64), ``population_count``, ``clz``.
+``reduce_precision`` (to the format of f16, bf16, f32 or f64), ``population_count``, ``clz``,
+``nextafter`` (``jax.random.truncated_normal`` steps its bounds inward with it).
 
 ``reduce_precision(x, e, m)`` rounds x's significand to m bits (to nearest, ties to even) and
 its exponent to e bits: a result past the format's largest finite is ±inf, and, unlike a
@@ -20,6 +21,8 @@ Example::
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ....ir.dtypes import DType
 from ....ir.graph import Value
@@ -87,4 +90,39 @@ def clz(ctx: JaxContext, x: Value):
     return b.sub(_int(ctx, x.type.dtype.bits, x), _popcount(ctx, v))
 
 
-TABLE = {"reduce_precision": reduce_precision, "population_count": population_count, "clz": clz}
+_SIGNED_OF_WIDTH = {16: DType.int16, 32: DType.int32, 64: DType.int64}
+
+
+def nextafter(ctx: JaxContext, x: Value, y: Value):
+    """The float next to x towards y, on x's bits as a signed int of its width: the magnitude
+    bits step up (away from zero) or down (towards it), the sign kept. x == y gives y (so
+    nextafter(0.0, -0.0) is -0.0), a NaN operand NaN, ±0 the smallest subnormal of y's sign; a
+    step down to zero magnitude keeps x's sign (-0.0 from the negative side), as NumPy's and
+    XLA's float16 do (XLA:CPU's float32 reads a subnormal x as 0: conformance's convention)."""
+    b, dtype, shape = ctx.b, x.type.dtype, tuple(ctx.out.shape)
+    x, y = ctx.broadcast(x, shape), ctx.broadcast(y, shape)
+    signed = _SIGNED_OF_WIDTH[dtype.bits]
+    info = np.iinfo(signed.numpy)
+
+    def full(value: int) -> Value:
+        return ctx.full(value, signed, shape)
+
+    bits, towards = b.bitcast_convert(x, dtype=signed), b.bitcast_convert(y, dtype=signed)
+    sign, magnitude = b.bitwise_and(bits, full(info.min)), b.bitwise_and(bits, full(info.max))
+    away = b.logical_xor(b.gt(y, x), b.lt(x, ctx.full(0, dtype, shape)))  # |result| > |x|
+    stepped = b.select(away, b.add(magnitude, full(1)), b.sub(magnitude, full(1)))
+    moved = b.bitwise_or(sign, stepped)
+    from_zero = b.bitwise_or(b.bitwise_and(towards, full(info.min)), full(1))
+    result = b.bitcast_convert(b.select(b.eq(magnitude, full(0)), from_zero, moved), dtype=dtype)
+    unordered = b.logical_or(b.ne(x, x), b.ne(y, y))
+    return b.select(b.logical_or(unordered, b.eq(x, y)), _equal_or_nan(ctx, x, y), result)
+
+
+def _equal_or_nan(ctx: JaxContext, x: Value, y: Value) -> Value:
+    """y where x == y; NaN where either is NaN (x + y is NaN then, and y where they are equal is y)."""
+    b = ctx.b
+    return b.select(b.eq(x, y), y, b.add(x, y))
+
+
+TABLE = {"reduce_precision": reduce_precision, "population_count": population_count, "clz": clz,
+         "nextafter": nextafter}
