@@ -134,3 +134,25 @@ def test_a_module_full_backward_hook_gets_the_tensor_hook_fix():
         warnings.simplefilter("error", GraphBreakWarning)
         got = torch.autograd.grad(parity.compile(TensorHooked(), backend="reference")(x).sum(), lin.weight)[0]
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@torch.compiler.disable
+def _sorted_eagerly(h):
+    return h.sort(-1).values
+
+
+def test_a_break_the_user_asked_for_with_compiler_disable_names_no_rewrite():
+    """torch.compiler.disable on a helper is the user's own choice: the warning says where the
+    code runs and that nothing needs fixing (not "rewrite that code"); eager's numbers."""
+    def f(x):
+        h = x * 2
+        return _sorted_eagerly(h).tanh() + h
+
+    x = torch.randn(3, 5)
+    torch._dynamo.reset()
+    with pytest.warns(GraphBreakWarning) as caught:
+        got = parity.compile(f, backend="reference")(x)
+    torch.testing.assert_close(got, f(x), rtol=1e-5, atol=1e-6)
+    (message,) = [str(w.message) for w in caught if w.category is GraphBreakWarning]
+    assert "torch.compiler.disable" in message.splitlines()[1]
+    assert message.splitlines()[2].startswith("  fix: none needed if that function is meant to run in eager torch")
