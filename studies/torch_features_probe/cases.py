@@ -543,3 +543,18 @@ def inference_mode_inside(compile):
             y = torch.tanh(x @ w)
         return y * 2
     return {"out": compile(f)(_x(4, 8), _x(8, 8, seed=2))}
+
+
+class _Reentrant(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _mlp(0), _mlp(1)
+
+    def forward(self, x):
+        return self.b(torch.tanh(checkpoint(self.a, x, use_reentrant=True)))
+
+
+@case
+def checkpoint_reentrant(compile):
+    model = _Reentrant()
+    return _train_step(compile(model), model, _x(4, 8).requires_grad_())
