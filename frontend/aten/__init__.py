@@ -11,7 +11,8 @@ position (``as_strided``) or by overlapping windows (``unfold``); ``elementwise`
 activation families, ``complex_numbers`` the complex-number family, ``fft`` the Fourier transforms, and ``linalg``, ``pad``, ``sampling``, ``embedding`` and
 ``custom_ops`` group aten ops, ``ordering`` the order statistics and searches (kthvalue, median, cummax, searchsorted), that build several families' ops; ``prims`` translates the
 torch ``prims`` ops that reach aten graphs (``prims.fma``); ``rng_state`` the random-state
-wrappers activation checkpointing puts around a random op it recomputes.
+wrappers activation checkpointing puts around a random op it recomputes; ``matrix_exp`` the
+matrix exponential (scaling and squaring from matmuls).
 :func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
 
 Example::
@@ -33,6 +34,7 @@ from . import (
     fft,
     indexing,
     linalg,
+    matrix_exp,
     normalization,
     ordering,
     pad,
@@ -47,7 +49,7 @@ from . import (
 )
 
 FAMILIES = (elementwise, complex_numbers, fft, shape, strided, indexing, reduction, ordering, contraction, normalization, pooling,
-            attention, random, rng_state, linalg, pad, sampling, embedding, custom_ops, prims)
+            attention, random, rng_state, linalg, matrix_exp, pad, sampling, embedding, custom_ops, prims)
 
 
 TABLE = merge_tables(FAMILIES, "aten op")
