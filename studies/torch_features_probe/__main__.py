@@ -142,9 +142,10 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="print the table of --out and stop")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one or args.report:
-        if args.one:
-            run_backend(args.one, [n for n in args.only.split(",") if n], args.out, args.limit_s)
+    if args.one:  # a child process: its lines only, the parent prints the table
+        run_backend(args.one, [n for n in args.only.split(",") if n], args.out, args.limit_s)
+        return
+    if args.report:
         print(report(args.out), end="")
         return
     for backend in args.backends.split(","):
