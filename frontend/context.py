@@ -218,6 +218,11 @@ class TranslationContext:
     def shape(self, sizes: Sequence) -> tuple:
         return tuple(s if isinstance(s, DimExpr) else dim_of(s) for s in sizes)
 
+    def translation_of(self, op):
+        """The translation function of aten overload ``op`` (an op another op runs: the op a
+        random-state wrapper replays, aten/rng_state.py), or None when it has none."""
+        return self._t.translation(op)
+
     # -- randomness ---------------------------------------------------------------------
 
     def new_key(self) -> Value:

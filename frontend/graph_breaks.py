@@ -154,7 +154,15 @@ RNN_FIX = ("set torch._dynamo.config.allow_rnn = True before the first call: par
            "(docs/frontend.md)")
 # Breaks with a fix of their own, by a piece of Dynamo's reason: the generic "rewrite that code"
 # would send the user away from a one-line switch.
-KNOWN_FIXES = {"Attempted to wrap RNN, GRU, or LSTM": RNN_FIX}
+BACKWARD_HOOK_FIX = ("hook the tensor instead: in forward, out.register_hook(fn) on the module's output (fn gets "
+                     "and may replace its gradient; Dynamo traces tensor hooks, so the backward stays on the "
+                     "backend), or register the module hook outside the compiled module")
+# a function the user wrapped in torch.compiler.disable ("Skip calling" and "Skip inlining" both)
+DISABLED_FIX = ("none needed if that function is meant to run in eager torch (it is wrapped in "
+                "torch.compiler.disable); remove the decorator to compile it on the backend")
+KNOWN_FIXES = {"Attempted to wrap RNN, GRU, or LSTM": RNN_FIX,
+               "`torch.compiler.disable()`d function": DISABLED_FIX,
+               "Module-level backwards hooks require compiled autograd": BACKWARD_HOOK_FIX}
 
 
 def break_fix(reason: str) -> str:

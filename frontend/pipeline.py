@@ -35,6 +35,7 @@ from .sizes import UntranslatedCase, guarded_branches
 from .source import graph_user_locs, in_user_code, warn_at
 from .spectral import keep_whole
 from .status import slow_work
+from .tensor_subclasses import as_plain_tensors, plain_subclass_positions
 
 # autograd's anomaly-mode report of a failed gradient trace (torch/autograd/graph.py)
 ANOMALY_WARNING = r"Error detected in (\w+Backward|torch::autograd::NotImplemented)"
@@ -63,14 +64,15 @@ def make_dynamo_backend(session: Session):
 def run_aot(aot, gm: torch.fx.GraphModule, example_inputs):
     """``aot`` (an AOTAutograd backend) on one Dynamo graph, as every parity capture runs it:
     torch.stft / istft kept whole (frontend/spectral.py), plain matmuls for LSTM layers, and a
-    data-dependent size met in the forward or gradient trace noted for the user's warning."""
+    data-dependent size met in the forward or gradient trace noted for the user's warning.
+    Plain tensor-subclass arguments reach the graph as plain tensors (frontend/tensor_subclasses.py)."""
     keep_whole(gm)
     with mkldnn_off(), warnings.catch_warnings():
         # AOTAutograd traces the gradient under autograd's anomaly mode, which warns "Error detected
         # in ...Backward0" when that trace fails; the failure is reported below, as parity's warning
         warnings.filterwarnings("ignore", message=ANOMALY_WARNING, category=UserWarning)
         try:
-            return aot(gm, example_inputs)
+            return as_plain_tensors(aot(gm, example_inputs), plain_subclass_positions(gm))
         except DATA_DEPENDENT as exc:  # Dynamo runs the frame eagerly: say so at the user's line
             note_data_dependent(str(getattr(exc, "func", "") or exc))
             raise

@@ -177,8 +177,7 @@ class _Translator:
                 if foreign is not None:  # complex, float8, quantized: no IR value can hold it
                     raise UnsupportedAtenOp(aten_name(node.target), loc, dtype_not_in_ir(foreign),
                                             backend=self.backend)
-                key = table_key(node.target)
-                fn = TABLE.get(key) or PARITY_OPS.get(key)
+                fn = self.translation(node.target)
                 name = aten_name(node.target)
                 if fn is None:
                     why = "parity has no translation for this op (see `parity aten`)"
@@ -228,6 +227,11 @@ class _Translator:
         for fact in self.b.assumptions:
             used |= free_symbols(fact.lhs) | free_symbols(fact.rhs)
         return used
+
+    def translation(self, target):
+        """The translation function of an FX target (an aten overload), or None."""
+        key = table_key(target)
+        return TABLE.get(key) or PARITY_OPS.get(key)
 
     # -- nodes ------------------------------------------------------------------------
 

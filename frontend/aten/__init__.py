@@ -10,7 +10,9 @@ convolutions; ``normalization``, ``pooling``, ``reduction``, ``shape``, ``indexi
 position (``as_strided``) or by overlapping windows (``unfold``); ``elementwise`` covers the unary, binary, selection and
 activation families, ``complex_numbers`` the complex-number family, ``fft`` the Fourier transforms, and ``linalg``, ``pad``, ``sampling``, ``embedding`` and
 ``custom_ops`` group aten ops, ``ordering`` the order statistics and searches (kthvalue, median, cummax, searchsorted), that build several families' ops; ``prims`` translates the
-torch ``prims`` ops that reach aten graphs (``prims.fma``).
+torch ``prims`` ops that reach aten graphs (``prims.fma``); ``rng_state`` the random-state
+wrappers activation checkpointing puts around a random op it recomputes; ``matrix_exp`` the
+matrix exponential (scaling and squaring from matmuls).
 :func:`translated_ops` and :func:`core_aten_ops` drive ``parity aten``.
 
 Example::
@@ -32,6 +34,7 @@ from . import (
     fft,
     indexing,
     linalg,
+    matrix_exp,
     normalization,
     ordering,
     pad,
@@ -39,13 +42,14 @@ from . import (
     prims,
     random,
     reduction,
+    rng_state,
     sampling,
     shape,
     strided,
 )
 
 FAMILIES = (elementwise, complex_numbers, fft, shape, strided, indexing, reduction, ordering, contraction, normalization, pooling,
-            attention, random, linalg, pad, sampling, embedding, custom_ops, prims)
+            attention, random, rng_state, linalg, matrix_exp, pad, sampling, embedding, custom_ops, prims)
 
 
 TABLE = merge_tables(FAMILIES, "aten op")
@@ -53,8 +57,10 @@ TABLE = merge_tables(FAMILIES, "aten op")
 
 def translated_ops() -> list[str]:
     """Every aten overload with a translation, as ``aten.NAME.OVERLOAD`` (custom ops of other
-    libraries and torch's prims by their own qualified names, ``prims.fma.default``)."""
-    return sorted(key if key in custom_ops.TABLE or key in prims.TABLE else f"aten.{key}" for key in TABLE)
+    libraries, torch's prims and the higher-order ops by their own qualified names, ``prims.fma.default``,
+    ``higher_order.run_with_rng_state``)."""
+    return sorted(key if key in custom_ops.TABLE or key in prims.TABLE else f"higher_order.{key}"
+                  if key in rng_state.TABLE else f"aten.{key}" for key in TABLE)
 
 
 def core_aten_ops() -> list[str]:

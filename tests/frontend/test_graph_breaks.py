@@ -100,3 +100,59 @@ def test_an_rnn_module_inside_a_function_gets_the_allow_rnn_fix():
         warnings.simplefilter("error", GraphBreakWarning)
         got = parity.compile(encode, backend="reference")(x)
     torch.testing.assert_close(got, encode(x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_module_full_backward_hook_gets_the_tensor_hook_fix():
+    """Dynamo runs a module with a full backward hook eagerly (torch.compile too: "Module-level
+    backwards hooks require compiled autograd"); the fix the warning names, a hook on the
+    module's output tensor, then compiles with no break and eager's gradients."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(3, 4)
+
+    def halve(module, grad_in, grad_out):
+        return (grad_in[0] * 0.5,)
+
+    hooked = torch.nn.Sequential(lin, torch.nn.Tanh())
+    hooked[1].register_full_backward_hook(halve)
+    torch._dynamo.reset()
+    with pytest.warns(GraphBreakWarning) as caught:
+        parity.compile(hooked, backend="reference")(x).sum().backward()
+    (message,) = [str(w.message) for w in caught if w.category is GraphBreakWarning]
+    assert "backwards hooks" in message.splitlines()[1]
+    assert message.splitlines()[2].startswith("  fix: hook the tensor instead: in forward, out.register_hook(fn)")
+
+    class TensorHooked(torch.nn.Module):  # the fix applied
+        def forward(self, t):
+            out = torch.tanh(lin(t))
+            out.register_hook(lambda g: g * 0.5)  # the gradient that reaches tanh's output, halved
+            return out
+
+    expected = torch.autograd.grad(hooked(x).sum(), lin.weight)[0]
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphBreakWarning)
+        got = torch.autograd.grad(parity.compile(TensorHooked(), backend="reference")(x).sum(), lin.weight)[0]
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@torch.compiler.disable
+def _sorted_eagerly(h):
+    return h.sort(-1).values
+
+
+def test_a_break_the_user_asked_for_with_compiler_disable_names_no_rewrite():
+    """torch.compiler.disable on a helper is the user's own choice: the warning says where the
+    code runs and that nothing needs fixing (not "rewrite that code"); eager's numbers."""
+    def f(x):
+        h = x * 2
+        return _sorted_eagerly(h).tanh() + h
+
+    x = torch.randn(3, 5)
+    torch._dynamo.reset()
+    with pytest.warns(GraphBreakWarning) as caught:
+        got = parity.compile(f, backend="reference")(x)
+    torch.testing.assert_close(got, f(x), rtol=1e-5, atol=1e-6)
+    (message,) = [str(w.message) for w in caught if w.category is GraphBreakWarning]
+    assert "torch.compiler.disable" in message.splitlines()[1]
+    assert message.splitlines()[2].startswith("  fix: none needed if that function is meant to run in eager torch")

@@ -460,19 +460,20 @@ def test_fullgraph_makes_the_recompile_limit_an_error_that_names_the_guard(case,
 # -- item 6: every eager island raises under fullgraph=True and is listed by explain ------
 
 
-@pytest.mark.parametrize("fn,text,why", [
+@pytest.mark.parametrize("fn,text,why,fix", [
     (breaks_at_print, 'print("front', "Failed to trace builtin operator: Dynamo does not know how to trace builtin "
-                                      "operator `print`"),
-    (calls_a_disabled_function, "kept_eager(x", "Skip calling `torch.compiler.disable()`d function")])
-def test_fullgraph_makes_a_graph_break_an_error(fn, text, why):
+                                      "operator `print`", "rewrite that code"),
+    (calls_a_disabled_function, "kept_eager(x", "Skip calling `torch.compiler.disable()`d function",
+     "none needed if that function is meant to run in eager torch")])
+def test_fullgraph_makes_a_graph_break_an_error(fn, text, why, fix):
     f = parity.compile(fn, backend="onnx", fullgraph=True)
     with pytest.raises(GraphBreakError) as caught:
         f(X)
-    first, why_line, fix = str(caught.value).splitlines()
+    first, why_line, fix_line = str(caught.value).splitlines()
     assert first == (f"parity.compile(fullgraph=True): the code at {__file__}:{line_of(fn, text)} "
                      f"in {fn.__name__} would run in eager torch, not on 'onnx'")
     assert why_line.startswith(f"  why: {why}")
-    assert fix.startswith("  fix: rewrite that code") and "drop fullgraph=True" in fix
+    assert fix_line.startswith(f"  fix: {fix}") and "drop fullgraph=True" in fix_line
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
 
 
