@@ -186,13 +186,28 @@ def _traceable(fn, args, kwargs, dynamic_dims) -> bool:
 
 def _trace_or_capture(fn, args, arg_names, capture):
     """:func:`_trace`, or ``capture()`` (torch.export) when the code branches on data: make_fx
-    fails there with torch's 70-line guard error, torch.export's failure names the user's line."""
+    fails there with torch's 70-line guard error, torch.export's failure names the user's line.
+    Also when the trace kept an in-place op: the trace functionalizes the tensors it traces,
+    not the real ones a function closes over (a GRU's weights in ``lambda x: gru(x)[0]``,
+    which ``_VF.gru`` updates in place); torch.export lifts those as constants first."""
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    from .errors import UnsupportedAtenOp
 
     try:
         return _trace(fn, args, arg_names)
     except GuardOnDataDependentSymNode:
         return capture()
+    except UnsupportedAtenOp as exc:
+        if not _in_place(exc.aten_op):
+            raise
+        return capture()
+
+
+def _in_place(aten_op: str) -> bool:
+    """Whether ``aten.add_.Tensor`` (an aten op's name) updates its input in place."""
+    parts = aten_op.split(".")
+    return len(parts) >= 2 and parts[1].endswith("_") and not parts[1].endswith("__")
 
 
 def _trace(fn, args, arg_names):
@@ -225,8 +240,10 @@ def _trace(fn, args, arg_names):
         paths[:] = tensors
         return tuple(tensors.values())  # make_fx keeps a dict whole in its output node
 
-    gm = make_fx(flat, decomposition_table=_decompositions(), tracing_mode="fake",
-                 record_stack_traces=True)(*state.values(), *args)
+    # tensors the function closes over (a module's weights in `lambda x: model(x)[0]`) are
+    # real, not fake: they are traced as the graph's constants
+    gm = make_fx(torch.func.functionalize(flat), decomposition_table=_decompositions(), tracing_mode="fake",
+                 record_stack_traces=True, _allow_non_fake_inputs=True)(*state.values(), *args)
     name = type(fn).__name__ if module is not None else getattr(fn, "__name__", "main")
     translation = fx_to_ir(gm, name=name if name.isidentifier() else "main")
     labels = [f"param {n}" for n in params] + [f"buffer {n}" for n in buffers] + [f"input {n}" for n in arg_names]
