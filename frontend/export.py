@@ -257,10 +257,25 @@ def _trace(fn, args, arg_names):
 
 @functools.cache
 def _decompositions() -> dict:
-    """The frontend's decomposition table, built once (building it is not free)."""
+    """The frontend's decomposition table, built once (building it is not free), with
+    :data:`TRACE_DECOMPOSITIONS`."""
+    import torch
+    from torch._decomp import decomposition_table as torchs
+
     from .aten_decompositions import decomposition_table
 
-    return decomposition_table()
+    table = decomposition_table()
+    for name in TRACE_DECOMPOSITIONS:
+        packet, overload = name.split(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        table[op] = torchs[op]
+    return table
+
+
+# ops the fast trace meets that torch.export's core decompositions never leave (make_fx
+# reaches F.interpolate's .default overload, torch.export its .vec, which the core table
+# decomposes): torch's own decomposition of each
+TRACE_DECOMPOSITIONS = ("upsample_bicubic2d.default",)
 
 
 def _parameter_names(fn, count: int, starred: bool = False) -> list[str]:

@@ -104,3 +104,22 @@ def test_in_place_ops_of_torchs_decompositions_export(case, tmp_path):
     path = tmp_path / "f.onnx"
     parity.export(fn, tuple(feeds.values()), path=path, input_names=list(feeds))
     assert_matches_eager(fn, path, feeds)
+
+
+def bicubic(x):
+    return torch.nn.functional.interpolate(x, size=(8, 4), mode="bicubic", align_corners=False)
+
+
+def bilinear_corners_scaled(x):
+    """A scale whose output size is rounded down (5 * 1.5 -> 7): with align_corners the size alone counts."""
+    return torch.nn.functional.interpolate(x, scale_factor=1.5, mode="bilinear", align_corners=True)
+
+
+@pytest.mark.parametrize("fn", [bicubic, bilinear_corners_scaled])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_interpolate_exports(fn, dynamic, tmp_path):
+    path = tmp_path / "f.onnx"
+    parity.export(fn, (torch.randn(2, 3, 5, 6),), path=path, input_names=["x"],
+                  dynamic_dims={"x": {0: "batch"}} if dynamic else None)
+    for batch in (2, 3) if dynamic else (2,):
+        assert_matches_eager(fn, path, {"x": torch.randn(batch, 3, 5, 6)})
