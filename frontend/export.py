@@ -83,6 +83,26 @@ class UnexportableOp(ExportError):
         return cls(error.aten_op, error.loc, error.why, format, dynamic)
 
 
+class DataDependentShape(ExportError):
+    """An op whose output's shape depends on its inputs' values (``F.ctc_loss``'s CPU kernel):
+    a file of symbolic shapes cannot hold it. Names the op, the user's line and the fix."""
+
+    def __init__(self, exc: BaseException):
+        import traceback
+
+        from .source import is_user_file
+
+        self.aten_op = str(exc.args[0]) if exc.args else "an op"  # torch gives the OpOverload
+        user = [f for f in traceback.extract_tb(exc.__traceback__) if is_user_file(f.filename)]
+        where = f" at {user[-1].filename}:{user[-1].lineno} in {user[-1].name}" if user else " (source line unknown)"
+        code = f"\n  code: {user[-1].line.strip()}" if user and user[-1].line else ""
+        super().__init__(f"{self.aten_op}{where} cannot be exported: the shape of its output depends on the "
+                         f"input's values{code}\n"
+                         "  why: an exported file holds one graph whose shapes are known from the input's shapes\n"
+                         "  fix: compute that value outside the exported function (export the model up to it), "
+                         "or run it with parity.compile, which runs such an op in eager torch")
+
+
 class ExportWarning(UserWarning):
     """Part of the model's output that is not in the file (a value that is not a tensor), one line each."""
 
@@ -93,6 +113,8 @@ def export_model(fn_or_module, args: Sequence[Any], *, format: str, path: Path,
                  kwargs: Mapping[str, Any] | None = None):
     """Capture ``fn_or_module(*args, **kwargs)`` and write it to ``path`` in ``format``: what
     :func:`parity.export` runs once it has checked the options and the path (the options are its)."""
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+
     from ..backends.registry import get_backend
     from .capture import DataDependentCapture, capture_program, unwrap_compiled
     from .errors import UnsupportedAtenOp
@@ -125,6 +147,8 @@ def export_model(fn_or_module, args: Sequence[Any], *, format: str, path: Path,
         raise UnexportableOp.of(exc, capture, format, dynamic=bool(dynamic_dims)) from None
     except DataDependentCapture as exc:  # its last fix (parity.compile's graph break) is not export's
         raise ExportError(str(exc).split("; parity.compile(")[0]) from None
+    except DynamicOutputShapeException as exc:
+        raise DataDependentShape(exc) from None
     program = without_wrapper_prefix(program)
     for note in program.notes:
         warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=3)  # the caller of parity.export
@@ -190,13 +214,15 @@ def _trace_or_capture(fn, args, arg_names, capture):
     Also when the trace kept an in-place op: the trace functionalizes the tensors it traces,
     not the real ones a function closes over (a GRU's weights in ``lambda x: gru(x)[0]``,
     which ``_VF.gru`` updates in place); torch.export lifts those as constants first."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
     from .errors import UnsupportedAtenOp
 
     try:
         return _trace(fn, args, arg_names)
-    except GuardOnDataDependentSymNode:
+    except (GuardOnDataDependentSymNode, DataDependentOutputException):
+        # (torch.stft's `window.equal(...)` check: make_fx reads a value, torch.export does not)
         return capture()
     except UnsupportedAtenOp as exc:
         if not _in_place(exc.aten_op):

@@ -123,3 +123,30 @@ def test_interpolate_exports(fn, dynamic, tmp_path):
                   dynamic_dims={"x": {0: "batch"}} if dynamic else None)
     for batch in (2, 3) if dynamic else (2,):
         assert_matches_eager(fn, path, {"x": torch.randn(batch, 3, 5, 6)})
+
+
+def stft_round_trip(x):
+    window = torch.hann_window(16)
+    spectrum = torch.stft(x, 16, 4, window=window, return_complex=True)
+    return torch.istft(spectrum, 16, 4, window=window, length=64)
+
+
+def test_a_value_torchs_code_checks_at_trace_time_exports_through_torch_export(tmp_path):
+    """torch.stft compares its window's values (``equal``), which the fast trace cannot read."""
+    path = tmp_path / "f.onnx"
+    parity.export(stft_round_trip, (torch.randn(2, 64),), path=path, input_names=["x"])
+    assert_matches_eager(stft_round_trip, path, {"x": torch.randn(2, 64)})
+
+
+def test_an_op_whose_output_shape_depends_on_data_names_the_line_and_the_fix(tmp_path):
+    from parity.frontend.export import DataDependentShape
+
+    def loss(log_probs, targets):
+        return torch.nn.functional.ctc_loss(log_probs.log_softmax(2), targets, [6, 5], [3, 2])
+
+    with pytest.raises(DataDependentShape) as error:
+        parity.export(loss, (torch.randn(6, 2, 5), torch.randint(1, 5, (2, 3))), path=tmp_path / "f.onnx")
+    message = str(error.value)
+    line = loss.__code__.co_firstlineno + 1
+    assert message.startswith(f"aten._ctc_loss.default at {__file__}:{line} in loss cannot be exported")
+    assert "code: return torch.nn.functional.ctc_loss(" in message and "fix: compute that value outside" in message
