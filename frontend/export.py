@@ -211,9 +211,14 @@ def _traceable(fn, args, kwargs, dynamic_dims) -> bool:
 def _trace_or_capture(fn, args, arg_names, capture):
     """:func:`_trace`, or ``capture()`` (torch.export) when the code branches on data: make_fx
     fails there with torch's 70-line guard error, torch.export's failure names the user's line.
-    Also when the trace kept an in-place op: the trace functionalizes the tensors it traces,
-    not the real ones a function closes over (a GRU's weights in ``lambda x: gru(x)[0]``,
-    which ``_VF.gru`` updates in place); torch.export lifts those as constants first."""
+
+    A trace that kept an in-place op (``ReLU(inplace=True)``, the ``masked_fill_`` of a
+    TransformerEncoder's padding mask) is traced again functionalized. What still fails goes
+    to torch.export: functionalize leaves the real tensors a function closes over (a GRU's
+    weights in ``lambda x: gru(x)[0]``, which ``_VF.gru`` updates in place), which
+    torch.export lifts as constants first; and an RNN module goes there at once (functionalize
+    fails on its weights with torch's internal assert and leaves them unusable)."""
+    import torch
     from torch._subclasses.fake_tensor import DataDependentOutputException
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
@@ -227,7 +232,16 @@ def _trace_or_capture(fn, args, arg_names, capture):
     except UnsupportedAtenOp as exc:
         if not _in_place(exc.aten_op):
             raise
+    if isinstance(fn, torch.nn.Module) and any(isinstance(m, torch.nn.RNNBase) for m in fn.modules()):
         return capture()
+    try:
+        return _trace(fn, args, arg_names, functional=True)
+    except UnsupportedAtenOp as exc:
+        if not _in_place(exc.aten_op):
+            raise
+    except RuntimeError:  # functionalize's own failures: torch.export's capture says what is wrong
+        pass
+    return capture()
 
 
 def _in_place(aten_op: str) -> bool:
@@ -236,14 +250,16 @@ def _in_place(aten_op: str) -> bool:
     return len(parts) >= 2 and parts[1].endswith("_") and not parts[1].endswith("__")
 
 
-def _trace(fn, args, arg_names):
+def _trace(fn, args, arg_names, functional: bool = False):
     """The fast capture: one ``make_fx`` pass with parity's decomposition table straight to
     core ATen (what torch.export + run_decompositions give, without Dynamo's bytecode
-    analysis or a second decomposition pass), then the frontend's translation.
+    analysis or a second decomposition pass), then the frontend's translation;
+    ``functional``: through ``torch.func.functionalize`` (in-place ops become out-of-place).
     Parameters and buffers are the leading placeholders, as in torch.export."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from .aten_decompositions import mkldnn_off
     from .capture import CapturedProgram
     from .outputs import flatten_outputs
     from .translate import fx_to_ir
@@ -268,8 +284,12 @@ def _trace(fn, args, arg_names):
 
     # tensors the function closes over (a module's weights in `lambda x: model(x)[0]`) are
     # real, not fake: they are traced as the graph's constants
-    gm = make_fx(torch.func.functionalize(flat), decomposition_table=_decompositions(), tracing_mode="fake",
-                 record_stack_traces=True, _allow_non_fake_inputs=True)(*state.values(), *args)
+    # without oneDNN: torch's LSTM on CPU picks its oneDNN kernel (mkldnn_rnn_layer, which no
+    # decomposition opens) by the weights, real here; the generic path decomposes into matmuls
+    with mkldnn_off():
+        traced = torch.func.functionalize(flat) if functional else flat
+        gm = make_fx(traced, decomposition_table=_decompositions(), tracing_mode="fake",
+                     record_stack_traces=True, _allow_non_fake_inputs=True)(*state.values(), *args)
     name = type(fn).__name__ if module is not None else getattr(fn, "__name__", "main")
     translation = fx_to_ir(gm, name=name if name.isidentifier() else "main")
     labels = [f"param {n}" for n in params] + [f"buffer {n}" for n in buffers] + [f"input {n}" for n in arg_names]

@@ -150,3 +150,30 @@ def test_an_op_whose_output_shape_depends_on_data_names_the_line_and_the_fix(tmp
     line = loss.__code__.co_firstlineno + 1
     assert message.startswith(f"aten._ctc_loss.default at {__file__}:{line} in loss cannot be exported")
     assert "code: return torch.nn.functional.ctc_loss(" in message and "fix: compute that value outside" in message
+
+
+def lstm():
+    torch.manual_seed(0)
+    return nn.LSTM(4, 6, num_layers=2, batch_first=True, bidirectional=True).eval()
+
+
+def gru():
+    torch.manual_seed(0)
+    return nn.GRU(4, 6, batch_first=True, bidirectional=True).eval()
+
+
+@pytest.mark.parametrize("make", [lstm, gru])
+@pytest.mark.parametrize("closed_over", [False, True], ids=["module", "closure"])
+def test_rnn_modules_export_with_static_shapes(make, closed_over, tmp_path):
+    """The module itself (its output and final states) or a function calling it: oneDNN's
+    LSTM kernel is off in the trace, and an RNN module is never functionalized."""
+    module, path = make(), tmp_path / "f.onnx"
+    fn = (lambda x: module(x)[0]) if closed_over else module  # noqa: E731 (users write this lambda)
+    x = torch.randn(3, 5, 4)
+    parity.export(fn, (x,), path=path, input_names=["x"])
+    with torch.no_grad():
+        want = torch.utils._pytree.tree_leaves(fn(x))
+    got = run_file(path, {"x": x})
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
