@@ -177,3 +177,16 @@ def test_rnn_modules_export_with_static_shapes(make, closed_over, tmp_path):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def windows(x):
+    return x.unfold(1, 4, 2).sum(-1) + x.unfold(1, 3, 2)[:, :, 0]
+
+
+@pytest.mark.parametrize("fn", [windows, stft_round_trip])
+def test_unfold_along_a_static_dim_exports_with_a_dynamic_batch(fn, tmp_path):
+    """Tensor.unfold (and torch.stft's framing) of a [batch, 64] signal: one strided slice per window element."""
+    path = tmp_path / "f.onnx"
+    parity.export(fn, (torch.randn(2, 64),), path=path, input_names=["x"], dynamic_dims={"x": {0: "batch"}})
+    for batch in (2, 3):
+        assert_matches_eager(fn, path, {"x": torch.randn(batch, 64)})
