@@ -190,3 +190,19 @@ def test_unfold_along_a_static_dim_exports_with_a_dynamic_batch(fn, tmp_path):
     parity.export(fn, (torch.randn(2, 64),), path=path, input_names=["x"], dynamic_dims={"x": {0: "batch"}})
     for batch in (2, 3):
         assert_matches_eager(fn, path, {"x": torch.randn(batch, 64)})
+
+
+def test_a_function_updating_its_input_in_place_exports_its_output_and_warns(tmp_path):
+    """The file returns what the function returns; the in-place update of the input is one warning."""
+    from parity.frontend.export import ExportWarning
+
+    def shifted(x):
+        x.add_(1)
+        return x * 2
+
+    path = tmp_path / "f.onnx"
+    with pytest.warns(ExportWarning, match=r"updates its input 'x' in place: the graph computes with the updated value"):
+        proto = parity.export(shifted, (torch.randn(2, 4),), path=path, input_names=["x"])
+    assert [o.name for o in proto.graph.output] == ["output0"]
+    x = torch.randn(2, 4)
+    np.testing.assert_array_equal(run_file(path, {"x": x})[0], shifted(x.clone()).numpy())
