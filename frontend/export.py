@@ -83,6 +83,26 @@ class UnexportableOp(ExportError):
         return cls(error.aten_op, error.loc, error.why, format, dynamic)
 
 
+class DataDependentShape(ExportError):
+    """An op whose output's shape depends on its inputs' values (``F.ctc_loss``'s CPU kernel):
+    a file of symbolic shapes cannot hold it. Names the op, the user's line and the fix."""
+
+    def __init__(self, exc: BaseException):
+        import traceback
+
+        from .source import is_user_file
+
+        self.aten_op = str(exc.args[0]) if exc.args else "an op"  # torch gives the OpOverload
+        user = [f for f in traceback.extract_tb(exc.__traceback__) if is_user_file(f.filename)]
+        where = f" at {user[-1].filename}:{user[-1].lineno} in {user[-1].name}" if user else " (source line unknown)"
+        code = f"\n  code: {user[-1].line.strip()}" if user and user[-1].line else ""
+        super().__init__(f"{self.aten_op}{where} cannot be exported: the shape of its output depends on the "
+                         f"input's values{code}\n"
+                         "  why: an exported file holds one graph whose shapes are known from the input's shapes\n"
+                         "  fix: compute that value outside the exported function (export the model up to it), "
+                         "or run it with parity.compile, which runs such an op in eager torch")
+
+
 class ExportWarning(UserWarning):
     """Part of the model's output that is not in the file (a value that is not a tensor), one line each."""
 
@@ -93,6 +113,8 @@ def export_model(fn_or_module, args: Sequence[Any], *, format: str, path: Path,
                  kwargs: Mapping[str, Any] | None = None):
     """Capture ``fn_or_module(*args, **kwargs)`` and write it to ``path`` in ``format``: what
     :func:`parity.export` runs once it has checked the options and the path (the options are its)."""
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+
     from ..backends.registry import get_backend
     from .capture import DataDependentCapture, capture_program, unwrap_compiled
     from .errors import UnsupportedAtenOp
@@ -125,6 +147,8 @@ def export_model(fn_or_module, args: Sequence[Any], *, format: str, path: Path,
         raise UnexportableOp.of(exc, capture, format, dynamic=bool(dynamic_dims)) from None
     except DataDependentCapture as exc:  # its last fix (parity.compile's graph break) is not export's
         raise ExportError(str(exc).split("; parity.compile(")[0]) from None
+    except DynamicOutputShapeException as exc:
+        raise DataDependentShape(exc) from None
     program = without_wrapper_prefix(program)
     for note in program.notes:
         warnings.warn(f"parity.export: {note}", ExportWarning, stacklevel=3)  # the caller of parity.export
@@ -186,23 +210,56 @@ def _traceable(fn, args, kwargs, dynamic_dims) -> bool:
 
 def _trace_or_capture(fn, args, arg_names, capture):
     """:func:`_trace`, or ``capture()`` (torch.export) when the code branches on data: make_fx
-    fails there with torch's 70-line guard error, torch.export's failure names the user's line."""
+    fails there with torch's 70-line guard error, torch.export's failure names the user's line.
+
+    A trace that kept an in-place op (``ReLU(inplace=True)``, the ``masked_fill_`` of a
+    TransformerEncoder's padding mask) is traced again functionalized. What still fails goes
+    to torch.export: functionalize leaves the real tensors a function closes over (a GRU's
+    weights in ``lambda x: gru(x)[0]``, which ``_VF.gru`` updates in place), which
+    torch.export lifts as constants first; and an RNN module goes there at once (functionalize
+    fails on its weights with torch's internal assert and leaves them unusable)."""
+    import torch
+    from torch._subclasses.fake_tensor import DataDependentOutputException
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    from .errors import UnsupportedAtenOp
 
     try:
         return _trace(fn, args, arg_names)
-    except GuardOnDataDependentSymNode:
+    except (GuardOnDataDependentSymNode, DataDependentOutputException):
+        # (torch.stft's `window.equal(...)` check: make_fx reads a value, torch.export does not)
         return capture()
+    except UnsupportedAtenOp as exc:
+        if not _in_place(exc.aten_op):
+            raise
+    if isinstance(fn, torch.nn.Module) and any(isinstance(m, torch.nn.RNNBase) for m in fn.modules()):
+        return capture()
+    try:
+        return _trace(fn, args, arg_names, functional=True)
+    except UnsupportedAtenOp as exc:
+        if not _in_place(exc.aten_op):
+            raise
+    except RuntimeError:  # functionalize's own failures: torch.export's capture says what is wrong
+        pass
+    return capture()
 
 
-def _trace(fn, args, arg_names):
+def _in_place(aten_op: str) -> bool:
+    """Whether ``aten.add_.Tensor`` (an aten op's name) updates its input in place."""
+    parts = aten_op.split(".")
+    return len(parts) >= 2 and parts[1].endswith("_") and not parts[1].endswith("__")
+
+
+def _trace(fn, args, arg_names, functional: bool = False):
     """The fast capture: one ``make_fx`` pass with parity's decomposition table straight to
     core ATen (what torch.export + run_decompositions give, without Dynamo's bytecode
-    analysis or a second decomposition pass), then the frontend's translation.
+    analysis or a second decomposition pass), then the frontend's translation;
+    ``functional``: through ``torch.func.functionalize`` (in-place ops become out-of-place).
     Parameters and buffers are the leading placeholders, as in torch.export."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from .aten_decompositions import mkldnn_off
     from .capture import CapturedProgram
     from .outputs import flatten_outputs
     from .translate import fx_to_ir
@@ -225,8 +282,14 @@ def _trace(fn, args, arg_names):
         paths[:] = tensors
         return tuple(tensors.values())  # make_fx keeps a dict whole in its output node
 
-    gm = make_fx(flat, decomposition_table=_decompositions(), tracing_mode="fake",
-                 record_stack_traces=True)(*state.values(), *args)
+    # tensors the function closes over (a module's weights in `lambda x: model(x)[0]`) are
+    # real, not fake: they are traced as the graph's constants
+    # without oneDNN: torch's LSTM on CPU picks its oneDNN kernel (mkldnn_rnn_layer, which no
+    # decomposition opens) by the weights, real here; the generic path decomposes into matmuls
+    with mkldnn_off():
+        traced = torch.func.functionalize(flat) if functional else flat
+        gm = make_fx(traced, decomposition_table=_decompositions(), tracing_mode="fake",
+                     record_stack_traces=True, _allow_non_fake_inputs=True)(*state.values(), *args)
     name = type(fn).__name__ if module is not None else getattr(fn, "__name__", "main")
     translation = fx_to_ir(gm, name=name if name.isidentifier() else "main")
     labels = [f"param {n}" for n in params] + [f"buffer {n}" for n in buffers] + [f"input {n}" for n in arg_names]
@@ -240,10 +303,25 @@ def _trace(fn, args, arg_names):
 
 @functools.cache
 def _decompositions() -> dict:
-    """The frontend's decomposition table, built once (building it is not free)."""
+    """The frontend's decomposition table, built once (building it is not free), with
+    :data:`TRACE_DECOMPOSITIONS`."""
+    import torch
+    from torch._decomp import decomposition_table as torchs
+
     from .aten_decompositions import decomposition_table
 
-    return decomposition_table()
+    table = decomposition_table()
+    for name in TRACE_DECOMPOSITIONS:
+        packet, overload = name.split(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        table[op] = torchs[op]
+    return table
+
+
+# ops the fast trace meets that torch.export's core decompositions never leave (make_fx
+# reaches F.interpolate's .default overload, torch.export its .vec, which the core table
+# decomposes): torch's own decomposition of each
+TRACE_DECOMPOSITIONS = ("upsample_bicubic2d.default",)
 
 
 def _parameter_names(fn, count: int, starred: bool = False) -> list[str]:

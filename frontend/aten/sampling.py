@@ -13,7 +13,8 @@ def _upsample(mode: str):
         rest = args[1:] if mode == "bilinear" else args
         scales = [f for a in rest for f in (a if isinstance(a, (list, tuple)) else [a]) if f is not None]
         out_spatial = tuple(ctx.out.shape[2:])
-        if scales and any(o != s * f for o, s, f in zip(out_spatial, x.type.shape[2:], scales)):
+        # align_corners maps the corners onto each other whatever the scale: only the sizes count
+        if scales and not align_corners and any(o != s * f for o, s, f in zip(out_spatial, x.type.shape[2:], scales)):
             unsupported("upsampling with a scale factor that does not divide the sizes exactly")
         attrs = {"align_corners": align_corners} if mode == "bilinear" else {}
         return ctx.b.interpolate(x, size=out_spatial, mode=mode, **attrs)

@@ -133,9 +133,11 @@ def unfold(ctx: TranslationContext, x, dimension, size, step):
     that dim becomes the window count and a last dim of ``size`` is added. One gather with
     constant indices into flattened x (static sizes). Windows are logical, so x's storage
     layout does not matter."""
-    if not x.type.is_static:
-        unsupported("unfold with symbolic sizes")
     axis = ctx.axis(dimension, max(x.type.rank, 1))
+    if not x.type.is_static:
+        if not isinstance(x.type.shape[axis], int):
+            unsupported("unfold along a symbolic dim")
+        return _unfold_by_slices(ctx, x, axis, size, step)
     index = np.arange(x.type.numel, dtype=np.int64).reshape(x.type.shape or (1,))
     windows = np.lib.stride_tricks.sliding_window_view(index, size, axis=axis)
     windows = windows[(slice(None),) * axis + (slice(None, None, step),)]
@@ -144,6 +146,22 @@ def unfold(ctx: TranslationContext, x, dimension, size, step):
         return ctx.full(0, x.type.dtype, shape)
     flat = ctx.reshape(x, (x.type.numel,))
     return ctx.reshape(ctx.b.gather(flat, ctx.b.constant(np.ascontiguousarray(windows).reshape(-1)), axis=0), shape)
+
+
+def _unfold_by_slices(ctx: TranslationContext, x, axis: int, size: int, step: int):
+    """:func:`unfold` of an ``x`` with symbolic dims other than ``axis`` (a dynamic batch):
+    element k of every window is one strided slice of x along ``axis`` (from k, every
+    ``step``); the ``size`` slices are stacked on a new last dim."""
+    shape, rank = tuple(x.type.shape), x.type.rank
+    count = (shape[axis] - size) // step + 1
+    part = (*shape[:axis], count, *shape[axis + 1:], 1)
+    slices = []
+    for k in range(size):
+        start, limit, strides = [0] * rank, list(shape), [1] * rank
+        start[axis], limit[axis], strides[axis] = k, k + (count - 1) * step + 1, step
+        window = ctx.b.slice(x, start_indices=tuple(start), limit_indices=tuple(limit), strides=tuple(strides))
+        slices.append(ctx.reshape(window, part))
+    return slices[0] if size == 1 else ctx.b.concatenate(*slices, dimension=rank)
 
 
 # -- storage layouts ------------------------------------------------------------------------
