@@ -82,6 +82,28 @@ def test_auto_keeps_the_fastest_backend_that_matches_jax_jit():
     assert f"→ {pick.choice}" in repr(compiled)
 
 
+def test_auto_times_the_call_the_user_makes_leaf_conversions_included(monkeypatch):
+    """A backend whose executable takes NumPy arrays (onnx) is timed with the conversion of the
+    user's leaves and outputs that each of its calls pays: here made to cost 2 ms a call, which
+    the race must see (it picked onnx for a ConvNeXt whose 40 leaves made its call 2.6x xla's)."""
+    import time
+
+    from parity.frontend.jax import jitted
+
+    def slow_as_numpy(leaves):
+        time.sleep(0.002)
+        return real(leaves)
+
+    real = jitted.as_numpy
+    monkeypatch.setattr(jitted, "as_numpy", slow_as_numpy)
+    compiled = parity.jax.jit(lambda x: jnp.cosh(x) - 0.5, auto=parity.AutoOptions(candidates=("xla", "onnx")))
+    compiled(jnp.linspace(-2, 2, 8))
+    pick = next(iter(compiled.cache.values())).pick
+    medians = {c.name: c.median_s for c in pick.candidates}
+    assert medians["onnx"] >= 0.002 > medians["xla"], medians  # xla's native call converts nothing
+    assert pick.choice == "xla"
+
+
 def test_auto_is_parity_compiles_race_its_pick_kept_for_the_next_function(tmp_path):
     """The race of frontend/auto_race.py: the pick is kept (in this process and on disk), so the
     same graph compiled again compiles only the pick and races nothing."""
