@@ -297,6 +297,10 @@ COMPOSITE_BOUNDS: dict[str, BoundRule] = {
     # frames (K), the envelope's K squares and sum (K + 1, relative) and the division (1).
     "istft": lambda a: _scaled(4 + 2 * -(-a["n_fft"] // a["hop_length"]), 1, Scale.CUSTOM, _ISTFT_SCALE),
     "loop": _loop_bound,
+    # ir/ops/special.py: every step in float64 (its series' and reflections' error is ~1e-15
+    # relative, 1e-7 of a float32 ULP), then one rounding to the operand's dtype
+    "lgamma": Bound("ulp", 1.0, note="computed in float64, rounded once"),
+    "digamma": Bound("ulp", 1.0, note="computed in float64, rounded once"),
 }
 
 

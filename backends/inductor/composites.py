@@ -1,5 +1,5 @@
 """Composites the backend claims natively: torch's own softmax, log_softmax and
-scaled_dot_product_attention.
+scaled_dot_product_attention, and lgamma and digamma through torch's float64 kernels.
 
 Inductor fuses softmax and log_softmax into one reduction kernel each (its decompositions
 compute float16/bfloat16 in float32 and round once, which the IR's composites do too). Their
@@ -61,4 +61,16 @@ def declined(node) -> bool:
                 and v.shape[-1] == q.shape[-1] and q.dtype in (DType.float32, DType.float64))
 
 
-RULES = {"softmax": softmax, "log_softmax": log_softmax, "scaled_dot_product_attention": scaled_dot_product_attention}
+def _in_float64(torch_function):
+    """lgamma, digamma (ir/ops/special.py): torch's float64 kernel (glibc's lgamma; Cephes's ψ),
+    rounded once to the operand's dtype, as the IR's composite computes. Its decomposition (235
+    and 126 float64 nodes, its series and shifts unrolled) took Inductor minutes to compile; the
+    float64 kernels are within a float32 ULP's thousandth of the true value."""
+    def rule(ctx: InductorNodeContext, x):
+        return torch_function(x.to(torch.float64)).to(x.dtype)
+
+    return rule
+
+
+RULES = {"softmax": softmax, "log_softmax": log_softmax, "scaled_dot_product_attention": scaled_dot_product_attention,
+         "lgamma": _in_float64(torch.lgamma), "digamma": _in_float64(torch.digamma)}

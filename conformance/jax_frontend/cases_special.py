@@ -1,5 +1,6 @@
 """Frontend cases of ``frontend/jax/rules/special.py``: ``erfc`` and ``cbrt`` of float16,
-bfloat16 and float32, computed in float64 and rounded once, and their float64 refusals.
+bfloat16 and float32, computed in float64 and rounded once, ``lgamma`` and ``digamma`` (the IR's
+ops of those names, computed the same way), and their float64 refusals.
 
 Each dtype gets random draws, a sweep through the ranges the rule treats apart (erfc: the
 series below |x| = 2 and the continued fraction above, out to where erfc underflows; cbrt:
@@ -31,6 +32,11 @@ _EXPONENTS = {DType.float16: (-24, 16), DType.bfloat16: (-133, 128), DType.float
 _SWEEPS = {
     "erfc": lambda rng, d: V.cast(np.linspace(-6.0, 11.0, 2001), d),
     "cbrt": lambda rng, d: V.magnitudes(rng, d, (2001,), *_EXPONENTS[d], signed=True),
+    # the IR's ops (ir/ops/special.py): negative non-integers, both series windows, shifts, magnitudes
+    "lgamma": lambda rng, d: V.cast(np.concatenate([np.linspace(-20.0, 30.0, 1601), np.linspace(0.9, 2.1, 400),
+                                                    np.exp2(rng.uniform(-20, 100, 200))]), d),
+    "digamma": lambda rng, d: V.cast(np.concatenate([np.linspace(-20.0, 30.0, 1601), np.linspace(1.2, 1.7, 400),
+                                                     np.exp2(rng.uniform(-20, 100, 200))]), d),
 }
 
 

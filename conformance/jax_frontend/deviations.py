@@ -67,6 +67,15 @@ DEVIATIONS = (
     _ulps("jax:erfc", F32, "54 ulp (measured 53.59 once subnormal results are flushed; 11.76 on normal draws)",
           "XLA's float32 erfc computes exp(-x*x) in float32 for |x| > 1: the rounding of x² is amplified by x² "
           "(the rule computes in float64, frontend/jax/rules/special.py)"),
+    # lgamma, digamma (2026-12-08, jax 0.10.2; the spec is ir/ops/special.py, within 0.502 ulp of the true values)
+    _ulps("jax:lgamma", F16, "1.2 ulp (measured 1.14)", "XLA:CPU's f16 lgamma is not rounded once from a wider result"),
+    _ulps("jax:lgamma", F32, "5000 ulp (measured 4990: lgamma(2.0037594) = 1.5945e-3, spec 1.5940e-3)",
+          "XLA:CPU's f32 lgamma has an absolute error of ~5e-7 near its zeros 1 and 2 (a Lanczos sum in float32), "
+          "many ULPs of the small results there"),
+    _ulps("jax:digamma", F16, "2 ulp (measured 1.93)", "XLA:CPU's f16 digamma is not rounded once from a wider result"),
+    _ulps("jax:digamma", F32, "3500 ulp (measured 2503 on the sweep; 3474 at 1.462406: 7.4881e-4, spec 7.4861e-4)",
+          "XLA:CPU's f32 digamma has an absolute error of ~2e-7 near its zero 1.4616 (float32 steps), many ULPs "
+          "of the small results there"),
     # f16/bf16 accumulations in the narrow dtype
     _ulps("jax:reduce_sum", F16, "1 ulp (measured 1.0)", _NARROW_SUMS),
     _ulps("jax:reduce_sum", BF16, "90 ulp (measured 89.5)", _NARROW_SUMS + "; " + _FLUSHED_SUMS),
@@ -187,6 +196,16 @@ def _infinite_and_nan_parts(arrays):
     return (np.isinf(z.real) & np.isnan(z.imag)) | (np.isnan(z.real) & np.isinf(z.imag))
 
 
+def _near_one_or_two(arrays):
+    x = np.asarray(arrays[0], np.float64)
+    return (np.abs(x - 1) <= 2.0 ** -10) | (np.abs(x - 2) <= 2.0 ** -10)
+
+
+def _zero_or_subnormal(arrays):
+    x = np.abs(np.asarray(arrays[0], np.float64))
+    return x < float(DType.from_numpy(np.asarray(arrays[0]).dtype).finfo.tiny)
+
+
 C64 = (DType.complex64,)
 CONVENTIONS = (
     Convention("atan2", _F, _both_infinite,
@@ -214,6 +233,14 @@ CONVENTIONS = (
                "a step from a subnormal or from the smallest normal towards zero is flushed to 0 on XLA:CPU "
                "(nextafter(1e-40, 0) = 0 and nextafter(1.18e-38, 0) = 0 in f32; the spec, IEEE's step, gives "
                "the neighbouring subnormal), and a subnormal y reads as 0 there; other steps, and float16's, are IEEE's"),
+    Convention("lgamma", (BF16, F32), _at_or_below_smallest_normal(0),
+               "lgamma of a subnormal operand is +inf on XLA:CPU (read as 0: a pole; lgamma(1e-45) = 103.28)"),
+    Convention("lgamma", (F16, BF16, F32), _near_one_or_two,
+               "lgamma within 2^-10 of 1 or 2, where it is nearly 0: XLA:CPU's absolute error (~5e-7: lgamma(1) = "
+               "4.77e-7, lgamma(1.0000001) = 0, spec 0 and -6.88e-8) is no number of ULPs of the spec"),
+    Convention("digamma", (F16, BF16, F32), _zero_or_subnormal,
+               "digamma(±0) and of a subnormal operand is NaN on XLA:CPU; the spec (torch's, SciPy's) gives ∓inf "
+               "(-1/x overflows)"),
     Convention("cbrt", (BF16, F32), _at_or_below_smallest_normal(0),
                "cbrt of a subnormal operand is neither its cube root nor 0 on XLA:CPU (cbrt(-1.12e-38) = "
                "-5.6e-16, spec -2.24e-13)"),

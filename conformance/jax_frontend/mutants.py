@@ -314,6 +314,8 @@ FAULTS: tuple[RuleFault, ...] = (
     RuleFault("stack_operands_reversed", "stack", "swapped operands", _operands(lambda xs: xs[::-1])),
     RuleFault("unstack_pieces_reversed", "unstack", "swapped operands", _pieces_reversed),
     RuleFault("erfc_reflection_dropped", "erfc", "dropped op", _on_magnitude),
+    RuleFault("lgamma_reflection_dropped", "lgamma", "dropped op", _on_magnitude),
+    RuleFault("digamma_reflection_dropped", "digamma", "dropped op", _on_magnitude),
     RuleFault("cbrt_sign_dropped", "cbrt", "dropped op", _on_magnitude),
     RuleFault("reduce_precision_subnormals_kept", "reduce_precision", "dropped op", _round_trip_unflushed,
               "thresholds"),

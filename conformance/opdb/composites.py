@@ -41,6 +41,25 @@ def _activation_cases() -> list[Case]:
     return out
 
 
+def _special_cases() -> list[Case]:
+    """lgamma and digamma on float16/bfloat16/float32: ordinary values, negative non-integers,
+    the zeros of lgamma (1, 2, −2.457…) and ψ (1.4616…) with their float neighbours, poles and
+    specials, and magnitudes across the dtype's range."""
+    out = []
+    zeros = [1.0, 2.0, 1.4616321449683623, -2.4570247382208006, -0.5040830082644554]
+    for op in ops_in_family("special"):
+        for d in OP_TABLE[op].dtypes:
+            out += layouts(op, d, lambda rng, shape, d=d: (V.cast(rng.uniform(0.05, 12.0, shape), d),))
+            out.append(case(op, d, "negative", lambda rng, d=d: (V.cast(rng.uniform(-30.0, 0.0, (64,)), d),)))
+            near = [np.nextafter(V.cast([z], d), V.cast([s * np.inf], d)) for z in zeros for s in (-1, 1)]
+            out.append(case(op, d, "zeros", (np.concatenate([V.cast(zeros, d), *near]),), tags=(EDGE,)))
+            out.append(case(op, d, "poles", (V.cast([0.0, -0.0, -1.0, -2.0, -7.0, -100.0, 1e-30, -1e-30], d),),
+                            tags=(EDGE,)))
+            out.append(case(op, d, "specials", (V.specials(d),), tags=(EDGE,)))
+            out.append(case(op, d, "wide", lambda rng, d=d: (V.magnitudes(rng, d, (64,), -30, 127),), tags=(EDGE,)))
+    return out
+
+
 def _with_neg_inf_rows(d: DType) -> np.ndarray:
     """Rows a softmax must handle: ordinary, one -inf, all -inf, a NaN, a +inf, a huge spread."""
     rows = [[1.0, 2.0, 3.0, 0.5], [-np.inf, 0.0, 1.0, 2.0], [-np.inf] * 4, [np.nan, 1.0, 2.0, 3.0],
@@ -242,13 +261,13 @@ def _random_cases() -> list[Case]:
     return out
 
 
-IR_FAMILIES = ("activations", "statistics", "normalization", "pooling", "losses", "masking", "random")
+IR_FAMILIES = ("activations", "special", "statistics", "normalization", "pooling", "losses", "masking", "random")
 OPS = ops_of(IR_FAMILIES)
 
 
 def cases() -> list[Case]:
-    return (_activation_cases() + _statistics_cases() + _normalization_cases() + _pooling_cases() + _loss_cases()
-            + _masking_cases() + _random_cases())
+    return (_activation_cases() + _special_cases() + _statistics_cases() + _normalization_cases() + _pooling_cases()
+            + _loss_cases() + _masking_cases() + _random_cases())
 
 
 

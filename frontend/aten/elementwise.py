@@ -44,6 +44,20 @@ def _float_unary(op: str):
     return translate
 
 
+def _special(op: str):
+    """lgamma, digamma (ir/ops/special.py): float16/bfloat16/float32 results, computed in float64;
+    a float64 result is refused with the way out."""
+    def translate(ctx: TranslationContext, x):
+        if ctx.out.dtype is DType.float64:
+            unsupported(f"{op} of float64: parity computes {op} of float16, bfloat16 and float32 in float64 and "
+                        "rounds once, and no wider dtype is left for float64 (a few-ULP float64 result needs "
+                        f"interval-by-interval approximations no backend's ops give); compute {op} in float32, or "
+                        "let this op run in eager torch (strict=False)")
+        return ctx.b.op(op, ctx.convert(x, ctx.out.dtype))
+
+    return translate
+
+
 def _same_unary(name: str, op: str):
     def translate(ctx: TranslationContext, x):
         if name in _ROUNDING and not x.type.dtype.is_float:
@@ -274,6 +288,8 @@ def _table():
     table = {}
     for name, op in _FLOAT_UNARY.items():
         table[f"{name}.default"] = _float_unary(op)
+    for op in ("lgamma", "digamma"):
+        table[f"{op}.default"] = _special(op)
     for name, op in _SAME_UNARY.items():
         table[f"{name}.default"] = _same_unary(name, op)
     for key, (op, attrs) in _ACTIVATIONS.items():

@@ -6,8 +6,8 @@ the primitive, why, and what to do. They never surface as a parity internal.
 Example::
 
     >>> from parity.ir.graph import SourceLoc
-    >>> str(UntranslatedPrimitive("lgamma", SourceLoc("model.py", 12, "loss")))[:62]
-    'model.py:12 in loss: the JAX primitive `lgamma` has no parity '
+    >>> str(UntranslatedPrimitive("polygamma", SourceLoc("model.py", 12, "loss")))[:62]
+    'model.py:12 in loss: the JAX primitive `polygamma` has no pari'
 """
 
 from __future__ import annotations

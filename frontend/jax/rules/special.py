@@ -76,4 +76,15 @@ def cbrt(ctx: JaxContext, x: Value):
     return ctx.convert(b.select(b.eq(w, zero), w, signed), x.type.dtype)
 
 
-TABLE = {"erfc": erfc, "cbrt": cbrt}
+def _ir_special(name: str):
+    """lgamma and digamma: the IR's ops of the same name (ir/ops/special.py: float16, bfloat16,
+    float32, computed in float64 and rounded once); float64 operands refused, as erfc's."""
+    def rule(ctx: JaxContext, x: Value):
+        if x.type.dtype not in _NARROW:
+            _widened(ctx, x, name)  # refuses, naming the dtype and the fix
+        return ctx.b.op(name, x)
+
+    return rule
+
+
+TABLE = {"erfc": erfc, "cbrt": cbrt, "lgamma": _ir_special("lgamma"), "digamma": _ir_special("digamma")}
