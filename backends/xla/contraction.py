@@ -13,6 +13,8 @@ Example::
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from jax import lax
 
@@ -54,17 +56,29 @@ def _convolution(ctx, lhs, rhs):
         # group-by-group lax.map fallback was exact too, but each such conv cost ~0.6 s of
         # compile (a while loop and a conditional), 34 of them in MobileNetV2's backward.
         x, w = _apart_groups(lhs, rhs)
+    padding = a["padding"]
+    zeros = [(max(lo, 0), max(hi, 0), d - 1) for (lo, hi), d in zip(padding, a["lhs_dilation"])]
+    explicit = (ctx.out.dtype.is_float and ctx.zero is not None and any(any(z) for z in zeros)
+                and not any(d for _, _, d in zeros) and _macs(ctx) <= EXPLICIT_PAD_MACS)
+    if explicit:
+        # The IR multiplies padding zeros; XLA skips them. Padded beforehand by a zero XLA only
+        # sees at run time (its simplifier folds a pad by a constant 0 into the window), the
+        # convolution multiplies them (0 * inf = NaN, as the IR says) and needs no NaN gate
+        # (below), whose reduction and conditional cost more than these small convolutions
+        # (conformance/jax_zoo's CNN and ConvNeXt: docs/jax.md, "Speed").
+        x = lax.pad(x, _run_time_zero(ctx.zero, x.dtype), [(0, 0, 0)] * 2 + [(lo, hi, 0) for lo, hi, _ in zeros])
+        padding = [(min(lo, 0), min(hi, 0)) for lo, hi in padding]
     out = lax.conv_general_dilated(
-        x, w, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
+        x, w, a["window_strides"], padding, a["lhs_dilation"], a["rhs_dilation"],
         dimension_numbers=numbers, feature_group_count=groups, precision=lax.Precision.HIGHEST,
         preferred_element_type=np_dtype(ctx.out.dtype))
-    zeros = [(max(lo, 0), max(hi, 0), d - 1) for (lo, hi), d in zip(a["padding"], a["lhs_dilation"])]
-    if not ctx.out.dtype.is_float or not any(any(z) for z in zeros):
+    if explicit or not ctx.out.dtype.is_float or not any(any(z) for z in zeros):
         return out
     # XLA skips the zeros of padding and lhs dilation; the IR multiplies them (as torch's
     # padded conv does), so a non-finite kernel tap over one makes the output NaN (fuzz
-    # regression xla-convolution-f32: 0 instead of 0 * inf). Padding explicitly made a
-    # stride-2 transposed conv several times slower (measured); instead one single-channel
+    # regression xla-convolution-f32: 0 instead of 0 * inf). Dilating explicitly made a
+    # stride-2 transposed conv several times slower (measured), padding explicitly a large
+    # one (above), and an export has no run-time zero to pad by; instead one single-channel
     # conv of the zeros' mask with the kernel's non-finite taps finds the outputs to set to NaN.
     # Behind a conditional on "any kernel tap non-finite": with finite kernels (training,
     # inference) the mask's kernels never run (conformance/jax_zoo's CNN, same process: forward
@@ -84,5 +98,25 @@ def _convolution(ctx, lhs, rhs):
 
     any_bad = lax.reduce_or(lax.bitwise_not(lax.is_finite(rhs)), tuple(range(rhs.ndim)))
     return lax.cond(any_bad, poisoned, lambda out, rhs: out, out, rhs)
+
+
+# Above this many multiply-adds the explicit pad costs more than the gate: XLA:CPU runs a
+# dense convolution without window padding on a slower path (8x32x28x28 by 64x32x3x3, 14.5M:
+# 1.3x the gated time; 2x8x8x8 by 16x8x3x3, 147K: the same; measured 2026-12-07).
+EXPLICIT_PAD_MACS = 1 << 20
+
+
+def _macs(ctx) -> int:
+    """Multiply-adds of a convolution: each output element sums input channels per group x window."""
+    rhs = ctx.in_types[1]
+    return ctx.out.numel * math.prod(rhs.shape[1:])
+
+
+def _run_time_zero(zero, dtype):
+    """+0.0 of a float ``dtype`` from the executable's run-time int32 ``zero``: a value XLA
+    cannot fold, so a pad by it stays in the graph."""
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(dtype).itemsize]
+    return lax.bitcast_convert_type(lax.convert_element_type(zero, bits), dtype)
+
 
 RULES: dict[str, Rule] = {"dot_general": _dot_general, "convolution": _convolution}

@@ -59,9 +59,10 @@ LOWERINGS: dict[str, Rule] = {name: widened(name, rule) if name in WIDER_FOR_ACC
 
 
 def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args, bindings: ShapeBindings,
-               loc=None, overrides: Mapping[str, Rule] | None = None, zero: Any = None):
+               loc=None, overrides: Mapping[str, Rule] | None = None, zero: Any = None, *, keep_products: bool = True):
     """Emit one op on traced operands; composites without a rule expand in place.
-    ``overrides`` replaces rules by op name (a composite's rule may relax one of its parts)."""
+    ``overrides`` replaces rules by op name (a composite's rule may relax one of its parts);
+    ``zero`` and ``keep_products`` as in :func:`run_graph`, passed on to expansions and bodies."""
     from ...ir.ops import OP_TABLE
 
     for t, a in zip(in_types, args):
@@ -72,14 +73,16 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
         if isinstance(bindings, TracedSizes):
             # Symbolic export: expand with the IR's own dims and trace the expansion in these
             # bindings, so that its sizes stay JAX dimension variables (not the ints of a run).
-            return run_graph(decomposition(node_op, attrs, in_types, loc=loc), args, rules, zero, bindings)
-        return run_graph(decomposition(node_op, resolved_attrs, resolved_in, loc=loc), args, rules, zero)
+            return run_graph(decomposition(node_op, attrs, in_types, loc=loc), args, rules, zero, bindings,
+                             keep_products=keep_products)
+        return run_graph(decomposition(node_op, resolved_attrs, resolved_in, loc=loc), args, rules, zero,
+                         keep_products=keep_products)
 
     def run_body(body: Graph, body_args: Sequence[Any]) -> list[Any]:
         # A copy of the sizes: symbolic export's body keeps the IR's dims (TracedSizes does not
         # rebuild graphs), a static one was rebuilt with ints by resolve_attrs below.
         inner = TracedSizes(bindings.sizes) if isinstance(bindings, TracedSizes) else ShapeBindings(bindings.sizes)
-        return run_graph(body, body_args, overrides, zero, inner, body=True)
+        return run_graph(body, body_args, overrides, zero, inner, body=True, keep_products=keep_products)
 
     resolved_in = tuple(bindings.resolve(t) for t in in_types)
     out_types = tuple(bindings.resolve(t) for t in out_types)
@@ -99,11 +102,14 @@ def lower_node(node_op: str, attrs: Mapping[str, Any], in_types, out_types, args
 
 
 def run_graph(graph: Graph, args: Sequence[Any], overrides: Mapping[str, Rule] | None = None,
-              zero: Any = None, bindings: ShapeBindings | None = None, *, body: bool = False) -> list[Any]:
+              zero: Any = None, bindings: ShapeBindings | None = None, *, body: bool = False,
+              keep_products: bool = True) -> list[Any]:
     """Trace ``graph`` on JAX values ``args``; return its outputs as JAX values.
 
-    ``zero`` (an int32 scalar the executable receives at run time, always 0) keeps XLA
-    from fusing products into sums: see :func:`.products.opaque`. ``bindings``: the sizes
+    ``zero``: an int32 scalar the executable receives at run time, always 0, that rules may
+    use to hide a value from XLA's simplifier (a convolution's padding zeros); with
+    ``keep_products`` it also keeps XLA from fusing products into sums: see
+    :func:`.products.opaque`. ``bindings``: the sizes
     of the graph's symbols (default: read from ``args``' shapes; symbolic export passes
     :class:`.traced_sizes.TracedSizes`). ``body``: ``graph`` is a loop's body, whose
     outputs the next step (or the enclosing graph) reads, so products it returns are kept
@@ -112,10 +118,11 @@ def run_graph(graph: Graph, args: Sequence[Any], overrides: Mapping[str, Rule] |
     bindings = ShapeBindings() if bindings is None else bindings
     for value, array in zip(graph.inputs, args):
         bindings.bind_unchecked(value.type, array.shape)
-    summed = products_summed(graph, returned=body) if zero is not None else set()
+    summed = products_summed(graph, returned=body) if zero is not None and keep_products else set()
     for node in graph.nodes:
         outs = lower_node(node.op, node.attrs, [v.type for v in node.inputs], [v.type for v in node.outputs],
-                          [env[v] for v in node.inputs], bindings, node.loc, overrides, zero)
+                          [env[v] for v in node.inputs], bindings, node.loc, overrides, zero,
+                          keep_products=keep_products)
         if node in summed:
             outs = [opaque(o, zero) for o in outs]
         env.update(zip(node.outputs, outs))
@@ -126,8 +133,8 @@ def graph_function(graph: Graph, *, run_time_zero: bool = False, keep_products: 
     """The graph as a Python function of ``lax`` calls, ready for ``jax.jit``.
 
     ``run_time_zero``: the function takes one more argument, an int32 scalar that must be 0
-    at run time (:data:`RUN_TIME_ZERO`); with ``keep_products`` it keeps products out of
-    fused sums (:func:`.products.opaque`), else it goes unused (jit prunes it).
+    at run time (:data:`RUN_TIME_ZERO`), which the rules that hide a value from XLA use; with
+    ``keep_products`` it also keeps products out of fused sums (:func:`.products.opaque`).
 
     A float ``reduce_max`` that provably only shifts a softmax row (an expanded softmax or
     scaled_dot_product_attention: :func:`.composites.shift_only_maxes`) is lowered with XLA's
@@ -138,7 +145,7 @@ def graph_function(graph: Graph, *, run_time_zero: bool = False, keep_products: 
     graph = with_plain_maxes(graph)  # softmax rows' maxima that only shift the row: XLA's own max
     if run_time_zero:
         def fn(*args):
-            return run_graph(graph, args[:-1], PLAIN_MAX_RULES, zero=args[-1] if keep_products else None)
+            return run_graph(graph, args[:-1], PLAIN_MAX_RULES, zero=args[-1], keep_products=keep_products)
     else:
         def fn(*args):
             return run_graph(graph, args, PLAIN_MAX_RULES)
