@@ -73,6 +73,10 @@ SCRIPT_METHOD_WARNING = r"`torch\.jit\.script_method` is deprecated"
 _USER_DTYPES = {**TORCH_DTYPES, DType.uint32: torch.uint32}
 
 
+# Size values (i64[] inputs a frontend adds) whose tensors InductorExecutable.guarded keeps per executable
+_SIZE_VALUES_KEPT = 4096
+
+
 class PerShapeCompileWarning(UserWarning):
     """A graph with symbolic dims compiles per concrete shape on inductor (it has no symbolic form)."""
 
@@ -217,10 +221,28 @@ class InductorExecutable:
         if picks is not None:
             return lambda args: sized([args[j].contiguous() for j in picks])
 
+        # The i64[] inputs after the checked ones are sizes used as values (frontend/compiled_graph.py:
+        # a decode step's ALiBi slice start, MPT): each value's tensor is made once and kept (the
+        # graph never writes into it; a result that is one is cloned by _finish), where converting
+        # the NumPy scalar cost more than a dict lookup. At most _SIZE_VALUES_KEPT values.
+        scalars = frozenset(i for i, v in enumerate(self.graph.inputs[checked:], checked)
+                            if v.type.dtype is DType.int64 and v.type.shape == ())
+        kept: dict[tuple[int, int], torch.Tensor] = {}
+
+        def extra(i: int, x: Any) -> torch.Tensor:
+            if i not in scalars or type(x) is not np.ndarray or x.dtype != np.int64:
+                return self._tensor(x, i)
+            tensor = kept.get((i, int(x)))
+            if tensor is None:
+                tensor = self._tensor(x, i)
+                if len(kept) < _SIZE_VALUES_KEPT:
+                    kept[(i, int(x))] = tensor
+            return tensor
+
         def run(*inputs):
             tensors = [x.contiguous() for x in inputs[:checked]]
             if len(inputs) > checked:
-                tensors += [self._tensor(x, i) for i, x in enumerate(inputs[checked:], checked)]
+                tensors += [extra(i, x) for i, x in enumerate(inputs[checked:], checked)]
             return sized(tensors)
 
         return run
