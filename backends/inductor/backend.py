@@ -48,7 +48,7 @@ from ..program_compiles import compiling_for_a_program
 from .context import TORCH_DTYPES, U32_MASK
 from .control import examples_for
 from .deviations import DEVIATIONS, UNSUPPORTED
-from .direct_call import compile_direct
+from .direct_call import Kernel, compile_direct
 from .in_place import writable_outputs, write_into_inputs
 from .lowering import CLAIM_PREDICATES, LOWERINGS, as_tensor, declined, to_fx
 from .one_library import one_library_per_graph
@@ -71,6 +71,10 @@ SCRIPT_METHOD_WARNING = r"`torch\.jit\.script_method` is deprecated"
 
 # The torch dtype a caller's tensor has for each IR dtype (u32 is torch.uint32 outside).
 _USER_DTYPES = {**TORCH_DTYPES, DType.uint32: torch.uint32}
+
+
+# Size values (i64[] inputs a frontend adds) whose tensors InductorExecutable.guarded keeps per executable
+_SIZE_VALUES_KEPT = 4096
 
 
 class PerShapeCompileWarning(UserWarning):
@@ -168,16 +172,22 @@ class InductorExecutable:
                                                                variant._writes, self._for_a_program), None]
         return variant
 
-    def guarded(self, checked: int):
+    def guarded(self, checked: int, picks: tuple[int, ...] | None = None):
         """:meth:`__call__` for a caller whose guards have checked the dtypes, devices and static
         sizes of the first ``checked`` inputs (Dynamo's, through the frontend's CompiledGraph; the
         rest, arrays the frontend adds, are converted as ``__call__`` does), as a function of the
         inputs: no per-input checks, and the compiled kernel looked up by the values of the
         graph's distinct symbolic dims alone (one or two numbers a decode step, where the full
         key is ~30 shapes). None where a checked input needs converting (u32 is carried in int64).
+        With ``picks`` (one per input, all checked), a function of the caller's boxed argument
+        list instead, input ``i`` being ``args[picks[i]]``: no tuple of the inputs built.
 
         The guards make the lookup sound: inputs of the graph's types whose symbolic dims have
-        the same values have the same shapes, so they take the kernel ``__call__`` would.
+        the same values have the same shapes, so they take the kernel ``__call__`` would. From
+        the second call at a size, where the results need nothing of :meth:`_finish` (no input
+        written, no u32 result, none aliasing an input) and grad mode is off, Inductor's code is
+        called from here (:meth:`.direct_call.Kernel.direct_parts`): a decode step's call runs
+        two frames of parity's where it ran five.
         """
         if any(u32 for _, u32 in self._input_types[:checked]):
             return None
@@ -187,17 +197,53 @@ class InductorExecutable:
                 if not isinstance(dim, int):
                     first.setdefault(str(dim), (i, axis))
         positions = tuple(first.values())
-        by_sizes: dict[tuple, list] = {}
+        plain = not self._writes and not any(self._u32_outputs)  # _finish may only clone a result
+        by_sizes: dict[tuple, list] = {}  # sizes -> [entry (_entry's), direct parts (False: none), None: not yet]
+
+        def sized(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+            key = tuple([tensors[i].shape[axis] for i, axis in positions])
+            found = by_sizes.get(key)
+            if found is not None and found[1] and not torch.is_grad_enabled():
+                inner, constants, lock = found[1]
+                if constants:
+                    tensors += constants
+                with lock:
+                    results = inner.current_callable(tensors)  # (empties the list: nothing reads it after)
+                return [r if r.is_contiguous() else r.clone(memory_format=torch.contiguous_format) for r in results]
+            if found is None:
+                found = by_sizes[key] = [self._entry(tensors), None]
+            outputs = self._finish(found[0], tensors)
+            if found[1] is None:  # decided once, after the first call at these sizes: parts, or False
+                parts = getattr(found[0][0], "direct_parts", None) if plain and not any(found[0][1]) else None
+                found[1] = (parts() if parts is not None else None) or False
+            return outputs
+
+        if picks is not None:
+            return lambda args: sized([args[j].contiguous() for j in picks])
+
+        # The i64[] inputs after the checked ones are sizes used as values (frontend/compiled_graph.py:
+        # a decode step's ALiBi slice start, MPT): each value's tensor is made once and kept (the
+        # graph never writes into it; a result that is one is cloned by _finish), where converting
+        # the NumPy scalar cost more than a dict lookup. At most _SIZE_VALUES_KEPT values.
+        scalars = frozenset(i for i, v in enumerate(self.graph.inputs[checked:], checked)
+                            if v.type.dtype is DType.int64 and v.type.shape == ())
+        kept: dict[tuple[int, int], torch.Tensor] = {}
+
+        def extra(i: int, x: Any) -> torch.Tensor:
+            if i not in scalars or type(x) is not np.ndarray or x.dtype != np.int64:
+                return self._tensor(x, i)
+            tensor = kept.get((i, int(x)))
+            if tensor is None:
+                tensor = self._tensor(x, i)
+                if len(kept) < _SIZE_VALUES_KEPT:
+                    kept[(i, int(x))] = tensor
+            return tensor
 
         def run(*inputs):
             tensors = [x.contiguous() for x in inputs[:checked]]
             if len(inputs) > checked:
-                tensors += [self._tensor(x, i) for i, x in enumerate(inputs[checked:], checked)]
-            key = tuple([tensors[i].shape[axis] for i, axis in positions])
-            entry = by_sizes.get(key)
-            if entry is None:
-                entry = by_sizes[key] = self._entry(tensors)
-            return self._finish(entry, tensors)
+                tensors += [extra(i, x) for i, x in enumerate(inputs[checked:], checked)]
+            return sized(tensors)
 
         return run
 
@@ -477,11 +523,4 @@ def _compile(graph: Graph, device: str, shapes: tuple, writes: tuple = (), for_a
     fx = to_fx(graph, shapes, device)
     write_into_inputs(fx.module, dict(writes))
     run = _inductor_compile(fx.module, examples_for(fx.module, [*fx.examples, *fx.constants]), for_a_program)
-    constants = list(fx.constants)
-    lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe
-
-    def call(tensors: list[torch.Tensor]):
-        with lock:
-            return run([*tensors, *constants])
-
-    return call
+    return Kernel(run, fx.constants)

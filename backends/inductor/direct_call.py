@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import collections
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,35 @@ class DirectCall:
             finally:
                 torch._C._set_grad_enabled(True)
         return self._inner.current_callable(args)
+
+    def ready(self):
+        """Inductor's compiled graph (call its ``current_callable(args)`` with grad mode off)
+        where this call goes to it directly and its first call has run; else None. For a caller
+        that makes the direct call itself, one frame fewer (InductorExecutable.guarded)."""
+        return self._inner if self.direct and self._calls else None
+
+
+class Kernel:
+    """A compiled graph as backend.py calls it: ``kernel(tensors)`` runs ``run`` (a
+    :class:`DirectCall`) on the inputs followed by the graph's constants, under a lock
+    (Inductor's compiled callables are not documented thread-safe)."""
+
+    def __init__(self, run: Callable, constants: Sequence[torch.Tensor]):
+        self._run = run
+        self._constants = list(constants)
+        self._lock = threading.Lock()
+
+    def __call__(self, tensors: list[torch.Tensor]):
+        with self._lock:
+            return self._run([*tensors, *self._constants])
+
+    def direct_parts(self) -> tuple | None:
+        """(Inductor's compiled graph, the constants appended to the inputs, the lock) for a
+        caller that calls the graph itself, grad mode off (:meth:`DirectCall.ready`); None
+        until its first call has run, or where the graph keeps AOTAutograd's wrapper."""
+        ready = getattr(self._run, "ready", None)
+        inner = ready() if ready is not None else None
+        return None if inner is None else (inner, tuple(self._constants), self._lock)
 
 
 def compile_direct(module: torch.fx.GraphModule, examples: list, compile_fx: Callable | None = None) -> DirectCall:

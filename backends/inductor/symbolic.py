@@ -27,7 +27,6 @@ Example::
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -39,6 +38,7 @@ from ...ir.errors import ParityError
 from ...ir.graph import Graph, Node
 from ...ir.shapes import ShapeBindings
 from .context import InductorNodeContext, carried
+from .direct_call import Kernel
 from .in_place import write_into_inputs
 from .lowering import graph_constants, trace
 
@@ -131,14 +131,12 @@ def to_symbolic_fx(graph: Graph, sizes: Mapping[str, int], device: str = "cpu") 
     return SymbolicFx(module, constants, tuple(examples), symbols, shape_env)
 
 
-class DynamicKernel:
+class DynamicKernel(Kernel):
     """One Inductor compile of a :class:`SymbolicFx`: runs for every set of sizes its guards admit."""
 
     def __init__(self, fx: SymbolicFx, run: Callable):
+        super().__init__(run, fx.constants)
         self._names = list(fx.symbols)
-        self._run = run
-        self._constants = list(fx.constants)
-        self._lock = threading.Lock()  # Inductor's compiled callables are not documented thread-safe
         shape_env = fx.shape_env
         expression = shape_env.produce_guards_expression(list(fx.symbols.values()), ignore_static=False)
         self.guards = expression or "True"
@@ -148,10 +146,6 @@ class DynamicKernel:
     def fits(self, sizes: Mapping[str, int]) -> bool:
         """Whether the kernel was compiled for these sizes of the graph's symbols."""
         return bool(self._holds([sizes[name] for name in self._names]))
-
-    def __call__(self, tensors: list[torch.Tensor]):
-        with self._lock:
-            return self._run([*tensors, *self._constants])
 
 
 def compile_symbolic(graph: Graph, sizes: Mapping[str, int], device: str, compile: Callable,

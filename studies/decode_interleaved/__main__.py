@@ -5,7 +5,8 @@ decode faster or slower than torch.compile's? ``parity bench`` times its candida
 another, minutes apart (torch.compile's first run alone takes 1–3 minutes under load), so its
 ratio carries the load's changes. Here round k runs one ``generate()`` of each (ABBA order,
 so neither always runs first) after both have compiled, and the answer is the median of the
-per-round ratios (torch.compile's time over parity's: above 1, parity is faster). Tokens are
+per-round ratios (torch.compile's time over parity's: above 1, parity is faster), in wall time
+and in the process's CPU time (which a loaded machine's descheduling does not inflate). Tokens are
 checked equal to eager's first. One CPU, like ``parity bench --threads 1``.
 
 Run: ``python -m studies.decode_interleaved MODEL CACHE ROUNDS [--code DIR] [--backends onnx,inductor]``
@@ -68,18 +69,24 @@ def _compare(model: str, cache: str, rounds: int, backends: list[str]) -> None:
         assert torch.equal(call(), want), f"{name}: tokens differ from eager's"
         call()
     times: dict[str, list[float]] = {name: [] for name in calls}
+    cpu: dict[str, list[float]] = {name: [] for name in calls}  # the process CPU time
     for k in range(rounds):  # ABBA: neither runs first every round
         for name in (list(calls) if k % 2 == 0 else list(calls)[::-1]):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             calls[name]()
             times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
     rate = {name: tokens / statistics.median(ts) for name, ts in times.items()}
-    ratios = {name: statistics.median(c / p for p, c in zip(ts, times["torch.compile"]))
-              for name, ts in times.items() if name != "torch.compile"}
+
+    def ratios(of: dict) -> dict:
+        return {name: statistics.median(c / p for p, c in zip(ts, of["torch.compile"]))
+                for name, ts in of.items() if name != "torch.compile"}
+
     print(f"{model} {cache} ({os.path.dirname(os.path.dirname(parity.frontend.__file__))}): "
           + ", ".join(f"{name} {rate[name]:.0f} tokens/s" for name in calls)
           + "; median of per-round ratios (torch.compile's time / candidate's) "
-          + ", ".join(f"{name} {r:.2f}x" for name, r in ratios.items())
+          + ", ".join(f"{name} {r:.2f}x" for name, r in ratios(times).items())
+          + "; in CPU time " + ", ".join(f"{name} {r:.2f}x" for name, r in ratios(cpu).items())
           + f" (load {os.getloadavg()[0]:.1f}, tokens equal eager's)", flush=True)
 
 

@@ -108,6 +108,16 @@ def test_a_python_number_that_changes_becomes_a_graph_input(case, backend):
     assert counters["stats"]["unique_graphs"] == 2
 
 
+def test_a_size_value_on_inductor_gives_eagers_numbers_for_values_met_again():
+    """inductor keeps a size value's tensor per value (InductorExecutable.guarded): a value met
+    again, or a new one, gives eager's numbers, in the dynamic graph and its direct calls."""
+    compiled = parity.compile(scales, backend="inductor")
+    with torch.no_grad():
+        for n in (2, 3, 4, 3, 2, 7, 4):
+            x = torch.arange(3.0)
+            torch.testing.assert_close(compiled(x, n), scales(x, n), rtol=1e-6, atol=0)
+
+
 def test_a_size_used_as_a_value_is_an_input_computed_at_each_call():
     from torch.fx.experimental.proxy_tensor import make_fx
 

@@ -180,3 +180,34 @@ def test_a_static_graph_compiles_static_code(for_a_program):
     xs = np.linspace(-3, 3, 35, dtype=np.float32).reshape(5, 7)
     for _ in range(2):
         np.testing.assert_allclose(run([torch.from_numpy(xs)])[0].numpy(), np.exp(xs), rtol=2e-7)
+
+
+def test_a_guarded_caller_calls_inductors_code_itself_from_the_second_call_at_a_size(monkeypatch):
+    """InductorExecutable.guarded (the frontend's call, after Dynamo's guards): from the second call
+    at a size, grad mode off, Inductor's compiled graph is called from there, past _finish, the
+    kernel and DirectCall; the results are those of the full path (contiguous, and not sharing
+    memory, the transposed one included), boxed or not, and each new size or grad mode on takes the full path."""
+    b = GraphBuilder()
+    n = Symbol("N")
+    x, y = b.input(f32[n, 4]), b.input(f32[n, 4])
+    d = b.sub(x, y)
+    g = b.build([b.add(b.exp(x), y), d, b.transpose(d, permutation=(1, 0))])
+    executable = InductorBackend().compile(g, "cpu")
+    full = []
+    original = direct_call.DirectCall.__call__
+    monkeypatch.setattr(direct_call.DirectCall, "__call__", lambda self, args: full.append(1) or original(self, args))
+    run, boxed = executable.guarded(2), executable.guarded(2, picks=(1, 0))  # boxed: args are [y, x]
+    calls = 0
+    for size, repeat, grad in ((3, 3, False), (5, 2, False), (3, 2, False), (3, 2, True)):
+        xs = torch.linspace(-1, 1, size * 4).reshape(size, 4)
+        ys = torch.arange(size * 4, dtype=torch.float32).reshape(size, 4)
+        with torch.set_grad_enabled(grad):
+            for _ in range(repeat):
+                for got in (run(xs, ys), boxed([ys, xs])):
+                    torch.testing.assert_close(got[0], torch.exp(xs) + ys, rtol=2e-7, atol=0)
+                    assert torch.equal(got[1], xs - ys) and torch.equal(got[2], (xs - ys).T)
+                    assert got[2].is_contiguous() and got[2].data_ptr() != got[1].data_ptr()
+                    calls += 1
+    # the full path: each size's first call of each function (2 sizes, 2 functions), and every
+    # call under grad mode (2 calls of 2 functions); all others call Inductor's code directly
+    assert calls == 2 * (3 + 2 + 2 + 2) and len(full) == 2 * 2 + 2 * 2
