@@ -264,7 +264,7 @@ class FastCompiledFunction(CompiledFunction):
         # Keyword arguments never have a fast-path entry (fast_path.signature): with no missed call
         # recording (a call from inside one), FastPath.call would only run Dynamo's path: run it here,
         # two frames fewer on each generate() step (it passes its inputs by keyword).
-        call = self._compiled if kwargs and self.fast_path._calls is None else self._fast_call
+        call = self._compiled if kwargs and not self.fast_path.recording else self._fast_call
         result, error = _run(call, args, kwargs, self._breaks, self.fn, self.session)
         if error is not None:
             raise error from None

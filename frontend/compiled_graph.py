@@ -114,24 +114,19 @@ class CompiledGraph:
 
     def __call__(self, args: list) -> list:
         if self._boxed is not None and self.executable is self._run_for:  # the executable reads args itself
-            results = self._boxed(args)
-            outputs = ([convert(r, ()) for convert, r in zip(self._direct, results)] if self._direct is not None
-                       else [self._output(spec, args, results, ()) for spec in self._outputs])
-            args.clear()
-            if self.recorder is not None:
-                self.recorder.append(outputs)
-            return outputs
-        picks = self._picks
-        arrays = [args[j] for j in picks] if picks is not None else [convert(args[j]) for j, convert in self._inputs]
-        if self._carrier:
-            arrays.append(np.empty((0, *(int(args[i]) for i in self._carrier)), np.int8))
-        for read in self._size_values:
-            arrays.append(np.array(read(args), np.int64))
-        if self._num_keys:
-            arrays += draw_keys(self._num_keys)
-        results = (self._run if self.executable is self._run_for else self.executable)(*arrays)
-        if self._takes_tensors:
-            arrays = ()  # nothing to check the results against: they never alias the inputs
+            results, arrays = self._boxed(args), ()
+        else:  # (inline, not a method: this is every compiled call's path)
+            picks = self._picks
+            arrays = [args[j] for j in picks] if picks is not None else [convert(args[j]) for j, convert in self._inputs]
+            if self._carrier:
+                arrays.append(np.empty((0, *(int(args[i]) for i in self._carrier)), np.int8))
+            for read in self._size_values:
+                arrays.append(np.array(read(args), np.int64))
+            if self._num_keys:
+                arrays += draw_keys(self._num_keys)
+            results = (self._run if self.executable is self._run_for else self.executable)(*arrays)
+            if self._takes_tensors:
+                arrays = ()  # nothing to check the results against: they never alias the inputs
         if self._direct is not None:
             outputs = [convert(r, arrays) for convert, r in zip(self._direct, results)]
         else:

@@ -117,6 +117,12 @@ class FastPath:
         self._calls: list | None = None  # while a missed call runs: one record per graph run
         self._graphs: list | None = None  # while Dynamo's backend runs: (parity's compiled graph, kind)
 
+    @property
+    def recording(self) -> bool:
+        """Whether a missed call is running and recording its graph runs (its nested calls must
+        come through :meth:`call`)."""
+        return self._calls is not None
+
     def on_compiled(self, graph, kind: str) -> None:
         """The session's hook: parity compiled ``graph`` for the backend call in progress."""
         if self._graphs is not None:

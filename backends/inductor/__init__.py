@@ -7,7 +7,8 @@ Example::
     ('native', 'decomposed')
 """
 
-from .backend import INDUCTOR_CONFIG, InductorBackend, InductorExecutable, PerShapeCompileWarning
+from .backend import InductorBackend, InductorExecutable, PerShapeCompileWarning
+from .compiling import INDUCTOR_CONFIG
 from .lowering import LOWERINGS, to_fx
 
 __all__ = ["INDUCTOR_CONFIG", "LOWERINGS", "InductorBackend", "InductorExecutable", "PerShapeCompileWarning", "to_fx"]

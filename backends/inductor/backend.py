@@ -11,7 +11,7 @@ a graph is never compiled twice in a process; Inductor's own on-disk caches
 (``$TORCHINDUCTOR_CACHE_DIR``) make a second process's compile cheaper.
 
 Inductor's global configuration is never changed: each compile runs inside
-``torch._inductor.config.patch`` with :data:`INDUCTOR_CONFIG`.
+``torch._inductor.config.patch`` with :data:`.compiling.INDUCTOR_CONFIG`.
 
 Example::
 
@@ -25,11 +25,9 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -43,31 +41,13 @@ from ...ir.passes import decompose
 from ...ir.shapes import ShapeBindings
 from ..base import Backend, CompilePrior, OpClaim, check_not_declined
 from ..cache import BuildOnceCache
-from ..compiler_caches import inductor_header_settings, use_private_inductor_cache
 from ..program_compiles import compiling_for_a_program
+from .compiling import compile_kernel, compile_symbolic_kernel, in_fresh_thread
 from .context import TORCH_DTYPES, U32_MASK
-from .control import examples_for
 from .deviations import DEVIATIONS, UNSUPPORTED
-from .direct_call import Kernel, compile_direct
-from .in_place import writable_outputs, write_into_inputs
-from .lowering import CLAIM_PREDICATES, LOWERINGS, as_tensor, declined, to_fx
-from .one_library import one_library_per_graph
-from .symbolic import DynamicKernel, NoSymbolicForm, compile_symbolic, no_symbolic_form
-
-# Inductor settings for every compile (patched around it, never set globally):
-# - compile_threads=1: no pool of compile worker processes (their start-up costs more than
-#   it saves on graphs of a few kernels, and parity compiles graphs one at a time);
-# - emulate_precision_casts: a float16/bfloat16 value is rounded after every IR op, as the
-#   IR rounds each op's result, even where Inductor fuses ops into one kernel.
-INDUCTOR_CONFIG = {"compile_threads": 1, "emulate_precision_casts": True}
-
-# Inductor warns "does not support code generation for complex operators" on every compile of
-# complex code (once per process: the warning function is cached). parity already runs complex
-# ops as eager ATen kernels by design (docs/backends/inductor.md), so the warning tells the user
-# nothing they can act on; exactly this message is ignored around parity's compile.
-COMPLEX_CODEGEN_WARNING = r"Torchinductor does not support code generation for complex operators"
-# Importing Inductor's compile_fx imports torch.jit code that warns of its own deprecation (torch 2.13)
-SCRIPT_METHOD_WARNING = r"`torch\.jit\.script_method` is deprecated"
+from .in_place import writable_outputs
+from .lowering import CLAIM_PREDICATES, LOWERINGS, as_tensor, declined
+from .symbolic import DynamicKernel, NoSymbolicForm, no_symbolic_form
 
 # The torch dtype a caller's tensor has for each IR dtype (u32 is torch.uint32 outside).
 _USER_DTYPES = {**TORCH_DTYPES, DType.uint32: torch.uint32}
@@ -384,7 +364,7 @@ class InductorBackend(Backend):
         ``writes`` ((output, input) pairs) computed into their inputs (in_place.py); ``for_a_program``:
         the code is also kept in Inductor's caches for the next process (backends/program_compiles.py)."""
         return self._graphs.get_or_build(
-            (key, device, shapes, writes), lambda: _in_fresh_thread(_compile, graph, device, shapes, writes, for_a_program))
+            (key, device, shapes, writes), lambda: in_fresh_thread(compile_kernel, graph, device, shapes, writes, for_a_program))
 
     def compiles_per_shape_for(self, graph: Graph, device: str = "cpu") -> bool:
         """Whether ``graph``, with symbolic dims, compiles again for each concrete shape on ``device``:
@@ -413,7 +393,7 @@ class InductorBackend(Backend):
 
         def build(hints: dict[str, int]) -> DynamicKernel:
             return self._graphs.get_or_build((*variant, "symbolic", tuple(sorted(hints.items()))),
-                                             lambda: _in_fresh_thread(_compile_symbolic, graph, device, hints, writes))
+                                             lambda: in_fresh_thread(compile_symbolic_kernel, graph, device, hints, writes))
 
         try:
             kernel = build(sizes)
@@ -446,81 +426,3 @@ class InductorBackend(Backend):
                 f"symbolic form with dynamic kernels.\n  fix: nothing is needed for correct results; each new size costs "
                 f"a compile (seconds). For sizes that change every call, choose backend='onnx' or 'reference', or "
                 f"keep the sizes fixed (dynamic=False)"), stacklevel=2)
-
-
-def _in_fresh_thread(fn, *args):
-    """``fn(*args)`` on a new thread: parity may call an executable for the first time from
-    inside AOTAutograd's compiled function (its autograd.Function's forward), and torch's
-    thread-local dispatch state there (functionalization, fake and grad modes, the tracing
-    context) must not reach this separate trace and compile."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parity-inductor") as pool:
-        return pool.submit(fn, *args).result()
-
-
-def _inductor_compile(module: torch.fx.GraphModule, examples: list[torch.Tensor], for_a_program: bool = False):
-    """``compile_fx`` of ``module`` for ``examples``, with parity's Inductor settings and cache, as
-    a function of the argument list (called without AOTAutograd's idle wrapper: direct_call.py).
-    ``for_a_program``: a static graph's code is written to Inductor's FX graph cache too, when
-    Inductor's own switch for that cache is on (:func:`_with_shape_env`)."""
-    from torch._inductor import config
-
-    with warnings.catch_warnings():  # torch's own import of torch.jit.script_method, not the user's code
-        warnings.filterwarnings("ignore", message=SCRIPT_METHOD_WARNING, category=DeprecationWarning)
-        from torch._inductor.compile_fx import compile_fx
-
-    use_private_inductor_cache()  # under parity's checked cache root, unless the user chose one
-    # catch_warnings swaps the process-wide filter list: it sits here, inside the compile
-    # thread's function, while the calling thread waits on the result (_in_fresh_thread).
-    settings = {**INDUCTOR_CONFIG, **_bit_mixing_settings(module), **inductor_header_settings()}
-    context = contextlib.nullcontext()
-    if for_a_program and config.fx_graph_cache:
-        context, examples = _with_shape_env(examples)
-    with config.patch(settings), warnings.catch_warnings(), one_library_per_graph(), context:
-        warnings.filterwarnings("ignore", message=COMPLEX_CODEGEN_WARNING, category=UserWarning)
-        return compile_direct(module, examples, compile_fx)
-
-
-def _with_shape_env(examples: list) -> tuple:
-    """``(context, examples)`` for the compile of a graph of real (static) examples: a tracing
-    context whose fake mode has a ShapeEnv, and the examples as that mode's fake tensors of the
-    same (static) sizes. Inductor's FX graph cache is bypassed ("No shape env") without a ShapeEnv,
-    so a new process would generate every static graph's code again; real examples under such a
-    mode would be made symbolic by AOTAutograd (dynamic kernels for static graphs). Examples that
-    are fake already (a symbolic graph's, symbolic.py; a loop's, control.py) carry their own mode."""
-    from torch._guards import TracingContext, tracing
-    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-    if any(isinstance(e, FakeTensor) for e in examples):
-        return contextlib.nullcontext(), examples
-    mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True)
-    fakes = [mode.from_tensor(e, static_shapes=True) if isinstance(e, torch.Tensor) else e for e in examples]
-    return tracing(TracingContext(mode)), fakes
-
-
-# A random draw is Threefry's 20 rounds of add, rotate (two shifts) and xor, each value read
-# by the next round twice. Inductor inlines a multi-use value until its expression passes
-# realize_opcount_threshold (30 ops), re-expanding shared subexpressions at each use: one
-# random_bits of 64 elements generated 29,598 expressions and took 59 s to compile; with 8,
-# 1,821 and ~30 s (most of it g++). The realized values stay inside the one fused kernel.
-_BIT_MIXING_OPS = frozenset({torch.ops.aten.bitwise_xor.Tensor, torch.ops.aten.bitwise_left_shift.Tensor,
-                             torch.ops.aten.bitwise_right_shift.Tensor})
-_BIT_MIXING_NODES = 16  # fewer than one Threefry round's worth never blows up
-_BIT_MIXING_CONFIG = {"realize_opcount_threshold": 8}
-
-
-def _bit_mixing_settings(module: torch.fx.GraphModule) -> dict:
-    """Inductor settings for ``module``: a lower inlining threshold where it mixes bits."""
-    count = sum(node.op == "call_function" and node.target in _BIT_MIXING_OPS for node in module.graph.nodes)
-    return _BIT_MIXING_CONFIG if count >= _BIT_MIXING_NODES else {}
-
-
-def _compile_symbolic(graph: Graph, device: str, sizes: dict[str, int], writes: tuple = ()) -> DynamicKernel:
-    return compile_symbolic(graph, sizes, device, _inductor_compile, writes)
-
-
-def _compile(graph: Graph, device: str, shapes: tuple, writes: tuple = (), for_a_program: bool = False):
-    fx = to_fx(graph, shapes, device)
-    write_into_inputs(fx.module, dict(writes))
-    run = _inductor_compile(fx.module, examples_for(fx.module, [*fx.examples, *fx.constants]), for_a_program)
-    return Kernel(run, fx.constants)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from parity.backends.inductor import LOWERINGS
-from parity.backends.inductor.backend import _bit_mixing_settings
+from parity.backends.inductor.compiling import bit_mixing_settings
 from parity.backends.inductor.context import U32_MASK
 from parity.backends.inductor.lowering import to_fx
 from parity.backends.registry import get_backend
@@ -28,14 +28,14 @@ def test_a_random_draw_gets_the_lower_inlining_threshold_and_an_mlp_does_not():
     b = GraphBuilder()
     key = b.input(DType.uint32[2])
     draw = _fx(b.build([b.random_bits(key, shape=(64,))]), [(2,)])
-    assert _bit_mixing_settings(draw) == {"realize_opcount_threshold": 8}
+    assert bit_mixing_settings(draw) == {"realize_opcount_threshold": 8}
 
     b = GraphBuilder()
     x = b.input(f32[4, 8])
     w = b.constant(np.ones((8, 3), np.float32))
     hidden = b.dot_general(x, w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,), lhs_batch_dims=(), rhs_batch_dims=())
     mlp = _fx(b.build([b.tanh(hidden)]), [(4, 8)])
-    assert _bit_mixing_settings(mlp) == {}
+    assert bit_mixing_settings(mlp) == {}
 
 
 def _masks(module) -> int:

@@ -107,11 +107,11 @@ def test_why_the_wrapper_stays_is_named():
 
 
 def _compile_static(graph, for_a_program=False):
-    from parity.backends.inductor.backend import _in_fresh_thread, _inductor_compile
+    from parity.backends.inductor.compiling import in_fresh_thread, inductor_compile
     from parity.backends.inductor.lowering import to_fx
 
     fx = to_fx(graph, [tuple(v.type.shape) for v in graph.inputs])
-    return (_in_fresh_thread(_inductor_compile, fx.module, [*fx.examples, *fx.constants], for_a_program),
+    return (in_fresh_thread(inductor_compile, fx.module, [*fx.examples, *fx.constants], for_a_program),
             list(fx.constants))
 
 
@@ -123,7 +123,7 @@ def test_a_cache_hit_recalls_the_verdict(tmp_path, monkeypatch):
     filled), the wrapper stays."""
     from torch._dynamo.utils import counters
 
-    from parity.backends.inductor.backend import _compile_symbolic, _in_fresh_thread
+    from parity.backends.inductor.compiling import compile_symbolic_kernel, in_fresh_thread
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     b = GraphBuilder()
@@ -134,7 +134,7 @@ def test_a_cache_hit_recalls_the_verdict(tmp_path, monkeypatch):
 
     def compiled_with(expect: dict):
         before = {k: counters[group][k] for group, k in expect}
-        kernel = _in_fresh_thread(_compile_symbolic, graph, "cpu", {"B": 3})
+        kernel = in_fresh_thread(compile_symbolic_kernel, graph, "cpu", {"B": 3})
         assert {(group, k): counters[group][k] - before[k] for group, k in expect} == expect
         for _ in range(3):
             np.testing.assert_allclose(kernel([torch.from_numpy(xs)])[0].numpy(), want, rtol=0, atol=3e-7)
@@ -169,7 +169,7 @@ def test_parity_graphs_run_directly_with_the_reference_numbers():
 @pytest.mark.parametrize("for_a_program", [False, True])
 def test_a_static_graph_compiles_static_code(for_a_program):
     """A static graph's code asserts its sizes (no symbolic kernel for it), also under the
-    ShapeEnv that lets Inductor's FX graph cache keep a program's graph (_with_shape_env: its
+    ShapeEnv that lets Inductor's FX graph cache keep a program's graph (with_shape_env: its
     examples are fake tensors of the static sizes; real ones would be made symbolic)."""
     b = GraphBuilder()
     x = b.input(f32[5, 7])

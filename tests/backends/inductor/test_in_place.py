@@ -6,7 +6,8 @@ import re
 import numpy as np
 import torch
 
-from parity.backends.inductor.backend import InductorBackend, _in_fresh_thread, _inductor_compile
+from parity.backends.inductor.backend import InductorBackend
+from parity.backends.inductor.compiling import in_fresh_thread, inductor_compile
 from parity.backends.inductor.in_place import writable_outputs, write_into_inputs
 from parity.backends.inductor.lowering import to_fx
 from parity.backends.reference import ReferenceBackend
@@ -81,7 +82,7 @@ def test_inductors_code_writes_the_positions_into_the_cache_and_allocates_no_new
     def code(writes):
         fx = to_fx(graph, [CACHE, (1, 4, 1, 8), (1, 4, 1, 8)])
         write_into_inputs(fx.module, writes)
-        run = _in_fresh_thread(_inductor_compile, fx.module, [*fx.examples, *fx.constants])
+        run = in_fresh_thread(inductor_compile, fx.module, [*fx.examples, *fx.constants])
         cache, at, new = _inputs(7)
         run([cache, at, new, *fx.constants])  # the first call, through AOTAutograd's wrapper
         return run._inner.source_code

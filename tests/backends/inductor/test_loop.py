@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from parity.backends.inductor import control
-from parity.backends.inductor.backend import _in_fresh_thread, _inductor_compile
+from parity.backends.inductor.compiling import in_fresh_thread, inductor_compile
 from parity.backends.inductor.control import examples_for
 from parity.backends.inductor.lowering import CLAIM_PREDICATES, LOWERINGS, declined, to_fx
 from parity.ir import GraphBuilder, c64, evaluate, f32, i32
@@ -170,7 +170,7 @@ def _kernels(graph) -> int:
     graph = decompose(graph, claimed=lambda op: op in LOWERINGS, declined=declined)[0]
     fx = to_fx(graph, [tuple(v.type.shape) for v in graph.inputs])
     examples = [*fx.examples, *fx.constants]
-    run = _in_fresh_thread(_inductor_compile, fx.module, examples_for(fx.module, examples))
+    run = in_fresh_thread(inductor_compile, fx.module, examples_for(fx.module, examples))
     run(list(examples))  # the first call, through AOTAutograd's wrapper
     from torch._inductor.codecache import PyCodeCache
 

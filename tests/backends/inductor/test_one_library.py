@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from parity.backends.inductor import InductorBackend, one_library
-from parity.backends.inductor import backend as inductor_backend
+from parity.backends.inductor import compiling as inductor_compiling
 from parity.ir import GraphBuilder, f32
 
 
@@ -55,7 +55,7 @@ def test_a_graphs_kernels_build_as_one_library_with_the_per_kernel_builds_number
 
     # Inductor's own build, one library per kernel, from a cold cache: bit for bit the same numbers
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "per_kernel"))
-    monkeypatch.setattr(inductor_backend, "one_library_per_graph", contextlib.nullcontext)
+    monkeypatch.setattr(inductor_compiling, "one_library_per_graph", contextlib.nullcontext)
     before = dict(one_library.counts)
     alone = InductorBackend().compile(_three_kernel_graph(), "cpu")(*_inputs())
     assert _delta(before) == {"libraries": 0, "kernels": 0, "alone": 0, "failed": 0}

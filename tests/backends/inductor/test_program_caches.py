@@ -1,5 +1,5 @@
 """A frontend's static graphs are kept in Inductor's FX graph cache for the next process
-(backends/program_compiles.py, backends/inductor/backend.py: _with_shape_env); a graph
+(backends/program_compiles.py, backends/inductor/compiling.py: with_shape_env); a graph
 compiled for anything else (a conformance case) is not written there."""
 
 import json
